@@ -1,0 +1,579 @@
+//! Memory-mapped pcap / pcapng reading.
+//!
+//! The file is mapped once and records are yielded as borrowed slices, so a capture of
+//! any size is read without copying. Pages already consumed are handed back to the
+//! kernel every [`RELEASE_CHUNK`] bytes, which keeps the resident set independent of
+//! the capture's size (a 10 GB capture costs the flow state, not 10 GB).
+
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::{Mmap, UncheckedAdvice};
+use pcap_parser::pcapng::{
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SHB_MAGIC,
+};
+use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be, parse_pcap_header, PcapError};
+
+use crate::linktype::LinkType;
+
+/// How often consumed pages of the mapping are released.
+const RELEASE_CHUNK: usize = 64 << 20;
+
+/// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureError {
+    pub path: String,
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{}: byte {}: {}", self.path, o, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+/// A problem met part-way through a capture; what was read before it is kept.
+pub type CaptureWarning = CaptureError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    Pcap { nanosecond: bool, big_endian: bool },
+    PcapNg,
+}
+
+impl CaptureFormat {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CaptureFormat::Pcap { nanosecond: false, .. } => "pcap",
+            CaptureFormat::Pcap { nanosecond: true, .. } => "pcap-ns",
+            CaptureFormat::PcapNg => "pcapng",
+        }
+    }
+}
+
+/// One captured record.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    pub linktype: LinkType,
+    /// The captured bytes (possibly cut by the snapshot length).
+    pub data: &'a [u8],
+    /// Length of the packet on the wire.
+    pub orig_len: u32,
+    /// Byte offset of the record in the file.
+    pub offset: u64,
+    /// pcapng interface id (0 for pcap).
+    pub interface: u32,
+}
+
+/// An opened, memory-mapped capture file.
+pub struct Capture {
+    path: PathBuf,
+    map: Mmap,
+    format: CaptureFormat,
+    /// Link type of a classic pcap file (pcapng declares one per interface).
+    pcap_linktype: Option<LinkType>,
+}
+
+impl Capture {
+    pub fn open(path: impl AsRef<Path>) -> Result<Capture, CaptureError> {
+        let path = path.as_ref().to_path_buf();
+        let err = |message: String| CaptureError {
+            path: path.display().to_string(),
+            offset: None,
+            message,
+        };
+        let file = File::open(&path).map_err(|e| err(io_message(&e)))?;
+        let meta = file.metadata().map_err(|e| err(io_message(&e)))?;
+        if meta.is_dir() {
+            return Err(err("is a directory, not a capture file".into()));
+        }
+        if meta.len() == 0 {
+            return Err(err("empty file, not a capture".into()));
+        }
+        // SAFETY: the mapping is read-only; a capture truncated by another process while
+        // we read it is the one case memmap cannot protect against (SIGBUS), as for every
+        // mmap-based reader (tshark, tcptrace use read() and would see a short file instead).
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| err(io_message(&e)))?;
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Self::from_map(path, map)
+    }
+
+    fn from_map(path: PathBuf, map: Mmap) -> Result<Capture, CaptureError> {
+        let err = |offset: Option<u64>, message: String| CaptureError {
+            path: path.display().to_string(),
+            offset,
+            message,
+        };
+        let data: &[u8] = &map;
+        if data.len() >= 4 && data[0..4] == SHB_MAGIC.to_le_bytes() {
+            return Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None });
+        }
+        let magic_le = data.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        match magic_le {
+            Some(0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1) => {}
+            Some(0xa1b2_cd34 | 0x34cd_b2a1) => {
+                return Err(err(None, "modified (Kuznetzov) pcap format is not supported; convert it with editcap".into()))
+            }
+            _ => {
+                return Err(err(None, "not a pcap or pcapng capture (unknown magic number)".into()))
+            }
+        }
+        let header = match parse_pcap_header(data) {
+            Ok((_, h)) => h,
+            Err(_) => return Err(err(Some(0), "truncated pcap file header (24 bytes needed)".into())),
+        };
+        let number = header.network.0 as u32;
+        let linktype = LinkType::from_number(number).ok_or_else(|| {
+            err(None, format!("unsupported link type {number} (cellperf reads Ethernet, Linux SLL/SLL2, raw IP, null/loopback)"))
+        })?;
+        let format = CaptureFormat::Pcap {
+            nanosecond: header.is_nanosecond_precision(),
+            big_endian: header.is_bigendian(),
+        };
+        Ok(Capture { path, map, format, pcap_linktype: Some(linktype) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    pub fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The records of the capture, in file order.
+    pub fn frames(&self) -> Frames<'_> {
+        let start = match self.format {
+            CaptureFormat::Pcap { .. } => 24,
+            CaptureFormat::PcapNg => 0,
+        };
+        Frames {
+            capture: self,
+            pos: start,
+            released: 0,
+            ng: NgState::default(),
+            warning: None,
+            done: false,
+            skipped_unknown_link: 0,
+        }
+    }
+}
+
+fn io_message(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[derive(Default)]
+struct NgState {
+    big_endian: bool,
+    /// Per interface of the current section: link type (None if unsupported),
+    /// timestamp units per second, timestamp offset in seconds.
+    interfaces: Vec<(Option<LinkType>, u64, i64)>,
+}
+
+/// Iterator over a capture's records. When it ends early because the file is damaged,
+/// [`Frames::warning`] says where and why; every record before that point was yielded.
+pub struct Frames<'a> {
+    capture: &'a Capture,
+    pos: usize,
+    released: usize,
+    ng: NgState,
+    warning: Option<CaptureWarning>,
+    done: bool,
+    skipped_unknown_link: u64,
+}
+
+impl<'a> Frames<'a> {
+    /// Why reading stopped before the end of the file, if it did.
+    pub fn warning(&self) -> Option<&CaptureWarning> {
+        self.warning.as_ref()
+    }
+
+    /// Records skipped because their pcapng interface has a link type cellperf cannot decode.
+    pub fn skipped_unknown_link(&self) -> u64 {
+        self.skipped_unknown_link
+    }
+
+    fn stop(&mut self, offset: usize, message: String) -> Option<Frame<'a>> {
+        self.done = true;
+        self.warning = Some(CaptureError {
+            path: self.capture.path.display().to_string(),
+            offset: Some(offset as u64),
+            message,
+        });
+        None
+    }
+
+    fn release_consumed(&mut self) {
+        if self.pos - self.released >= RELEASE_CHUNK {
+            let page = 4096;
+            let end = self.pos / page * page;
+            // SAFETY: the mapping is private and read-only; DONTNEED only drops our
+            // reference to pages we have finished with, re-reading them would refault.
+            unsafe {
+                let _ = self.capture.map.unchecked_advise_range(
+                    UncheckedAdvice::DontNeed,
+                    self.released,
+                    end - self.released,
+                );
+            }
+            self.released = end;
+        }
+    }
+
+    fn next_pcap(&mut self, nanosecond: bool, big_endian: bool) -> Option<Frame<'a>> {
+        let data: &'a [u8] = &self.capture.map;
+        let rest = &data[self.pos..];
+        if rest.is_empty() {
+            self.done = true;
+            return None;
+        }
+        let parsed = if big_endian { parse_pcap_frame_be(rest) } else { parse_pcap_frame(rest) };
+        match parsed {
+            Ok((after, block)) => {
+                let offset = self.pos;
+                self.pos = data.len() - after.len();
+                let frac = block.ts_usec as i64;
+                let ts_ns = block.ts_sec as i64 * 1_000_000_000 + if nanosecond { frac } else { frac * 1000 };
+                Some(Frame {
+                    ts_ns,
+                    linktype: self.capture.pcap_linktype.unwrap_or(LinkType::Raw),
+                    data: block.data,
+                    orig_len: block.origlen,
+                    offset: offset as u64,
+                    interface: 0,
+                })
+            }
+            Err(_) => {
+                let pos = self.pos;
+                if rest.len() < 16 {
+                    self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()))
+                } else {
+                    self.stop(pos, "truncated record (captured length runs past the end of the file)".into())
+                }
+            }
+        }
+    }
+
+    fn next_pcapng(&mut self) -> Option<Frame<'a>> {
+        let data: &'a [u8] = &self.capture.map;
+        loop {
+            let rest = &data[self.pos..];
+            if rest.is_empty() {
+                self.done = true;
+                return None;
+            }
+            let offset = self.pos;
+            let is_shb = rest.len() >= 4 && rest[0..4] == SHB_MAGIC.to_le_bytes();
+            let parsed = if is_shb {
+                parse_sectionheaderblock(rest).map(|(r, shb)| (r, Block::SectionHeader(shb)))
+            } else if self.ng.big_endian {
+                parse_block_be(rest)
+            } else {
+                parse_block_le(rest)
+            };
+            let (after, block) = match parsed {
+                Ok(v) => v,
+                Err(nom::Err::Incomplete(_)) => {
+                    return self.stop(offset, "truncated pcapng block".into())
+                }
+                Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
+                    let what = match e {
+                        PcapError::HeaderNotRecognized => "unrecognized pcapng block header".to_string(),
+                        other => format!("corrupt pcapng block ({other})"),
+                    };
+                    return self.stop(offset, what);
+                }
+            };
+            self.pos = data.len() - after.len();
+            match block {
+                Block::SectionHeader(shb) => {
+                    self.ng.big_endian = shb.big_endian();
+                    self.ng.interfaces.clear();
+                }
+                Block::InterfaceDescription(idb) => {
+                    let units = idb.ts_resolution().unwrap_or(1_000_000).max(1);
+                    let link = LinkType::from_number(idb.linktype.0 as u32);
+                    self.ng.interfaces.push((link, units, idb.ts_offset()));
+                }
+                Block::EnhancedPacket(epb) => {
+                    let Some(&(link, units, ts_offset)) = self.ng.interfaces.get(epb.if_id as usize) else {
+                        return self.stop(offset, format!("packet refers to undeclared interface {}", epb.if_id));
+                    };
+                    let Some(linktype) = link else {
+                        self.skipped_unknown_link += 1;
+                        continue;
+                    };
+                    let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                    let ts_ns = (raw as u128 * 1_000_000_000 / units as u128) as i64 + ts_offset * 1_000_000_000;
+                    let caplen = (epb.caplen as usize).min(epb.data.len());
+                    return Some(Frame {
+                        ts_ns,
+                        linktype,
+                        data: &epb.data[..caplen],
+                        orig_len: epb.origlen,
+                        offset: offset as u64,
+                        interface: epb.if_id,
+                    });
+                }
+                Block::SimplePacket(spb) => {
+                    // A simple packet belongs to interface 0 and carries no timestamp.
+                    let Some(&(link, _, _)) = self.ng.interfaces.first() else {
+                        return self.stop(offset, "simple packet block before any interface".into());
+                    };
+                    let Some(linktype) = link else {
+                        self.skipped_unknown_link += 1;
+                        continue;
+                    };
+                    let caplen = (spb.origlen as usize).min(spb.data.len());
+                    return Some(Frame {
+                        ts_ns: 0,
+                        linktype,
+                        data: &spb.data[..caplen],
+                        orig_len: spb.origlen,
+                        offset: offset as u64,
+                        interface: 0,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Frame<'a>;
+
+    fn next(&mut self) -> Option<Frame<'a>> {
+        if self.done {
+            return None;
+        }
+        self.release_consumed();
+        match self.capture.format {
+            CaptureFormat::Pcap { nanosecond, big_endian } => self.next_pcap(nanosecond, big_endian),
+            CaptureFormat::PcapNg => self.next_pcapng(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cellperf-capture-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
+        p
+    }
+
+    /// Classic pcap header, little-endian, microseconds, Ethernet.
+    fn pcap_header(magic: u32, linktype: u32, big: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        let put32 = |v: &mut Vec<u8>, x: u32| v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
+        let put16 = |v: &mut Vec<u8>, x: u16| v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
+        put32(&mut v, magic);
+        put16(&mut v, 2);
+        put16(&mut v, 4);
+        put32(&mut v, 0);
+        put32(&mut v, 0);
+        put32(&mut v, 65535);
+        put32(&mut v, linktype);
+        v
+    }
+
+    fn pcap_record(ts_sec: u32, frac: u32, data: &[u8], big: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        for x in [ts_sec, frac, data.len() as u32, data.len() as u32] {
+            v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
+        }
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn pcap_microsecond_little_endian() {
+        let mut f = pcap_header(0xa1b2_c3d4, 1, false);
+        f.extend(pcap_record(10, 250_000, &[0xaa; 20], false));
+        f.extend(pcap_record(11, 1, &[0xbb; 30], false));
+        let cap = Capture::open(write_temp("us.pcap", &f)).unwrap();
+        assert_eq!(cap.format(), CaptureFormat::Pcap { nanosecond: false, big_endian: false });
+        let frames: Vec<_> = cap.frames().collect();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].ts_ns, 10_250_000_000);
+        assert_eq!(frames[1].ts_ns, 11_000_001_000);
+        assert_eq!(frames[1].data.len(), 30);
+        assert_eq!(frames[1].offset, 24 + 16 + 20);
+        assert_eq!(frames[0].linktype, LinkType::Ethernet);
+    }
+
+    #[test]
+    fn pcap_nanosecond_big_endian() {
+        // A big-endian writer stores the magic in its own order: the bytes read a1 b2 3c 4d.
+        let mut f = pcap_header(0xa1b2_3c4d, 113, true);
+        f.extend(pcap_record(7, 123_456_789, &[1, 2, 3], true));
+        let cap = Capture::open(write_temp("ns-be.pcap", &f)).unwrap();
+        assert_eq!(cap.format(), CaptureFormat::Pcap { nanosecond: true, big_endian: true });
+        let frames: Vec<_> = cap.frames().collect();
+        assert_eq!(frames[0].ts_ns, 7_123_456_789);
+        assert_eq!(frames[0].linktype, LinkType::LinuxSll);
+    }
+
+    #[test]
+    fn truncated_record_keeps_earlier_and_names_offset() {
+        let mut f = pcap_header(0xa1b2_c3d4, 101, false);
+        f.extend(pcap_record(1, 0, &[0x45; 40], false));
+        let cut = pcap_record(2, 0, &[0x45; 40], false);
+        f.extend(&cut[..30]);
+        let cap = Capture::open(write_temp("trunc.pcap", &f)).unwrap();
+        let mut frames = cap.frames();
+        assert!(frames.next().is_some());
+        assert!(frames.next().is_none());
+        let w = frames.warning().unwrap();
+        assert_eq!(w.offset, Some(24 + 16 + 40));
+        assert!(w.to_string().contains("truncated record"), "{w}");
+    }
+
+    #[test]
+    fn bad_inputs_give_one_line_errors() {
+        let e = Capture::open(write_temp("empty.pcap", b"")).err().unwrap();
+        assert!(e.to_string().ends_with("empty file, not a capture"));
+        let e = Capture::open(write_temp("text.pcap", b"hello world, not a pcap")).err().unwrap();
+        assert!(e.to_string().contains("not a pcap or pcapng"));
+        let e = Capture::open(write_temp("lt.pcap", &pcap_header(0xa1b2_c3d4, 147, false))).err().unwrap();
+        assert!(e.to_string().contains("unsupported link type 147"), "{e}");
+        let e = Capture::open("/nonexistent/x.pcap").err().unwrap();
+        assert_eq!(e.to_string(), "/nonexistent/x.pcap: no such file");
+        let e = Capture::open(write_temp("short.pcap", &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0])).err().unwrap();
+        assert!(e.to_string().contains("truncated pcap file header"), "{e}");
+    }
+
+    fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut body = body.to_vec();
+        while body.len() % 4 != 0 {
+            body.push(0);
+        }
+        let len = 12 + body.len() as u32;
+        let mut v = Vec::new();
+        v.extend(kind.to_le_bytes());
+        v.extend(len.to_le_bytes());
+        v.extend(body);
+        v.extend(len.to_le_bytes());
+        v
+    }
+
+    fn ng_shb() -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(0x1A2B_3C4Du32.to_le_bytes());
+        b.extend(1u16.to_le_bytes());
+        b.extend(0u16.to_le_bytes());
+        b.extend((-1i64).to_le_bytes());
+        ng_block(0x0A0D_0D0A, &b)
+    }
+
+    fn ng_idb(linktype: u16, tsresol: Option<u8>) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(linktype.to_le_bytes());
+        b.extend(0u16.to_le_bytes());
+        b.extend(65535u32.to_le_bytes());
+        if let Some(r) = tsresol {
+            b.extend(9u16.to_le_bytes()); // if_tsresol
+            b.extend(1u16.to_le_bytes());
+            b.extend([r, 0, 0, 0]);
+            b.extend([0u8; 4]); // opt_endofopt
+        }
+        ng_block(1, &b)
+    }
+
+    fn ng_epb(if_id: u32, ts: u64, data: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(if_id.to_le_bytes());
+        b.extend(((ts >> 32) as u32).to_le_bytes());
+        b.extend((ts as u32).to_le_bytes());
+        b.extend((data.len() as u32).to_le_bytes());
+        b.extend((data.len() as u32).to_le_bytes());
+        b.extend(data);
+        ng_block(6, &b)
+    }
+
+    #[test]
+    fn pcapng_interfaces_with_own_resolution() {
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None)); // microseconds
+        f.extend(ng_idb(101, Some(9))); // nanoseconds
+        f.extend(ng_epb(0, 1_500_000, &[0u8; 14]));
+        f.extend(ng_epb(1, 2_000_000_007, &[0x45; 21]));
+        let cap = Capture::open(write_temp("multi.pcapng", &f)).unwrap();
+        assert_eq!(cap.format(), CaptureFormat::PcapNg);
+        let frames: Vec<_> = cap.frames().collect();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].ts_ns, 1_500_000_000);
+        assert_eq!(frames[0].linktype, LinkType::Ethernet);
+        assert_eq!(frames[1].ts_ns, 2_000_000_007);
+        assert_eq!(frames[1].linktype, LinkType::Raw);
+        assert_eq!(frames[1].data.len(), 21, "padding is not part of the packet");
+        assert_eq!(frames[1].interface, 1);
+    }
+
+    #[test]
+    fn pcapng_truncated_and_unknown_interface() {
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        f.extend(ng_epb(0, 1, &[0u8; 14]));
+        let good_len = f.len();
+        f.extend(ng_epb(3, 2, &[0u8; 14]));
+        let cap = Capture::open(write_temp("badif.pcapng", &f)).unwrap();
+        let mut frames = cap.frames();
+        assert!(frames.next().is_some());
+        assert!(frames.next().is_none());
+        assert_eq!(frames.warning().unwrap().offset, Some(good_len as u64));
+        assert!(frames.warning().unwrap().message.contains("undeclared interface 3"));
+
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        let epb = ng_epb(0, 1, &[0u8; 14]);
+        let at = f.len();
+        f.extend(&epb[..epb.len() - 6]);
+        let cap = Capture::open(write_temp("trunc.pcapng", &f)).unwrap();
+        let mut frames = cap.frames();
+        assert!(frames.next().is_none());
+        assert_eq!(frames.warning().unwrap().offset, Some(at as u64));
+    }
+
+    #[test]
+    fn pcapng_unknown_linktype_is_skipped_and_counted() {
+        let mut f = ng_shb();
+        f.extend(ng_idb(147, None));
+        f.extend(ng_idb(1, None));
+        f.extend(ng_epb(0, 1, &[0u8; 14]));
+        f.extend(ng_epb(1, 2, &[0u8; 14]));
+        let cap = Capture::open(write_temp("skip.pcapng", &f)).unwrap();
+        let mut frames = cap.frames();
+        assert_eq!(frames.by_ref().count(), 1);
+        assert_eq!(frames.skipped_unknown_link(), 1);
+        assert!(frames.warning().is_none());
+    }
+}
