@@ -8,8 +8,9 @@
 
 pub mod decode;
 pub mod linktype;
+pub mod probe_header;
 pub mod reader;
 
-pub use decode::{decode_frame, Addr, IpInfo, Packet, TcpInfo, TcpOptions, Transport, UdpInfo};
+pub use decode::{addr_from_str, addr_to_string, decode_frame, Addr, Skip, IpInfo, Packet, TcpInfo, TcpOptions, Transport, UdpInfo};
 pub use linktype::LinkType;
 pub use reader::{Capture, CaptureError, CaptureFormat, CaptureWarning, Frame, Frames};

@@ -1,0 +1,1 @@
+//! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the mobile node.

@@ -1,0 +1,107 @@
+//! Headers that traffic generators put at the start of each UDP payload, so that a capture
+//! at the receiver alone still yields loss (by sequence number) and one-way delay (by
+//! send timestamp).
+//!
+//! - **cellperf probe** (`cellperf probe`, documented in `docs/formats.md`): the 4 bytes
+//!   `CPF1`, sequence number (u64, big-endian), send time in ns since the Unix epoch on the
+//!   sender's clock (u64, big-endian); 20 bytes.
+//! - **iperf3 UDP**: seconds (u32), microseconds (u32), sequence (u32), all big-endian,
+//!   as `iperf3 -u` writes them (without `--udp-counters-64bit`).
+
+/// Magic bytes of the cellperf probe header.
+pub const CELLPERF_MAGIC: [u8; 4] = *b"CPF1";
+/// Length of the cellperf probe header.
+pub const CELLPERF_HEADER_LEN: usize = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderKind {
+    Cellperf,
+    Iperf3,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeHeader {
+    pub kind: HeaderKind,
+    pub seq: u64,
+    /// Send time on the sender's clock, ns since the Unix epoch.
+    pub send_ns: i64,
+}
+
+fn be_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Reads a cellperf probe header.
+pub fn parse_cellperf(payload: &[u8]) -> Option<ProbeHeader> {
+    if payload.get(0..4)? != CELLPERF_MAGIC {
+        return None;
+    }
+    Some(ProbeHeader {
+        kind: HeaderKind::Cellperf,
+        seq: be_u64(payload, 4)?,
+        send_ns: i64::try_from(be_u64(payload, 12)?).ok()?,
+    })
+}
+
+/// Writes a cellperf probe header into the first [`CELLPERF_HEADER_LEN`] bytes of `buf`.
+/// Returns `false` (and writes nothing) if `buf` is shorter than that.
+pub fn write_cellperf(buf: &mut [u8], seq: u64, send_ns: i64) -> bool {
+    if buf.len() < CELLPERF_HEADER_LEN {
+        return false;
+    }
+    buf[0..4].copy_from_slice(&CELLPERF_MAGIC);
+    buf[4..12].copy_from_slice(&seq.to_be_bytes());
+    buf[12..20].copy_from_slice(&(send_ns.max(0) as u64).to_be_bytes());
+    true
+}
+
+/// Reads an iperf3 UDP header if it is plausible for a packet captured at `capture_ns`:
+/// the send time must lie within a day of the capture time and the microseconds below 10⁶.
+/// (iperf3 has no magic number; the day-window keeps random payloads out.)
+pub fn parse_iperf3(payload: &[u8], capture_ns: i64) -> Option<ProbeHeader> {
+    let sec = be_u32(payload, 0)? as i64;
+    let usec = be_u32(payload, 4)? as i64;
+    let seq = be_u32(payload, 8)? as u64;
+    if usec >= 1_000_000 {
+        return None;
+    }
+    let send_ns = sec * 1_000_000_000 + usec * 1000;
+    if (send_ns - capture_ns).abs() > 86_400 * 1_000_000_000 {
+        return None;
+    }
+    Some(ProbeHeader { kind: HeaderKind::Iperf3, seq, send_ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cellperf_round_trip() {
+        let mut buf = [0u8; 64];
+        assert!(write_cellperf(&mut buf, 42, 1_700_000_000_123_456_789));
+        let h = parse_cellperf(&buf).unwrap();
+        assert_eq!((h.seq, h.send_ns, h.kind), (42, 1_700_000_000_123_456_789, HeaderKind::Cellperf));
+        assert!(parse_cellperf(&buf[..19]).is_none());
+        assert!(!write_cellperf(&mut [0u8; 10], 1, 1));
+        assert!(parse_cellperf(b"XXXX0123456789abcdef").is_none());
+    }
+
+    #[test]
+    fn iperf3_plausibility() {
+        let now = 1_700_000_000i64 * 1_000_000_000;
+        let mut p = Vec::new();
+        p.extend(1_700_000_001u32.to_be_bytes());
+        p.extend(250_000u32.to_be_bytes());
+        p.extend(7u32.to_be_bytes());
+        let h = parse_iperf3(&p, now).unwrap();
+        assert_eq!((h.seq, h.send_ns), (7, 1_700_000_001_250_000_000));
+        assert!(parse_iperf3(&p, now + 2 * 86_400 * 1_000_000_000).is_none());
+        p[4..8].copy_from_slice(&2_000_000u32.to_be_bytes());
+        assert!(parse_iperf3(&p, now).is_none());
+    }
+}

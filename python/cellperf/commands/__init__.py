@@ -1,0 +1,1 @@
+"""One module per `cellperf` subcommand; each defines `command` (a click command)."""

@@ -1,0 +1,9 @@
+"""The one exception type for problems the user can fix (bad file, bad option, ...).
+
+The CLI prints it as a single line `cellperf: error: ...` and exits with status 1;
+anything else escaping a command is a bug and keeps its traceback.
+"""
+
+
+class UserError(Exception):
+    """An input or environment problem, described in one line that names the culprit."""
