@@ -1,0 +1,90 @@
+//! cellperf's analysis core: captures → flows → per-packet records → metrics (METHODS §3–§4).
+//!
+//! [`analyze`] reads one capture (any vantage point) or two (the MN's and the CN's) in one
+//! pass each, keeps per-flow streaming state (and, with two captures, the compact records
+//! needed to match packets across them), then computes every flow's metrics:
+//! - TCP: goodput, throughput series, RTT (Karn), retransmission classes (two captures:
+//!   normal / spurious / unavoidable / serial; one capture: fast / RTO / spurious and said so),
+//!   ACK compression (two captures), duplicate ACKs, zero windows, out-of-order;
+//! - UDP: probe-stream metrics from [`udp_stream`] (loss, jitter, OWD, gaps, delay periods).
+//!
+//! Uplink is MN→CN. Which endpoint is the MN is decided per flow, in this order:
+//! `--mn-addr`; the TTL (a packet's TTL is highest at the capture of its sender, since every
+//! router on the way lowers it); and else the connection's initiator (**choice**: phones
+//! open connections), with the basis reported beside the direction.
+
+pub mod flows;
+pub mod record;
+pub mod seq;
+pub mod stats;
+pub mod tables;
+pub mod tcp_one_sided;
+pub mod tcp_two_sided;
+pub mod udp_stream;
+
+mod report;
+
+use std::path::PathBuf;
+
+use cellperf_capture::decode::{decode_frame, Skip, Transport};
+use cellperf_capture::{Addr, Capture, CaptureError};
+
+pub use report::{
+    analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Side, Tables,
+};
+
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Counts of what one pass over a capture found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PassCounts {
+    pub frames: u64,
+    pub tcp: u64,
+    pub udp: u64,
+    pub other_ip: u64,
+    pub non_ip: u64,
+    pub malformed: u64,
+    pub skipped_unknown_link: u64,
+}
+
+/// Reads every frame of `path`, decodes it and hands TCP/UDP packets to `sink`. Returns the
+/// counts and the warning that ended reading early, if any.
+pub fn for_each_packet(
+    path: &PathBuf,
+    mut sink: impl FnMut(&cellperf_capture::Packet<'_>),
+) -> Result<(Capture, PassCounts, Option<CaptureError>), CaptureError> {
+    let capture = Capture::open(path)?;
+    let mut counts = PassCounts::default();
+    let warning;
+    {
+        let mut frames = capture.frames();
+        for frame in frames.by_ref() {
+            counts.frames += 1;
+            match decode_frame(&frame) {
+                Ok(p) => {
+                    match p.transport {
+                        Transport::Tcp(_) => counts.tcp += 1,
+                        Transport::Udp(_) => counts.udp += 1,
+                        Transport::Other(_) => {
+                            counts.other_ip += 1;
+                            continue;
+                        }
+                    }
+                    sink(&p);
+                }
+                Err(Skip::NotIp) => counts.non_ip += 1,
+                Err(Skip::Malformed) => counts.malformed += 1,
+            }
+        }
+        counts.skipped_unknown_link = frames.skipped_unknown_link();
+        warning = frames.warning().cloned();
+    }
+    Ok((capture, counts, warning))
+}
+
+/// The address a user gave for the MN, parsed.
+pub fn parse_addr(s: &str) -> Option<Addr> {
+    cellperf_capture::addr_from_str(s)
+}

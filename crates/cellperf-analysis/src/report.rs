@@ -1,0 +1,839 @@
+//! [`analyze`]: the passes over the captures and the assembly of every flow's report.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use ahash::AHashMap;
+use arrow_array::RecordBatch;
+use cellperf_capture::decode::tcp_flags::SYN;
+use cellperf_capture::probe_header::HeaderKind;
+use cellperf_capture::{addr_to_string, Addr, CaptureError, Transport};
+use serde::Serialize;
+
+use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
+use crate::record::{TcpRec, UdpRec};
+use crate::stats::{BoxSummary, Summary, Variability};
+use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
+use crate::tcp_one_sided::TcpOneSided;
+use crate::tcp_two_sided::{self, AckCompression};
+use crate::udp_stream::{self, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
+use crate::{for_each_packet, PassCounts};
+
+/// Where a capture was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Mn,
+    Cn,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::Mn => Side::Cn,
+            Side::Cn => Side::Mn,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CaptureInput {
+    pub path: PathBuf,
+    pub side: Side,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Length of the interval series (METHODS §3: 5 s).
+    pub interval_s: f64,
+    /// The MN's address, when the user knows it.
+    pub mn_addr: Option<Addr>,
+    /// The capture hosts' clocks are synchronised (GPS, PTP, or one host): OWD is raw.
+    pub synced_clocks: bool,
+    /// Build the Arrow tables (per packet, per interval, ...), not only the summary.
+    pub tables: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { interval_s: 5.0, mn_addr: None, synced_clocks: false, tables: false }
+    }
+}
+
+#[derive(Debug)]
+pub enum AnalysisError {
+    Capture(CaptureError),
+    Input(String),
+}
+
+impl fmt::Display for AnalysisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnalysisError::Capture(e) => e.fmt(f),
+            AnalysisError::Input(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for AnalysisError {}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureSummary {
+    pub path: String,
+    pub side: Side,
+    pub format: &'static str,
+    pub packets: u64,
+    pub counts: PassCounts,
+    pub flows: u64,
+    pub first_ts_s: Option<f64>,
+    pub last_ts_s: Option<f64>,
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RetransmissionReport {
+    pub total: u64,
+    /// Two captures only.
+    pub normal: Option<u64>,
+    pub spurious: u64,
+    /// Two captures only.
+    pub unavoidable: Option<u64>,
+    pub serial: u64,
+    /// Sender-side heuristics (one capture, or the sender's capture of two).
+    pub fast: Option<u64>,
+    pub rto: Option<u64>,
+    /// Retransmitted / all data packets at the sender (%Rxt of 000 Table 4.2, as a fraction).
+    pub rate: f64,
+    /// "two-sided" (METHODS §4 classes) or "one-sided" (Wireshark-like heuristics).
+    pub method: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TcpDetails {
+    pub data_packets: u64,
+    pub unique_bytes: u64,
+    pub out_of_order: u64,
+    pub dup_acks: u64,
+    pub zero_windows: u64,
+    pub mss: Option<u16>,
+    /// Data segments of the sender's capture found at the receiver's (two captures).
+    pub data_matched: Option<u64>,
+    pub acks_matched: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesReport {
+    pub interval_s: f64,
+    pub intervals: u64,
+    pub throughput_bps: Option<BoxSummary>,
+    pub variability: Option<Variability>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    pub flow_id: u32,
+    pub proto: &'static str,
+    /// Sender of the data this report describes.
+    pub src: String,
+    pub dst: String,
+    pub sport: u16,
+    pub dport: u16,
+    /// "uplink" (MN→CN) or "downlink".
+    pub direction: &'static str,
+    /// How the MN end was told: "mn-addr", "ttl" or "initiator".
+    pub direction_basis: &'static str,
+    pub seen_at: Vec<Side>,
+    /// Packets and bytes (IP) of the flow at the sender's capture (or the one capture).
+    pub packets: u64,
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub throughput_bps: f64,
+    pub goodput_bps: Option<f64>,
+    pub rtt_ms: Option<Summary>,
+    pub retransmissions: Option<RetransmissionReport>,
+    pub ack_compression: Option<AckCompression>,
+    pub tcp: Option<TcpDetails>,
+    pub loss_rate: Option<f64>,
+    pub jitter_ms: Option<JitterSummary>,
+    pub owd_ms: Option<OwdSummary>,
+    pub udp: Option<StreamSummary>,
+    /// "two-sided", "receiver" or "sender": which captures the UDP metrics come from.
+    pub udp_view: Option<&'static str>,
+    pub series: SeriesReport,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub cellperf_version: &'static str,
+    pub interval_s: f64,
+    pub owd_kind: OwdKind,
+    pub captures: Vec<CaptureSummary>,
+    pub flows: Vec<FlowReport>,
+    pub warnings: Vec<String>,
+}
+
+/// Arrow tables, when [`Options::tables`] is set (see `docs/tables.md`).
+#[derive(Default)]
+pub struct Tables {
+    pub batches: Vec<(&'static str, RecordBatch)>,
+}
+
+pub struct Analysis {
+    pub report: Report,
+    pub tables: Tables,
+}
+
+/// One flow as seen at one capture.
+struct FlowAt {
+    first_ts: i64,
+    last_ts: i64,
+    packets: [u64; 2],
+    bytes: [u64; 2],
+    max_ttl: [u8; 2],
+    first_dir: Dir,
+    syn_dir: Option<Dir>,
+    tcp: Option<TcpOneSided>,
+    tcp_recs: Vec<TcpRec>,
+    udp_recs: Vec<UdpRec>,
+}
+
+impl FlowAt {
+    fn new(ts: i64, dir: Dir) -> FlowAt {
+        FlowAt {
+            first_ts: ts,
+            last_ts: ts,
+            packets: [0; 2],
+            bytes: [0; 2],
+            max_ttl: [0; 2],
+            first_dir: dir,
+            syn_dir: None,
+            tcp: None,
+            tcp_recs: Vec::new(),
+            udp_recs: Vec::new(),
+        }
+    }
+
+    fn count(&mut self, ts: i64, dir: Dir, ttl: u8, ip_len: u32) {
+        let d = dir.index();
+        self.first_ts = self.first_ts.min(ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.packets[d] += 1;
+        self.bytes[d] += ip_len as u64;
+        self.max_ttl[d] = self.max_ttl[d].max(ttl);
+    }
+
+    fn duration_s(&self) -> f64 {
+        (self.last_ts - self.first_ts) as f64 / 1e9
+    }
+}
+
+struct CapturePass {
+    side: Side,
+    flows: Vec<Option<FlowAt>>,
+}
+
+/// Analyses one capture or two (one per side). See the crate docs.
+pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, AnalysisError> {
+    if inputs.is_empty() || inputs.len() > 2 {
+        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
+    }
+    if inputs.len() == 2 && inputs[0].side == inputs[1].side {
+        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
+    }
+    if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
+        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
+    }
+    let interval_ns = (opts.interval_s * 1e9) as i64;
+    let two_sided = inputs.len() == 2;
+    let mut table = FlowTable::default();
+    let mut passes = Vec::new();
+    let mut summaries = Vec::new();
+    let mut warnings = Vec::new();
+    let mut packet_table = PacketTable::default();
+
+    for (ci, input) in inputs.iter().enumerate() {
+        let mut flows: Vec<Option<FlowAt>> = Vec::new();
+        let mut first_ts: Option<i64> = None;
+        let mut last_ts: Option<i64> = None;
+        let (capture, counts, warning) = for_each_packet(&input.path, |p| {
+            first_ts = Some(first_ts.map_or(p.ts_ns, |t| t.min(p.ts_ns)));
+            last_ts = Some(last_ts.map_or(p.ts_ns, |t| t.max(p.ts_ns)));
+            let (proto, sport, dport) = match &p.transport {
+                Transport::Tcp(t) => (PROTO_TCP, t.src_port, t.dst_port),
+                Transport::Udp(u) => (PROTO_UDP, u.src_port, u.dst_port),
+                Transport::Other(_) => return,
+            };
+            let (key, dir) = FlowKey::new(
+                proto,
+                Endpoint { addr: p.ip.src, port: sport },
+                Endpoint { addr: p.ip.dst, port: dport },
+            );
+            let (id, _) = table.id(key);
+            if flows.len() <= id as usize {
+                flows.resize_with(id as usize + 1, || None);
+            }
+            let f = flows[id as usize].get_or_insert_with(|| FlowAt::new(p.ts_ns, dir));
+            f.count(p.ts_ns, dir, p.ip.ttl, p.ip.len);
+            let mut probe_seq = None;
+            match &p.transport {
+                Transport::Tcp(t) => {
+                    let rec = TcpRec::new(p.ts_ns, dir, p.ip.ttl, p.ip.ip_id, p.ip.len, t);
+                    if rec.has(SYN) && f.syn_dir.is_none() && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
+                        f.syn_dir = Some(dir);
+                    }
+                    let t0 = f.first_ts;
+                    f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec);
+                    if two_sided {
+                        f.tcp_recs.push(rec);
+                    }
+                    if opts.tables {
+                        packet_table.tcp_seq.push(Some(t.seq));
+                        packet_table.tcp_ack.push(Some(t.ack));
+                        packet_table.tcp_flags.push(Some(t.flags));
+                        packet_table.tcp_window.push(Some(t.window));
+                        packet_table.tcp_tsval.push(t.options.timestamp.map(|x| x.0));
+                        packet_table.payload_len.push(t.payload_len);
+                    }
+                }
+                Transport::Udp(u) => {
+                    let rec = UdpRec::new(p.ts_ns, dir, p.ip.ttl, p.ip.ip_id, p.ip.len, u);
+                    probe_seq = rec.probe.map(|h| h.seq);
+                    f.udp_recs.push(rec);
+                    if opts.tables {
+                        packet_table.tcp_seq.push(None);
+                        packet_table.tcp_ack.push(None);
+                        packet_table.tcp_flags.push(None);
+                        packet_table.tcp_window.push(None);
+                        packet_table.tcp_tsval.push(None);
+                        packet_table.payload_len.push(u.payload_len);
+                    }
+                }
+                Transport::Other(_) => {}
+            }
+            if opts.tables {
+                packet_table.capture.push(ci as u8);
+                packet_table.flow_id.push(id);
+                packet_table.ts.push(p.ts_ns);
+                packet_table.dir.push(dir as u8);
+                packet_table.ttl.push(p.ip.ttl);
+                packet_table.ip_id.push(p.ip.ip_id);
+                packet_table.ip_len.push(p.ip.len);
+                packet_table.probe_seq.push(probe_seq);
+            }
+        })
+        .map_err(AnalysisError::Capture)?;
+        let path = input.path.display().to_string();
+        if let Some(w) = &warning {
+            warnings.push(format!("{w}; kept the {} packets before it", counts.frames));
+        }
+        if counts.skipped_unknown_link > 0 {
+            warnings.push(format!(
+                "{path}: skipped {} packets on interfaces with unsupported link types",
+                counts.skipped_unknown_link
+            ));
+        }
+        if counts.tcp + counts.udp == 0 {
+            let what = if counts.frames == 0 {
+                "no packets".to_string()
+            } else {
+                format!(
+                    "no TCP or UDP packets ({} frames: {} other IP, {} not IP, {} malformed)",
+                    counts.frames, counts.other_ip, counts.non_ip, counts.malformed
+                )
+            };
+            return Err(AnalysisError::Input(format!("{path}: {what}")));
+        }
+        summaries.push(CaptureSummary {
+            path,
+            side: input.side,
+            format: capture.format().name(),
+            packets: counts.frames,
+            flows: flows.iter().filter(|f| f.is_some()).count() as u64,
+            counts,
+            first_ts_s: first_ts.map(|t| t as f64 / 1e9),
+            last_ts_s: last_ts.map(|t| t as f64 / 1e9),
+            warning: warning.map(|w| w.to_string()),
+        });
+        flows.resize_with(table.len(), || None);
+        passes.push(CapturePass { side: input.side, flows });
+    }
+    for p in &mut passes {
+        p.flows.resize_with(table.len(), || None);
+    }
+    if two_sided {
+        let common = (0..table.len()).filter(|&i| passes[0].flows[i].is_some() && passes[1].flows[i].is_some()).count();
+        if common == 0 {
+            return Err(AnalysisError::Input(format!(
+                "no flow appears in both {} and {}: are they captures of the same run?",
+                summaries[0].path, summaries[1].path
+            )));
+        }
+    }
+
+    let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
+    let mut out = Assembler {
+        opts,
+        interval_ns,
+        owd_kind,
+        reports: Vec::new(),
+        intervals: IntervalTable::default(),
+        udp_packets: UdpPacketTable::default(),
+        retx: RetransmissionTable::default(),
+        acks: AckTable::default(),
+        rtt: RttTable::default(),
+    };
+    for id in 0..table.len() as u32 {
+        let key = table.key(id);
+        let at: Vec<(Side, &FlowAt)> =
+            passes.iter().filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f))).collect();
+        let (mn_dir, basis) = mn_direction(&key, &at, opts);
+        let flow = FlowCtx { id, key, at, mn_dir, basis };
+        match key.proto {
+            PROTO_TCP => out.tcp_flow(&flow),
+            _ => out.udp_flow(&flow),
+        }
+    }
+
+    let mut tables = Tables::default();
+    if opts.tables {
+        let err = |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
+        tables.batches.push(("packets", packet_table.into_batch().map_err(err)?));
+        tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
+        tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
+        tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
+        tables.batches.push(("ack_compression", out.acks.into_batch().map_err(err)?));
+        tables.batches.push(("rtt", out.rtt.into_batch().map_err(err)?));
+    }
+    Ok(Analysis {
+        report: Report {
+            cellperf_version: crate::version(),
+            interval_s: opts.interval_s,
+            owd_kind,
+            captures: summaries,
+            flows: out.reports,
+            warnings,
+        },
+        tables,
+    })
+}
+
+/// The direction (of the flow key) that goes from the MN to the CN, and how it was decided.
+fn mn_direction(key: &FlowKey, at: &[(Side, &FlowAt)], opts: &Options) -> (Dir, &'static str) {
+    if let Some(mn) = opts.mn_addr {
+        if key.a.addr == mn {
+            return (Dir::AtoB, "mn-addr");
+        }
+        if key.b.addr == mn {
+            return (Dir::BtoA, "mn-addr");
+        }
+    }
+    let side_of = |s: Side| at.iter().find(|(x, _)| *x == s).map(|(_, f)| *f);
+    match (side_of(Side::Mn), side_of(Side::Cn)) {
+        (Some(mn), Some(cn)) => {
+            // A direction's packets keep their highest TTL at the sender's capture.
+            for d in [Dir::AtoB, Dir::BtoA] {
+                let (tm, tc) = (mn.max_ttl[d.index()], cn.max_ttl[d.index()]);
+                if tm > 0 && tc > 0 && tm != tc {
+                    let from_mn = tm > tc;
+                    return (if from_mn { d } else { d.reverse() }, "ttl");
+                }
+            }
+        }
+        _ => {
+            // One capture: the capturing host's own packets leave with the higher TTL.
+            let (side, f) = at[0];
+            let (ta, tb) = (f.max_ttl[0], f.max_ttl[1]);
+            if ta > 0 && tb > 0 && ta != tb {
+                let local = if ta > tb { Dir::AtoB } else { Dir::BtoA };
+                return (if side == Side::Mn { local } else { local.reverse() }, "ttl");
+            }
+        }
+    }
+    let f = at[0].1;
+    (f.syn_dir.unwrap_or(f.first_dir), "initiator")
+}
+
+struct FlowCtx<'a> {
+    id: u32,
+    key: FlowKey,
+    at: Vec<(Side, &'a FlowAt)>,
+    mn_dir: Dir,
+    basis: &'static str,
+}
+
+impl<'a> FlowCtx<'a> {
+    fn side_of(&self, dir: Dir) -> Side {
+        if dir == self.mn_dir {
+            Side::Mn
+        } else {
+            Side::Cn
+        }
+    }
+
+    fn at(&self, side: Side) -> Option<&'a FlowAt> {
+        self.at.iter().find(|(s, _)| *s == side).map(|(_, f)| *f)
+    }
+
+    fn base_report(&self, proto: &'static str, dir: Dir, main: &FlowAt, packets: u64, bytes: u64) -> FlowReport {
+        let (src, dst) = self.key.ends(dir);
+        let duration_s = main.duration_s();
+        FlowReport {
+            flow_id: self.id,
+            proto,
+            src: addr_to_string(src.addr),
+            dst: addr_to_string(dst.addr),
+            sport: src.port,
+            dport: dst.port,
+            direction: if dir == self.mn_dir { "uplink" } else { "downlink" },
+            direction_basis: self.basis,
+            seen_at: self.at.iter().map(|(s, _)| *s).collect(),
+            packets,
+            bytes,
+            duration_s,
+            throughput_bps: if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
+            goodput_bps: None,
+            rtt_ms: None,
+            retransmissions: None,
+            ack_compression: None,
+            tcp: None,
+            loss_rate: None,
+            jitter_ms: None,
+            owd_ms: None,
+            udp: None,
+            udp_view: None,
+            series: SeriesReport { interval_s: 0.0, intervals: 0, throughput_bps: None, variability: None },
+        }
+    }
+}
+
+struct Assembler<'o> {
+    opts: &'o Options,
+    interval_ns: i64,
+    owd_kind: OwdKind,
+    reports: Vec<FlowReport>,
+    intervals: IntervalTable,
+    udp_packets: UdpPacketTable,
+    retx: RetransmissionTable,
+    acks: AckTable,
+    rtt: RttTable,
+}
+
+impl Assembler<'_> {
+    /// Throughput of each full interval (the last, partial one is left out of the summary
+    /// so that a flow ending mid-interval does not look like a rate drop).
+    fn series(&self, bytes: &[u64], duration_s: f64) -> SeriesReport {
+        let interval_s = self.opts.interval_s;
+        let full = ((duration_s / interval_s).floor() as usize).min(bytes.len());
+        let tput: Vec<f64> = bytes[..full].iter().map(|b| *b as f64 * 8.0 / interval_s).collect();
+        SeriesReport {
+            interval_s,
+            intervals: bytes.len() as u64,
+            throughput_bps: BoxSummary::of(&tput),
+            variability: Variability::of(&tput),
+        }
+    }
+
+    fn tcp_flow(&mut self, flow: &FlowCtx<'_>) {
+        let unique = |d: Dir| {
+            flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.summary(d).unique_bytes).max().unwrap_or(0)
+        };
+        let data_dir = match unique(Dir::AtoB).cmp(&unique(Dir::BtoA)) {
+            std::cmp::Ordering::Greater => Dir::AtoB,
+            std::cmp::Ordering::Less => Dir::BtoA,
+            std::cmp::Ordering::Equal => flow.at[0].1.syn_dir.unwrap_or(flow.at[0].1.first_dir),
+        };
+        let sender_side = flow.side_of(data_dir);
+        let at_sender = flow.at(sender_side);
+        let at_receiver = flow.at(sender_side.other());
+        let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
+        let mut r = flow.base_report("tcp", data_dir, main, main.packets.iter().sum(), main.bytes.iter().sum());
+
+        let delivered = at_receiver.or(at_sender).unwrap_or(main);
+        let dtcp = delivered.tcp.as_ref();
+        let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
+        let ddur = delivered.duration_s();
+        r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
+        if let Some(t) = dtcp {
+            let bins = t.interval_bytes(data_dir);
+            r.series = self.series(bins, ddur);
+            for (i, b) in bins.iter().enumerate() {
+                self.push_interval(flow.id, i, *b, None, None, None, None);
+            }
+        }
+
+        let stcp = at_sender.and_then(|f| f.tcp.as_ref());
+        if let Some(t) = stcp {
+            r.rtt_ms = t.rtt(data_dir).summary().map(|s| Summary {
+                min: s.min / 1e6,
+                median: s.median / 1e6,
+                p95: s.p95 / 1e6,
+                max: s.max / 1e6,
+                samples: s.samples,
+            });
+            if self.opts.tables {
+                for (ts, d, ms) in t.rtt_samples() {
+                    if *d == data_dir {
+                        self.rtt.flow_id.push(flow.id);
+                        self.rtt.ts.push(*ts);
+                        self.rtt.rtt_ms.push(*ms);
+                    }
+                }
+            }
+        }
+        let one = stcp.or(dtcp).map(|t| t.summary(data_dir)).unwrap_or_default();
+        let mut details = TcpDetails {
+            data_packets: one.data_packets,
+            unique_bytes: dsum.unique_bytes,
+            out_of_order: dsum.out_of_order,
+            dup_acks: one.dup_acks,
+            zero_windows: one.zero_windows,
+            mss: one.mss.or(dsum.mss),
+            data_matched: None,
+            acks_matched: None,
+        };
+        let rate = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+        match (at_sender, at_receiver) {
+            (Some(s), Some(rx)) => {
+                let two = tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir);
+                let c = two.counts();
+                r.retransmissions = Some(RetransmissionReport {
+                    total: c.total,
+                    normal: Some(c.normal),
+                    spurious: c.spurious,
+                    unavoidable: Some(c.unavoidable),
+                    serial: c.serial,
+                    fast: Some(one.fast),
+                    rto: Some(one.rto),
+                    rate: rate(c.total, two.data_packets),
+                    method: "two-sided",
+                });
+                r.ack_compression = Some(two.ack_compression());
+                details.data_matched = Some(two.data_matched);
+                details.acks_matched = Some(two.acks_matched);
+                if self.opts.tables {
+                    for x in &two.retransmissions {
+                        self.retx.flow_id.push(flow.id);
+                        self.retx.ts.push(x.ts_ns);
+                        self.retx.rel_seq.push(x.rel_seq);
+                        self.retx.len.push(x.len);
+                        self.retx.class.append_value(serde_name(&x.class));
+                        self.retx.serial.push(x.serial);
+                        self.retx.method.append_value("two-sided");
+                    }
+                    for a in &two.acks {
+                        self.acks.flow_id.push(flow.id);
+                        self.acks.sent_ts.push(a.sent_ns);
+                        self.acks.received_ts.push(a.received_ns);
+                        self.acks.ratio.push(a.ratio);
+                        self.acks.compressed.push(a.compressed);
+                        self.acks.in_event.push(a.in_event);
+                    }
+                }
+            }
+            _ => {
+                r.retransmissions = Some(RetransmissionReport {
+                    total: one.retransmissions,
+                    normal: None,
+                    spurious: one.spurious,
+                    unavoidable: None,
+                    serial: one.serial,
+                    fast: Some(one.fast),
+                    rto: Some(one.rto),
+                    rate: rate(one.retransmissions, one.data_packets),
+                    method: "one-sided",
+                });
+                if self.opts.tables {
+                    if let Some(t) = stcp.or(dtcp) {
+                        for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
+                            self.retx.flow_id.push(flow.id);
+                            self.retx.ts.push(x.ts_ns);
+                            self.retx.rel_seq.push(x.seq);
+                            self.retx.len.push(x.len);
+                            self.retx.class.append_value(serde_name(&x.class));
+                            self.retx.serial.push(x.serial);
+                            self.retx.method.append_value("one-sided");
+                        }
+                    }
+                }
+            }
+        }
+        r.tcp = Some(details);
+        self.reports.push(r);
+    }
+
+    fn udp_flow(&mut self, flow: &FlowCtx<'_>) {
+        for dir in [Dir::AtoB, Dir::BtoA] {
+            if flow.at.iter().all(|(_, f)| f.packets[dir.index()] == 0) {
+                continue;
+            }
+            let sender_side = flow.side_of(dir);
+            let at_sender = flow.at(sender_side).filter(|f| f.packets[dir.index()] > 0);
+            let at_receiver = flow.at(sender_side.other()).filter(|f| f.packets[dir.index()] > 0);
+            let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
+            let mut r = flow.base_report("udp", dir, main, main.packets[dir.index()], main.bytes[dir.index()]);
+            let (packets, duplicates, losses_known, view) = match (at_sender, at_receiver) {
+                (Some(s), Some(rx)) => {
+                    let (p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
+                    (p, dups, true, "two-sided")
+                }
+                (None, Some(rx)) => {
+                    let (p, dups, known) = udp_from_receiver(&rx.udp_recs, dir);
+                    (p, dups, known, "receiver")
+                }
+                (Some(s), None) => (udp_as_sent(&s.udp_recs, dir), 0, false, "sender"),
+                (None, None) => continue,
+            };
+            let a = udp_stream::analyze(&packets, duplicates, losses_known, self.owd_kind, self.interval_ns);
+            let s = &a.summary;
+            r.loss_rate = s.loss_rate;
+            r.jitter_ms = s.jitter_ms;
+            r.owd_ms = s.owd_ms;
+            r.goodput_bps = Some(s.throughput_bps);
+            let bins: Vec<u64> = a.intervals.iter().map(|i| i.bytes).collect();
+            r.series = self.series(&bins, s.duration_s);
+            for (i, row) in a.intervals.iter().enumerate() {
+                let sent = losses_known.then_some(row.packets_sent);
+                let lost = losses_known.then_some(row.packets_lost);
+                self.push_interval(flow.id, i, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
+            }
+            if self.opts.tables {
+                for p in &a.packets {
+                    self.udp_packets.flow_id.push(flow.id);
+                    self.udp_packets.seq.push(p.seq);
+                    self.udp_packets.send_ts.push(p.send_ns);
+                    self.udp_packets.recv_ts.push(p.recv_ns);
+                    self.udp_packets.bytes.push(p.bytes);
+                    self.udp_packets.lost.push(losses_known && p.recv_ns.is_none());
+                    self.udp_packets.owd_ms.push(p.owd_ms);
+                    self.udp_packets.jitter_ms.push(p.jitter_ms);
+                }
+            }
+            r.udp = Some(a.summary);
+            r.udp_view = Some(view);
+            self.reports.push(r);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_interval(
+        &mut self,
+        flow_id: u32,
+        i: usize,
+        bytes: u64,
+        sent: Option<u64>,
+        lost: Option<u64>,
+        owd: Option<f64>,
+        jitter: Option<f64>,
+    ) {
+        if !self.opts.tables {
+            return;
+        }
+        let t = &mut self.intervals;
+        t.flow_id.push(flow_id);
+        t.interval.push(i as u32);
+        t.start_s.push(i as f64 * self.opts.interval_s);
+        t.bytes.push(bytes);
+        t.throughput_bps.push(bytes as f64 * 8.0 / self.opts.interval_s);
+        t.packets_sent.push(sent);
+        t.packets_lost.push(lost);
+        t.loss_rate.push(match (sent, lost) {
+            (Some(s), Some(l)) if s > 0 => Some(l as f64 / s as f64),
+            _ => None,
+        });
+        t.owd_mean_ms.push(owd);
+        t.jitter_mean_ms.push(jitter);
+    }
+}
+
+fn serde_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+type UdpKey = (u16, u64, u32);
+
+fn udp_key(r: &UdpRec) -> UdpKey {
+    (r.ip_id.unwrap_or(0), r.payload_hash, r.payload_len)
+}
+
+/// Matches a direction's datagrams across captures by (IP id, payload hash, length), the
+/// k-th occurrence of a key at the sender with the k-th at the receiver. Returns the stream
+/// in sending order and the number of extra copies received.
+fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
+    let mut arrivals: AHashMap<UdpKey, std::collections::VecDeque<i64>> = AHashMap::new();
+    let mut received = 0u64;
+    for r in at_receiver.iter().filter(|r| r.dir == dir) {
+        arrivals.entry(udp_key(r)).or_default().push_back(r.ts_ns);
+        received += 1;
+    }
+    let mut matched = 0u64;
+    let packets: Vec<StreamPacket> = at_sender
+        .iter()
+        .filter(|r| r.dir == dir)
+        .enumerate()
+        .map(|(i, r)| {
+            let recv = arrivals.get_mut(&udp_key(r)).and_then(|q| q.pop_front());
+            matched += recv.is_some() as u64;
+            StreamPacket { seq: i as u64, send_ns: Some(r.ts_ns), recv_ns: recv, bytes: r.payload_len }
+        })
+        .collect();
+    (packets, received - matched)
+}
+
+/// The kind of probe header a stream carries, if nearly all (≥ 90 %) of its datagrams
+/// carry the same kind; otherwise headers are ignored as coincidences.
+fn stream_header_kind(recs: &[&UdpRec]) -> Option<HeaderKind> {
+    let n = recs.len();
+    for kind in [HeaderKind::Cellperf, HeaderKind::Iperf3] {
+        let with = recs.iter().filter(|r| r.probe.is_some_and(|h| h.kind == kind)).count();
+        if n > 0 && with * 10 >= n * 9 {
+            return Some(kind);
+        }
+    }
+    None
+}
+
+/// A stream seen at its receiver only: sequence numbers and send times come from probe
+/// headers when the stream has them; otherwise losses are unknown.
+fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64, bool) {
+    let recs: Vec<&UdpRec> = recs.iter().filter(|r| r.dir == dir).collect();
+    let Some(kind) = stream_header_kind(&recs) else {
+        let p = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
+            .collect();
+        return (p, 0, false);
+    };
+    let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> = std::collections::BTreeMap::new();
+    let mut dups = 0u64;
+    for r in &recs {
+        let Some(h) = r.probe.filter(|h| h.kind == kind) else { continue };
+        if by_seq.contains_key(&h.seq) {
+            dups += 1;
+            continue;
+        }
+        by_seq.insert(h.seq, StreamPacket { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(r.ts_ns), bytes: r.payload_len });
+    }
+    let (Some(&lo), Some(&hi)) = (by_seq.keys().next(), by_seq.keys().next_back()) else {
+        return (Vec::new(), dups, true);
+    };
+    // Missing sequence numbers are losses; their send times are not known.
+    let mut out = Vec::with_capacity((hi - lo + 1) as usize);
+    let mut it = by_seq.into_values().peekable();
+    for s in lo..=hi {
+        match it.peek() {
+            Some(p) if p.seq == s => out.push(it.next().unwrap_or(StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 })),
+            _ => out.push(StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 }),
+        }
+    }
+    (out, dups, true)
+}
+
+/// A stream seen at its sender only: its sending rate and spacing, nothing about delivery.
+fn udp_as_sent(recs: &[UdpRec], dir: Dir) -> Vec<StreamPacket> {
+    recs.iter()
+        .filter(|r| r.dir == dir)
+        .enumerate()
+        .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
+        .collect()
+}

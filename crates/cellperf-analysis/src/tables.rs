@@ -1,0 +1,193 @@
+//! The Arrow tables `cellperf analyze` exports (one record batch each); their schemas are
+//! documented in `docs/tables.md`. Columns are filled as plain vectors and turned into
+//! Arrow arrays once, without per-value dispatch.
+
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, RecordBatch, TimestampNanosecondArray, UInt16Array, UInt32Array,
+    UInt64Array, UInt8Array,
+};
+use arrow_schema::ArrowError;
+
+fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_from_iter(cols)
+}
+
+fn ts(v: Vec<i64>) -> ArrayRef {
+    Arc::new(TimestampNanosecondArray::from(v).with_timezone("UTC"))
+}
+
+fn ts_opt(v: Vec<Option<i64>>) -> ArrayRef {
+    Arc::new(TimestampNanosecondArray::from(v).with_timezone("UTC"))
+}
+
+/// Every TCP and UDP packet of every capture.
+#[derive(Default)]
+pub struct PacketTable {
+    pub capture: Vec<u8>,
+    pub flow_id: Vec<u32>,
+    pub ts: Vec<i64>,
+    /// 0: from the flow's endpoint `a` to `b`; 1: the reverse.
+    pub dir: Vec<u8>,
+    pub ttl: Vec<u8>,
+    pub ip_id: Vec<Option<u16>>,
+    pub ip_len: Vec<u32>,
+    pub payload_len: Vec<u32>,
+    pub tcp_seq: Vec<Option<u32>>,
+    pub tcp_ack: Vec<Option<u32>>,
+    pub tcp_flags: Vec<Option<u16>>,
+    pub tcp_window: Vec<Option<u16>>,
+    pub tcp_tsval: Vec<Option<u32>>,
+    pub probe_seq: Vec<Option<u64>>,
+}
+
+impl PacketTable {
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("capture", Arc::new(UInt8Array::from(self.capture)) as ArrayRef),
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id))),
+            ("ts", ts(self.ts)),
+            ("dir", Arc::new(UInt8Array::from(self.dir))),
+            ("ttl", Arc::new(UInt8Array::from(self.ttl))),
+            ("ip_id", Arc::new(UInt16Array::from(self.ip_id))),
+            ("ip_len", Arc::new(UInt32Array::from(self.ip_len))),
+            ("payload_len", Arc::new(UInt32Array::from(self.payload_len))),
+            ("tcp_seq", Arc::new(UInt32Array::from(self.tcp_seq))),
+            ("tcp_ack", Arc::new(UInt32Array::from(self.tcp_ack))),
+            ("tcp_flags", Arc::new(UInt16Array::from(self.tcp_flags))),
+            ("tcp_window", Arc::new(UInt16Array::from(self.tcp_window))),
+            ("tcp_tsval", Arc::new(UInt32Array::from(self.tcp_tsval))),
+            ("probe_seq", Arc::new(UInt64Array::from(self.probe_seq))),
+        ])
+    }
+}
+
+/// Per-interval series of every flow.
+#[derive(Default)]
+pub struct IntervalTable {
+    pub flow_id: Vec<u32>,
+    pub interval: Vec<u32>,
+    pub start_s: Vec<f64>,
+    pub bytes: Vec<u64>,
+    pub throughput_bps: Vec<f64>,
+    pub packets_sent: Vec<Option<u64>>,
+    pub packets_lost: Vec<Option<u64>>,
+    pub loss_rate: Vec<Option<f64>>,
+    pub owd_mean_ms: Vec<Option<f64>>,
+    pub jitter_mean_ms: Vec<Option<f64>>,
+}
+
+impl IntervalTable {
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("interval", Arc::new(UInt32Array::from(self.interval))),
+            ("start_s", Arc::new(Float64Array::from(self.start_s))),
+            ("bytes", Arc::new(UInt64Array::from(self.bytes))),
+            ("throughput_bps", Arc::new(Float64Array::from(self.throughput_bps))),
+            ("packets_sent", Arc::new(UInt64Array::from(self.packets_sent))),
+            ("packets_lost", Arc::new(UInt64Array::from(self.packets_lost))),
+            ("loss_rate", Arc::new(Float64Array::from(self.loss_rate))),
+            ("owd_mean_ms", Arc::new(Float64Array::from(self.owd_mean_ms))),
+            ("jitter_mean_ms", Arc::new(Float64Array::from(self.jitter_mean_ms))),
+        ])
+    }
+}
+
+/// Per-packet results of UDP streams (sending order).
+#[derive(Default)]
+pub struct UdpPacketTable {
+    pub flow_id: Vec<u32>,
+    pub seq: Vec<u64>,
+    pub send_ts: Vec<Option<i64>>,
+    pub recv_ts: Vec<Option<i64>>,
+    pub bytes: Vec<u32>,
+    pub lost: Vec<bool>,
+    pub owd_ms: Vec<Option<f64>>,
+    pub jitter_ms: Vec<Option<f64>>,
+}
+
+impl UdpPacketTable {
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("seq", Arc::new(UInt64Array::from(self.seq))),
+            ("send_ts", ts_opt(self.send_ts)),
+            ("recv_ts", ts_opt(self.recv_ts)),
+            ("bytes", Arc::new(UInt32Array::from(self.bytes))),
+            ("lost", Arc::new(BooleanArray::from(self.lost))),
+            ("owd_ms", Arc::new(Float64Array::from(self.owd_ms))),
+            ("jitter_ms", Arc::new(Float64Array::from(self.jitter_ms))),
+        ])
+    }
+}
+
+/// Every TCP retransmission with its class.
+#[derive(Default)]
+pub struct RetransmissionTable {
+    pub flow_id: Vec<u32>,
+    pub ts: Vec<i64>,
+    pub rel_seq: Vec<u64>,
+    pub len: Vec<u32>,
+    pub class: StringBuilder,
+    pub serial: Vec<bool>,
+    pub method: StringBuilder,
+}
+
+impl RetransmissionTable {
+    pub fn into_batch(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("ts", ts(self.ts)),
+            ("rel_seq", Arc::new(UInt64Array::from(self.rel_seq))),
+            ("len", Arc::new(UInt32Array::from(self.len))),
+            ("class", Arc::new(self.class.finish())),
+            ("serial", Arc::new(BooleanArray::from(self.serial))),
+            ("method", Arc::new(self.method.finish())),
+        ])
+    }
+}
+
+/// ΔTr/ΔTs of every ACK seen at both ends.
+#[derive(Default)]
+pub struct AckTable {
+    pub flow_id: Vec<u32>,
+    pub sent_ts: Vec<i64>,
+    pub received_ts: Vec<i64>,
+    pub ratio: Vec<f64>,
+    pub compressed: Vec<bool>,
+    pub in_event: Vec<bool>,
+}
+
+impl AckTable {
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("sent_ts", ts(self.sent_ts)),
+            ("received_ts", ts(self.received_ts)),
+            ("ratio", Arc::new(Float64Array::from(self.ratio))),
+            ("compressed", Arc::new(BooleanArray::from(self.compressed))),
+            ("in_event", Arc::new(BooleanArray::from(self.in_event))),
+        ])
+    }
+}
+
+/// RTT samples (Karn's rule) measured at the data sender's capture.
+#[derive(Default)]
+pub struct RttTable {
+    pub flow_id: Vec<u32>,
+    pub ts: Vec<i64>,
+    pub rtt_ms: Vec<f64>,
+}
+
+impl RttTable {
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("ts", ts(self.ts)),
+            ("rtt_ms", Arc::new(Float64Array::from(self.rtt_ms))),
+        ])
+    }
+}

@@ -1,0 +1,466 @@
+//! TCP analysis from one capture, streaming: each packet updates a small per-direction
+//! state, so memory is the flow state, not the capture.
+//!
+//! Retransmissions are classified with the sender-side heuristics Wireshark uses
+//! (METHODS §4, one-capture fallback): a segment resending bytes already seen is a
+//! retransmission; it is *spurious* when the bytes were already acknowledged at the
+//! capture point or a D-SACK later reports them as duplicate, *fast* when three duplicate
+//! ACKs for its sequence number preceded it, and *RTO* otherwise. New bytes that fill a
+//! hole within [`OUT_OF_ORDER_NS`] of the hole's appearance are out-of-order, not
+//! retransmitted. RTT samples follow Karn's rule.
+
+use std::collections::VecDeque;
+
+use ahash::AHashMap;
+use cellperf_capture::decode::tcp_flags::{ACK, FIN, RST, SYN};
+use serde::Serialize;
+
+use crate::flows::Dir;
+use crate::record::TcpRec;
+use crate::seq::Unwrapper;
+use crate::stats::Sketch;
+
+/// A hole filled sooner than this after it opened is reordering, not loss recovery
+/// (Wireshark's default threshold for "out-of-order").
+pub const OUT_OF_ORDER_NS: i64 = 3_000_000;
+/// Duplicate ACKs that trigger fast retransmission (RFC 5681).
+pub const DUPACK_THRESHOLD: u32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OneSidedClass {
+    Fast,
+    Rto,
+    Spurious,
+}
+
+/// One retransmitted segment as seen at this capture.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retransmission {
+    pub ts_ns: i64,
+    pub dir: Dir,
+    pub seq: u64,
+    pub len: u32,
+    pub class: OneSidedClass,
+    /// The same bytes were retransmitted before (exponential backoff).
+    pub serial: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+struct DirState {
+    seq_space: Unwrapper,
+    started: bool,
+    max_end: u64,
+    holes: Vec<(u64, u64, i64)>,
+    unique_bytes: u64,
+    data_packets: u64,
+    payload_bytes: u64,
+    retx_times: AHashMap<u64, u32>,
+    out_of_order: u64,
+    // As the receiver of the opposite direction's data (acks it sends):
+    highest_ack: u64,
+    last_ack_raw: Option<u32>,
+    last_window: u16,
+    dupack_run: u32,
+    dup_acks: u64,
+    zero_windows: u64,
+    window_scale: Option<u8>,
+    // Outstanding segments for RTT: (end, send time, retransmitted).
+    outstanding: VecDeque<(u64, i64, bool)>,
+    rtt_ns: Sketch,
+    mss: Option<u16>,
+    /// Unique payload bytes per interval since the flow's first packet.
+    interval_bytes: Vec<u64>,
+}
+
+/// Streaming state of one TCP connection at one capture.
+#[derive(Debug, Clone)]
+pub struct TcpOneSided {
+    dirs: [DirState; 2],
+    t0: i64,
+    interval_ns: i64,
+    retransmissions: Vec<Retransmission>,
+    /// Index of a retransmission in `retransmissions` by (direction, start), for D-SACK.
+    by_start: AHashMap<(u8, u64), usize>,
+    keep_rtt_samples: bool,
+    rtt_samples: Vec<(i64, Dir, f64)>,
+}
+
+/// Results of one direction of data.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DirSummary {
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub unique_bytes: u64,
+    pub retransmissions: u64,
+    pub fast: u64,
+    pub rto: u64,
+    pub spurious: u64,
+    pub serial: u64,
+    pub out_of_order: u64,
+    /// Duplicate ACKs the receiver of this data sent.
+    pub dup_acks: u64,
+    /// Zero-window advertisements by the receiver of this data.
+    pub zero_windows: u64,
+    pub mss: Option<u16>,
+}
+
+impl TcpOneSided {
+    pub fn new(t0: i64, interval_ns: i64, keep_rtt_samples: bool) -> Self {
+        TcpOneSided {
+            dirs: [DirState::default(), DirState::default()],
+            t0,
+            interval_ns: interval_ns.max(1),
+            retransmissions: Vec::new(),
+            by_start: AHashMap::new(),
+            keep_rtt_samples,
+            rtt_samples: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, r: &TcpRec) {
+        let d = r.dir.index();
+        let o = r.dir.reverse().index();
+        if r.has(SYN) {
+            let st = &mut self.dirs[d];
+            let isn = st.seq_space.unwrap(r.seq);
+            st.started = true;
+            st.max_end = st.max_end.max(isn + 1);
+            st.mss = r.mss.or(st.mss);
+            st.window_scale = r.window_scale;
+        }
+        if r.has(ACK) {
+            self.on_ack(r, d, o);
+        }
+        if r.payload_len > 0 || (r.has(FIN) && !r.has(SYN)) {
+            self.on_data(r, d, o);
+        }
+    }
+
+    fn on_ack(&mut self, r: &TcpRec, d: usize, o: usize) {
+        let ack = self.dirs[o].seq_space.unwrap(r.ack);
+        let is_pure = r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST);
+        if r.window == 0 && !r.has(RST) && !r.has(SYN) {
+            self.dirs[d].zero_windows += 1;
+        }
+        // Duplicate ACK: same ack and window, no data, with data outstanding.
+        {
+            let (me, peer) = two(&mut self.dirs, d, o);
+            let outstanding = peer.max_end > ack;
+            if is_pure && me.last_ack_raw == Some(r.ack) && me.last_window == r.window && outstanding {
+                me.dupack_run += 1;
+                me.dup_acks += 1;
+            } else if me.last_ack_raw != Some(r.ack) {
+                me.dupack_run = 0;
+            }
+            me.last_ack_raw = Some(r.ack);
+            me.last_window = r.window;
+        }
+        // D-SACK (RFC 2883): a first SACK block below the cumulative ACK, or inside the
+        // second block, reports duplicate data, i.e. a spurious retransmission.
+        if r.sack_count > 0 {
+            let (l, rr) = r.sack[0];
+            let left = self.dirs[o].seq_space.peek(l);
+            let right = self.dirs[o].seq_space.peek(rr);
+            let inside_second = r.sack_count > 1 && {
+                let (l2, r2) = r.sack[1];
+                left >= self.dirs[o].seq_space.peek(l2) && right <= self.dirs[o].seq_space.peek(r2)
+            };
+            if right <= ack || inside_second {
+                if let Some(&i) = self.by_start.get(&(o as u8, left)) {
+                    let rx = &mut self.retransmissions[i];
+                    if rx.class != OneSidedClass::Spurious {
+                        rx.class = OneSidedClass::Spurious;
+                    }
+                }
+            }
+        }
+        if ack > self.dirs[d].highest_ack {
+            self.dirs[d].highest_ack = ack;
+            // Karn: sample only from the newest segment this ACK covers, never a resent one.
+            let out = &mut self.dirs[o].outstanding;
+            let mut last = None;
+            while let Some(&(end, ts, retx)) = out.front() {
+                if end > ack {
+                    break;
+                }
+                last = Some((end, ts, retx));
+                out.pop_front();
+            }
+            if let Some((_, ts, false)) = last {
+                let rtt = (r.ts_ns - ts) as f64;
+                if rtt >= 0.0 {
+                    self.dirs[o].rtt_ns.add(rtt);
+                    if self.keep_rtt_samples {
+                        self.rtt_samples.push((r.ts_ns, Dir::from_index(o), rtt / 1e6));
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_data(&mut self, r: &TcpRec, d: usize, o: usize) {
+        let len = r.payload_len as u64 + (r.has(FIN) as u64);
+        let acked_by_peer = self.dirs[o].highest_ack;
+        let peer_dupacks = self.dirs[o].dupack_run;
+        let peer_last_ack = self.dirs[o].last_ack_raw;
+        let st = &mut self.dirs[d];
+        let start = st.seq_space.unwrap(r.seq);
+        let end = start + len;
+        if !st.started {
+            st.started = true;
+            st.max_end = start;
+        }
+        if r.payload_len > 0 {
+            st.data_packets += 1;
+            st.payload_bytes += r.payload_len as u64;
+        }
+        let new_bytes;
+        let mut seen_before = false;
+        let mut in_hole_since = None;
+        if start >= st.max_end {
+            if start > st.max_end {
+                st.holes.push((st.max_end, start, r.ts_ns));
+            }
+            new_bytes = end - start;
+            st.max_end = end;
+        } else {
+            // Bytes below max_end: new only where they fall in a hole.
+            let mut covered_new = 0u64;
+            let mut i = 0;
+            while i < st.holes.len() {
+                let (hl, hr, hts) = st.holes[i];
+                let (l, rr) = (start.max(hl), end.min(hr));
+                if l < rr {
+                    covered_new += rr - l;
+                    in_hole_since = Some(in_hole_since.map_or(hts, |x: i64| x.min(hts)));
+                    st.holes.remove(i);
+                    if hl < l {
+                        st.holes.insert(i, (hl, l, hts));
+                        i += 1;
+                    }
+                    if rr < hr {
+                        st.holes.insert(i, (rr, hr, hts));
+                        i += 1;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            let below = end.min(st.max_end) - start;
+            seen_before = covered_new < below;
+            if end > st.max_end {
+                covered_new += end - st.max_end;
+                st.max_end = end;
+            }
+            new_bytes = covered_new;
+        }
+        st.unique_bytes += new_bytes;
+        let bin = ((r.ts_ns - self.t0).max(0) / self.interval_ns) as usize;
+        if st.interval_bytes.len() <= bin {
+            st.interval_bytes.resize(bin + 1, 0);
+        }
+        st.interval_bytes[bin] += new_bytes;
+
+        let filled_hole_late = in_hole_since.is_some_and(|since| r.ts_ns - since >= OUT_OF_ORDER_NS);
+        let is_retx = seen_before || filled_hole_late;
+        if !is_retx && in_hole_since.is_some() {
+            st.out_of_order += 1;
+        }
+        if is_retx {
+            let times = st.retx_times.entry(start).or_insert(0);
+            *times += 1;
+            let serial = *times > 1;
+            let class = if end <= acked_by_peer {
+                OneSidedClass::Spurious
+            } else if peer_dupacks >= DUPACK_THRESHOLD && peer_last_ack == Some(r.seq) {
+                OneSidedClass::Fast
+            } else {
+                OneSidedClass::Rto
+            };
+            for seg in st.outstanding.iter_mut() {
+                if seg.0 > start {
+                    seg.2 = true;
+                }
+            }
+            self.by_start.insert((d as u8, start), self.retransmissions.len());
+            self.retransmissions.push(Retransmission {
+                ts_ns: r.ts_ns,
+                dir: r.dir,
+                seq: start,
+                len: r.payload_len,
+                class,
+                serial,
+            });
+        } else if new_bytes > 0 {
+            st.outstanding.push_back((end, r.ts_ns, false));
+        }
+    }
+
+    pub fn summary(&self, dir: Dir) -> DirSummary {
+        let st = &self.dirs[dir.index()];
+        let rcv = &self.dirs[dir.reverse().index()];
+        let mut s = DirSummary {
+            data_packets: st.data_packets,
+            payload_bytes: st.payload_bytes,
+            unique_bytes: st.unique_bytes,
+            out_of_order: st.out_of_order,
+            dup_acks: rcv.dup_acks,
+            zero_windows: rcv.zero_windows,
+            mss: st.mss,
+            ..Default::default()
+        };
+        for rx in self.retransmissions.iter().filter(|x| x.dir == dir) {
+            s.retransmissions += 1;
+            s.serial += rx.serial as u64;
+            match rx.class {
+                OneSidedClass::Fast => s.fast += 1,
+                OneSidedClass::Rto => s.rto += 1,
+                OneSidedClass::Spurious => s.spurious += 1,
+            }
+        }
+        s
+    }
+
+    /// RTT samples of data sent in `dir`, measured at this capture (ns).
+    pub fn rtt(&self, dir: Dir) -> &Sketch {
+        &self.dirs[dir.index()].rtt_ns
+    }
+
+    pub fn interval_bytes(&self, dir: Dir) -> &[u64] {
+        &self.dirs[dir.index()].interval_bytes
+    }
+
+    pub fn retransmissions(&self) -> &[Retransmission] {
+        &self.retransmissions
+    }
+
+    /// (time, direction of the data, RTT ms) when samples were kept.
+    pub fn rtt_samples(&self) -> &[(i64, Dir, f64)] {
+        &self.rtt_samples
+    }
+}
+
+fn two<T>(v: &mut [T; 2], a: usize, b: usize) -> (&mut T, &mut T) {
+    let (x, y) = v.split_at_mut(1);
+    if a == 0 && b == 1 {
+        (&mut x[0], &mut y[0])
+    } else {
+        (&mut y[0], &mut x[0])
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn seg(ts_ms: i64, dir: Dir, seq: u32, len: u32, ack: u32, flags: u16) -> TcpRec {
+        TcpRec {
+            ts_ns: ts_ms * 1_000_000,
+            dir,
+            ttl: 64,
+            ip_id: None,
+            ip_len: 52 + len,
+            seq,
+            ack,
+            payload_len: len,
+            flags,
+            window: 1000,
+            tsval: None,
+            tsecr: None,
+            sack: [(0, 0); 4],
+            sack_count: 0,
+            mss: None,
+            window_scale: None,
+        }
+    }
+
+    const A: Dir = Dir::AtoB;
+    const B: Dir = Dir::BtoA;
+
+    fn run(recs: &[TcpRec]) -> TcpOneSided {
+        let mut t = TcpOneSided::new(0, 1_000_000_000, true);
+        for r in recs {
+            t.push(r);
+        }
+        t
+    }
+
+    #[test]
+    fn clean_transfer_has_no_retransmissions_and_rtt_samples() {
+        let t = run(&[
+            seg(0, A, 100, 0, 0, SYN),
+            seg(50, B, 900, 0, 101, SYN | ACK),
+            seg(100, A, 101, 0, 901, ACK),
+            seg(100, A, 101, 1000, 901, ACK),
+            seg(101, A, 1101, 1000, 901, ACK),
+            seg(150, B, 901, 0, 1101, ACK),
+            seg(151, B, 901, 0, 2101, ACK),
+        ]);
+        let s = t.summary(A);
+        assert_eq!((s.data_packets, s.unique_bytes, s.retransmissions), (2, 2000, 0));
+        assert_eq!(t.rtt(A).count(), 2);
+        assert!((t.rtt(A).quantile(0.0).unwrap() - 50e6).abs() < 1.0);
+    }
+
+    #[test]
+    fn fast_rto_spurious_serial_and_karn() {
+        let mut recs = vec![seg(0, A, 0, 0, 0, SYN), seg(10, B, 0, 0, 1, SYN | ACK)];
+        for i in 0..5u32 {
+            recs.push(seg(20 + i as i64, A, 1 + i * 100, 100, 1, ACK));
+        }
+        // Segment 1 (seq 1) lost: three duplicate acks for 1, then a fast retransmission.
+        for k in 0..3 {
+            recs.push(seg(40 + k, B, 1, 0, 1, ACK));
+        }
+        recs.push(seg(45, A, 1, 100, 1, ACK)); // fast retransmission
+        recs.push(seg(60, B, 1, 0, 501, ACK)); // everything acked (no RTT sample: Karn)
+        recs.push(seg(70, A, 501, 100, 1, ACK));
+        recs.push(seg(400, A, 501, 100, 1, ACK)); // RTO
+        recs.push(seg(1000, A, 501, 100, 1, ACK)); // serial RTO
+        recs.push(seg(1010, B, 1, 0, 601, ACK));
+        recs.push(seg(1020, A, 501, 100, 1, ACK)); // already acked: spurious
+        let t = run(&recs);
+        let s = t.summary(A);
+        assert_eq!(s.retransmissions, 4);
+        assert_eq!((s.fast, s.rto, s.spurious, s.serial), (1, 2, 1, 2));
+        assert_eq!(s.dup_acks, 3);
+        assert_eq!(s.unique_bytes, 600);
+        assert_eq!(t.rtt(A).count(), 0, "every covering ack spans a retransmitted segment");
+    }
+
+    #[test]
+    fn quick_hole_fill_is_reordering_and_late_fill_is_retransmission() {
+        let t = run(&[
+            seg(0, A, 1, 100, 0, ACK),
+            seg(1, A, 201, 100, 0, ACK),
+            seg(2, A, 101, 100, 0, ACK), // fills the hole 1 ms later
+            seg(3, A, 401, 100, 0, ACK),
+            seg(500, A, 301, 100, 0, ACK), // fills the hole 497 ms later
+        ]);
+        let s = t.summary(A);
+        assert_eq!(s.out_of_order, 1);
+        assert_eq!(s.retransmissions, 1);
+        assert_eq!(s.unique_bytes, 500);
+    }
+
+    #[test]
+    fn dsack_marks_retransmission_spurious() {
+        let mut recs = vec![seg(0, A, 1, 100, 0, ACK), seg(300, A, 1, 100, 0, ACK)];
+        let mut ack = seg(310, B, 0, 0, 101, ACK);
+        ack.sack[0] = (1, 101);
+        ack.sack_count = 1;
+        recs.push(ack);
+        let s = run(&recs).summary(A);
+        assert_eq!((s.retransmissions, s.spurious, s.rto), (1, 1, 0));
+    }
+
+    #[test]
+    fn zero_window_and_interval_bytes() {
+        let mut z = seg(1500, B, 0, 0, 101, ACK);
+        z.window = 0;
+        let t = run(&[seg(0, A, 1, 100, 0, ACK), seg(1200, A, 101, 300, 0, ACK), z]);
+        assert_eq!(t.summary(A).zero_windows, 1);
+        assert_eq!(t.interval_bytes(A), &[100, 300]);
+    }
+}

@@ -1,0 +1,453 @@
+//! TCP analysis that needs both captures (METHODS §4): retransmission classes and ACK
+//! compression (000 §4.2).
+//!
+//! Packets are matched across the captures by content, never by time, so a clock offset
+//! between the two capture hosts changes nothing. **Choice** of keys: a data segment is
+//! (sequence number, payload length, IP id, TCP TSval) and an ACK is (ack number, window,
+//! sequence number, IP id, TSval); absent fields count as zero. Linux gives every TCP
+//! segment of a connection a new IPv4 id and a millisecond TSval, so an original and its
+//! retransmission differ. Identical keys (IPv6 without timestamps) are paired in order:
+//! the k-th occurrence at one capture with the k-th at the other.
+//!
+//! Classes of a retransmission, judged on the previous transmission of its first byte:
+//! - **normal**: that copy never reached the receiver's capture (data lost);
+//! - **unavoidable**: it arrived, the receiver sent ACKs covering it before the
+//!   retransmission arrived, and none of them reached the sender's capture (ACKs lost);
+//! - **spurious**: it arrived and no covering ACK was lost (one arrived, only late, or the
+//!   receiver had none to send yet): neither data nor ACK was lost (000 §4.2);
+//! - **serial** is counted beside them: the same bytes retransmitted more than once.
+
+use std::collections::BTreeMap;
+
+use ahash::AHashMap;
+use cellperf_capture::decode::tcp_flags::{ACK, FIN, RST, SYN};
+use serde::Serialize;
+
+use crate::flows::Dir;
+use crate::record::TcpRec;
+use crate::seq::Unwrapper;
+
+/// ΔTr/ΔTs below this marks an ACK as compressed (000 §4.2).
+pub const COMPRESSION_RATIO: f64 = 0.75;
+/// Consecutive compressed ACKs that make an ACK-compression event.
+pub const COMPRESSION_EVENT_ACKS: usize = 3;
+/// Covering ACKs scanned per retransmission at most (bounds the work on pathological flows).
+const MAX_ACK_SCAN: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetxClass {
+    Normal,
+    Spurious,
+    Unavoidable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassifiedRetx {
+    /// Send time at the sender's capture.
+    pub ts_ns: i64,
+    /// Sequence offset from the first data byte of the direction.
+    pub rel_seq: u64,
+    pub len: u32,
+    pub class: RetxClass,
+    pub serial: bool,
+}
+
+/// One ACK seen at both captures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AckSpacing {
+    /// Time the receiver sent it (receiver's capture clock).
+    pub sent_ns: i64,
+    /// Time the sender got it (sender's capture clock).
+    pub received_ns: i64,
+    /// ΔTr/ΔTs against the previous matched ACK.
+    pub ratio: f64,
+    pub compressed: bool,
+    pub in_event: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TwoSided {
+    pub data_packets: u64,
+    pub retransmissions: Vec<ClassifiedRetx>,
+    pub acks: Vec<AckSpacing>,
+    /// Data segments of the sender's capture found at the receiver's.
+    pub data_matched: u64,
+    /// Pure ACKs of the receiver's capture found at the sender's.
+    pub acks_matched: u64,
+    pub acks_sent: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct ClassCounts {
+    pub total: u64,
+    pub normal: u64,
+    pub spurious: u64,
+    pub unavoidable: u64,
+    pub serial: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct AckCompression {
+    /// ACKs with a ΔTr/ΔTs ratio (matched at both captures, after the first).
+    pub acks: u64,
+    pub compressed_fraction: f64,
+    pub event_fraction: f64,
+    pub events: u64,
+}
+
+impl TwoSided {
+    pub fn counts(&self) -> ClassCounts {
+        let mut c = ClassCounts::default();
+        for r in &self.retransmissions {
+            c.total += 1;
+            c.serial += r.serial as u64;
+            match r.class {
+                RetxClass::Normal => c.normal += 1,
+                RetxClass::Spurious => c.spurious += 1,
+                RetxClass::Unavoidable => c.unavoidable += 1,
+            }
+        }
+        c
+    }
+
+    pub fn ack_compression(&self) -> AckCompression {
+        let n = self.acks.len() as u64;
+        let compressed = self.acks.iter().filter(|a| a.compressed).count() as u64;
+        let inside = self.acks.iter().filter(|a| a.in_event).count() as u64;
+        let events = self
+            .acks
+            .iter()
+            .zip(std::iter::once(None).chain(self.acks.iter().map(Some)))
+            .filter(|(a, prev)| a.in_event && !prev.is_some_and(|p| p.in_event))
+            .count() as u64;
+        let frac = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+        AckCompression { acks: n, compressed_fraction: frac(compressed), event_fraction: frac(inside), events }
+    }
+}
+
+type DataKey = (u32, u32, u16, u32);
+type AckKey = (u32, u16, u32, u16, u32);
+
+fn data_key(r: &TcpRec) -> DataKey {
+    (r.seq, r.payload_len, r.ip_id.unwrap_or(0), r.tsval.unwrap_or(0))
+}
+
+fn ack_key(r: &TcpRec) -> AckKey {
+    (r.ack, r.window, r.seq, r.ip_id.unwrap_or(0), r.tsval.unwrap_or(0))
+}
+
+fn is_data(r: &TcpRec) -> bool {
+    r.payload_len > 0
+}
+
+fn is_pure_ack(r: &TcpRec) -> bool {
+    r.has(ACK) && r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST)
+}
+
+/// Times at which each (key, occurrence) was seen in a capture.
+struct Seen<K> {
+    first: AHashMap<K, u32>,
+    next: Vec<u32>,
+    ts: Vec<i64>,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Seen<K> {
+    fn build<'a>(items: impl Iterator<Item = (K, i64)>) -> Self {
+        let mut s = Seen { first: AHashMap::new(), next: Vec::new(), ts: Vec::new() };
+        let mut tail: AHashMap<K, u32> = AHashMap::new();
+        for (k, ts) in items {
+            let i = s.ts.len() as u32;
+            s.ts.push(ts);
+            s.next.push(u32::MAX);
+            match tail.insert(k, i) {
+                Some(prev) => s.next[prev as usize] = i,
+                None => {
+                    s.first.insert(k, i);
+                }
+            }
+        }
+        s
+    }
+
+    fn time(&self, k: &K, occurrence: u32) -> Option<i64> {
+        let mut i = *self.first.get(k)?;
+        for _ in 0..occurrence {
+            i = self.next[i as usize];
+            if i == u32::MAX {
+                return None;
+            }
+        }
+        Some(self.ts[i as usize])
+    }
+}
+
+/// Numbers occurrences of equal keys in order: 0 for the first, 1 for the next, ...
+fn occurrences<K: std::hash::Hash + Eq + Copy>(keys: &[K]) -> Vec<u32> {
+    let mut count: AHashMap<K, u32> = AHashMap::new();
+    keys.iter()
+        .map(|k| {
+            let c = count.entry(*k).or_insert(0);
+            *c += 1;
+            *c - 1
+        })
+        .collect()
+}
+
+/// Analyses data sent in `data_dir`, captured at the sender (`at_sender`) and at the
+/// receiver (`at_receiver`); both slices hold all packets of the flow in capture order.
+pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> TwoSided {
+    let ack_dir = data_dir.reverse();
+    let sent: Vec<&TcpRec> = at_sender.iter().filter(|r| r.dir == data_dir && is_data(r)).collect();
+    let Some(first) = sent.first() else {
+        return TwoSided::default();
+    };
+    let sent_keys: Vec<DataKey> = sent.iter().map(|r| data_key(r)).collect();
+    let sent_occ = occurrences(&sent_keys);
+    let arrived = Seen::build(at_receiver.iter().filter(|r| r.dir == data_dir && is_data(r)).map(|r| (data_key(r), r.ts_ns)));
+
+    // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
+    let mut space = Unwrapper::default();
+    space.unwrap(first.seq);
+    let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
+    let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
+    let rx_ack_occ = occurrences(&rx_ack_keys);
+    let ack_values: Vec<(u64, [(u64, u64); 4], u8)> = rx_acks
+        .iter()
+        .map(|r| {
+            let ack = space.unwrap(r.ack);
+            let mut sack = [(0, 0); 4];
+            for (i, (l, rr)) in r.sack_blocks().iter().enumerate() {
+                sack[i] = (space.peek(*l), space.peek(*rr));
+            }
+            (ack, sack, r.sack_count)
+        })
+        .collect();
+    let ack_arrivals =
+        Seen::build(at_sender.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).map(|r| (ack_key(r), r.ts_ns)));
+    let ack_reached: Vec<Option<i64>> =
+        rx_ack_keys.iter().zip(&rx_ack_occ).map(|(k, o)| ack_arrivals.time(k, *o)).collect();
+    let ack_times: Vec<i64> = rx_acks.iter().map(|r| r.ts_ns).collect();
+
+    let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
+    let mut seq_space = Unwrapper::default();
+    let base = seq_space.unwrap(first.seq);
+    let mut snd_max = base;
+    // Latest transmission (index into `sent`) by start, and its end.
+    let mut latest: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
+    let mut times_resent: AHashMap<u64, u32> = AHashMap::new();
+    let mut starts = Vec::with_capacity(sent.len());
+    for (i, r) in sent.iter().enumerate() {
+        let start = seq_space.unwrap(r.seq);
+        let end = start + r.payload_len as u64;
+        starts.push(start);
+        let arrival = arrived.time(&sent_keys[i], sent_occ[i]);
+        out.data_matched += arrival.is_some() as u64;
+        if start < snd_max {
+            let earlier = latest.range(..=start).next_back().filter(|(_, (e, _))| *e > start).map(|(_, (_, j))| *j);
+            let resent = times_resent.entry(start).or_insert(0);
+            *resent += 1;
+            let class = match earlier {
+                None => RetxClass::Normal,
+                Some(j) => classify(
+                    arrived.time(&sent_keys[j], sent_occ[j]),
+                    (starts[j], starts[j] + sent[j].payload_len as u64),
+                    arrival,
+                    &ack_times,
+                    &ack_values,
+                    &ack_reached,
+                ),
+            };
+            out.retransmissions.push(ClassifiedRetx {
+                ts_ns: r.ts_ns,
+                rel_seq: start - base,
+                len: r.payload_len,
+                class,
+                serial: *resent > 1,
+            });
+        }
+        latest.insert(start, (end, i));
+        snd_max = snd_max.max(end);
+    }
+
+    // ACK compression over pure ACKs seen at both ends, in the receiver's sending order.
+    let mut prev: Option<(i64, i64)> = None;
+    for (i, r) in rx_acks.iter().enumerate() {
+        if !is_pure_ack(r) {
+            continue;
+        }
+        out.acks_sent += 1;
+        let Some(got) = ack_reached[i] else { continue };
+        out.acks_matched += 1;
+        if let Some((ps, pr)) = prev {
+            let dts = r.ts_ns - ps;
+            if dts > 0 {
+                let ratio = (got - pr) as f64 / dts as f64;
+                out.acks.push(AckSpacing {
+                    sent_ns: r.ts_ns,
+                    received_ns: got,
+                    ratio,
+                    compressed: ratio < COMPRESSION_RATIO,
+                    in_event: false,
+                });
+            }
+        }
+        prev = Some((r.ts_ns, got));
+    }
+    mark_events(&mut out.acks);
+    out
+}
+
+fn classify(
+    earlier_arrival: Option<i64>,
+    (start, end): (u64, u64),
+    retx_arrival: Option<i64>,
+    ack_times: &[i64],
+    ack_values: &[(u64, [(u64, u64); 4], u8)],
+    ack_reached: &[Option<i64>],
+) -> RetxClass {
+    let Some(arrived) = earlier_arrival else {
+        return RetxClass::Normal;
+    };
+    let until = retx_arrival.unwrap_or(i64::MAX);
+    let from = ack_times.partition_point(|t| *t < arrived);
+    let mut covering = false;
+    for i in (from..ack_times.len()).take(MAX_ACK_SCAN) {
+        if ack_times[i] >= until {
+            break;
+        }
+        let (ack, sack, n) = &ack_values[i];
+        let covers = *ack >= end || sack[..*n as usize].iter().any(|(l, r)| *l <= start && *r >= end);
+        if covers {
+            if ack_reached[i].is_some() {
+                return RetxClass::Spurious;
+            }
+            covering = true;
+        }
+    }
+    if covering {
+        RetxClass::Unavoidable
+    } else {
+        RetxClass::Spurious
+    }
+}
+
+fn mark_events(acks: &mut [AckSpacing]) {
+    let mut i = 0;
+    while i < acks.len() {
+        if !acks[i].compressed {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < acks.len() && acks[j].compressed {
+            j += 1;
+        }
+        if j - i >= COMPRESSION_EVENT_ACKS {
+            for a in &mut acks[i..j] {
+                a.in_event = true;
+            }
+        }
+        i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp_one_sided::tests::seg;
+
+    const D: Dir = Dir::AtoB;
+    const U: Dir = Dir::BtoA;
+
+    fn with_id(mut r: TcpRec, id: u16) -> TcpRec {
+        r.ip_id = Some(id);
+        r
+    }
+
+    /// Sender at 0 ms sends seq 1..101 (id 1) and 101..201 (id 2); the receiver's clock is
+    /// 5 s ahead, which matching must ignore.
+    const SKEW: i64 = 5_000;
+
+    #[test]
+    fn normal_retransmission_when_data_lost() {
+        let s = [
+            with_id(seg(0, D, 1, 100, 1, ACK), 1),
+            with_id(seg(300, D, 1, 100, 1, ACK), 2),
+            with_id(seg(400, U, 1, 0, 101, ACK), 50),
+        ];
+        let r = [with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2), with_id(seg(SKEW + 351, U, 1, 0, 101, ACK), 50)];
+        let t = analyze(&s, &r, D);
+        assert_eq!(t.counts(), ClassCounts { total: 1, normal: 1, spurious: 0, unavoidable: 0, serial: 0 });
+        assert_eq!(t.data_matched, 1);
+    }
+
+    #[test]
+    fn unavoidable_when_every_covering_ack_lost() {
+        let s = [with_id(seg(0, D, 1, 100, 1, ACK), 1), with_id(seg(300, D, 1, 100, 1, ACK), 2)];
+        let r = [
+            with_id(seg(SKEW + 50, D, 1, 100, 1, ACK), 1),
+            with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50), // lost on the way back
+            with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
+        ];
+        assert_eq!(analyze(&s, &r, D).counts().unavoidable, 1);
+    }
+
+    #[test]
+    fn spurious_when_ack_arrives_late_and_serial_counted() {
+        let s = [
+            with_id(seg(0, D, 1, 100, 1, ACK), 1),
+            with_id(seg(300, D, 1, 100, 1, ACK), 2),
+            with_id(seg(900, D, 1, 100, 1, ACK), 3),
+            with_id(seg(1000, U, 1, 0, 101, ACK), 50), // the ack of the first copy, late
+        ];
+        let r = [
+            with_id(seg(SKEW + 50, D, 1, 100, 1, ACK), 1),
+            with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50),
+            with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
+            with_id(seg(SKEW + 950, D, 1, 100, 1, ACK), 3),
+        ];
+        let c = analyze(&s, &r, D).counts();
+        assert_eq!((c.total, c.spurious, c.serial), (2, 2, 1));
+    }
+
+    #[test]
+    fn sack_covers_and_lost_sack_is_unavoidable() {
+        // Segment 1 lost; segment 2 arrives and is SACKed, but that ACK is lost; then
+        // segment 2 is retransmitted: unavoidable (its ACK was lost).
+        let s = [
+            with_id(seg(0, D, 1, 100, 1, ACK), 1),
+            with_id(seg(1, D, 101, 100, 1, ACK), 2),
+            with_id(seg(300, D, 1, 100, 1, ACK), 3),
+            with_id(seg(301, D, 101, 100, 1, ACK), 4),
+        ];
+        let mut sack = with_id(seg(SKEW + 51, U, 1, 0, 1, ACK), 50);
+        sack.sack[0] = (101, 201);
+        sack.sack_count = 1;
+        let r = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2), sack];
+        let t = analyze(&s, &r, D);
+        let classes: Vec<_> = t.retransmissions.iter().map(|x| x.class).collect();
+        assert_eq!(classes, vec![RetxClass::Normal, RetxClass::Unavoidable]);
+    }
+
+    #[test]
+    fn ack_compression_event_of_three() {
+        // Receiver sends ACKs 10 ms apart; the sender gets ACKs 2..5 1 ms apart.
+        let sent = [0, 10, 20, 30, 40, 50];
+        let got = [100, 110, 111, 112, 113, 140];
+        let mut s = vec![with_id(seg(0, D, 1, 1000, 1, ACK), 1)];
+        let mut r = vec![with_id(seg(SKEW, D, 1, 1000, 1, ACK), 1)];
+        for i in 0..6 {
+            r.push(with_id(seg(SKEW + sent[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
+            s.push(with_id(seg(got[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
+        }
+        let t = analyze(&s, &r, D);
+        let ac = t.ack_compression();
+        assert_eq!(ac.acks, 5);
+        let ratios: Vec<f64> = t.acks.iter().map(|a| a.ratio).collect();
+        assert_eq!(ratios, vec![1.0, 0.1, 0.1, 0.1, 2.7]);
+        assert!((ac.compressed_fraction - 0.6).abs() < 1e-12);
+        assert!((ac.event_fraction - 0.6).abs() < 1e-12);
+        assert_eq!(ac.events, 1);
+    }
+}

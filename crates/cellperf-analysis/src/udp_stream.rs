@@ -1,0 +1,428 @@
+//! Metrics of a UDP probe stream (METHODS §3): loss, duplicates, reordering, jitter,
+//! one-way delay, gaps and delay periods, inter-arrival times and interval series.
+//!
+//! The input is the same whatever produced it: packets in sending order with their send
+//! and receive times where known. Two captures give both times by matching; one capture
+//! of a stream whose payloads carry a cellperf or iperf3 header gives the sequence number
+//! and the sender's timestamp; a cellperf agent log gives both directly.
+
+use serde::Serialize;
+
+use crate::stats::Summary;
+
+/// An inter-arrival of at least this many sending intervals with no loss is a delay
+/// period (METHODS §3, **choice** k = 5).
+pub const DELAY_PERIOD_FACTOR: f64 = 5.0;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamPacket {
+    pub seq: u64,
+    /// Send time (sender's clock), if known.
+    pub send_ns: Option<i64>,
+    /// First receive time (receiver's clock); `None` when lost.
+    pub recv_ns: Option<i64>,
+    pub bytes: u32,
+}
+
+/// How the one-way delays were obtained (METHODS §1): every OWD output says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwdKind {
+    /// Receive minus send time on synchronised clocks.
+    Raw,
+    /// Raw OWD minus its minimum over the run: cancels a constant clock offset.
+    Excess,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct OwdSummary {
+    pub kind: OwdKind,
+    pub min: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct JitterSummary {
+    /// Of |(r[i]−r[i−1]) − (s[i]−s[i−1])| over consecutive received packets, in ms.
+    pub min: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// RFC 3550 interarrival jitter at the end of the stream (ms), as iperf3 reports it.
+    pub rfc3550: f64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct GapSummary {
+    pub count: u64,
+    pub lost_in_gaps: u64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    pub total_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct DelayPeriodSummary {
+    pub count: u64,
+    pub max_ms: f64,
+    pub total_ms: f64,
+    /// The sending interval the threshold was taken from (ms).
+    pub send_interval_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StreamSummary {
+    /// `None` when the capture tells neither sequence numbers nor the sender's packets.
+    pub packets_sent: Option<u64>,
+    pub packets_received: u64,
+    pub packets_lost: Option<u64>,
+    pub loss_rate: Option<f64>,
+    pub duplicates: u64,
+    pub reordered: u64,
+    pub bytes_received: u64,
+    pub duration_s: f64,
+    pub throughput_bps: f64,
+    pub jitter_ms: Option<JitterSummary>,
+    pub owd_ms: Option<OwdSummary>,
+    pub interarrival_ms: Option<Summary>,
+    pub gaps: Option<GapSummary>,
+    pub delay_periods: Option<DelayPeriodSummary>,
+}
+
+/// Per-packet results, in sending order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacketResult {
+    pub seq: u64,
+    pub send_ns: Option<i64>,
+    pub recv_ns: Option<i64>,
+    pub bytes: u32,
+    pub owd_ms: Option<f64>,
+    /// Signed jitter against the previous packet in arrival order (ms).
+    pub jitter_ms: Option<f64>,
+}
+
+/// One interval of the series.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IntervalRow {
+    pub start_s: f64,
+    pub bytes: u64,
+    pub packets_received: u64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub owd_mean_ms: Option<f64>,
+    pub jitter_mean_ms: Option<f64>,
+}
+
+pub struct StreamAnalysis {
+    pub summary: StreamSummary,
+    pub packets: Vec<PacketResult>,
+    pub intervals: Vec<IntervalRow>,
+}
+
+/// Analyses a stream. `packets` must be in sending order (by `seq`), one entry per sent
+/// packet; `duplicates` is the number of extra copies received; `losses_known` says
+/// whether unreceived entries are real losses (false for a receiver-only capture without
+/// sequence numbers, where every entry is a received packet).
+pub fn analyze(
+    packets: &[StreamPacket],
+    duplicates: u64,
+    losses_known: bool,
+    owd_kind: OwdKind,
+    interval_ns: i64,
+) -> StreamAnalysis {
+    let interval_ns = interval_ns.max(1);
+    let received: Vec<&StreamPacket> = packets.iter().filter(|p| p.recv_ns.is_some()).collect();
+    let mut by_arrival: Vec<usize> = (0..packets.len()).filter(|i| packets[*i].recv_ns.is_some()).collect();
+    by_arrival.sort_by_key(|i| (packets[*i].recv_ns, *i));
+
+    // Reordering: arrivals whose sequence number is below one already received.
+    let mut reordered = 0u64;
+    let mut max_seq = None;
+    for &i in &by_arrival {
+        let s = packets[i].seq;
+        if max_seq.is_some_and(|m| s < m) {
+            reordered += 1;
+        } else {
+            max_seq = Some(s);
+        }
+    }
+
+    // Raw OWD, then the labelled one.
+    let raw: Vec<Option<i64>> = packets.iter().map(|p| Some(p.recv_ns? - p.send_ns?)).collect();
+    let min_raw = raw.iter().flatten().min().copied();
+    let owd_ms: Vec<Option<f64>> = raw
+        .iter()
+        .map(|o| {
+            o.map(|v| match owd_kind {
+                OwdKind::Raw => v as f64 / 1e6,
+                OwdKind::Excess => (v - min_raw.unwrap_or(0)) as f64 / 1e6,
+            })
+        })
+        .collect();
+
+    // Jitter over consecutive arrivals, and RFC 3550's running estimate.
+    let mut jitter_ms: Vec<Option<f64>> = vec![None; packets.len()];
+    let mut rfc = 0.0f64;
+    let mut pid = Vec::with_capacity(by_arrival.len());
+    for w in by_arrival.windows(2) {
+        let (a, b) = (&packets[w[0]], &packets[w[1]]);
+        let dr = b.recv_ns.unwrap_or(0) - a.recv_ns.unwrap_or(0);
+        pid.push(dr as f64 / 1e6);
+        if let (Some(sa), Some(sb)) = (a.send_ns, b.send_ns) {
+            let j = (dr - (sb - sa)) as f64 / 1e6;
+            jitter_ms[w[1]] = Some(j);
+            rfc += (j.abs() - rfc) / 16.0;
+        }
+    }
+
+    let mut abs_j: Vec<f64> = jitter_ms.iter().flatten().map(|j| j.abs()).collect();
+    let jitter = if abs_j.is_empty() {
+        None
+    } else {
+        let mean = abs_j.iter().sum::<f64>() / abs_j.len() as f64;
+        Summary::of(&mut abs_j).map(|s| JitterSummary {
+            min: s.min,
+            median: s.median,
+            p95: s.p95,
+            max: s.max,
+            mean,
+            rfc3550: rfc,
+            samples: s.samples,
+        })
+    };
+    let mut owd_vals: Vec<f64> = owd_ms.iter().flatten().copied().collect();
+    let owd = if owd_vals.is_empty() {
+        None
+    } else {
+        let mean = owd_vals.iter().sum::<f64>() / owd_vals.len() as f64;
+        Summary::of(&mut owd_vals).map(|s| OwdSummary {
+            kind: owd_kind,
+            min: s.min,
+            median: s.median,
+            p95: s.p95,
+            max: s.max,
+            mean,
+            samples: s.samples,
+        })
+    };
+
+    let first_rx = by_arrival.first().and_then(|i| packets[*i].recv_ns);
+    let last_rx = by_arrival.last().and_then(|i| packets[*i].recv_ns);
+    let bytes_received: u64 = received.iter().map(|p| p.bytes as u64).sum();
+    let duration_s = match (first_rx, last_rx) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let sent = packets.len() as u64;
+    let lost = sent - received.len() as u64;
+
+    // Send spacing: median of the sender's intervals where known, else of arrivals.
+    let mut send_gaps: Vec<f64> =
+        packets.windows(2).filter_map(|w| Some((w[1].send_ns? - w[0].send_ns?) as f64 / 1e6)).collect();
+    let send_interval_ms = Summary::of(&mut send_gaps).map(|s| s.median);
+    let (gaps, delay_periods) = if losses_known {
+        gaps_and_delay_periods(packets, send_interval_ms)
+    } else {
+        (None, None)
+    };
+
+    let results: Vec<PacketResult> = packets
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PacketResult {
+            seq: p.seq,
+            send_ns: p.send_ns,
+            recv_ns: p.recv_ns,
+            bytes: p.bytes,
+            owd_ms: owd_ms[i],
+            jitter_ms: jitter_ms[i],
+        })
+        .collect();
+    let intervals = interval_rows(&results, first_rx, losses_known, interval_ns);
+
+    let summary = StreamSummary {
+        packets_sent: losses_known.then_some(sent),
+        packets_received: received.len() as u64,
+        packets_lost: losses_known.then_some(lost),
+        loss_rate: (losses_known && sent > 0).then(|| lost as f64 / sent as f64),
+        duplicates,
+        reordered,
+        bytes_received,
+        duration_s,
+        throughput_bps: if duration_s > 0.0 { bytes_received as f64 * 8.0 / duration_s } else { 0.0 },
+        jitter_ms: jitter,
+        owd_ms: owd,
+        interarrival_ms: Summary::of(&mut pid),
+        gaps,
+        delay_periods,
+    };
+    StreamAnalysis { summary, packets: results, intervals }
+}
+
+fn gaps_and_delay_periods(
+    packets: &[StreamPacket],
+    send_interval_ms: Option<f64>,
+) -> (Option<GapSummary>, Option<DelayPeriodSummary>) {
+    let mut gaps = GapSummary::default();
+    let mut dp = DelayPeriodSummary { send_interval_ms: send_interval_ms.unwrap_or(0.0), ..Default::default() };
+    let mut last_rx: Option<i64> = None;
+    let mut lost_run = 0u64;
+    for p in packets {
+        match p.recv_ns {
+            None => lost_run += 1,
+            Some(r) => {
+                if let Some(prev) = last_rx {
+                    let d_ms = (r - prev) as f64 / 1e6;
+                    if lost_run > 0 {
+                        gaps.count += 1;
+                        gaps.lost_in_gaps += lost_run;
+                        gaps.total_ms += d_ms;
+                        gaps.max_ms = gaps.max_ms.max(d_ms);
+                    } else if let Some(si) = send_interval_ms {
+                        if si > 0.0 && d_ms >= DELAY_PERIOD_FACTOR * si {
+                            dp.count += 1;
+                            dp.total_ms += d_ms;
+                            dp.max_ms = dp.max_ms.max(d_ms);
+                        }
+                    }
+                }
+                lost_run = 0;
+                last_rx = Some(last_rx.map_or(r, |x: i64| x.max(r)));
+            }
+        }
+    }
+    if gaps.count > 0 {
+        gaps.mean_ms = gaps.total_ms / gaps.count as f64;
+    }
+    (Some(gaps), send_interval_ms.map(|_| dp))
+}
+
+fn interval_rows(
+    packets: &[PacketResult],
+    first_rx: Option<i64>,
+    losses_known: bool,
+    interval_ns: i64,
+) -> Vec<IntervalRow> {
+    let Some(t0) = first_rx else { return Vec::new() };
+    // Losses are placed by send time, mapped onto the receiver's clock through the
+    // median offset of received packets (so a clock offset between hosts does not matter).
+    let mut offsets: Vec<f64> = packets.iter().filter_map(|p| Some((p.recv_ns? - p.send_ns?) as f64)).collect();
+    let offset = Summary::of(&mut offsets).map(|s| s.median as i64);
+    let mut rows: Vec<IntervalRow> = Vec::new();
+    let mut owd_n: Vec<u64> = Vec::new();
+    let mut jit_n: Vec<u64> = Vec::new();
+    let mut last_known_rx = t0;
+    let grow = |rows: &mut Vec<IntervalRow>, owd_n: &mut Vec<u64>, jit_n: &mut Vec<u64>, bin: usize| {
+        while rows.len() <= bin {
+            rows.push(IntervalRow { start_s: rows.len() as f64 * interval_ns as f64 / 1e9, ..Default::default() });
+            owd_n.push(0);
+            jit_n.push(0);
+        }
+    };
+    for p in packets {
+        let at = match (p.recv_ns, p.send_ns, offset) {
+            (Some(r), _, _) => r,
+            (None, Some(s), Some(o)) => s + o,
+            _ => last_known_rx,
+        };
+        last_known_rx = at.max(t0);
+        let bin = ((at - t0).max(0) / interval_ns) as usize;
+        grow(&mut rows, &mut owd_n, &mut jit_n, bin);
+        let row = &mut rows[bin];
+        if losses_known {
+            row.packets_sent += 1;
+        }
+        match p.recv_ns {
+            Some(_) => {
+                row.packets_received += 1;
+                row.bytes += p.bytes as u64;
+                if let Some(o) = p.owd_ms {
+                    row.owd_mean_ms = Some(row.owd_mean_ms.unwrap_or(0.0) + o);
+                    owd_n[bin] += 1;
+                }
+                if let Some(j) = p.jitter_ms {
+                    row.jitter_mean_ms = Some(row.jitter_mean_ms.unwrap_or(0.0) + j.abs());
+                    jit_n[bin] += 1;
+                }
+            }
+            None if losses_known => row.packets_lost += 1,
+            None => {}
+        }
+    }
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.owd_mean_ms = row.owd_mean_ms.map(|s| s / owd_n[i] as f64);
+        row.jitter_mean_ms = row.jitter_mean_ms.map(|s| s / jit_n[i] as f64);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
+        StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
+    }
+
+    #[test]
+    fn loss_gaps_delay_periods_and_owd() {
+        // 20 ms spacing; packets 3 and 4 lost; packet 7 held up 120 ms (a delay period).
+        let pk = [
+            p(0, 0, Some(50)),
+            p(1, 20, Some(70)),
+            p(2, 40, Some(90)),
+            p(3, 60, None),
+            p(4, 80, None),
+            p(5, 100, Some(150)),
+            p(6, 120, Some(170)),
+            p(7, 140, Some(290)),
+            p(8, 160, Some(291)),
+        ];
+        let a = analyze(&pk, 0, true, OwdKind::Raw, 1_000_000_000);
+        let s = &a.summary;
+        assert_eq!((s.packets_sent, s.packets_lost, s.packets_received), (Some(9), Some(2), 7));
+        assert!((s.loss_rate.unwrap() - 2.0 / 9.0).abs() < 1e-12);
+        let g = s.gaps.unwrap();
+        assert_eq!((g.count, g.lost_in_gaps), (1, 2));
+        assert!((g.max_ms - 60.0).abs() < 1e-9);
+        let d = s.delay_periods.unwrap();
+        assert_eq!(d.count, 1);
+        assert!((d.max_ms - 120.0).abs() < 1e-9);
+        let o = s.owd_ms.unwrap();
+        assert_eq!((o.min, o.max), (50.0, 150.0));
+        assert_eq!(o.kind, OwdKind::Raw);
+        assert_eq!(a.packets[7].jitter_ms, Some(100.0));
+        assert_eq!(a.packets[8].jitter_ms, Some(-19.0));
+        assert_eq!(s.reordered, 0);
+        assert_eq!(a.intervals.len(), 1);
+        assert_eq!(a.intervals[0].packets_lost, 2);
+    }
+
+    #[test]
+    fn excess_owd_cancels_offset_and_reordering_counted() {
+        let off = 7_000_000; // receiver clock 7000 s ahead
+        let pk = [p(0, 0, Some(off + 40)), p(1, 10, Some(off + 65)), p(2, 20, Some(off + 60))];
+        let a = analyze(&pk, 1, true, OwdKind::Excess, 1_000_000_000);
+        let o = a.summary.owd_ms.unwrap();
+        assert_eq!((o.min, o.max), (0.0, 15.0));
+        assert_eq!(a.summary.reordered, 1);
+        assert_eq!(a.summary.duplicates, 1);
+    }
+
+    #[test]
+    fn rfc3550_jitter_of_constant_spacing_is_zero() {
+        let pk: Vec<_> = (0..100).map(|i| p(i, i as i64 * 20, Some(i as i64 * 20 + 30))).collect();
+        let a = analyze(&pk, 0, true, OwdKind::Raw, 500_000_000);
+        let j = a.summary.jitter_ms.unwrap();
+        assert_eq!((j.max, j.rfc3550), (0.0, 0.0));
+        assert_eq!(a.intervals.len(), 4);
+        assert_eq!(a.intervals.iter().map(|r| r.packets_received).sum::<u64>(), 100);
+        assert!((a.summary.throughput_bps - 100.0 * 100.0 * 8.0 / 1.98).abs() < 1e-6);
+    }
+}
