@@ -19,6 +19,7 @@ from cellperf.voice.emodel import (
     r_simple,
     rating,
     satisfaction_band,
+    simple_components,
 )
 from cellperf.voice.loss_pattern import burst_ratio, burst_ratio_by_group
 from cellperf.voice.stream import read_stream, summarize_windows, voice_windows
@@ -37,6 +38,7 @@ __all__ = [
     "rating",
     "read_stream",
     "satisfaction_band",
+    "simple_components",
     "summarize_windows",
     "voice_windows",
 ]

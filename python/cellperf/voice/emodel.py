@@ -114,12 +114,12 @@ def delay_impairment_simple(delay_ms) -> np.ndarray:
     return 0.024 * d + 0.11 * np.maximum(d - 177.3, 0.0)
 
 
-def r_simple(delay_ms, loss, codec_name: str = "g711") -> np.ndarray:
-    """Simplified E-model R = 94.2 − Id − Ie,eff, clamped to [0, 100].
+def simple_components(delay_ms, loss, codec_name: str = "g711") -> dict[str, np.ndarray]:
+    """Simplified E-model terms: R = 94.2 − Id − Ie,eff (unclamped), Id and Ie,eff.
 
     `delay_ms` is the one-way (mouth-to-ear network) delay, `loss` the loss fraction in [0, 1].
     Loss is assumed random: the Cole–Rosenbluth curves were fitted to random-loss data, so this
-    model has no burst-ratio input (use `r_g107` for bursty loss).
+    model has no burst-ratio input (use the g107 model for bursty loss).
     """
     c = codec(codec_name)
     if c.simple_fit is None:
@@ -132,8 +132,14 @@ def r_simple(delay_ms, loss, codec_name: str = "g711") -> np.ndarray:
     e = _as_float_array(loss)
     _check_inputs(d, e)
     g1, g2, g3 = c.simple_fit
+    id_ = delay_impairment_simple(d)
     ie_eff = g1 + g2 * np.log1p(g3 * e)
-    return np.clip(94.2 - delay_impairment_simple(d) - ie_eff, 0.0, 100.0)
+    return {"r": 94.2 - id_ - ie_eff, "id": id_, "ie_eff": ie_eff}
+
+
+def r_simple(delay_ms, loss, codec_name: str = "g711") -> np.ndarray:
+    """Simplified E-model R (see `simple_components`), clamped to [0, 100]."""
+    return np.clip(simple_components(delay_ms, loss, codec_name)["r"], 0.0, 100.0)
 
 
 def g107_components(
