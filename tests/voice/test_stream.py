@@ -53,7 +53,7 @@ def test_gap_is_no_data_and_total_loss_is_all_lost(make_stream):
     all_lost = w.row(1, named=True)
     assert (all_lost["r"], all_lost["mos"], all_lost["mean_delay_ms"]) == (0.0, 1.0, None)
     s = summarize_windows(w).row(0, named=True)
-    assert (s["windows"], s["ok"], s["all_lost"], s["no_data"]) == (6, 4, 1, 1)
+    assert (s["window_count"], s["ok"], s["all_lost"], s["no_data"]) == (6, 4, 1, 1)
     assert s["share_r_ge_90"] == pytest.approx(4 / 5)
 
 

@@ -20,6 +20,7 @@ import click
 import numpy as np
 import polars as pl
 import polars.selectors as cs
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -185,28 +186,32 @@ def _fmt(x, spec: str = ".1f") -> str:
     return "–" if x is None else format(x, spec)
 
 
+def _percent(share, spec: str = ".0f") -> str:
+    return "–" if share is None else f"{100 * share:{spec}}%"
+
+
 def _print_stream(doc: dict) -> None:
     console = Console()
     delay_label = "half-RTT" if doc["delay_kind"] == "half_rtt" else "one-way delay"
     table = Table(
+        box=box.SIMPLE_HEAD,
         title=f"{doc['stream']}: {doc['model']} E-model, {doc['codec']}, {doc['window_s']:g}-s windows, {delay_label}"
     )
-    for col in ("flow", "windows", "no data", "all lost", "R min", "R p5", "R median", "MOS median", "R≥70", "R≥90", "mean delay ms", "loss"):
+    for col in ("flow", "windows", "no data", "all lost", "R p5", "R median", "MOS median", "R≥70", "R≥90", "delay ms", "loss"):
         table.add_column(col, justify="right")
     for f in doc["flows"]:
         table.add_row(
             str(f["flow_id"]),
-            str(f["windows"]),
+            str(f["window_count"]),
             str(f["no_data"]),
             str(f["all_lost"]),
-            _fmt(f["r_min"]),
             _fmt(f["r_p5"]),
             _fmt(f["r_median"]),
             _fmt(f["mos_median"], ".2f"),
-            _fmt(None if f["share_r_ge_70"] is None else 100 * f["share_r_ge_70"], ".1f") + " %",
-            _fmt(None if f["share_r_ge_90"] is None else 100 * f["share_r_ge_90"], ".1f") + " %",
+            _percent(f["share_r_ge_70"]),
+            _percent(f["share_r_ge_90"]),
             _fmt(f["mean_delay_ms"]),
-            _fmt(None if f["loss"] is None else 100 * f["loss"], ".2f") + " %",
+            _percent(f["loss"], ".1f"),
         )
     console.print(table)
     if "handoffs" not in doc:
@@ -221,10 +226,12 @@ def _print_stream(doc: dict) -> None:
     for f in doc["flows"]:
         cmp = f["near_handoffs"]
         t = Table(
+            box=box.SIMPLE_HEAD,
             title=f"flow {f['flow_id']}: {cmp['window_s']:g} s around handoffs "
             f"({cmp['intervals_near']} windows) vs other windows ({cmp['intervals_other']})"
         )
-        for col in ("metric", "median near", "median other", "p5 near", "p5 other", "Mann–Whitney p"):
+        t.add_column("metric", no_wrap=True)
+        for col in ("median near", "median other", "p5 near", "p5 other", "rank test p"):
             t.add_column(col, justify="right")
         for name, m in cmp["metrics"].items():
             test = m["mann_whitney"]

@@ -243,7 +243,7 @@ def summarize_windows(windows: pl.DataFrame) -> pl.DataFrame:
     return (
         windows.group_by("flow_id", maintain_order=True)
         .agg(
-            windows=pl.len(),
+            window_count=pl.len(),
             ok=(pl.col("status") == "ok").sum(),
             all_lost=(pl.col("status") == "all_lost").sum(),
             no_data=(pl.col("status") == "no_data").sum(),
