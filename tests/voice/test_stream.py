@@ -121,3 +121,19 @@ def test_bad_window_and_files(make_stream, tmp_path):
     (tmp_path / "bad.csv").write_text("flow_id,seq,send_ts,recv_ts,bytes,lost,owd_ms\n1,0,yesterday,,160,false,\n")
     with pytest.raises(UserError, match="bad.csv"):
         read_stream(tmp_path / "bad.csv")
+
+
+def test_agent_log_columns(make_stream):
+    # Agent logs: string flow ids, owd_kind labels, rtt_ms for echoed packets.
+    df = make_stream(np.full(500, 70.0), np.zeros(500, bool)).with_columns(
+        flow_id=pl.lit("run1/0/up"), owd_kind=pl.lit("excess"), rtt_ms=pl.lit(300.0)
+    )
+    w = voice_windows(df)
+    assert w["delay_kind"].unique().to_list() == ["excess_one_way"]
+    assert w["flow_id"].unique().to_list() == ["run1/0/up"]
+    # Half-RTT comes from rtt_ms (one clock), not from recv_ts − send_ts.
+    assert voice_windows(df, delay="half_rtt")["mean_delay_ms"].to_list() == [150.0, 150.0]
+    with pytest.raises(UserError, match="owd_kind must be one of"):
+        voice_windows(df.with_columns(owd_kind=pl.when(pl.col("seq") < 10).then(pl.lit("raw")).otherwise(pl.lit("excess"))))
+    with pytest.raises(UserError, match="unknown loss"):
+        voice_windows(df.with_columns(lost=None))

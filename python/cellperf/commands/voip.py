@@ -153,7 +153,7 @@ def _analyse_stream(
         "model": model,
         "codec": codec,
         "window_s": window_s,
-        "delay_kind": "half_rtt" if half_rtt else "one_way",
+        "delay_kind": windows["delay_kind"][0],
         "flows": [],
     }
     handoffs = None
@@ -192,7 +192,7 @@ def _percent(share, spec: str = ".0f") -> str:
 
 def _print_stream(doc: dict) -> None:
     console = Console()
-    delay_label = "half-RTT" if doc["delay_kind"] == "half_rtt" else "one-way delay"
+    delay_label = {"half_rtt": "half-RTT", "excess_one_way": "excess one-way delay"}.get(doc["delay_kind"], "one-way delay")
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"{doc['stream']}: {doc['model']} E-model, {doc['codec']}, {doc['window_s']:g}-s windows, {delay_label}"

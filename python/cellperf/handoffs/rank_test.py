@@ -1,9 +1,10 @@
 """Mann–Whitney U (Wilcoxon rank-sum) test in numpy: no scipy.
 
 Two-sided, normal approximation with the tie correction of the variance and a continuity
-correction of 0.5 (the textbook large-sample form; e.g. Hollander & Wolfe, "Nonparametric
-Statistical Methods", §4.1). Accurate for n_x, n_y ≳ 8; below that prefer an exact table,
-which `tests/handoffs/test_rank_test.py` uses to check this approximation.
+correction of 0.5: the textbook large-sample form, as R's `wilcox.test(correct = TRUE)` and
+scipy's `mannwhitneyu(method="asymptotic")` compute it. Accurate for n_x, n_y ≳ 8; below that
+an exact table is better, and `tests/handoffs/test_rank_test.py` checks this approximation
+against the exact permutation distribution.
 """
 
 from __future__ import annotations

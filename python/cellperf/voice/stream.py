@@ -10,9 +10,11 @@ Each flow (one direction of a call) is cut into fixed windows (default 5 s) by s
 one grid shared by all flows so that the two directions line up. Per window: packets sent and
 lost, loss fraction, mean delay over received packets, burst ratio, R, MOS and the G.109 band.
 
-Delay is either the one-way delay in `owd_ms` or, for echoed streams whose send and receive
-times are both on the sender's clock, half the round-trip time (recv_ts − send_ts) / 2, as the
-thesis does when clocks are not synchronised (000 §4.3). The output's `delay_kind` says which.
+Delay is either the one-way delay in `owd_ms` or, for echoed streams, half the round-trip time,
+as the thesis does when clocks are not synchronised (000 §4.3): `rtt_ms` / 2 when the table has
+that column (agent logs), else (recv_ts − send_ts) / 2 for tables whose send and receive times
+are both on the sender's clock. The output's `delay_kind` says which kind of delay R rests on
+(`one_way`, `excess_one_way` or `half_rtt`; agent logs label owd_ms in `owd_kind`).
 
 Window status (never a silent default):
 - `ok`: at least one delay sample; R computed from mean delay and loss.
@@ -86,11 +88,34 @@ def check_stream(table, source: str = "stream table") -> pl.DataFrame:
     except pl.exceptions.PolarsError as e:
         raise UserError(f"{source}: bad value ({str(e).splitlines()[0]})") from None
     if df["lost"].null_count():
-        raise UserError(f"{source}: column lost has {df['lost'].null_count()} null value(s)")
+        raise UserError(
+            f"{source}: {df['lost'].null_count()} packet(s) have unknown loss (lost is null); "
+            "rate a log from the receiving side or a two-sided capture"
+        )
     lost_but_received = df.filter(pl.col("lost") & pl.col("recv_ts").is_not_null()).height
     if lost_but_received:
         raise UserError(f"{source}: {lost_but_received} packet(s) marked lost have a receive time")
     return df
+
+
+def _delay(df: pl.DataFrame, delay: str, source: str) -> tuple[pl.Expr, str]:
+    """The per-packet delay expression and its label.
+
+    Agent logs carry `owd_kind` (raw, excess or half_rtt) and `rtt_ms`: the label follows
+    `owd_kind` (excess OWD, which subtracts the minimum, understates the delay the E-model needs,
+    so it is labelled apart), and half-RTT comes from `rtt_ms`, which is on one clock.
+    """
+    if delay == "half_rtt":
+        if "rtt_ms" in df.columns:
+            return pl.col("rtt_ms").cast(pl.Float64) / 2, "half_rtt"
+        return (pl.col("recv_ts") - pl.col("send_ts")).dt.total_nanoseconds().cast(pl.Float64) / 2e6, "half_rtt"
+    if "owd_kind" not in df.columns:
+        return pl.col("owd_ms"), "one_way"
+    kinds = df.filter(pl.col("owd_ms").is_not_null())["owd_kind"].unique().to_list()
+    labels = {"raw": "one_way", "excess": "excess_one_way", "half_rtt": "half_rtt"}
+    if len(kinds) > 1 or any(k not in labels for k in kinds):
+        raise UserError(f"{source}: owd_kind must be one of raw, excess, half_rtt for all packets, got {sorted(map(str, kinds))}")
+    return pl.col("owd_ms"), labels[kinds[0]] if kinds else "one_way"
 
 
 def voice_windows(
@@ -120,11 +145,7 @@ def voice_windows(
     if df.height == 0:
         raise UserError(f"{source}: the stream has no packets")
 
-    delay_expr = (
-        pl.col("owd_ms")
-        if delay == "one_way"
-        else (pl.col("recv_ts") - pl.col("send_ts")).dt.total_nanoseconds().cast(pl.Float64) / 2e6
-    )
+    delay_expr, delay_kind = _delay(df, delay, source)
     # Lost packets may carry no send time (a receiver-side log only knows their sequence
     # numbers); place them between their neighbours by linear interpolation in sending order.
     df = (
@@ -214,7 +235,7 @@ def voice_windows(
     return out.with_columns(
         window_start=start.cast(_TS),
         window_end=(start + window_ns).cast(_TS),
-        delay_kind=pl.lit(delay),
+        delay_kind=pl.lit(delay_kind),
         r=pl.Series(r).fill_nan(None),
         mos=pl.Series(mos_from_r(r)).fill_nan(None),
         band=pl.Series(satisfaction_band(r), dtype=pl.String),
