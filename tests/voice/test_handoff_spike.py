@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from cellperf.handoffs import compare_near_handoffs, detect_handoffs
-from conftest import T0_NS, build_stream
+from voice_streams import T0_NS, build_stream
 
 DURATION_S = 600
 INTERVAL_MS = 20.0
@@ -99,6 +99,8 @@ def test_voip_command_on_files(tmp_path):
     assert doc["handoffs"]["dwell"]["mean_s"] == pytest.approx(60.0)
     (flow,) = doc["flows"]
     assert (flow["ok"], len(flow["windows"])) == (120, 120)
+    cdf = flow["r_distribution"]["cdf"]
+    assert len(cdf["x"]) == 120 and cdf["x"] == sorted(cdf["x"]) and cdf["p"][-1] == 1.0
     assert flow["near_handoffs"]["metrics"]["r"]["mann_whitney"]["p_value"] < 1e-6
     assert pl.read_csv(out).height == 120
     human = run_cli("--stream", tmp_path / "udp_packets.parquet", "--radio-log", tmp_path / "radio.csv")
@@ -122,6 +124,7 @@ def test_voip_command_numbers():
         (["--delay-ms", 3, "--loss", 0.1, "--burst-ratio", 2], "--burst-ratio needs --model g107"),
         (["--delay-ms", 3], "give --delay-ms and --loss"),
         (["--stream", "missing.parquet"], "missing.parquet: no such file"),
+        (["--stream", "missing.parquet", "--window", 0], "--window must be > 0"),
     ],
 )
 def test_voip_command_bad_input_is_one_line(args, message):

@@ -137,3 +137,12 @@ def test_agent_log_columns(make_stream):
         voice_windows(df.with_columns(owd_kind=pl.when(pl.col("seq") < 10).then(pl.lit("raw")).otherwise(pl.lit("excess"))))
     with pytest.raises(UserError, match="unknown loss"):
         voice_windows(df.with_columns(lost=None))
+
+
+def test_explicit_origin_fixes_the_grid(make_stream):
+    df = make_stream(np.full(500, 20.0), np.zeros(500, bool))  # 10 s from T0
+    origin = dt.datetime(2023, 11, 14, 22, 13, 18, tzinfo=dt.timezone.utc)  # T0 − 2 s
+    w = voice_windows(df, origin=origin)
+    assert w["window"].to_list() == [0, 1, 2]
+    assert w["packets_sent"].to_list() == [150, 250, 100]
+    assert w["window_start"][0] == origin

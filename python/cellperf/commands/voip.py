@@ -27,6 +27,7 @@ from rich.table import Table
 from cellperf.errors import UserError
 from cellperf.handoffs import (
     compare_near_handoffs,
+    describe,
     detect_handoffs,
     dwell_times,
     handoff_counts,
@@ -138,6 +139,10 @@ def _analyse_stream(
 ) -> tuple[dict, pl.DataFrame]:
     if model == "simple" and params != G107Params():
         raise UserError("--param needs --model g107")
+    if not window_s > 0:
+        raise UserError(f"--window must be > 0 s, got {window_s:g}")
+    if not handoff_window_s >= 0:
+        raise UserError(f"--handoff-window must be >= 0 s, got {handoff_window_s:g}")
     windows = voice_windows(
         read_stream(stream),
         window_s=window_s,
@@ -169,7 +174,8 @@ def _analyse_stream(
         }
     for row in summary.iter_rows(named=True):
         flow_windows = windows.filter(pl.col("flow_id") == row["flow_id"])
-        flow = {**row, "windows": _json_rows(flow_windows)}
+        rated = flow_windows.filter(pl.col("status") != "no_data")["r"].to_numpy()
+        flow = {**row, "r_distribution": describe(rated), "windows": _json_rows(flow_windows)}
         if handoffs is not None:
             flow["near_handoffs"] = compare_near_handoffs(
                 flow_windows,
