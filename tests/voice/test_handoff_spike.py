@@ -123,6 +123,8 @@ def test_voip_command_numbers():
         (["--delay-ms", 3, "--loss", 0.1, "--codec", "g723.1"], "rate g723.1 with the g107 model"),
         (["--delay-ms", 3, "--loss", 0.1, "--burst-ratio", 2], "--burst-ratio needs --model g107"),
         (["--delay-ms", 3], "give --delay-ms and --loss"),
+        (["--delay-ms", 3, "--loss", 0, "--codec", "opus"], "--codec opus: unknown codec; choose one of g711, g711-plc"),
+        (["--delay-ms", 3, "--loss", 0, "--model", "pesq"], "--model pesq: unknown model"),
         (["--stream", "missing.parquet"], "missing.parquet: no such file"),
         (["--stream", "missing.parquet", "--window", 0], "--window must be > 0"),
     ],

@@ -259,8 +259,8 @@ def _print_stream(doc: dict) -> None:
 @click.option("--stream", "stream", type=click.Path(path_type=Path), help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
 @click.option("--window", "window_s", type=float, default=5.0, show_default=True, help="Window length in seconds (stream mode).")
 @click.option("--half-rtt", is_flag=True, help="Echoed stream: use (recv_ts − send_ts)/2 as delay instead of owd_ms.")
-@click.option("--model", type=click.Choice(MODELS), default="simple", show_default=True, help="simple: Cole–Rosenbluth (the thesis); g107: full ITU-T G.107.")
-@click.option("--codec", type=click.Choice(list(CODECS)), default="g711", show_default=True, help="Codec (G.113 Ie and Bpl).")
+@click.option("--model", metavar="simple|g107", default="simple", show_default=True, help="simple: Cole–Rosenbluth (the thesis); g107: full ITU-T G.107.")
+@click.option("--codec", metavar="CODEC", default="g711", show_default=True, help=f"Codec: {', '.join(CODECS)} (G.113 Ie and Bpl).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a G.107 default, e.g. --param a=10 (g107 model; names in docs/voice.md).")
 @click.option("--radio-log", type=click.Path(path_type=Path), help="Radio log (CSV/JSONL: time_s, bs_id, sector_id[, technology]) to compare windows near handoffs.")
 @click.option("--clock-offset", "clock_offset_s", type=float, default=0.0, show_default=True, help="Seconds added to radio-log times to match the stream's clock.")
@@ -283,6 +283,10 @@ def command(
     In stream mode each flow (direction) is cut into windows by sending time; a window with no
     packets is reported as no_data (R null), one where every packet was lost as all_lost (R 0).
     """
+    if model not in MODELS:
+        raise UserError(f"--model {model}: unknown model; choose one of {', '.join(MODELS)}")
+    if codec not in CODECS:
+        raise UserError(f"--codec {codec}: unknown codec; choose one of {', '.join(CODECS)}")
     g107 = _parse_params(params)
     if stream is not None:
         if delay_ms is not None or loss is not None:
