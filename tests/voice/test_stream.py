@@ -100,7 +100,11 @@ def test_parquet_and_csv_round_trip(make_stream, tmp_path):
         (lambda d: d.with_columns(owd_ms=pl.lit(-5.0)), "negative delay"),
         (lambda d: d.with_columns(lost=True), "marked lost have a receive time"),
         (lambda d: d.clear(), "no packets"),
-        (lambda d: d.with_columns(send_ts=None), "no send timestamps"),
+        (lambda d: d.with_columns(send_ts=None), "no packet has a send time"),
+        (
+            lambda d: pl.concat([d, d.with_columns(flow_id=pl.lit(9, pl.UInt32), send_ts=None)]),
+            "flow 9 has no send timestamps",
+        ),
     ],
 )
 def test_bad_streams(make_stream, mutate, message):
@@ -146,3 +150,13 @@ def test_explicit_origin_fixes_the_grid(make_stream):
     assert w["window"].to_list() == [0, 1, 2]
     assert w["packets_sent"].to_list() == [150, 250, 100]
     assert w["window_start"][0] == origin
+
+
+
+def test_window_edges_are_exact_to_the_nanosecond(make_stream):
+    # On a 2023 epoch time float64 steps are 256 ns; packets 1 ns apart across an edge must split.
+    df = make_stream(np.full(3, 20.0), np.zeros(3, bool))
+    t0 = df["send_ts"].dt.epoch("ns")[0]
+    offsets = pl.Series([0, 5 * 10**9 - 1, 5 * 10**9], dtype=pl.Int64)
+    df = df.with_columns(send_ts=(offsets + t0).cast(pl.Datetime("ns", "UTC")))
+    assert voice_windows(df)["packets_sent"].to_list() == [2, 1]

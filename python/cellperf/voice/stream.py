@@ -146,19 +146,24 @@ def voice_windows(
         raise UserError(f"{source}: the stream has no packets")
 
     delay_expr, delay_kind = _delay(df, delay, source)
+    first_send_ns = df["send_ts"].dt.epoch("ns").min()
+    if first_send_ns is None:
+        raise UserError(f"{source}: no packet has a send time; cannot place the stream in time")
     # Lost packets may carry no send time (a receiver-side log only knows their sequence
     # numbers); place them between their neighbours by linear interpolation in sending order.
+    # Times are in ns after the first send, where float64 is exact (up to 104 days).
     df = (
         df.with_row_index("_row")
         .sort("flow_id", "_row", maintain_order=True)
         .with_columns(
-            _t=pl.col("send_ts")
-            .dt.epoch("ns")
+            _t=(pl.col("send_ts").dt.epoch("ns") - first_send_ns)
             .cast(pl.Float64)
             .interpolate()
             .forward_fill()
             .backward_fill()
-            .over("flow_id"),
+            .over("flow_id")
+            .round()
+            .cast(pl.Int64),
             _delay=delay_expr,
         )
     )
@@ -175,8 +180,8 @@ def voice_windows(
         )
 
     window_ns = int(round(window_s * 1e9))
-    origin_ns = int(df["_t"].min()) if origin is None else int(pl.Series([origin]).cast(_TS).dt.epoch("ns")[0])
-    df = df.with_columns(_w=((pl.col("_t") - origin_ns) // window_ns).cast(pl.Int64))
+    origin_ns = first_send_ns if origin is None else int(pl.Series([origin]).cast(_TS).dt.epoch("ns")[0])
+    df = df.with_columns(_w=((pl.col("_t") - (origin_ns - first_send_ns)) // window_ns).cast(pl.Int64))
 
     # One group code per (flow, window); bursts are runs of losses inside one group.
     flow_code = df["flow_id"].rank("dense").cast(pl.Int64).to_numpy() - 1
