@@ -1,1 +1,28 @@
-//! The cellular link model as composable elements with an injected clock, and the real-time emulator that drives it.
+//! The cellular link as composable elements with an injected clock, and the real-time
+//! emulator that drives them between TUN devices in network namespaces.
+//!
+//! Every element implements [`Element`]: accept a packet, release the packets due by a time,
+//! tell the time of the next event. A direction of a link is a [`Pipeline`] of them, built from
+//! a [`spec::LinkSpec`]: the bottleneck [`RateServer`] (a [`Queue`] in front of a [`Capacity`]
+//! stream, clipped by outages), then [`Loss`], then [`Delay`]. Time is nanoseconds on whatever
+//! clock the caller uses, so the same elements run in wall-clock time in the emulator and in
+//! virtual time in a simulator.
+pub mod capacity;
+pub mod delay;
+pub mod element;
+pub mod error;
+pub mod loss;
+pub mod outage;
+pub mod queue;
+pub mod random;
+pub mod server;
+pub mod spec;
+
+pub use capacity::{Capacity, MahimahiTrace, Segment, SlotRates};
+pub use delay::Delay;
+pub use element::{Drops, Element, Nanos, Packet, Pipeline};
+pub use error::LinkError;
+pub use loss::{Loss, LossSpec};
+pub use outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan};
+pub use queue::{Queue, QueueSpec};
+pub use server::RateServer;

@@ -1,0 +1,153 @@
+//! The one interface every link element implements, and the pipeline that chains them.
+//!
+//! Time is a plain count of nanoseconds on whatever clock drives the model: the emulator
+//! passes CLOCK_MONOTONIC readings, a simulator passes virtual time. Elements never read a
+//! clock themselves, so the same code runs in both.
+//!
+//! A packet carries the time it reached the element holding it. When an element releases a
+//! packet it stamps the packet with the time it was *due* (not the time `release` happened to
+//! be called), so a chain of elements is exact however late the caller polls.
+
+/// Nanoseconds on the clock that drives the model.
+pub type Nanos = u64;
+
+pub const NANOS_PER_SEC: f64 = 1e9;
+
+/// Converts seconds (as users write them) to nanoseconds, rounding to the nearest.
+pub fn secs_to_nanos(secs: f64) -> Nanos {
+    (secs * NANOS_PER_SEC).round().max(0.0) as Nanos
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// The whole IP packet.
+    pub data: Vec<u8>,
+    /// When the packet reached the element that holds it; once released, when it was due.
+    pub time: Nanos,
+}
+
+impl Packet {
+    pub fn new(data: Vec<u8>, time: Nanos) -> Self {
+        Packet { data, time }
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// What an element has thrown away so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drops {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Drops {
+    pub fn add(&mut self, bytes: usize) {
+        self.packets += 1;
+        self.bytes += bytes as u64;
+    }
+
+    pub fn merge(self, other: Drops) -> Drops {
+        Drops { packets: self.packets + other.packets, bytes: self.bytes + other.bytes }
+    }
+}
+
+/// One effect of the link (rate, delay, loss, ...), as in mahimahi's packet queues:
+/// take a packet, give back the packets that are due, say when the next one will be.
+pub trait Element: Send {
+    /// Takes a packet that reached this element at `packet.time`. Calls come in
+    /// non-decreasing `packet.time` order and never before the last `release` time.
+    fn accept(&mut self, packet: Packet);
+    /// Appends to `out`, in order, every packet due at or before `now`, each stamped with
+    /// its due time.
+    fn release(&mut self, now: Nanos, out: &mut Vec<Packet>);
+    /// The earliest time a packet will be due, if the element holds any.
+    fn next_event(&self) -> Option<Nanos>;
+    /// Packets this element dropped so far (queue overflow, loss, outage).
+    fn drops(&self) -> Drops {
+        Drops::default()
+    }
+}
+
+/// Elements in series: packets released by one are accepted by the next at their due time.
+pub struct Pipeline {
+    elements: Vec<Box<dyn Element>>,
+    carry: Vec<Packet>,
+    next_carry: Vec<Packet>,
+}
+
+impl Pipeline {
+    pub fn new(elements: Vec<Box<dyn Element>>) -> Self {
+        Pipeline { elements, carry: Vec::new(), next_carry: Vec::new() }
+    }
+}
+
+impl Element for Pipeline {
+    fn accept(&mut self, packet: Packet) {
+        match self.elements.first_mut() {
+            Some(first) => first.accept(packet),
+            None => self.carry.push(packet),
+        }
+    }
+
+    fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.elements.is_empty() {
+            out.append(&mut self.carry);
+            return;
+        }
+        let last = self.elements.len() - 1;
+        for i in 0..=last {
+            for p in self.carry.drain(..) {
+                self.elements[i].accept(p);
+            }
+            if i == last {
+                self.elements[i].release(now, out);
+            } else {
+                self.elements[i].release(now, &mut self.next_carry);
+                std::mem::swap(&mut self.carry, &mut self.next_carry);
+            }
+        }
+    }
+
+    fn next_event(&self) -> Option<Nanos> {
+        let own = self.carry.first().map(|p| p.time);
+        self.elements.iter().filter_map(|e| e.next_event()).chain(own).min()
+    }
+
+    fn drops(&self) -> Drops {
+        self.elements.iter().fold(Drops::default(), |acc, e| acc.merge(e.drops()))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub fn packet(len: usize, time: Nanos) -> Packet {
+        Packet::new(vec![0u8; len], time)
+    }
+
+    /// Feeds `arrivals` (time, size) and polls at `poll_every` until `end`, as a clock
+    /// would; returns (due time, size) of everything released.
+    pub fn run(element: &mut dyn Element, arrivals: &[(Nanos, usize)], poll_every: Nanos, end: Nanos) -> Vec<(Nanos, usize)> {
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut now = 0;
+        while now <= end {
+            while next < arrivals.len() && arrivals[next].0 <= now {
+                element.release(arrivals[next].0, &mut out);
+                element.accept(packet(arrivals[next].1, arrivals[next].0));
+                next += 1;
+            }
+            element.release(now, &mut out);
+            now += poll_every;
+        }
+        out.into_iter().map(|p| (p.time, p.len())).collect()
+    }
+}

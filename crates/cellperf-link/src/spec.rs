@@ -1,0 +1,360 @@
+//! The link description the emulator (and any other driver) is built from, as JSON, and the
+//! functions that turn it into elements. The Python front writes this JSON from the command
+//! line and the profiles; the format is documented in `docs/emulator.md`.
+use crate::capacity::{two_state_model_json, Capacity, MahimahiTrace, MarkovRates, SlotRates};
+use crate::delay::Delay;
+use crate::element::{secs_to_nanos, Element, Pipeline};
+use crate::error::LinkError;
+use crate::loss::{Loss, LossSpec};
+use crate::outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan, RandomHandoffs, RandomOutages};
+use crate::queue::{Queue, QueueSpec};
+use crate::random::SeededRng;
+use crate::server::RateServer;
+use serde::Deserialize;
+
+/// One direction of one user's link.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub rate: RateSpec,
+    #[serde(default)]
+    pub queue: QueueJson,
+    #[serde(default)]
+    pub loss: Option<LossJson>,
+    #[serde(default)]
+    pub delay_s: f64,
+    #[serde(default)]
+    pub jitter_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RateSpec {
+    Constant { bps: f64 },
+    /// A mahimahi delivery-opportunity trace file.
+    Mahimahi { path: String },
+    /// Per-slot rates (bit/s) or, with `state_rates_bps`, state indices, from a file or inline.
+    Slots {
+        #[serde(default)]
+        path: Option<String>,
+        #[serde(default)]
+        rates_bps: Option<Vec<f64>>,
+        slot_s: f64,
+        #[serde(default)]
+        state_rates_bps: Option<Vec<f64>>,
+    },
+    /// A Markov rate model file (`cellperf channel` writes them).
+    Markov { path: String },
+    /// Seed 001's two-state channel: Good/Bad rates, transition rates per second.
+    GilbertElliott { good_bps: f64, bad_bps: f64, good_to_bad_per_s: f64, bad_to_good_per_s: f64, slot_s: f64 },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum QueueJson {
+    #[default]
+    Unbounded,
+    Droptail {
+        #[serde(default)]
+        packets: Option<usize>,
+        #[serde(default)]
+        bytes: Option<usize>,
+    },
+    Codel {
+        #[serde(default = "codel_target")]
+        target_s: f64,
+        #[serde(default = "codel_interval")]
+        interval_s: f64,
+        #[serde(default = "codel_limit")]
+        packets: usize,
+    },
+}
+
+fn codel_target() -> f64 {
+    0.005
+}
+fn codel_interval() -> f64 {
+    0.100
+}
+fn codel_limit() -> usize {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossJson {
+    Iid { p: f64 },
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutagesJson {
+    /// (start, duration) in seconds from the start of the run.
+    #[serde(default)]
+    pub scheduled: Vec<(f64, f64)>,
+    #[serde(default)]
+    pub random: Option<RandomOutagesJson>,
+    #[serde(default)]
+    pub mode: ModeJson,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomOutagesJson {
+    pub mean_interval_s: f64,
+    pub mean_duration_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeJson {
+    #[default]
+    Buffer,
+    Drop,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum HandoffsJson {
+    Listed(Vec<HandoffJson>),
+    Random {
+        mean_interval_s: f64,
+        inter_bs_fraction: f64,
+        inter_bs_outage_s: f64,
+        inter_sector_outage_s: f64,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffJson {
+    pub time_s: f64,
+    pub bs_id: String,
+    pub sector_id: String,
+    #[serde(default)]
+    pub outage_s: f64,
+}
+
+/// Capacity whose parsed inputs (trace, model) are kept so that independent streams over the
+/// same capacity can be made: one for the server, one for the radio log's meter.
+#[derive(Clone)]
+pub enum RateSource {
+    Mahimahi(MahimahiTrace),
+    Slots(SlotRates),
+    Markov(cellperf_channel::MarkovModel, u64),
+}
+
+impl RateSource {
+    pub fn load(spec: &RateSpec, seed: u64) -> Result<Self, LinkError> {
+        Ok(match spec {
+            RateSpec::Constant { bps } => RateSource::Slots(SlotRates::constant(*bps)?),
+            RateSpec::Mahimahi { path } => RateSource::Mahimahi(MahimahiTrace::from_file(path)?),
+            RateSpec::Slots { path, rates_bps, slot_s, state_rates_bps } => match (path, rates_bps) {
+                (Some(p), None) => RateSource::Slots(SlotRates::from_file(p, *slot_s, state_rates_bps.as_deref())?),
+                (None, Some(r)) => RateSource::Slots(SlotRates::new(*slot_s, r.clone(), "inline slot rates")?),
+                _ => return Err(LinkError::spec("a slot-rate link needs exactly one of a trace file or inline rates")),
+            },
+            RateSpec::Markov { path } => {
+                let text = std::fs::read_to_string(path).map_err(|e| LinkError::file(path, format!("cannot read the Markov model ({e})")))?;
+                let model = cellperf_channel::MarkovModel::from_json(&text).map_err(|e| LinkError::file(path, e.to_string()))?;
+                check_positive_capacity(&model.rates_bps(), path)?;
+                RateSource::Markov(model, seed)
+            }
+            RateSpec::GilbertElliott { good_bps, bad_bps, good_to_bad_per_s, bad_to_good_per_s, slot_s } => {
+                let ok = |x: f64| x.is_finite() && x >= 0.0;
+                if !(ok(*good_bps) && ok(*bad_bps) && ok(*good_to_bad_per_s) && ok(*bad_to_good_per_s) && *slot_s > 0.0) {
+                    return Err(LinkError::spec("Gilbert–Elliott rate channel: rates, transition rates and slot must be non-negative numbers (slot > 0)"));
+                }
+                check_positive_capacity(&[*good_bps, *bad_bps], "Gilbert–Elliott rate channel")?;
+                // Continuous-time transition rates become per-slot switching probabilities.
+                let p = |rate: f64| 1.0 - (-rate * slot_s).exp();
+                let json = two_state_model_json(*good_bps, *bad_bps, p(*good_to_bad_per_s), p(*bad_to_good_per_s), *slot_s);
+                let model = cellperf_channel::MarkovModel::from_json(&json).map_err(|e| LinkError::spec(format!("Gilbert–Elliott rate channel: {e}")))?;
+                RateSource::Markov(model, seed)
+            }
+        })
+    }
+
+    pub fn stream(&self) -> Box<dyn Capacity> {
+        match self {
+            RateSource::Mahimahi(t) => Box::new(t.clone()),
+            RateSource::Slots(s) => Box::new(s.clone()),
+            RateSource::Markov(m, seed) => Box::new(MarkovRates::new(m, *seed)),
+        }
+    }
+}
+
+fn check_positive_capacity(rates: &[f64], name: &str) -> Result<(), LinkError> {
+    if rates.iter().all(|&r| !(r > 0.0)) {
+        return Err(LinkError::file(name, "every state has rate 0, so the link could never deliver"));
+    }
+    Ok(())
+}
+
+pub fn queue_spec(q: &QueueJson) -> Result<QueueSpec, LinkError> {
+    Ok(match *q {
+        QueueJson::Unbounded => QueueSpec::Unbounded,
+        QueueJson::Droptail { packets: Some(n), bytes: None } if n > 0 => QueueSpec::DropTailPackets(n),
+        QueueJson::Droptail { packets: None, bytes: Some(n) } if n > 0 => QueueSpec::DropTailBytes(n),
+        QueueJson::Droptail { .. } => return Err(LinkError::spec("a drop-tail queue needs exactly one positive limit, packets=N or bytes=N")),
+        QueueJson::Codel { target_s, interval_s, packets } => {
+            if !(target_s > 0.0 && interval_s > 0.0 && packets > 0) {
+                return Err(LinkError::spec("CoDel needs a positive target, interval and packet limit"));
+            }
+            QueueSpec::CoDel { target: secs_to_nanos(target_s), interval: secs_to_nanos(interval_s), limit_packets: packets }
+        }
+    })
+}
+
+pub fn loss_spec(l: &LossJson) -> Result<LossSpec, LinkError> {
+    let prob = |x: f64| (0.0..=1.0).contains(&x);
+    Ok(match *l {
+        LossJson::Iid { p } if prob(p) => LossSpec::Iid { p },
+        LossJson::GilbertElliott { p, r, loss_good, loss_bad } if [p, r, loss_good, loss_bad].iter().all(|&x| prob(x)) => {
+            LossSpec::GilbertElliott { p, r, loss_good, loss_bad }
+        }
+        _ => return Err(LinkError::spec("loss probabilities must lie between 0 and 1")),
+    })
+}
+
+fn check_seconds(what: &str, s: f64) -> Result<(), LinkError> {
+    if s.is_finite() && s >= 0.0 {
+        Ok(())
+    } else {
+        Err(LinkError::spec(format!("{what} must be a non-negative number of seconds, got {s}")))
+    }
+}
+
+pub fn outage_plan(outages: &OutagesJson, handoffs: Option<HandoffSchedule>, seed: u64) -> Result<(OutagePlan, OutageMode), LinkError> {
+    for &(s, d) in &outages.scheduled {
+        check_seconds("outage start", s)?;
+        check_seconds("outage duration", d)?;
+    }
+    let scheduled: Vec<_> = outages.scheduled.iter().map(|&(s, d)| (secs_to_nanos(s), secs_to_nanos(d))).collect();
+    let random = match &outages.random {
+        None => None,
+        Some(r) => {
+            if !(r.mean_interval_s > 0.0 && r.mean_duration_s > 0.0) {
+                return Err(LinkError::spec("random outages need a positive mean interval and mean duration"));
+            }
+            Some(RandomOutages {
+                rng: SeededRng::new(seed ^ 0x6f75_7461_6765),
+                mean_interval: secs_to_nanos(r.mean_interval_s),
+                mean_duration: secs_to_nanos(r.mean_duration_s),
+                last_end: 0,
+            })
+        }
+    };
+    let mode = match outages.mode {
+        ModeJson::Buffer => OutageMode::Buffer,
+        ModeJson::Drop => OutageMode::Drop,
+    };
+    Ok((OutagePlan::new(&scheduled, random, handoffs), mode))
+}
+
+pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, LinkError> {
+    Ok(match h {
+        HandoffsJson::Listed(list) => {
+            let mut out = Vec::with_capacity(list.len());
+            for h in list {
+                check_seconds("handoff time", h.time_s)?;
+                check_seconds("handoff outage", h.outage_s)?;
+                out.push(Handoff { at: secs_to_nanos(h.time_s), bs_id: h.bs_id.clone(), sector_id: h.sector_id.clone(), outage: secs_to_nanos(h.outage_s) });
+            }
+            HandoffSchedule::listed(out)
+        }
+        HandoffsJson::Random { mean_interval_s, inter_bs_fraction, inter_bs_outage_s, inter_sector_outage_s } => {
+            if !(*mean_interval_s > 0.0) || !(0.0..=1.0).contains(inter_bs_fraction) {
+                return Err(LinkError::spec("random handoffs need a positive mean interval and an inter-BS fraction in [0, 1]"));
+            }
+            check_seconds("handoff outage", *inter_bs_outage_s)?;
+            check_seconds("handoff outage", *inter_sector_outage_s)?;
+            HandoffSchedule::Random(RandomHandoffs {
+                rng: SeededRng::new(seed ^ 0x6861_6e64_6f66),
+                mean_interval: secs_to_nanos(*mean_interval_s),
+                inter_bs_fraction: *inter_bs_fraction,
+                inter_bs_outage: secs_to_nanos(*inter_bs_outage_s),
+                inter_sector_outage: secs_to_nanos(*inter_sector_outage_s),
+                bs: 1,
+                sector: 1,
+                last: 0,
+            })
+        }
+    })
+}
+
+/// The elements after the bottleneck: loss then delay.
+pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Element>>, LinkError> {
+    check_seconds("delay", spec.delay_s)?;
+    check_seconds("jitter", spec.jitter_s)?;
+    let mut elements: Vec<Box<dyn Element>> = Vec::new();
+    if let Some(l) = &spec.loss {
+        elements.push(Box::new(Loss::new(loss_spec(l)?, seed ^ 0x6c6f_7373)));
+    }
+    if spec.delay_s > 0.0 || spec.jitter_s > 0.0 {
+        elements.push(Box::new(Delay::new(secs_to_nanos(spec.delay_s), secs_to_nanos(spec.jitter_s), seed ^ 0x6a69_7474)));
+    }
+    Ok(elements)
+}
+
+/// A whole direction: rate server (queue + capacity clipped by outages), loss, delay.
+/// Returns the pipeline and the rate source (for a meter).
+pub fn build_link(spec: &LinkSpec, outages: &OutagePlan, mode: OutageMode, seed: u64) -> Result<(Pipeline, RateSource), LinkError> {
+    let source = RateSource::load(&spec.rate, seed)?;
+    let queue = Queue::new(queue_spec(&spec.queue)?);
+    let server = if outages.is_empty() {
+        RateServer::new(source.stream(), queue, None)
+    } else {
+        RateServer::new(Box::new(OutageClipped::new(source.stream(), outages.clone())), queue, Some((outages.clone(), mode)))
+    };
+    let mut elements: Vec<Box<dyn Element>> = vec![Box::new(server)];
+    elements.extend(after_bottleneck(spec, seed)?);
+    Ok((Pipeline::new(elements), source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::element::testing::run;
+
+    #[test]
+    fn json_link_builds_and_runs() {
+        let spec: LinkSpec = serde_json::from_str(
+            r#"{"rate": {"kind": "constant", "bps": 12000000}, "queue": {"kind": "droptail", "packets": 5},
+                "delay_s": 0.01}"#,
+        )
+        .unwrap();
+        let (mut link, _) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1).unwrap();
+        let out = run(&mut link, &[(0, 1500), (0, 1500)], 100_000, 50_000_000);
+        assert_eq!(out, vec![(11_000_000, 1500), (12_000_000, 1500)]);
+    }
+
+    #[test]
+    fn bad_specs_are_one_line_errors() {
+        let bad = [
+            r#"{"rate": {"kind": "constant", "bps": 0}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "queue": {"kind": "droptail"}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "loss": {"kind": "iid", "p": 1.5}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "delay_s": -1}"#,
+            r#"{"rate": {"kind": "mahimahi", "path": "/nonexistent/trace"}}"#,
+            r#"{"rate": {"kind": "gilbert_elliott", "good_bps": 0, "bad_bps": 0, "good_to_bad_per_s": 1, "bad_to_good_per_s": 1, "slot_s": 0.001}}"#,
+        ];
+        for text in bad {
+            let spec: LinkSpec = serde_json::from_str(text).unwrap();
+            let err = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1).err().expect(text).to_string();
+            assert!(!err.is_empty() && !err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn gilbert_elliott_rate_channel_of_seed_001() {
+        // Good 1 Mb/s, Bad 100 kb/s, 1 transition per second each way: mean 550 kb/s.
+        let spec = RateSpec::GilbertElliott { good_bps: 1e6, bad_bps: 1e5, good_to_bad_per_s: 1.0, bad_to_good_per_s: 1.0, slot_s: 1.0 / 600.0 };
+        let src = RateSource::load(&spec, 9).unwrap();
+        let mut meter = crate::capacity::CapacityMeter::new(src.stream());
+        let secs = 4000u64;
+        let bps = meter.offered_until(secs * 1_000_000_000) * 8.0 / secs as f64;
+        assert!((bps - 550_000.0).abs() < 25_000.0, "{bps}");
+    }
+}
