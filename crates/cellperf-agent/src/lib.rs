@@ -1,1 +1,19 @@
-//! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the mobile node.
+//! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the
+//! mobile node (METHODS §2). [`wire`] is the control protocol (authenticated by [`auth`]),
+//! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
+//! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
+//! log. Docs: `docs/agents.md`.
+
+pub mod auth;
+pub mod clock;
+pub mod log;
+pub mod plan;
+pub mod probe;
+pub mod result;
+pub mod server;
+pub mod tcp;
+pub mod udp;
+pub mod wire;
+
+/// Port of `cellperf server` unless told otherwise.
+pub const DEFAULT_PORT: u16 = 5250;

@@ -1,0 +1,324 @@
+//! The probe's tests (METHODS §2) as sequences of UDP or TCP steps, from the options a user
+//! gave. Every range check names the command-line option it concerns.
+
+use serde::Deserialize;
+
+use crate::wire::{Direction, TcpSpec, UdpSpec};
+
+/// Which one-way delay the result reports (METHODS §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwdChoice {
+    /// Receive minus send time; meaningful with synchronised clocks.
+    Raw,
+    /// Raw minus its minimum over the run: cancels a constant clock offset.
+    Excess,
+    /// Half the round trip (echo tests).
+    HalfRtt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepLabel {
+    Single,
+    Size(u32),
+    Window(u32),
+    Mss(u32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Udp(UdpSpec),
+    Tcp(TcpSpec),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanStep {
+    pub label: StepLabel,
+    pub step: Step,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub test: String,
+    pub direction: Direction,
+    pub owd: OwdChoice,
+    pub steps: Vec<PlanStep>,
+}
+
+/// The probe's options as the CLI passes them (JSON object; absent = default).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    pub direction: Option<String>,
+    pub rate_bps: Option<f64>,
+    pub payload: Option<u32>,
+    pub duration_s: Option<f64>,
+    pub bytes: Option<u64>,
+    pub congestion: Option<String>,
+    pub window: Option<u32>,
+    pub mss: Option<u32>,
+    pub streams: Option<u32>,
+    pub codec: Option<String>,
+    pub sizes: Option<Vec<u32>>,
+    pub count: Option<u64>,
+    pub interval_s: Option<f64>,
+    pub timeout_s: Option<f64>,
+    pub windows: Option<Vec<u32>>,
+    pub mss_values: Option<Vec<u32>>,
+    pub owd: Option<String>,
+}
+
+pub const TESTS: [&str; 7] = ["udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep"];
+
+/// Voice codecs: (name, payload bytes, packet interval in ms) — 000 §4.3.
+pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
+
+/// Options each test accepts, by their CLI names (`owd` is accepted by every UDP test).
+fn allowed(test: &str) -> &'static [&'static str] {
+    match test {
+        "udp-cbr" => &["direction", "rate", "payload", "duration", "timeout", "owd"],
+        "tcp-bulk" => &["direction", "duration", "bytes", "congestion", "window", "mss", "streams"],
+        "voip" => &["codec", "duration", "timeout", "owd"],
+        "min-delay" => &["duration", "timeout", "owd"],
+        "ping-sweep" => &["sizes", "count", "interval", "timeout", "owd"],
+        "sparse" => &["direction", "payload", "duration", "interval", "timeout", "owd"],
+        "window-sweep" => &["direction", "duration", "windows", "mss-values", "congestion", "streams", "window", "mss"],
+        _ => &[],
+    }
+}
+
+fn given(o: &Options) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let mut add = |cond: bool, name: &'static str| {
+        if cond {
+            v.push(name)
+        }
+    };
+    add(o.direction.is_some(), "direction");
+    add(o.rate_bps.is_some(), "rate");
+    add(o.payload.is_some(), "payload");
+    add(o.duration_s.is_some(), "duration");
+    add(o.bytes.is_some(), "bytes");
+    add(o.congestion.is_some(), "congestion");
+    add(o.window.is_some(), "window");
+    add(o.mss.is_some(), "mss");
+    add(o.streams.is_some(), "streams");
+    add(o.codec.is_some(), "codec");
+    add(o.sizes.is_some(), "sizes");
+    add(o.count.is_some(), "count");
+    add(o.interval_s.is_some(), "interval");
+    add(o.timeout_s.is_some(), "timeout");
+    add(o.windows.is_some(), "windows");
+    add(o.mss_values.is_some(), "mss-values");
+    add(o.owd.is_some(), "owd");
+    v
+}
+
+fn positive(name: &str, v: f64) -> Result<f64, String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("--{name}: must be a positive number, not {v}"))
+    }
+}
+
+fn direction(o: &Options, default: Direction, allow_both: bool) -> Result<Direction, String> {
+    match o.direction.as_deref() {
+        None => Ok(default),
+        Some("up") => Ok(Direction::Up),
+        Some("down") => Ok(Direction::Down),
+        Some("both") if allow_both => Ok(Direction::Both),
+        Some(d) => Err(format!("--direction: '{d}' is not one of up, down{}", if allow_both { ", both" } else { "" })),
+    }
+}
+
+fn payload(o: &Options, default: u32) -> Result<u32, String> {
+    let p = o.payload.unwrap_or(default);
+    if !(20..=crate::udp::MAX_PAYLOAD).contains(&p) {
+        return Err(format!("--payload: {p} B outside 20..{} B (the probe header takes 20)", crate::udp::MAX_PAYLOAD));
+    }
+    Ok(p)
+}
+
+fn drain_ms(o: &Options, default_s: f64) -> Result<u64, String> {
+    let t = positive("timeout", o.timeout_s.unwrap_or(default_s))?;
+    if t > 30.0 {
+        return Err(format!("--timeout: {t} s is over 30 s"));
+    }
+    Ok((t * 1e3).round() as u64)
+}
+
+/// A stream of `payload`-byte packets every `interval_s` for `duration_s`.
+fn stream(direction: Direction, payload: u32, interval_s: f64, duration_s: f64, drain_ms: u64) -> Result<UdpSpec, String> {
+    let interval_ns = (interval_s * 1e9).round() as u64;
+    if interval_ns == 0 {
+        return Err("--rate: too high (less than 1 ns between packets)".into());
+    }
+    let count = ((duration_s / interval_s).round() as u64).max(1);
+    Ok(UdpSpec { direction, payload_bytes: payload, interval_ns, count, drain_ms })
+}
+
+fn tcp_spec(o: &Options, direction: Direction, window: Option<u32>, mss: Option<u32>) -> Result<TcpSpec, String> {
+    let duration_s = positive("duration", o.duration_s.unwrap_or(10.0))?;
+    let streams = o.streams.unwrap_or(1);
+    if !(1..=crate::server::MAX_STREAMS).contains(&streams) {
+        return Err(format!("--streams: {streams} outside 1..{}", crate::server::MAX_STREAMS));
+    }
+    if let Some(w) = window {
+        if !(2048..=64 << 20).contains(&w) {
+            return Err(format!("--window: {w} B outside 2 KiB..64 MiB"));
+        }
+    }
+    if let Some(m) = mss {
+        if !(88..=65_495).contains(&m) {
+            return Err(format!("--mss: {m} B outside 88..65495"));
+        }
+    }
+    if o.bytes == Some(0) {
+        return Err("--bytes: must be positive".into());
+    }
+    Ok(TcpSpec {
+        direction,
+        duration_ms: (duration_s * 1e3).round() as u64,
+        bytes: o.bytes,
+        streams,
+        congestion: o.congestion.clone(),
+        window_bytes: window,
+        mss,
+    })
+}
+
+pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
+    if !TESTS.contains(&test) {
+        return Err(format!("--test: unknown test '{test}' (one of {})", TESTS.join(", ")));
+    }
+    let ok = allowed(test);
+    if let Some(bad) = given(o).into_iter().find(|g| !ok.contains(g)) {
+        return Err(format!("--{bad} does not apply to --test {test}"));
+    }
+    let echo_default = matches!(test, "voip" | "min-delay" | "ping-sweep");
+    let owd = match o.owd.as_deref() {
+        None if echo_default => OwdChoice::HalfRtt,
+        None | Some("raw") => OwdChoice::Raw,
+        Some("excess") => OwdChoice::Excess,
+        Some("half-rtt") if echo_default => OwdChoice::HalfRtt,
+        Some("half-rtt") => return Err(format!("--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep), not {test}")),
+        Some(k) => return Err(format!("--owd: '{k}' is not one of raw, excess, half-rtt")),
+    };
+    let single = |step: crate::plan::Step, dir| Plan { test: test.into(), direction: dir, owd, steps: vec![PlanStep { label: StepLabel::Single, step }] };
+    match test {
+        "udp-cbr" => {
+            let dir = direction(o, Direction::Up, true)?;
+            let p = payload(o, 1460)?;
+            let rate = positive("rate", o.rate_bps.unwrap_or(1e6))?;
+            let d = positive("duration", o.duration_s.unwrap_or(10.0))?;
+            Ok(single(Step::Udp(stream(dir, p, p as f64 * 8.0 / rate, d, drain_ms(o, 2.0)?)?), dir))
+        }
+        "voip" => {
+            let name = o.codec.as_deref().unwrap_or("g711").to_ascii_lowercase().replace(['.', '-'], "");
+            let (_, size, ms) = CODECS
+                .iter()
+                .find(|c| c.0 == name)
+                .ok_or_else(|| format!("--codec: unknown codec '{name}' (one of g711, g729)"))?;
+            let d = positive("duration", o.duration_s.unwrap_or(30.0))?;
+            Ok(single(Step::Udp(stream(Direction::Echo, *size, *ms as f64 / 1e3, d, drain_ms(o, 2.0)?)?), Direction::Echo))
+        }
+        "min-delay" => {
+            let d = positive("duration", o.duration_s.unwrap_or(30.0))?;
+            Ok(single(Step::Udp(stream(Direction::Echo, 40, 0.040, d, drain_ms(o, 2.0)?)?), Direction::Echo))
+        }
+        "sparse" => {
+            let dir = direction(o, Direction::Down, false)?;
+            let i = positive("interval", o.interval_s.unwrap_or(0.1))?;
+            let d = positive("duration", o.duration_s.unwrap_or(60.0))?;
+            Ok(single(Step::Udp(stream(dir, payload(o, 1460)?, i, d, drain_ms(o, 2.0)?)?), dir))
+        }
+        "ping-sweep" => {
+            let sizes = o.sizes.clone().unwrap_or_else(|| vec![128, 256, 512, 1024, 1500]);
+            if sizes.is_empty() {
+                return Err("--sizes: give at least one size".into());
+            }
+            let count = o.count.unwrap_or(100);
+            if count == 0 {
+                return Err("--count: must be positive".into());
+            }
+            let i = positive("interval", o.interval_s.unwrap_or(1.0))?;
+            let drain = drain_ms(o, 10.0)?;
+            let mut steps = Vec::new();
+            for s in sizes {
+                if !(20..=crate::udp::MAX_PAYLOAD).contains(&s) {
+                    return Err(format!("--sizes: {s} B outside 20..{} B", crate::udp::MAX_PAYLOAD));
+                }
+                let mut spec = stream(Direction::Echo, s, i, i, drain)?;
+                spec.count = count;
+                steps.push(PlanStep { label: StepLabel::Size(s), step: Step::Udp(spec) });
+            }
+            Ok(Plan { test: test.into(), direction: Direction::Echo, owd, steps })
+        }
+        "tcp-bulk" => {
+            let dir = direction(o, Direction::Up, true)?;
+            Ok(single(Step::Tcp(tcp_spec(o, dir, o.window, o.mss)?), dir))
+        }
+        "window-sweep" => {
+            let dir = direction(o, Direction::Down, false)?;
+            let steps = match (&o.windows, &o.mss_values) {
+                (Some(ws), None) if !ws.is_empty() => ws
+                    .iter()
+                    .map(|&w| Ok(PlanStep { label: StepLabel::Window(w), step: Step::Tcp(tcp_spec(o, dir, Some(w), o.mss)?) }))
+                    .collect::<Result<Vec<_>, String>>()?,
+                (None, Some(ms)) if !ms.is_empty() => ms
+                    .iter()
+                    .map(|&m| Ok(PlanStep { label: StepLabel::Mss(m), step: Step::Tcp(tcp_spec(o, dir, o.window, Some(m))?) }))
+                    .collect::<Result<Vec<_>, String>>()?,
+                (None, None) => [16u32, 32, 64, 128, 256, 512, 1024]
+                    .iter()
+                    .map(|&k| Ok(PlanStep { label: StepLabel::Window(k * 1024), step: Step::Tcp(tcp_spec(o, dir, Some(k * 1024), o.mss)?) }))
+                    .collect::<Result<Vec<_>, String>>()?,
+                _ => return Err("--windows and --mss-values: give one non-empty list, not both".into()),
+            };
+            Ok(Plan { test: test.into(), direction: dir, owd, steps })
+        }
+        _ => unreachable!("checked against TESTS"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cbr_rate_becomes_interval_and_count() {
+        let o = Options { rate_bps: Some(10e6), duration_s: Some(3.0), ..Default::default() };
+        let p = plan("udp-cbr", &o).unwrap();
+        let Step::Udp(s) = &p.steps[0].step else { panic!("udp expected") };
+        // 1460 B × 8 / 10 Mb/s = 1.168 ms; 3 s / 1.168 ms = 2568.5 → 2568 packets.
+        assert_eq!((s.payload_bytes, s.interval_ns, s.count), (1460, 1_168_000, 2568));
+        assert_eq!(s.direction, Direction::Up);
+    }
+
+    #[test]
+    fn voip_presets_and_sweeps() {
+        let o = Options { codec: Some("G.729".into()), duration_s: Some(1.0), ..Default::default() };
+        let Step::Udp(s) = &plan("voip", &o).unwrap().steps[0].step else { panic!() };
+        assert_eq!((s.payload_bytes, s.interval_ns, s.count, s.direction), (20, 20_000_000, 50, Direction::Echo));
+        let ps = plan("ping-sweep", &Options::default()).unwrap();
+        assert_eq!(ps.steps.len(), 5);
+        assert_eq!(ps.owd, OwdChoice::HalfRtt);
+        let Step::Udp(s) = &ps.steps[4].step else { panic!() };
+        assert_eq!((s.payload_bytes, s.count, s.interval_ns, s.drain_ms), (1500, 100, 1_000_000_000, 10_000));
+        let ws = plan("window-sweep", &Options { mss_values: Some(vec![536, 1460]), ..Default::default() }).unwrap();
+        assert_eq!(ws.steps[1].label, StepLabel::Mss(1460));
+    }
+
+    #[test]
+    fn bad_options_name_the_option() {
+        let e = |t: &str, o: Options| plan(t, &o).unwrap_err();
+        assert!(e("udp-cbrr", Options::default()).starts_with("--test: unknown test"));
+        assert!(e("udp-cbr", Options { payload: Some(10), ..Default::default() }).starts_with("--payload"));
+        assert!(e("udp-cbr", Options { rate_bps: Some(-1.0), ..Default::default() }).starts_with("--rate"));
+        assert!(e("udp-cbr", Options { codec: Some("g711".into()), ..Default::default() }).starts_with("--codec does not apply"));
+        assert!(e("voip", Options { codec: Some("opus".into()), ..Default::default() }).starts_with("--codec"));
+        assert!(e("udp-cbr", Options { owd: Some("half-rtt".into()), ..Default::default() }).starts_with("--owd"));
+        assert!(e("tcp-bulk", Options { streams: Some(99), ..Default::default() }).starts_with("--streams"));
+        assert!(e("sparse", Options { direction: Some("both".into()), ..Default::default() }).starts_with("--direction"));
+    }
+}

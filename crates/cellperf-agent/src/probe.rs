@@ -1,0 +1,769 @@
+//! `cellperf probe`: the client at the mobile node. Connects to a server, authenticates,
+//! estimates the clock offset, runs one test (a sequence of steps for the sweeps) and
+//! returns the result document and the merged per-packet log of both ends.
+//!
+//! Metrics of every UDP stream come from `cellperf_analysis::udp_stream::analyze`; this
+//! module only gathers the packets of both ends into its input.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cellperf_analysis::stats::Summary;
+use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::auth;
+use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
+use crate::log::LogRow;
+use crate::plan::{OwdChoice, Plan, Step, StepLabel};
+use crate::tcp;
+use crate::udp::{self, ReceiveControl};
+use crate::wire::*;
+
+/// Clock exchanges before a test (the least delayed one is used).
+const CLOCK_SAMPLES: usize = 8;
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Live progress, about once a second.
+#[derive(Debug, Clone, Serialize)]
+pub struct Progress {
+    pub step: usize,
+    pub steps: usize,
+    pub label: String,
+    pub elapsed_s: f64,
+    /// Data received in the last second, over all directions (bit/s).
+    pub rate_bps: f64,
+    /// Lost fraction of what should have arrived so far (UDP), if known.
+    pub loss_rate: Option<f64>,
+    /// Latest round trip (echo tests) or smoothed TCP RTT (ms).
+    pub rtt_ms: Option<f64>,
+}
+
+/// Everything a probe run produced, even when it failed part way.
+pub struct ProbeRun {
+    pub document: Value,
+    pub log: Vec<LogRow>,
+    /// One line saying why the run did not complete; the log keeps what was exchanged.
+    pub error: Option<String>,
+}
+
+struct Client {
+    ctrl: TcpStream,
+    reader: FrameReader,
+    server: SocketAddr,
+}
+
+/// Resolves `HOST[:PORT]` (IPv6 literals in brackets), preferring the first address.
+pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
+    let with_port = if server.parse::<IpAddr>().is_ok() {
+        SocketAddr::new(server.parse().expect("checked"), default_port).to_string()
+    } else if server.rsplit_once(':').is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']'))) {
+        server.to_string()
+    } else {
+        format!("{server}:{default_port}")
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("server {server}: cannot resolve ({e})"))?
+        .next()
+        .ok_or_else(|| format!("server {server}: no address"))
+}
+
+impl Client {
+    fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
+        let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
+            .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
+        ctrl.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+        ctrl.set_write_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+        let _ = ctrl.set_nodelay(true);
+        let mut c = Client { ctrl, reader: FrameReader::new(MAX_SERVER_FRAME), server };
+        let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
+        c.send(&Message::Hello { version: PROTOCOL_VERSION, client_nonce })?;
+        let server_nonce = match c.reply()? {
+            Message::Challenge { server_nonce } => server_nonce,
+            other => return Err(unexpected(&other)),
+        };
+        c.send(&Message::Auth { mac: auth::client_proof(token, &server_nonce, &client_nonce) })?;
+        match c.reply()? {
+            Message::AuthOk { mac } if auth::verify_server(token, &server_nonce, &client_nonce, &mac) => Ok(c),
+            Message::AuthOk { .. } => Err(format!("server {server}: failed to prove it knows the token (not a cellperf server of ours?)")),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn send(&mut self, m: &Message) -> Result<(), String> {
+        send_message(&mut self.ctrl, m).map_err(|e| format!("server {}: control connection: {e}", self.server))
+    }
+
+    /// The next message; a server `error` becomes this side's error text.
+    fn reply(&mut self) -> Result<Message, String> {
+        match self.reader.read_message(&mut self.ctrl, REPLY_TIMEOUT) {
+            Ok(Message::Error { reason }) => Err(format!("server {}: {reason}", self.server)),
+            Ok(m) => Ok(m),
+            Err(e) => Err(format!("server {}: {e}", self.server)),
+        }
+    }
+
+    fn clock_offset(&mut self) -> Result<ClockOffset, String> {
+        let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
+        for _ in 0..CLOCK_SAMPLES {
+            self.send(&Message::TimeRequest { t1_ns: realtime_ns() })?;
+            match self.reply()? {
+                Message::TimeReply { t1_ns, t2_ns, t3_ns } => samples.push(TimeSample { t1: t1_ns, t2: t2_ns, t3: t3_ns, t4: realtime_ns() }),
+                other => return Err(unexpected(&other)),
+            }
+        }
+        estimate_offset(&samples).ok_or_else(|| "clock exchange gave no usable sample".into())
+    }
+
+    fn start(&mut self, m: &Message) -> Result<(u16, Cookie), String> {
+        self.send(m)?;
+        match self.reply()? {
+            Message::Accepted { data_port, cookie } => Ok((data_port, cookie)),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn unexpected(m: &Message) -> String {
+    format!("protocol error: unexpected {:?} from the server", m)
+}
+
+/// What one UDP step gathered from both ends.
+#[derive(Default)]
+struct UdpGathered {
+    sent: Vec<Record>,
+    lateness_ns: Vec<i64>,
+    received: Vec<Record>,
+    duplicates: u64,
+    server_up: Option<Vec<Record>>,
+    server_down: Option<Vec<Record>>,
+    report: Option<ServerReport>,
+    error: Option<String>,
+}
+
+/// What one TCP step gathered.
+#[derive(Default)]
+struct TcpGathered {
+    local: TcpSide,
+    remote: Option<TcpSide>,
+    error: Option<String>,
+}
+
+type ProgressFn<'a> = dyn FnMut(&Progress) -> bool + 'a;
+
+struct Ticker {
+    next: Instant,
+    started: Instant,
+    last_bytes: u64,
+}
+
+impl Ticker {
+    fn new() -> Self {
+        Ticker { next: Instant::now() + Duration::from_secs(1), started: Instant::now(), last_bytes: 0 }
+    }
+    /// Whether a second has passed; then the bytes received since the last tick.
+    fn due(&mut self, total_bytes: u64) -> Option<(f64, f64)> {
+        if Instant::now() < self.next {
+            return None;
+        }
+        self.next += Duration::from_secs(1);
+        let rate = (total_bytes.saturating_sub(self.last_bytes)) as f64 * 8.0;
+        self.last_bytes = total_bytes;
+        Some((self.started.elapsed().as_secs_f64(), rate))
+    }
+}
+
+fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progress: &mut ProgressFn<'_>) -> UdpGathered {
+    let mut g = UdpGathered::default();
+    let (port, cookie) = match c.start(&Message::StartUdp { spec: spec.clone() }) {
+        Ok(v) => v,
+        Err(e) => {
+            g.error = Some(e);
+            return g;
+        }
+    };
+    let local: SocketAddr = match c.server {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let sock = match UdpSocket::bind(local).and_then(|s| s.connect((c.server.ip(), port)).map(|_| s)) {
+        Ok(s) => s,
+        Err(e) => {
+            g.error = Some(format!("UDP data socket: {e}"));
+            return g;
+        }
+    };
+    udp::enlarge_buffers(&sock);
+    let ctl = ReceiveControl::new();
+    let receiver = spec
+        .direction
+        .server_sends()
+        .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, false, ctl.clone()));
+    // Open the server's data socket: hellos until it says ready.
+    let hello = udp::hello_datagram(&cookie);
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut next_hello = Instant::now();
+    let ready = loop {
+        if Instant::now() >= next_hello {
+            let _ = sock.send(&hello);
+            next_hello += Duration::from_millis(100);
+        }
+        match c.reader.poll(&mut c.ctrl) {
+            Ok(Some(Frame::Message(Message::Ready {}))) => break Ok(()),
+            Ok(Some(Frame::Message(Message::Error { reason }))) => break Err(format!("server {}: {reason}", c.server)),
+            Ok(Some(_)) => break Err("protocol error: unexpected message before ready".into()),
+            Ok(None) if Instant::now() > deadline => break Err(format!("server {}: data path not ready in time", c.server)),
+            Ok(None) => {}
+            Err(e) => break Err(format!("server {}: {e}", c.server)),
+        }
+    };
+    if let Err(e) = ready {
+        ctl.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = receiver {
+            let _ = h.join();
+        }
+        g.error = Some(e);
+        return g;
+    }
+
+    let start_mono = mono_ns();
+    let start_real = realtime_ns();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sender = spec.direction.probe_sends().then(|| udp::spawn_sender(sock, spec.clone(), start_mono, stop.clone()));
+    let over_time = start_mono + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 15_000) * 1_000_000;
+    let mut ticker = Ticker::new();
+    let mut server_counts = (0u64, 0u64);
+    let mut up_records: Vec<Record> = Vec::new();
+    let mut down_records: Vec<Record> = Vec::new();
+    let mut got_up = false;
+    let mut got_down = false;
+    let mut aborted = false;
+    loop {
+        if sender.as_ref().is_some_and(|h| h.is_finished()) {
+            let out = sender.take().expect("checked").join().unwrap_or_default();
+            let n = out.records.len() as u64;
+            if let Some(e) = out.error {
+                g.error.get_or_insert(e);
+            }
+            g.sent = out.records;
+            g.lateness_ns = out.lateness_ns;
+            if spec.direction == Direction::Echo {
+                ctl.peer_done(n, spec.drain_ms);
+            }
+            if let Err(e) = c.send(&Message::SendDone { packets_sent: n }) {
+                g.error.get_or_insert(e);
+                break;
+            }
+        }
+        let own_done = sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished());
+        if own_done && (g.report.is_some() || aborted) {
+            break;
+        }
+        if mono_ns() > over_time {
+            g.error.get_or_insert(format!("server {}: test did not finish in time", c.server));
+            break;
+        }
+        let bytes = if spec.direction.server_sends() { ctl.bytes_received.load(Ordering::Relaxed) } else { server_counts.1 };
+        if let Some((elapsed_s, rate_bps)) = ticker.due(bytes) {
+            let expected = ((elapsed_s * 1e9 / spec.interval_ns as f64) as u64).min(spec.count).max(1);
+            let got = if spec.direction.server_sends() { ctl.packets_received.load(Ordering::Relaxed) } else { server_counts.0 };
+            let rtt_ms = (spec.direction == Direction::Echo)
+                .then(|| {
+                    let seq = ctl.last_seq.load(Ordering::Relaxed);
+                    let rx = ctl.last_recv_ns.load(Ordering::Relaxed);
+                    (rx > 0).then(|| (rx - start_real - (seq * spec.interval_ns) as i64) as f64 / 1e6)
+                })
+                .flatten();
+            let p = Progress {
+                step: at.0,
+                steps: at.1,
+                label: at.2.to_string(),
+                elapsed_s,
+                rate_bps,
+                loss_rate: Some(1.0 - (got as f64 / expected as f64).min(1.0)),
+                rtt_ms,
+            };
+            if !aborted && !progress(&p) {
+                aborted = true;
+                g.error.get_or_insert("interrupted".into());
+                stop.store(true, Ordering::Relaxed);
+                ctl.stop.store(true, Ordering::Relaxed);
+                let _ = c.send(&Message::Abort { reason: "interrupted at the probe".into() });
+            }
+        }
+        match c.reader.poll(&mut c.ctrl) {
+            Ok(None) => {}
+            Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => ctl.peer_done(packets_sent, spec.drain_ms),
+            Ok(Some(Frame::Message(Message::Progress { packets_received, bytes_received }))) => {
+                server_counts = (packets_received, bytes_received)
+            }
+            Ok(Some(Frame::Records { stream, records })) => match stream {
+                StreamDir::Up => {
+                    got_up = true;
+                    up_records.extend(records)
+                }
+                StreamDir::Down => {
+                    got_down = true;
+                    down_records.extend(records)
+                }
+            },
+            Ok(Some(Frame::Message(Message::Report { report }))) => {
+                if let Some(e) = &report.error {
+                    if !aborted {
+                        g.error.get_or_insert(format!("server {}: {e}", c.server));
+                    }
+                }
+                // A server that ended early may not have announced its count yet.
+                if spec.direction != Direction::Echo && ctl.peer_sent.load(Ordering::Relaxed) == u64::MAX {
+                    ctl.peer_done(report.packets_sent, spec.drain_ms);
+                }
+                g.report = Some(report);
+            }
+            Ok(Some(Frame::Message(Message::Error { reason }))) => {
+                g.error.get_or_insert(format!("server {}: {reason}", c.server));
+                break;
+            }
+            Ok(Some(Frame::Message(other))) => {
+                g.error.get_or_insert(unexpected(&other));
+                break;
+            }
+            Err(ProtocolError::Closed) => {
+                g.error.get_or_insert(format!("server {}: closed the control connection mid-test", c.server));
+                break;
+            }
+            Err(e) => {
+                g.error.get_or_insert(format!("server {}: {e}", c.server));
+                break;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    ctl.stop.store(true, Ordering::Relaxed);
+    if let Some(h) = sender {
+        if let Ok(out) = h.join() {
+            g.sent = out.records;
+            g.lateness_ns = out.lateness_ns;
+        }
+    }
+    if let Some(h) = receiver {
+        if let Ok(out) = h.join() {
+            g.received = out.received;
+            g.duplicates = out.duplicates;
+        }
+    }
+    // Records count only with the report that closes them (a vanished server sends none).
+    if g.report.is_some() {
+        g.server_up = got_up.then_some(up_records).or(Some(Vec::new()));
+        g.server_down = got_down.then_some(down_records).or(Some(Vec::new()));
+    }
+    g
+}
+
+fn connect_data(server: SocketAddr, port: u16, spec: &TcpSpec, cookie: &Cookie, dir_byte: u8) -> Result<TcpStream, String> {
+    let addr = SocketAddr::new(server.ip(), port);
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(|e| e.to_string())?;
+    tcp::apply_pre_connect(&sock, spec).map_err(|e| format!("TCP socket options: {e}"))?;
+    sock.connect_timeout(&addr.into(), Duration::from_secs(5)).map_err(|e| format!("TCP data connection to {addr}: {e}"))?;
+    let mut s: TcpStream = sock.into();
+    if dir_byte == 0 {
+        if let Some(cc) = &spec.congestion {
+            tcp::set_congestion(&s, cc)?;
+        }
+    }
+    let mut intro = cookie.0.to_vec();
+    intro.push(dir_byte);
+    io::Write::write_all(&mut s, &intro).map_err(|e| format!("TCP data connection: {e}"))?;
+    Ok(s)
+}
+
+fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progress: &mut ProgressFn<'_>) -> TcpGathered {
+    let mut g = TcpGathered::default();
+    let (port, cookie) = match c.start(&Message::StartTcp { spec: spec.clone() }) {
+        Ok(v) => v,
+        Err(e) => {
+            g.error = Some(e);
+            return g;
+        }
+    };
+    let mut ups = Vec::new();
+    let mut downs = Vec::new();
+    for _ in 0..spec.streams {
+        let opened = (|| -> Result<(), String> {
+            if spec.direction.probe_sends() {
+                ups.push(connect_data(c.server, port, spec, &cookie, 0)?);
+            }
+            if spec.direction.server_sends() {
+                downs.push(connect_data(c.server, port, spec, &cookie, 1)?);
+            }
+            Ok(())
+        })();
+        if let Err(e) = opened {
+            g.error = Some(e);
+            return g;
+        }
+    }
+    match c.reply() {
+        Ok(Message::Ready {}) => {}
+        Ok(other) => {
+            g.error = Some(unexpected(&other));
+            return g;
+        }
+        Err(e) => {
+            g.error = Some(e);
+            return g;
+        }
+    }
+    let info_socks: Vec<TcpStream> = ups.iter().filter_map(|s| s.try_clone().ok()).collect();
+    let recv_socks: Vec<TcpStream> = downs.iter().filter_map(|s| s.try_clone().ok()).collect();
+    g.local.congestion = info_socks.first().and_then(tcp::congestion_of);
+    g.local.mss = info_socks.first().and_then(tcp::tcp_info).map(|i| i.mss);
+    let start = mono_ns();
+    let end = start + spec.duration_ms as i64 * 1_000_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let budget = spec.bytes.map(|b| b.div_ceil(spec.streams as u64));
+    let mut senders: Vec<_> = ups.into_iter().map(|s| tcp::spawn_sender(s, end, budget, stop.clone(), sent.clone())).collect();
+    let mut receivers: Vec<_> =
+        downs.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, stop.clone(), received.clone())).collect();
+    let mut ticker = Ticker::new();
+    let mut next_sample = Instant::now();
+    let mut server_bytes = 0u64;
+    let mut aborted = false;
+    let mut sent_done = false;
+    let mut last_rx = start;
+    loop {
+        if !sent_done && senders.iter().all(|h| h.is_finished()) {
+            sent_done = true;
+            for h in senders.drain(..) {
+                if let Ok(Err(e)) = h.join() {
+                    g.error.get_or_insert(format!("TCP send: {e}"));
+                }
+            }
+            let _ = c.send(&Message::SendDone { packets_sent: 0 });
+        }
+        if receivers.iter().all(|h| h.is_finished()) {
+            for h in receivers.drain(..) {
+                match h.join() {
+                    Ok(Ok((_, last))) => last_rx = last_rx.max(last),
+                    Ok(Err(e)) => {
+                        g.error.get_or_insert(format!("TCP receive: {e}"));
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        if sent_done && receivers.is_empty() && (g.remote.is_some() || aborted) {
+            break;
+        }
+        if mono_ns() > end + 20_000_000_000 {
+            g.error.get_or_insert(format!("server {}: test did not finish in time", c.server));
+            break;
+        }
+        if Instant::now() >= next_sample {
+            next_sample += Duration::from_millis(100);
+            g.local.received_samples.push(received.load(Ordering::Relaxed));
+            let rtts: Vec<f64> = info_socks.iter().filter_map(tcp::tcp_info).map(|i| i.rtt_ms).collect();
+            if !rtts.is_empty() {
+                g.local.rtt_samples_ms.push(rtts.iter().sum::<f64>() / rtts.len() as f64);
+            }
+        }
+        if let Some((elapsed_s, rate_bps)) = ticker.due(received.load(Ordering::Relaxed) + server_bytes) {
+            let p = Progress {
+                step: at.0,
+                steps: at.1,
+                label: at.2.to_string(),
+                elapsed_s,
+                rate_bps,
+                loss_rate: None,
+                rtt_ms: g.local.rtt_samples_ms.last().copied(),
+            };
+            if !aborted && !progress(&p) {
+                aborted = true;
+                g.error.get_or_insert("interrupted".into());
+                stop.store(true, Ordering::Relaxed);
+                let _ = c.send(&Message::Abort { reason: "interrupted at the probe".into() });
+            }
+        }
+        match c.reader.poll(&mut c.ctrl) {
+            Ok(None) => {}
+            Ok(Some(Frame::Message(Message::Progress { bytes_received, .. }))) => server_bytes = bytes_received,
+            Ok(Some(Frame::Message(Message::Report { report }))) => {
+                if let Some(e) = &report.error {
+                    if !aborted {
+                        g.error.get_or_insert(format!("server {}: {e}", c.server));
+                    }
+                }
+                g.remote = Some(report.tcp.unwrap_or_default());
+            }
+            Ok(Some(Frame::Records { .. })) => {}
+            Ok(Some(Frame::Message(Message::Error { reason }))) => {
+                g.error.get_or_insert(format!("server {}: {reason}", c.server));
+                break;
+            }
+            Ok(Some(Frame::Message(other))) => {
+                g.error.get_or_insert(unexpected(&other));
+                break;
+            }
+            Err(ProtocolError::Closed) => {
+                g.error.get_or_insert(format!("server {}: closed the control connection mid-test", c.server));
+                break;
+            }
+            Err(e) => {
+                g.error.get_or_insert(format!("server {}: {e}", c.server));
+                break;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in senders {
+        let _ = h.join();
+    }
+    for h in receivers {
+        if let Ok(Ok((_, last))) = h.join() {
+            last_rx = last_rx.max(last);
+        }
+    }
+    for s in &info_socks {
+        if let Some(i) = tcp::tcp_info(s) {
+            g.local.retransmitted_segments += i.total_retrans as u64;
+            g.local.data_segments_sent += i.data_segs_out as u64;
+        }
+    }
+    g.local.data_segments_received = recv_socks.iter().filter_map(tcp::tcp_info).map(|i| i.data_segs_in as u64).sum();
+    g.local.bytes_sent = sent.load(Ordering::Relaxed);
+    g.local.bytes_received = received.load(Ordering::Relaxed);
+    g.local.receive_ns = last_rx - start;
+    g
+}
+
+/// Runs a whole test against `server` and assembles its result; never panics on network
+/// trouble: problems end up in `ProbeRun::error` with whatever was measured before.
+pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_>) -> ProbeRun {
+    let mut doc = json!({ "test": plan.test, "direction": plan.direction.name(), "server": server });
+    let addr = match resolve(server, crate::DEFAULT_PORT) {
+        Ok(a) => a,
+        Err(e) => return ProbeRun { document: doc, log: Vec::new(), error: Some(e) },
+    };
+    let mut client = match Client::connect(addr, token) {
+        Ok(c) => c,
+        Err(e) => return ProbeRun { document: doc, log: Vec::new(), error: Some(e) },
+    };
+    let clock = client.clock_offset();
+    let run_id = format!("{}", realtime_ns() / 1_000_000);
+    let mut log = Vec::new();
+    let mut steps_out = Vec::new();
+    let mut error = clock.as_ref().err().cloned();
+    let n = plan.steps.len();
+    if error.is_none() {
+        for (i, step) in plan.steps.iter().enumerate() {
+            let label = step.label.to_string();
+            let (out, step_error) = match &step.step {
+                Step::Udp(spec) => {
+                    let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
+                    let e = g.error.clone();
+                    (udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log), e)
+                }
+                Step::Tcp(spec) => {
+                    let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
+                    let e = g.error.clone();
+                    (tcp_result(spec, &g), e)
+                }
+            };
+            steps_out.push((step.label, out));
+            if step_error.is_some() {
+                error = step_error;
+                break;
+            }
+        }
+        let _ = client.send(&Message::Bye {});
+    }
+    crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
+    ProbeRun { document: doc, log, error }
+}
+
+/// One step's result: a stream summary per direction plus RTT and pacing figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StepResult {
+    pub up: Option<StreamSummary>,
+    pub down: Option<StreamSummary>,
+    pub rtt_ms: Option<Summary>,
+    /// Half of each round trip: the OWD estimate for unsynchronised clocks (METHODS §1).
+    pub half_rtt_ms: Option<Summary>,
+    pub send_lateness_us: Option<Summary>,
+    pub tcp: Option<TcpStepResult>,
+    pub payload_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TcpStepResult {
+    pub direction: &'static str,
+    pub throughput_bps: f64,
+    pub up_bps: Option<f64>,
+    pub down_bps: Option<f64>,
+    pub bytes_received: u64,
+    pub duration_s: f64,
+    pub data_segments_sent: u64,
+    pub data_segments_received: u64,
+    pub retransmitted_segments: u64,
+    pub retransmission_rate: Option<f64>,
+    pub rtt_ms: Option<Summary>,
+    pub congestion: Option<String>,
+    pub mss: Option<u32>,
+    pub window_bytes: Option<u32>,
+}
+
+fn owd_kind(choice: OwdChoice) -> OwdKind {
+    match choice {
+        OwdChoice::Excess => OwdKind::Excess,
+        OwdChoice::Raw | OwdChoice::HalfRtt => OwdKind::Raw,
+    }
+}
+
+fn kind_name(choice: OwdChoice) -> &'static str {
+    match choice {
+        OwdChoice::Raw => "raw",
+        OwdChoice::Excess => "excess",
+        OwdChoice::HalfRtt => "half_rtt",
+    }
+}
+
+/// Lines up the sender's list with the receiver's by sequence number: one entry per sent
+/// packet, received or not.
+fn merge(sent: &[Record], received: &[Record]) -> Vec<StreamPacket> {
+    let mut rx: Vec<Option<i64>> = Vec::new();
+    for r in received {
+        let i = r.seq as usize;
+        if i >= rx.len() {
+            rx.resize(i + 1, None);
+        }
+        rx[i] = r.recv_ns;
+    }
+    sent.iter()
+        .map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: rx.get(s.seq as usize).copied().flatten(), bytes: s.bytes })
+        .collect()
+}
+
+const INTERVAL_NS: i64 = 1_000_000_000;
+
+fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGathered, log: &mut Vec<LogRow>) -> StepResult {
+    let mut res = StepResult { payload_bytes: Some(spec.payload_bytes), ..Default::default() };
+    let mut lateness: Vec<f64> = g.lateness_ns.iter().map(|&l| l as f64 / 1e3).collect();
+    res.send_lateness_us = Summary::of(&mut lateness);
+    // Round trips, on the probe's clock alone (echo tests).
+    let mut rtt_by_seq: Vec<Option<f64>> = Vec::new();
+    if spec.direction == Direction::Echo {
+        let back = merge(&g.sent, &g.received);
+        rtt_by_seq = vec![None; g.sent.len()];
+        for (i, p) in back.iter().enumerate() {
+            rtt_by_seq[i] = p.recv_ns.zip(p.send_ns).map(|(r, s)| (r - s) as f64 / 1e6);
+        }
+        let mut rtts: Vec<f64> = rtt_by_seq.iter().flatten().copied().collect();
+        let mut half: Vec<f64> = rtts.iter().map(|r| r / 2.0).collect();
+        res.rtt_ms = Summary::of(&mut rtts);
+        res.half_rtt_ms = Summary::of(&mut half);
+    }
+    let kind = owd_kind(owd);
+    let mut stream = |dir: &'static str, packets: Vec<StreamPacket>, duplicates: u64, losses_known: bool| {
+        let a = udp_stream::analyze(&packets, duplicates, losses_known, kind, INTERVAL_NS);
+        for p in &a.packets {
+            let rtt = rtt_by_seq.get(p.seq as usize).copied().flatten();
+            let (owd_ms, owd_kind) = match owd {
+                OwdChoice::HalfRtt => (rtt.map(|r| r / 2.0), "half_rtt"),
+                _ => (p.owd_ms, kind_name(owd)),
+            };
+            log.push(LogRow {
+                flow_id: format!("{run_id}/{step}/{dir}"),
+                step,
+                direction: dir,
+                seq: p.seq,
+                send_ns: p.send_ns,
+                recv_ns: p.recv_ns,
+                bytes: p.bytes,
+                lost: losses_known.then_some(p.recv_ns.is_none()),
+                owd_ms,
+                owd_kind,
+                rtt_ms: if dir == "down" { rtt } else { None },
+                jitter_ms: p.jitter_ms,
+            });
+        }
+        a.summary
+    };
+    if spec.direction.probe_sends() {
+        // Without the server's records (it vanished) the uplink's arrivals are unknown.
+        let (packets, known) = match &g.server_up {
+            Some(up) => (merge(&g.sent, up), true),
+            None => (g.sent.iter().map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: None, bytes: s.bytes }).collect(), false),
+        };
+        let dups = g.report.as_ref().map_or(0, |r| r.duplicates);
+        let summary = stream("up", packets, dups, known);
+        res.up = known.then_some(summary);
+    }
+    if spec.direction.server_sends() {
+        let (packets, known) = match &g.server_down {
+            Some(down) => (merge(down, &g.received), true),
+            None => (g.received.iter().map(|r| StreamPacket { seq: r.seq, send_ns: r.send_ns, recv_ns: r.recv_ns, bytes: r.bytes }).collect(), false),
+        };
+        res.down = Some(stream("down", packets, g.duplicates, known));
+    }
+    res
+}
+
+fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
+    let remote = g.remote.clone().unwrap_or_default();
+    let rate = |side: &TcpSide| (side.receive_ns > 0).then(|| side.bytes_received as f64 * 8e9 / side.receive_ns as f64);
+    let up_bps = spec.direction.probe_sends().then(|| rate(&remote)).flatten();
+    let down_bps = spec.direction.server_sends().then(|| rate(&g.local)).flatten();
+    // The sender's kernel knows RTT and retransmissions: the probe for up, the server for down.
+    let senders: Vec<&TcpSide> = [(spec.direction.probe_sends(), &g.local), (spec.direction.server_sends(), &remote)]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s))
+        .collect();
+    let mut rtts: Vec<f64> = senders.iter().flat_map(|s| s.rtt_samples_ms.iter().copied()).filter(|r| *r > 0.0).collect();
+    let segs: u64 = senders.iter().map(|s| s.data_segments_sent).sum();
+    let segs_in: u64 = [(spec.direction.probe_sends(), &remote), (spec.direction.server_sends(), &g.local)]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s.data_segments_received))
+        .sum();
+    let retrans: u64 = senders.iter().map(|s| s.retransmitted_segments).sum();
+    let receive_s = [(spec.direction.probe_sends(), &remote), (spec.direction.server_sends(), &g.local)]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s.receive_ns as f64 / 1e9))
+        .fold(0.0, f64::max);
+    let bytes_received = if spec.direction.probe_sends() { remote.bytes_received } else { 0 }
+        + if spec.direction.server_sends() { g.local.bytes_received } else { 0 };
+    StepResult {
+        tcp: Some(TcpStepResult {
+            direction: spec.direction.name(),
+            throughput_bps: up_bps.unwrap_or(0.0) + down_bps.unwrap_or(0.0),
+            up_bps,
+            down_bps,
+            bytes_received,
+            duration_s: receive_s,
+            data_segments_sent: segs,
+            data_segments_received: segs_in,
+            retransmitted_segments: retrans,
+            retransmission_rate: (segs > 0).then(|| retrans as f64 / segs as f64),
+            rtt_ms: Summary::of(&mut rtts),
+            congestion: senders.iter().find_map(|s| s.congestion.clone()),
+            mss: senders.iter().find_map(|s| s.mss),
+            window_bytes: spec.window_bytes,
+        }),
+        ..Default::default()
+    }
+}
+
+impl std::fmt::Display for StepLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepLabel::Single => Ok(()),
+            StepLabel::Size(s) => write!(f, "{s} B"),
+            StepLabel::Window(w) => write!(f, "window {w} B"),
+            StepLabel::Mss(m) => write!(f, "MSS {m} B"),
+        }
+    }
+}

@@ -1,0 +1,670 @@
+//! `cellperf server`: the daemon at the correspondent node.
+//!
+//! One thread per control connection. A connection must authenticate within
+//! [`HANDSHAKE_TIMEOUT`]; then it may ask for clock probes and tests, one at a time. Each
+//! test is checked against the server's limits (rate, duration, concurrent tests) before any
+//! data socket opens; data sockets bind to the address the control connection arrived on
+//! and accept (and send to) only the control connection's peer address, so the server
+//! cannot be pointed at a third party. Anything malformed ends that connection only.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::auth;
+use crate::clock::{mono_ns, realtime_ns};
+use crate::log::{write_csv, LogRow};
+use crate::tcp;
+use crate::udp::{self, ReceiveControl};
+use crate::wire::*;
+
+/// Time allowed from connect to a verified `auth`.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// An authenticated connection idle this long between tests is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time for the probe to open its data sockets after `accepted`.
+pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest drain (waiting for stragglers) a probe may ask for.
+pub const MAX_DRAIN_MS: u64 = 30_000;
+/// Most parallel TCP streams per direction.
+pub const MAX_STREAMS: u32 = 16;
+/// Most packets in one UDP stream (bounds the memory of a test's log).
+pub const MAX_PACKETS: u64 = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub token: Vec<u8>,
+    /// Per-test, per-direction ceiling on the data rate the server sends or accepts (bit/s).
+    pub max_rate_bps: f64,
+    pub max_duration_s: f64,
+    pub max_tests: usize,
+    pub log_dir: Option<PathBuf>,
+}
+
+/// Counters a caller (and the tests) can read while the server runs.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub connections: AtomicU64,
+    pub auth_failures: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub tests_run: AtomicU64,
+    pub tests_refused: AtomicU64,
+    pub active_tests: AtomicUsize,
+    pub open_connections: AtomicUsize,
+}
+
+pub struct Server {
+    listener: TcpListener,
+    cfg: Arc<ServerConfig>,
+    stop: Arc<AtomicBool>,
+    pub stats: Arc<ServerStats>,
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    ip.to_canonical()
+}
+
+impl Server {
+    pub fn bind(cfg: ServerConfig) -> io::Result<Server> {
+        let listener = TcpListener::bind(cfg.listen)?;
+        listener.set_nonblocking(true)?;
+        Ok(Server { listener, cfg: Arc::new(cfg), stop: Arc::new(AtomicBool::new(false)), stats: Arc::default() })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Setting this flag makes [`Server::serve`] return within ~100 ms; running tests end
+    /// at their own deadline.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Accepts control connections until the stop flag is set (or `keep_going` says no;
+    /// it is called about every 100 ms, e.g. to let Python handle Ctrl-C).
+    pub fn serve(&self, keep_going: &mut dyn FnMut() -> bool) -> io::Result<()> {
+        // More simultaneous control connections than this are turned away at once.
+        let max_connections = self.cfg.max_tests * 2 + 32;
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, peer)) => {
+                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let _ = stream.set_nonblocking(false);
+                    if self.stats.open_connections.load(Ordering::Relaxed) >= max_connections {
+                        let mut s = stream;
+                        let _ = send_message(&mut s, &Message::Error { reason: "server busy: too many connections".into() });
+                        continue;
+                    }
+                    self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
+                    let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
+                    std::thread::spawn(move || {
+                        if let Err(e) = Session::new(stream, peer, cfg, stats.clone()).map_err(SessionError::from).and_then(|mut s| s.run()) {
+                            eprintln!("cellperf server: {peer}: {e}");
+                        }
+                        stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !keep_going() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                // Out of descriptors and the like: back off, keep serving.
+                Err(e) => {
+                    eprintln!("cellperf server: accept: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a session ended badly.
+#[derive(Debug)]
+struct SessionError(String);
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<ProtocolError> for SessionError {
+    fn from(e: ProtocolError) -> Self {
+        SessionError(e.to_string())
+    }
+}
+impl From<io::Error> for SessionError {
+    fn from(e: io::Error) -> Self {
+        SessionError(format!("control connection: {e}"))
+    }
+}
+
+/// Holds one of the server's concurrent-test slots while alive.
+struct TestSlot(Arc<ServerStats>);
+
+impl TestSlot {
+    fn take(stats: &Arc<ServerStats>, max: usize) -> Option<TestSlot> {
+        stats
+            .active_tests
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .ok()
+            .map(|_| TestSlot(stats.clone()))
+    }
+}
+
+impl Drop for TestSlot {
+    fn drop(&mut self) {
+        self.0.active_tests.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Session {
+    ctrl: TcpStream,
+    reader: FrameReader,
+    peer: SocketAddr,
+    local_ip: IpAddr,
+    cfg: Arc<ServerConfig>,
+    stats: Arc<ServerStats>,
+    tests: u32,
+    id: String,
+}
+
+/// A test's outcome as the server saw it: records for the probe and its own log.
+struct Outcome {
+    report: ServerReport,
+    up: Vec<Record>,
+    down: Vec<Record>,
+    connection_lost: bool,
+}
+
+impl Session {
+    fn new(ctrl: TcpStream, peer: SocketAddr, cfg: Arc<ServerConfig>, stats: Arc<ServerStats>) -> io::Result<Session> {
+        ctrl.set_read_timeout(Some(Duration::from_millis(100)))?;
+        ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
+        ctrl.set_nodelay(true)?;
+        let local_ip = canonical(ctrl.local_addr()?.ip());
+        let mut reader = FrameReader::new(MAX_CLIENT_FRAME);
+        reader.frame_deadline = HANDSHAKE_TIMEOUT;
+        let id = format!("{}-{}", realtime_ns() / 1_000_000, Cookie::random()?.0.iter().take(3).map(|b| format!("{b:02x}")).collect::<String>());
+        Ok(Session { ctrl, reader, peer, local_ip, cfg, stats, tests: 0, id })
+    }
+
+    fn send(&mut self, m: &Message) -> io::Result<()> {
+        send_message(&mut self.ctrl, m)
+    }
+
+    /// Sends the reason to the peer (best effort) and returns it as the session's error.
+    fn fail(&mut self, reason: String) -> SessionError {
+        let _ = self.send(&Message::Error { reason: reason.clone() });
+        SessionError(reason)
+    }
+
+    fn run(&mut self) -> Result<(), SessionError> {
+        self.handshake()?;
+        loop {
+            let msg = match self.reader.read_message(&mut self.ctrl, IDLE_TIMEOUT) {
+                Ok(m) => m,
+                Err(ProtocolError::Closed) => return Ok(()),
+                Err(e) => {
+                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    return Err(self.fail(e.to_string()));
+                }
+            };
+            match msg {
+                Message::TimeRequest { t1_ns } => {
+                    let t2 = realtime_ns();
+                    self.send(&Message::TimeReply { t1_ns, t2_ns: t2, t3_ns: realtime_ns() })?;
+                }
+                Message::StartUdp { spec } => {
+                    let check = validate_udp(&spec, &self.cfg);
+                    self.start_test(check, |s, slot| s.run_udp(spec, slot))?
+                }
+                Message::StartTcp { spec } => {
+                    let check = validate_tcp(&spec, &self.cfg);
+                    self.start_test(check, |s, slot| s.run_tcp(spec, slot))?
+                }
+                Message::Bye {} => return Ok(()),
+                other => {
+                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    return Err(self.fail(format!("unexpected message {:?}", message_name(&other))));
+                }
+            }
+        }
+    }
+
+    fn handshake(&mut self) -> Result<(), SessionError> {
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let client_nonce = match self.reader.read_message(&mut self.ctrl, left()) {
+            Ok(Message::Hello { version, client_nonce }) if version == PROTOCOL_VERSION => client_nonce,
+            Ok(Message::Hello { version, .. }) => {
+                return Err(self.fail(format!("protocol version {version} not supported (server speaks {PROTOCOL_VERSION})")))
+            }
+            Ok(other) => {
+                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
+            }
+            Err(e) => {
+                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                return Err(self.fail(e.to_string()));
+            }
+        };
+        let server_nonce = Bytes32::random()?;
+        self.send(&Message::Challenge { server_nonce })?;
+        let proof = match self.reader.read_message(&mut self.ctrl, left()) {
+            Ok(Message::Auth { mac }) => mac,
+            Ok(other) => return Err(self.fail(format!("expected auth, got {}", message_name(&other)))),
+            Err(e) => return Err(self.fail(e.to_string())),
+        };
+        if !auth::verify_client(&self.cfg.token, &server_nonce, &client_nonce, &proof) {
+            self.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+            // Slow down token guessing.
+            std::thread::sleep(Duration::from_millis(200));
+            return Err(self.fail("authentication failed: wrong token".into()));
+        }
+        self.send(&Message::AuthOk { mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce) })?;
+        // After the handshake a frame may take as long as any idle period.
+        self.reader.frame_deadline = Duration::from_secs(10);
+        Ok(())
+    }
+
+    /// Checks a request against the limits and the free test slots, then runs it.
+    /// A refused request is answered and the session continues.
+    fn start_test(
+        &mut self,
+        check: Result<(), String>,
+        run: impl FnOnce(&mut Self, TestSlot) -> Result<(), SessionError>,
+    ) -> Result<(), SessionError> {
+        if let Err(reason) = check {
+            self.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+            self.send(&Message::Error { reason: format!("request refused: {reason}") })?;
+            return Ok(());
+        }
+        let Some(slot) = TestSlot::take(&self.stats, self.cfg.max_tests) else {
+            self.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+            let reason = format!("server busy: {} tests running (limit {})", self.cfg.max_tests, self.cfg.max_tests);
+            self.send(&Message::Error { reason })?;
+            return Ok(());
+        };
+        self.stats.tests_run.fetch_add(1, Ordering::Relaxed);
+        self.tests += 1;
+        run(self, slot)
+    }
+
+    fn data_bind_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.local_ip, 0)
+    }
+
+    fn run_udp(&mut self, spec: UdpSpec, _slot: TestSlot) -> Result<(), SessionError> {
+        let sock = UdpSocket::bind(self.data_bind_addr())?;
+        udp::enlarge_buffers(&sock);
+        let cookie = Cookie::random()?;
+        self.send(&Message::Accepted { data_port: sock.local_addr()?.port(), cookie })?;
+        // Learn the probe's data address from its hello, from the control peer's IP only
+        // (its port may differ behind NAT), then talk to that address alone.
+        sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
+        let mut buf = [0u8; 64];
+        let probe_addr = loop {
+            if Instant::now() > deadline {
+                return Err(self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into()));
+            }
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                if canonical(from.ip()) == canonical(self.peer.ip()) && udp::is_hello(&buf[..n], &cookie) {
+                    break from;
+                }
+            }
+        };
+        sock.connect(probe_addr)?;
+        self.send(&Message::Ready {})?;
+
+        let start = mono_ns();
+        let stop = Arc::new(AtomicBool::new(false));
+        let sender = (spec.direction == Direction::Down || spec.direction == Direction::Both)
+            .then(|| udp::spawn_sender(sock.try_clone().expect("clone UDP socket"), spec.clone(), start, stop.clone()));
+        let ctl = ReceiveControl::new();
+        let receiver = spec
+            .direction
+            .probe_sends()
+            .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, spec.direction == Direction::Echo, ctl.clone()));
+        let over_time = start + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 10_000) * 1_000_000;
+
+        let mut sender = sender;
+        let mut sent_out: Option<udp::SendOutcome> = None;
+        let mut error: Option<String> = None;
+        let mut connection_lost = false;
+        let mut next_progress = Instant::now() + Duration::from_secs(1);
+        loop {
+            if sender.as_ref().is_some_and(|h| h.is_finished()) {
+                let out = sender.take().expect("checked").join().unwrap_or_default();
+                self.send(&Message::SendDone { packets_sent: out.records.len() as u64 })?;
+                sent_out = Some(out);
+            }
+            if sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished()) {
+                break;
+            }
+            if mono_ns() > over_time {
+                error = Some("test ran over its time".into());
+                break;
+            }
+            if receiver.is_some() && Instant::now() >= next_progress {
+                next_progress += Duration::from_secs(1);
+                let (p, b) = (ctl.packets_received.load(Ordering::Relaxed), ctl.bytes_received.load(Ordering::Relaxed));
+                if self.send(&Message::Progress { packets_received: p, bytes_received: b }).is_err() {
+                    connection_lost = true;
+                    error = Some("control connection lost".into());
+                    break;
+                }
+            }
+            match self.reader.poll(&mut self.ctrl) {
+                Ok(None) => {}
+                Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => {
+                    ctl.peer_done(packets_sent.min(spec.count), spec.drain_ms)
+                }
+                Ok(Some(Frame::Message(Message::Abort { reason }))) => {
+                    error = Some(format!("probe aborted: {reason}"));
+                    break;
+                }
+                Ok(Some(other)) => {
+                    error = Some(format!("unexpected {} during a test", frame_name(&other)));
+                    connection_lost = true;
+                    break;
+                }
+                Err(e) => {
+                    error = Some(e.to_string());
+                    connection_lost = true;
+                    break;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        ctl.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = sender {
+            sent_out = h.join().ok();
+        }
+        let recv_out = receiver.and_then(|h| h.join().ok()).unwrap_or_default();
+        let sent_out = sent_out.unwrap_or_default();
+        let mut down = sent_out.records;
+        down.extend(recv_out.echoed);
+        let outcome = Outcome {
+            report: ServerReport {
+                packets_sent: down.len() as u64,
+                packets_received: recv_out.received.len() as u64,
+                duplicates: recv_out.duplicates,
+                foreign: recv_out.foreign,
+                tcp: None,
+                error: error.or(sent_out.error),
+            },
+            up: recv_out.received,
+            down,
+            connection_lost,
+        };
+        self.finish(outcome)
+    }
+
+    fn run_tcp(&mut self, spec: TcpSpec, _slot: TestSlot) -> Result<(), SessionError> {
+        let domain = socket2::Domain::for_address(self.data_bind_addr());
+        let listener = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+        tcp::apply_pre_connect(&listener, &spec)?;
+        listener.bind(&self.data_bind_addr().into())?;
+        listener.listen(64)?;
+        let listener: TcpListener = listener.into();
+        listener.set_nonblocking(true)?;
+        let cookie = Cookie::random()?;
+        self.send(&Message::Accepted { data_port: listener.local_addr()?.port(), cookie })?;
+
+        let per_dir = spec.streams as usize;
+        let want_up = if spec.direction.probe_sends() { per_dir } else { 0 };
+        let want_down = if spec.direction.server_sends() { per_dir } else { 0 };
+        let (mut ups, mut downs) = (Vec::new(), Vec::new());
+        let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
+        while ups.len() < want_up || downs.len() < want_down {
+            if Instant::now() > deadline {
+                return Err(self.fail("the probe did not open its TCP data connections in time".into()));
+            }
+            let Ok((mut s, from)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            if canonical(from.ip()) != canonical(self.peer.ip()) {
+                continue;
+            }
+            // 16-byte cookie, then 0 (probe sends) or 1 (server sends).
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut intro = [0u8; 17];
+            if std::io::Read::read_exact(&mut s, &mut intro).is_err() || intro[..16] != cookie.0 {
+                continue;
+            }
+            match intro[16] {
+                0 if ups.len() < want_up => ups.push(s),
+                1 if downs.len() < want_down => downs.push(s),
+                _ => {}
+            }
+        }
+        drop(listener);
+        for s in &downs {
+            if let Some(cc) = &spec.congestion {
+                if let Err(reason) = tcp::set_congestion(s, cc) {
+                    return Err(self.fail(reason));
+                }
+            }
+            if self.cfg.max_rate_bps.is_finite() {
+                let _ = tcp::set_max_pacing_rate(s, (self.cfg.max_rate_bps / 8.0 / downs.len() as f64) as u64);
+            }
+        }
+        let info_socks: Vec<TcpStream> = downs.iter().filter_map(|s| s.try_clone().ok()).collect();
+        let recv_socks: Vec<TcpStream> = ups.iter().filter_map(|s| s.try_clone().ok()).collect();
+        self.send(&Message::Ready {})?;
+
+        let start = mono_ns();
+        let end = start + spec.duration_ms as i64 * 1_000_000;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let budget = spec.bytes.map(|b| b.div_ceil(per_dir as u64));
+        let senders: Vec<_> = downs.into_iter().map(|s| tcp::spawn_sender(s, end, budget, stop.clone(), sent.clone())).collect();
+        let receivers: Vec<_> =
+            ups.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, stop.clone(), received.clone())).collect();
+
+        let mut side = TcpSide {
+            congestion: info_socks.first().and_then(tcp::congestion_of),
+            mss: info_socks.first().and_then(tcp::tcp_info).map(|i| i.mss),
+            ..Default::default()
+        };
+        let mut error = None;
+        let mut connection_lost = false;
+        let mut next_sample = Instant::now();
+        let mut next_progress = Instant::now() + Duration::from_secs(1);
+        loop {
+            if senders.iter().all(|h| h.is_finished()) && receivers.iter().all(|h| h.is_finished()) {
+                break;
+            }
+            if Instant::now() >= next_sample {
+                next_sample += Duration::from_millis(100);
+                side.received_samples.push(received.load(Ordering::Relaxed));
+                let rtts: Vec<f64> = info_socks.iter().filter_map(tcp::tcp_info).map(|i| i.rtt_ms).collect();
+                if !rtts.is_empty() {
+                    side.rtt_samples_ms.push(rtts.iter().sum::<f64>() / rtts.len() as f64);
+                }
+            }
+            if !receivers.is_empty() && Instant::now() >= next_progress {
+                next_progress += Duration::from_secs(1);
+                let b = received.load(Ordering::Relaxed);
+                if self.send(&Message::Progress { packets_received: 0, bytes_received: b }).is_err() {
+                    connection_lost = true;
+                    break;
+                }
+            }
+            if mono_ns() > end + 15_000_000_000 {
+                error = Some("test ran over its time".into());
+                break;
+            }
+            match self.reader.poll(&mut self.ctrl) {
+                Ok(None) | Ok(Some(Frame::Message(Message::SendDone { .. }))) => {}
+                Ok(Some(Frame::Message(Message::Abort { reason }))) => {
+                    error = Some(format!("probe aborted: {reason}"));
+                    break;
+                }
+                Ok(Some(other)) => {
+                    error = Some(format!("unexpected {} during a test", frame_name(&other)));
+                    connection_lost = true;
+                    break;
+                }
+                Err(e) => {
+                    error = Some(e.to_string());
+                    connection_lost = true;
+                    break;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in senders {
+            if let Ok(Err(e)) = h.join() {
+                error.get_or_insert(format!("TCP send: {e}"));
+            }
+        }
+        let mut last_rx = start;
+        for h in receivers {
+            match h.join() {
+                Ok(Ok((_, last))) => last_rx = last_rx.max(last),
+                Ok(Err(e)) => {
+                    error.get_or_insert(format!("TCP receive: {e}"));
+                }
+                Err(_) => {}
+            }
+        }
+        for s in &info_socks {
+            if let Some(i) = tcp::tcp_info(s) {
+                side.retransmitted_segments += i.total_retrans as u64;
+                side.data_segments_sent += i.data_segs_out as u64;
+            }
+        }
+        side.data_segments_received = recv_socks.iter().filter_map(tcp::tcp_info).map(|i| i.data_segs_in as u64).sum();
+        side.bytes_sent = sent.load(Ordering::Relaxed);
+        side.bytes_received = received.load(Ordering::Relaxed);
+        side.receive_ns = last_rx - start;
+        let outcome = Outcome {
+            report: ServerReport { tcp: Some(side), error, ..Default::default() },
+            up: Vec::new(),
+            down: Vec::new(),
+            connection_lost,
+        };
+        self.finish(outcome)
+    }
+
+    /// Writes the server's log, then returns records and report to the probe.
+    fn finish(&mut self, o: Outcome) -> Result<(), SessionError> {
+        if let Some(dir) = &self.cfg.log_dir {
+            if !o.up.is_empty() || !o.down.is_empty() {
+                let path = dir.join(format!("{}-{}.csv", self.id, self.tests));
+                if let Err(e) = write_csv(&path, &server_log_rows(&format!("{}/{}", self.id, self.tests), &o.up, &o.down)) {
+                    eprintln!("cellperf server: {}: cannot write log: {e}", path.display());
+                }
+            }
+        }
+        if o.connection_lost {
+            return Err(SessionError(o.report.error.unwrap_or_else(|| "control connection lost".into())));
+        }
+        send_records(&mut self.ctrl, StreamDir::Up, &o.up)?;
+        send_records(&mut self.ctrl, StreamDir::Down, &o.down)?;
+        self.send(&Message::Report { report: o.report })?;
+        self.ctrl.flush()?;
+        Ok(())
+    }
+}
+
+fn server_log_rows(run: &str, up: &[Record], down: &[Record]) -> Vec<LogRow> {
+    let row = |r: &Record, dir: &'static str| LogRow {
+        flow_id: format!("{run}/{dir}"),
+        step: 0,
+        direction: dir,
+        seq: r.seq,
+        send_ns: r.send_ns,
+        recv_ns: r.recv_ns,
+        bytes: r.bytes,
+        lost: r.recv_ns.map(|_| false),
+        owd_ms: r.recv_ns.zip(r.send_ns).map(|(rx, tx)| (rx - tx) as f64 / 1e6),
+        owd_kind: "raw",
+        rtt_ms: None,
+        jitter_ms: None,
+    };
+    up.iter().map(|r| row(r, "up")).chain(down.iter().map(|r| row(r, "down"))).collect()
+}
+
+fn message_name(m: &Message) -> String {
+    serde_json::to_value(m)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "message".into())
+}
+
+fn frame_name(f: &Frame) -> String {
+    match f {
+        Frame::Message(m) => message_name(m),
+        Frame::Records { .. } => "records".into(),
+    }
+}
+
+/// The limits a UDP request must respect; the reason names the field and the limit.
+pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
+    if spec.payload_bytes < cellperf_capture::probe_header::CELLPERF_HEADER_LEN as u32 || spec.payload_bytes > udp::MAX_PAYLOAD {
+        return Err(format!("payload {} B outside 20..{} B", spec.payload_bytes, udp::MAX_PAYLOAD));
+    }
+    if spec.interval_ns == 0 || spec.count == 0 {
+        return Err("interval and count must be positive".into());
+    }
+    if spec.count > MAX_PACKETS {
+        return Err(format!("{} packets is over the limit of {MAX_PACKETS}", spec.count));
+    }
+    let rate = spec.payload_bytes as f64 * 8e9 / spec.interval_ns as f64;
+    if rate > cfg.max_rate_bps {
+        return Err(format!("rate {:.0} bit/s is over the server's --max-rate {:.0} bit/s", rate, cfg.max_rate_bps));
+    }
+    let duration_s = spec.count as f64 * spec.interval_ns as f64 / 1e9;
+    if duration_s > cfg.max_duration_s {
+        return Err(format!("duration {duration_s:.1} s is over the server's --max-duration {} s", cfg.max_duration_s));
+    }
+    if spec.drain_ms > MAX_DRAIN_MS {
+        return Err(format!("drain {} ms is over {MAX_DRAIN_MS} ms", spec.drain_ms));
+    }
+    Ok(())
+}
+
+pub fn validate_tcp(spec: &TcpSpec, cfg: &ServerConfig) -> Result<(), String> {
+    if spec.direction == Direction::Echo {
+        return Err("TCP has no echo direction".into());
+    }
+    if spec.streams == 0 || spec.streams > MAX_STREAMS {
+        return Err(format!("{} streams outside 1..{MAX_STREAMS}", spec.streams));
+    }
+    if spec.duration_ms == 0 || spec.duration_ms as f64 / 1e3 > cfg.max_duration_s {
+        return Err(format!("duration {} s is over the server's --max-duration {} s", spec.duration_ms as f64 / 1e3, cfg.max_duration_s));
+    }
+    if spec.bytes == Some(0) {
+        return Err("bytes must be positive".into());
+    }
+    if let Some(w) = spec.window_bytes {
+        if !(2048..=64 << 20).contains(&w) {
+            return Err(format!("window {w} B outside 2 KiB..64 MiB"));
+        }
+    }
+    if let Some(m) = spec.mss {
+        if !(88..=65_495).contains(&m) {
+            return Err(format!("MSS {m} B outside 88..65495"));
+        }
+    }
+    if let Some(cc) = &spec.congestion {
+        if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("congestion control name {cc:?} is not a kernel algorithm name"));
+        }
+    }
+    Ok(())
+}

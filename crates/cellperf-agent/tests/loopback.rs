@@ -1,0 +1,160 @@
+//! Server and probe over real loopback sockets: protocol, limits and hostile clients.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cellperf_agent::plan::{plan, Options};
+use cellperf_agent::probe;
+use cellperf_agent::server::{Server, ServerConfig, ServerStats};
+
+struct Running {
+    addr: SocketAddr,
+    stats: Arc<ServerStats>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn server(max_rate_bps: f64, max_tests: usize) -> Running {
+    let s = Server::bind(ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: b"s3cret".to_vec(),
+        max_rate_bps,
+        max_duration_s: 5.0,
+        max_tests,
+        log_dir: None,
+    })
+    .unwrap();
+    let (addr, stats, stop) = (s.local_addr().unwrap(), s.stats.clone(), s.stop_flag());
+    let thread = std::thread::spawn(move || s.serve(&mut || true).unwrap());
+    Running { addr, stats, stop, thread: Some(thread) }
+}
+
+fn run(srv: &Running, token: &[u8], test: &str, o: Options) -> probe::ProbeRun {
+    let p = plan(test, &o).unwrap();
+    probe::run(&srv.addr.to_string(), token, &p, &mut |_| true)
+}
+
+#[test]
+fn echo_test_round_trips_every_packet_and_logs_both_directions() {
+    let srv = server(1e8, 4);
+    let o = Options { codec: Some("g729".into()), duration_s: Some(0.4), timeout_s: Some(1.0), ..Default::default() };
+    let r = run(&srv, b"s3cret", "voip", o);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    assert_eq!(d["packets_sent"], 20);
+    assert_eq!(d["packets_received"], 20);
+    assert_eq!(d["loss_rate"], 0.0);
+    assert_eq!(d["owd_ms"]["kind"], "half_rtt");
+    assert!(d["rtt_ms"]["max"].as_f64().unwrap() < 50.0);
+    // 20 up rows (probe → server) and 20 down rows (the echoes), none lost.
+    assert_eq!(r.log.len(), 40);
+    assert!(r.log.iter().all(|row| row.lost == Some(false) && row.bytes == 20));
+    assert!(r.log.iter().filter(|row| row.direction == "down").all(|row| row.rtt_ms.is_some()));
+    assert_eq!(d["clock_offset"]["method"], "ntp-min-delay");
+}
+
+#[test]
+fn wrong_token_is_rejected_without_sending_the_token() {
+    let srv = server(1e8, 4);
+    let r = run(&srv, b"guess", "min-delay", Options { duration_s: Some(0.2), ..Default::default() });
+    let e = r.error.unwrap();
+    assert!(e.contains("authentication failed"), "{e}");
+    assert!(r.log.is_empty());
+    assert_eq!(srv.stats.auth_failures.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn over_limit_requests_are_refused_with_the_limit() {
+    let srv = server(1e6, 4);
+    let r = run(&srv, b"s3cret", "udp-cbr", Options { rate_bps: Some(2e6), duration_s: Some(1.0), ..Default::default() });
+    let e = r.error.unwrap();
+    assert!(e.contains("request refused") && e.contains("--max-rate"), "{e}");
+    let r = run(&srv, b"s3cret", "udp-cbr", Options { rate_bps: Some(1e5), duration_s: Some(60.0), ..Default::default() });
+    assert!(r.error.unwrap().contains("--max-duration"));
+    assert_eq!(srv.stats.tests_refused.load(Ordering::Relaxed), 2);
+    assert_eq!(srv.stats.tests_run.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn concurrent_test_cap_refuses_the_extra_test() {
+    let srv = Arc::new(server(1e8, 1));
+    let s2 = srv.clone();
+    let long = std::thread::spawn(move || run(&s2, b"s3cret", "min-delay", Options { duration_s: Some(1.5), ..Default::default() }));
+    std::thread::sleep(Duration::from_millis(500));
+    let r = run(&srv, b"s3cret", "min-delay", Options { duration_s: Some(0.2), ..Default::default() });
+    assert!(r.error.unwrap().contains("server busy"));
+    assert_eq!(long.join().unwrap().error, None);
+}
+
+/// Garbage, oversized frames, stalled handshakes and bad messages after a good
+/// handshake: each ends its own connection, and a real test still runs meanwhile.
+#[test]
+fn hostile_clients_do_not_disturb_a_running_test() {
+    let srv = Arc::new(server(1e8, 8));
+    let s2 = srv.clone();
+    let good = std::thread::spawn(move || run(&s2, b"s3cret", "min-delay", Options { duration_s: Some(2.0), ..Default::default() }));
+    let addr = srv.addr;
+    let attacks: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        vec![0xff; 4096],
+        (1u32 << 31).to_be_bytes().to_vec(),
+        {
+            let mut v = 20u32.to_be_bytes().to_vec();
+            v.extend(b"\x01{\"type\":\"hello\",\"ve");
+            v
+        },
+        {
+            let body = b"\x01{\"type\":\"start_udp\",\"spec\":{}}";
+            let mut v = (body.len() as u32).to_be_bytes().to_vec();
+            v.extend(body);
+            v
+        },
+    ];
+    let mut conns = Vec::new();
+    for a in &attacks {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(a).unwrap();
+        conns.push(c);
+    }
+    // A client that connects and says nothing must be dropped after the handshake timeout.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    let mut buf = Vec::new();
+    let _ = silent.read_to_end(&mut buf);
+    assert!(String::from_utf8_lossy(&buf).contains("no control message"), "{:?}", String::from_utf8_lossy(&buf));
+    for mut c in conns {
+        c.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        assert!(String::from_utf8_lossy(&buf).contains("\"type\":\"error\""), "{:?}", String::from_utf8_lossy(&buf));
+    }
+    let r = good.join().unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(r.document["packets_received"], 50);
+    assert!(srv.stats.protocol_errors.load(Ordering::Relaxed) >= 5);
+}
+
+#[test]
+fn tcp_bulk_moves_data_both_ways() {
+    let srv = server(f64::INFINITY, 4);
+    let o = Options { direction: Some("both".into()), duration_s: Some(0.5), streams: Some(2), ..Default::default() };
+    let r = run(&srv, b"s3cret", "tcp-bulk", o);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    assert!(d["up_bps"].as_f64().unwrap() > 1e7, "{d}");
+    assert!(d["down_bps"].as_f64().unwrap() > 1e7, "{d}");
+    assert!(d["rtt_ms"]["median"].as_f64().is_some(), "{d}");
+    assert!(d["packets_received"].as_u64().unwrap() > 0);
+}
