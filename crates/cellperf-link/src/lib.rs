@@ -8,8 +8,10 @@
 //! clock the caller uses, so the same elements run in wall-clock time in the emulator and in
 //! virtual time in a simulator.
 pub mod capacity;
+pub mod cell;
 pub mod delay;
 pub mod element;
+pub mod emulator;
 pub mod error;
 pub mod loss;
 pub mod outage;

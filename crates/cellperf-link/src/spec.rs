@@ -43,8 +43,13 @@ pub enum RateSpec {
         #[serde(default)]
         state_rates_bps: Option<Vec<f64>>,
     },
-    /// A Markov rate model file (`cellperf channel` writes them).
-    Markov { path: String },
+    /// A Markov rate model (the format `cellperf channel` writes), from a file or inline.
+    Markov {
+        #[serde(default)]
+        path: Option<String>,
+        #[serde(default)]
+        model: Option<serde_json::Value>,
+    },
     /// Seed 001's two-state channel: Good/Bad rates, transition rates per second.
     GilbertElliott { good_bps: f64, bad_bps: f64, good_to_bad_per_s: f64, bad_to_good_per_s: f64, slot_s: f64 },
 }
@@ -155,10 +160,14 @@ impl RateSource {
                 (None, Some(r)) => RateSource::Slots(SlotRates::new(*slot_s, r.clone(), "inline slot rates")?),
                 _ => return Err(LinkError::spec("a slot-rate link needs exactly one of a trace file or inline rates")),
             },
-            RateSpec::Markov { path } => {
-                let text = std::fs::read_to_string(path).map_err(|e| LinkError::file(path, format!("cannot read the Markov model ({e})")))?;
-                let model = cellperf_channel::MarkovModel::from_json(&text).map_err(|e| LinkError::file(path, e.to_string()))?;
-                check_positive_capacity(&model.rates_bps(), path)?;
+            RateSpec::Markov { path, model } => {
+                let (text, name) = match (path, model) {
+                    (Some(p), None) => (std::fs::read_to_string(p).map_err(|e| LinkError::file(p, format!("cannot read the Markov model ({e})")))?, p.as_str()),
+                    (None, Some(m)) => (m.to_string(), "inline Markov model"),
+                    _ => return Err(LinkError::spec("a Markov link needs exactly one of a model file or an inline model")),
+                };
+                let model = cellperf_channel::MarkovModel::from_json(&text).map_err(|e| LinkError::file(name, e.to_string()))?;
+                check_positive_capacity(&model.rates_bps(), name)?;
                 RateSource::Markov(model, seed)
             }
             RateSpec::GilbertElliott { good_bps, bad_bps, good_to_bad_per_s, bad_to_good_per_s, slot_s } => {
@@ -357,4 +366,16 @@ mod tests {
         let bps = meter.offered_until(secs * 1_000_000_000) * 8.0 / secs as f64;
         assert!((bps - 550_000.0).abs() < 25_000.0, "{bps}");
     }
+}
+
+/// Validates one direction's JSON (files readable, numbers valid) by building it; returns
+/// the mean capacity for trace and constant sources (`None` for Markov models).
+pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
+    let spec: LinkSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
+    let (_, source) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 0)?;
+    Ok(match source {
+        RateSource::Mahimahi(t) => Some(t.mean_bits_per_sec()),
+        RateSource::Slots(s) => Some(s.mean_bits_per_sec()),
+        RateSource::Markov(..) => None,
+    })
 }

@@ -1,0 +1,523 @@
+//! The real-time emulator: packets read from TUN devices go through the cell model on the
+//! monotonic clock and are written to the TUN device on the other side.
+//!
+//! Each user has a namespace (the MN) holding one TUN device and a peer TUN device on the
+//! host side (the CN). One thread per direction waits in epoll on its input devices, a timerfd
+//! armed at the model's next event (absolute CLOCK_MONOTONIC, no tick, nothing runs when the
+//! link is idle) and a stop eventfd. Every packet that crosses has its TTL / hop limit
+//! decremented, as a router's would, and is captured on both sides.
+pub mod hop;
+pub mod pcap;
+pub mod radio_log;
+pub mod tun;
+
+use crate::capacity::CapacityMeter;
+use crate::cell::{CellUser, Independent, MultiUserLink, SharedCell};
+use crate::element::{secs_to_nanos, Nanos, Pipeline};
+use crate::error::LinkError;
+use crate::outage::{OutageClipped, OutageMode, OutagePlan};
+use crate::queue::Queue;
+use crate::spec::{after_bottleneck, build_link, handoff_schedule, outage_plan, queue_spec, HandoffsJson, LinkSpec, OutagesJson, RateSource};
+use cellperf_channel::{Discipline, SlotScheduler};
+use hop::{decrement_hop_limit, Hop};
+use pcap::PcapWriter;
+use radio_log::{RadioLog, UserRadio};
+use serde::{Deserialize, Serialize};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmulatorSpec {
+    pub users: Vec<UserSpec>,
+    #[serde(default)]
+    pub cell: Option<CellSpec>,
+    #[serde(default)]
+    pub outages: OutagesJson,
+    #[serde(default)]
+    pub handoffs: Option<HandoffsJson>,
+    #[serde(default = "default_technology")]
+    pub technology: String,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub pcap_dir: Option<String>,
+    #[serde(default)]
+    pub radio_log: Option<String>,
+    #[serde(default = "default_log_interval")]
+    pub radio_log_interval_s: f64,
+}
+
+fn default_technology() -> String {
+    "emulated".into()
+}
+fn default_log_interval() -> f64 {
+    0.1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    /// Path of the MN's network namespace (`/run/netns/NAME`).
+    pub mn_netns: Option<String>,
+    pub mn_tun: String,
+    /// Namespace of the CN side; the caller's when absent.
+    #[serde(default)]
+    pub cn_netns: Option<String>,
+    pub cn_tun: String,
+    pub downlink: LinkSpec,
+    pub uplink: LinkSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSpec {
+    /// `pf` or `rr`.
+    pub scheduler: String,
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    #[serde(default = "default_slot")]
+    pub slot_s: f64,
+}
+
+fn default_alpha() -> f64 {
+    cellperf_channel::DEFAULT_ALPHA
+}
+fn default_slot() -> f64 {
+    cellperf_channel::drc::SLOT_S
+}
+
+/// Release error (actual write time − due time) in 1 µs bins up to 100 ms.
+#[derive(Clone)]
+struct Histogram {
+    bins: Vec<u64>,
+    overflow_max: u64,
+    count: u64,
+}
+
+impl Histogram {
+    const BINS: usize = 100_000;
+
+    fn new() -> Self {
+        Histogram { bins: vec![0; Self::BINS], overflow_max: 0, count: 0 }
+    }
+
+    fn record(&mut self, nanos: u64) {
+        let us = (nanos / 1000) as usize;
+        if us < Self::BINS {
+            self.bins[us] += 1;
+        } else {
+            self.overflow_max = self.overflow_max.max(nanos / 1000);
+        }
+        self.count += 1;
+    }
+
+    fn quantile_us(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, &n) in self.bins.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(us as f64 + 1.0);
+            }
+        }
+        Some(self.overflow_max as f64)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DirectionStats {
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub ttl_expired: u64,
+    pub write_errors: u64,
+    /// CPU time of the direction's thread.
+    pub cpu_s: f64,
+    /// Upper edges (µs) of the release-error quantiles p50, p90, p99, p99.9, and the maximum.
+    pub release_error_us: [Option<f64>; 5],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunStats {
+    pub duration_s: f64,
+    pub downlink: DirectionStats,
+    pub uplink: DirectionStats,
+    /// Per user: slots the shared cell's scheduler gave it (empty without a shared cell).
+    pub served_slots: Vec<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct Clock {
+    mono_zero: u64,
+    epoch_zero: u64,
+}
+
+fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock { mono_zero: clock_ns(libc::CLOCK_MONOTONIC), epoch_zero: clock_ns(libc::CLOCK_REALTIME) }
+    }
+    fn now(&self) -> Nanos {
+        clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(self.mono_zero)
+    }
+    fn epoch(&self, t: Nanos) -> u64 {
+        self.epoch_zero + t
+    }
+}
+
+type SharedPcap = Arc<Mutex<PcapWriter>>;
+
+/// One direction: its input devices (one per user), output devices, model and captures.
+struct Direction {
+    inputs: Vec<OwnedFd>,
+    outputs: Vec<OwnedFd>,
+    link: Box<dyn MultiUserLink>,
+    capture_in: Vec<Option<SharedPcap>>,
+    capture_out: Vec<Option<SharedPcap>>,
+    radio_log: Option<RadioLog>,
+    cell_slots: Option<Arc<Mutex<Vec<u64>>>>,
+}
+
+/// A built, not yet running emulator: the model is loaded and the TUN devices exist.
+pub struct Emulator {
+    spec: EmulatorSpec,
+    stop: OwnedFd,
+    parts: Mutex<Option<Prepared>>,
+}
+
+struct Prepared {
+    downlink: Direction,
+    uplink: Direction,
+    radio: Option<(Vec<UserRadio>, Option<crate::outage::HandoffSchedule>)>,
+}
+
+fn user_seed(seed: u64, user: usize, direction: u64) -> u64 {
+    seed ^ ((user as u64 * 2 + direction + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+impl Emulator {
+    /// Loads every trace and model (all input errors surface here) and creates the TUN devices.
+    pub fn new(spec_json: &str) -> Result<Self, LinkError> {
+        let spec: EmulatorSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("emulator specification: {e}")))?;
+        if spec.users.is_empty() {
+            return Err(LinkError::spec("the emulator needs at least one user"));
+        }
+        if !(spec.radio_log_interval_s > 0.0) {
+            return Err(LinkError::spec("the radio log interval must be positive"));
+        }
+        let handoffs = spec.handoffs.as_ref().map(|h| handoff_schedule(h, spec.seed)).transpose()?;
+        let (plan, mode) = outage_plan(&spec.outages, handoffs.clone(), spec.seed)?;
+
+        let mut down_links = Vec::new();
+        let mut up_links = Vec::new();
+        let mut radio_users = Vec::new();
+        let mut cell_users = Vec::new();
+        for (i, u) in spec.users.iter().enumerate() {
+            let (down, source) = build_link(&u.downlink, &plan, mode, user_seed(spec.seed, i, 0))?;
+            let (up, _) = build_link(&u.uplink, &plan, mode, user_seed(spec.seed, i, 1))?;
+            radio_users.push(UserRadio::new(meter(&source, &plan), plan.clone()));
+            if spec.cell.is_some() {
+                let after = Pipeline::new(after_bottleneck(&u.downlink, user_seed(spec.seed, i, 0))?);
+                cell_users.push(CellUser::new(meter(&source, &plan), Queue::new(queue_spec(&u.downlink.queue)?), after));
+                if mode == OutageMode::Drop && !plan.is_empty() {
+                    return Err(LinkError::spec("a shared cell supports buffering outages only (drop mode is per-user)"));
+                }
+            }
+            down_links.push(down);
+            up_links.push(up);
+        }
+        let (downlink, cell_slots): (Box<dyn MultiUserLink>, _) = match &spec.cell {
+            None => (Box::new(Independent::new(down_links)), None),
+            Some(c) => {
+                let discipline = match c.scheduler.as_str() {
+                    "pf" => Discipline::ProportionalFair { alpha: c.alpha },
+                    "rr" => Discipline::RoundRobin,
+                    other => return Err(LinkError::spec(format!("scheduler {other:?} is not pf or rr"))),
+                };
+                if !(c.slot_s > 0.0) {
+                    return Err(LinkError::spec("the cell's slot length must be positive"));
+                }
+                let scheduler = SlotScheduler::new(discipline, cell_users.len()).map_err(|e| LinkError::spec(e.to_string()))?;
+                let slots = Arc::new(Mutex::new(vec![0; cell_users.len()]));
+                (Box::new(CountingCell { cell: SharedCell::new(cell_users, scheduler, c.slot_s, handoffs.clone()), slots: slots.clone() }), Some(slots))
+            }
+        };
+
+        let mut mn_fds = Vec::new();
+        let mut cn_fds = Vec::new();
+        for u in &spec.users {
+            let mn = tun::open_tun(&u.mn_tun, u.mn_netns.as_deref())?;
+            let cn = tun::open_tun(&u.cn_tun, u.cn_netns.as_deref())?;
+            mn_fds.push(mn);
+            cn_fds.push(cn);
+        }
+        let dup = |fds: &[OwnedFd]| fds.iter().map(|f| f.try_clone()).collect::<Result<Vec<_>, _>>();
+        let dup_err = |e: std::io::Error| LinkError::System(format!("cannot duplicate a TUN descriptor ({e})"));
+        let n = spec.users.len();
+        let radio = spec.radio_log.as_ref().map(|_| (radio_users, handoffs.clone()));
+        let downlink = Direction {
+            inputs: cn_fds,
+            outputs: mn_fds,
+            link: downlink,
+            capture_in: vec![None; n],
+            capture_out: vec![None; n],
+            radio_log: None,
+            cell_slots,
+        };
+        let uplink = Direction {
+            inputs: dup(&downlink.outputs).map_err(dup_err)?,
+            outputs: dup(&downlink.inputs).map_err(dup_err)?,
+            link: Box::new(Independent::new(up_links)),
+            capture_in: vec![None; n],
+            capture_out: vec![None; n],
+            radio_log: None,
+            cell_slots: None,
+        };
+        // SAFETY: eventfd returns a new descriptor or -1 (checked).
+        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if stop < 0 {
+            return Err(LinkError::System(format!("eventfd: {}", std::io::Error::last_os_error())));
+        }
+        // SAFETY: stop is a fresh descriptor owned by nobody else.
+        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
+        Ok(Emulator { spec, stop, parts: Mutex::new(Some(Prepared { downlink, uplink, radio })) })
+    }
+
+    /// Asks a running (or about to run) emulator to return; safe from any thread.
+    pub fn stop(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Creates the captures and the radio log, then forwards until `stop`. Runs once.
+    pub fn run(&self) -> Result<RunStats, LinkError> {
+        let Prepared { mut downlink, mut uplink, radio } =
+            self.parts.lock().map_err(|_| LinkError::System("emulator state poisoned".into()))?.take().ok_or_else(|| LinkError::spec("the emulator has already run"))?;
+        let clock = Clock::start();
+        let n = self.spec.users.len();
+        if let Some(dir) = &self.spec.pcap_dir {
+            let cn: SharedPcap = Arc::new(Mutex::new(PcapWriter::create(&format!("{dir}/cn.pcap"))?));
+            for u in 0..n {
+                let name = if n == 1 { format!("{dir}/mn.pcap") } else { format!("{dir}/mn{u}.pcap") };
+                let mn: SharedPcap = Arc::new(Mutex::new(PcapWriter::create(&name)?));
+                uplink.capture_in[u] = Some(mn.clone());
+                uplink.capture_out[u] = Some(cn.clone());
+                downlink.capture_in[u] = Some(cn.clone());
+                downlink.capture_out[u] = Some(mn);
+            }
+        }
+        if let (Some(path), Some((users, handoffs))) = (&self.spec.radio_log, radio) {
+            downlink.radio_log =
+                Some(RadioLog::create(path, users, handoffs, &self.spec.technology, secs_to_nanos(self.spec.radio_log_interval_s), clock.epoch(0))?);
+        }
+        let stop = self.stop.as_raw_fd();
+        let (down, up) = std::thread::scope(|scope| {
+            let d = scope.spawn(|| forward(&mut downlink, clock, stop));
+            let u = scope.spawn(|| forward(&mut uplink, clock, stop));
+            (d.join(), u.join())
+        });
+        let panicked = || LinkError::System("an emulator thread panicked".into());
+        let mut down = down.map_err(|_| panicked())??;
+        let mut up = up.map_err(|_| panicked())??;
+        for (stats, dir) in [(&mut down, &downlink), (&mut up, &uplink)] {
+            let d = dir.link.drops();
+            stats.dropped_packets = d.packets;
+            stats.dropped_bytes = d.bytes;
+            for c in dir.capture_in.iter().chain(&dir.capture_out).flatten() {
+                c.lock().map_err(|_| panicked())?.flush()?;
+            }
+        }
+        if let Some(log) = &mut downlink.radio_log {
+            log.write_due(clock.now())?;
+            log.flush()?;
+        }
+        let served_slots = downlink.cell_slots.as_ref().map(|s| s.lock().map(|v| v.clone()).unwrap_or_default()).unwrap_or_default();
+        Ok(RunStats { duration_s: clock.now() as f64 / 1e9, downlink: down, uplink: up, served_slots })
+    }
+}
+
+const STOP_TOKEN: u64 = u64::MAX;
+const TIMER_TOKEN: u64 = u64::MAX - 1;
+/// Packets read from one device before the model is given a chance to release again.
+const READ_BATCH: usize = 64;
+
+fn os_error(what: &str) -> LinkError {
+    LinkError::System(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+fn epoll_add(epoll: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
+    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+    // SAFETY: valid descriptors and event struct.
+    if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+        return Err(os_error("epoll_ctl"));
+    }
+    Ok(())
+}
+
+fn record(capture: &Option<SharedPcap>, clock: Clock, packet: &[u8]) -> Result<(), LinkError> {
+    if let Some(c) = capture {
+        // Stamped under the lock so each file's records stay in time order across threads.
+        let mut w = c.lock().map_err(|_| LinkError::System("capture lock poisoned".into()))?;
+        w.write(clock.epoch(clock.now()), packet)?;
+    }
+    Ok(())
+}
+
+/// The forwarding loop of one direction.
+fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionStats, LinkError> {
+    // Ask for precise wake-ups: the default 50 µs timer slack would be a quarter of the error budget.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    // SAFETY: plain syscalls; results checked.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if epoll < 0 {
+        return Err(os_error("epoll_create1"));
+    }
+    // SAFETY: fresh descriptor.
+    let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+    // SAFETY: plain syscall; result checked.
+    let timer = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+    if timer < 0 {
+        return Err(os_error("timerfd_create"));
+    }
+    // SAFETY: fresh descriptor.
+    let timer = unsafe { OwnedFd::from_raw_fd(timer) };
+    epoll_add(epoll.as_raw_fd(), stop, STOP_TOKEN)?;
+    epoll_add(epoll.as_raw_fd(), timer.as_raw_fd(), TIMER_TOKEN)?;
+    for (user, fd) in dir.inputs.iter().enumerate() {
+        epoll_add(epoll.as_raw_fd(), fd.as_raw_fd(), user as u64)?;
+    }
+
+    let mut stats = DirectionStats::default();
+    let mut errors = Histogram::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut out = Vec::new();
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+    let mut armed: Option<Nanos> = None;
+    loop {
+        let now = clock.now();
+        dir.link.release(now, &mut out);
+        for (user, p) in out.drain(..) {
+            // SAFETY: writes p.data from a valid buffer to an open TUN descriptor.
+            let n = unsafe { libc::write(dir.outputs[user].as_raw_fd(), p.data.as_ptr().cast(), p.data.len()) };
+            errors.record(clock.now().saturating_sub(p.time));
+            if n < 0 {
+                stats.write_errors += 1;
+                continue;
+            }
+            stats.packets_out += 1;
+            stats.bytes_out += p.data.len() as u64;
+            record(&dir.capture_out[user], clock, &p.data)?;
+        }
+        if let Some(log) = &mut dir.radio_log {
+            log.write_due(now)?;
+        }
+        let next = [dir.link.next_event(), dir.radio_log.as_ref().map(|l| l.due())].into_iter().flatten().min();
+        let timeout = match next {
+            Some(t) if t <= clock.now() => 0,
+            Some(t) => {
+                if armed != Some(t) {
+                    let abs = clock.mono_zero + t;
+                    let spec = libc::itimerspec {
+                        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                        it_value: libc::timespec { tv_sec: (abs / 1_000_000_000) as _, tv_nsec: (abs % 1_000_000_000) as _ },
+                    };
+                    // SAFETY: valid timer descriptor and itimerspec.
+                    if unsafe { libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) } < 0 {
+                        return Err(os_error("timerfd_settime"));
+                    }
+                    armed = Some(t);
+                }
+                -1
+            }
+            None => -1,
+        };
+        // SAFETY: events is a valid buffer of the given length.
+        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(os_error("epoll_wait"));
+        }
+        for ev in &events[..n as usize] {
+            match ev.u64 {
+                STOP_TOKEN => {
+                    // SAFETY: plain syscall on our own thread's clock.
+                    stats.cpu_s = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9;
+                    stats.release_error_us = [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| errors.quantile_us(q));
+                    return Ok(stats);
+                }
+                TIMER_TOKEN => {
+                    let mut expirations = 0u64;
+                    // SAFETY: reads 8 bytes into a u64 (drains the timer).
+                    unsafe { libc::read(timer.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+                    armed = None;
+                }
+                token => {
+                    let user = token as usize;
+                    let fd = dir.inputs[user].as_raw_fd();
+                    for _ in 0..READ_BATCH {
+                        // SAFETY: reads into a valid buffer of its length.
+                        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                        if r <= 0 {
+                            break;
+                        }
+                        let t = clock.now();
+                        let data = &mut buf[..r as usize];
+                        stats.packets_in += 1;
+                        stats.bytes_in += r as u64;
+                        record(&dir.capture_in[user], clock, data)?;
+                        if decrement_hop_limit(data) == Hop::Expired {
+                            stats.ttl_expired += 1;
+                            continue;
+                        }
+                        dir.link.accept(user, crate::element::Packet::new(data.to_vec(), t));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn meter(source: &RateSource, plan: &OutagePlan) -> CapacityMeter {
+    CapacityMeter::new(Box::new(OutageClipped::new(source.stream(), plan.clone())))
+}
+
+/// The shared cell plus a copy of its per-user slot counts readable after the run.
+struct CountingCell {
+    cell: SharedCell,
+    slots: Arc<Mutex<Vec<u64>>>,
+}
+
+impl MultiUserLink for CountingCell {
+    fn accept(&mut self, user: usize, packet: crate::element::Packet) {
+        self.cell.accept(user, packet)
+    }
+    fn release(&mut self, now: Nanos, out: &mut Vec<(usize, crate::element::Packet)>) {
+        self.cell.release(now, out);
+        if let Ok(mut s) = self.slots.lock() {
+            s.copy_from_slice(self.cell.served_slots());
+        }
+    }
+    fn next_event(&self) -> Option<Nanos> {
+        self.cell.next_event()
+    }
+    fn drops(&self) -> crate::element::Drops {
+        self.cell.drops()
+    }
+}

@@ -1,0 +1,170 @@
+"""One emulation: set up the namespaces, run the emulator (Rust, GIL released) and the
+command, then remove everything — on success, on Ctrl-C, on SIGTERM and when the command fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+
+from cellperf import _native
+from cellperf.emulate import netns
+from cellperf.emulate.spec import EmulationConfig
+from cellperf.errors import UserError
+
+
+@dataclass
+class EmulationResult:
+    exit_codes: list[int]
+    stats: dict
+    cn_addrs: list[str]
+    mn_addrs: list[str]
+    captures: dict[str, str] = field(default_factory=dict)
+    radio_log: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return max(self.exit_codes, key=abs, default=0)
+
+    def to_json(self) -> dict:
+        return {
+            "exit_codes": self.exit_codes,
+            "cn_addrs": self.cn_addrs,
+            "mn_addrs": self.mn_addrs,
+            "captures": self.captures,
+            "radio_log": self.radio_log,
+            **self.stats,
+        }
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
+def check_environment(command: list[str]) -> None:
+    """Everything that can be refused before the machine is touched."""
+    if os.geteuid() != 0:
+        raise UserError("cellperf emulate needs root (it creates network namespaces and TUN devices); run it with sudo")
+    if not os.path.exists("/dev/net/tun"):
+        raise UserError("/dev/net/tun does not exist: TUN devices are unavailable on this machine")
+    if shutil.which("ip") is None:
+        raise UserError("the 'ip' command (iproute2) is needed to configure namespaces; install iproute2")
+    if command and shutil.which(command[0]) is None:
+        raise UserError(f"command not found: {command[0]}")
+
+
+def run_emulation(config: EmulationConfig, command: list[str], *, interactive: bool = False) -> EmulationResult:
+    """Runs `command` in each user's namespace behind the emulated link and returns when all
+    have exited. `$CELLPERF_CN` holds the host-side address, `$CELLPERF_MN` the namespace's
+    own, `$CELLPERF_USER` the user index."""
+    check_environment(command)
+    config.check()
+    if config.pcap_dir:
+        os.makedirs(config.pcap_dir, exist_ok=True)
+    previous = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    users: list[netns.UserNet] = []
+    created: list[str] = []
+    emulator = None
+    thread = None
+    outcome: list = []
+    procs: list[subprocess.Popen] = []
+    try:
+        with netns.Lock():
+            netns.remove_stale()
+            users = netns.plan_users(config.users)
+            for u in users:
+                netns.create_netns(u)
+                created.append(u.netns)
+            try:
+                emulator = _native.LinkEmulator(config.spec_json([u.spec() for u in users]))
+            except _native.InputError as e:
+                raise UserError(str(e)) from None
+            for u in users:
+                netns.configure(u)
+
+        def forward():
+            try:
+                outcome.append(emulator.run())
+            except Exception as e:  # reported after the command ends
+                outcome.append(e)
+
+        thread = threading.Thread(target=forward, name="cellperf-link", daemon=True)
+        thread.start()
+        for u in users:
+            values = {"CELLPERF_CN": u.cn_addr, "CELLPERF_MN": u.mn_addr, "CELLPERF_USER": str(u.index)}
+            env = dict(os.environ, **values)
+            procs.append(
+                subprocess.Popen(
+                    ["ip", "netns", "exec", u.netns, *_substitute(command, values)],
+                    env=env,
+                    stdin=None if interactive else subprocess.DEVNULL,
+                    start_new_session=not interactive,
+                )
+            )
+        codes = [p.wait() for p in procs]
+    except (KeyboardInterrupt, _Terminated):
+        _terminate(procs)
+        raise KeyboardInterrupt from None
+    finally:
+        _terminate(procs)
+        if emulator is not None:
+            emulator.stop()
+            if thread is not None:
+                thread.join()
+        del emulator
+        for name in created:
+            netns.delete_netns(name)
+        for s, h in previous.items():
+            signal.signal(s, h)
+    result = outcome[0] if outcome else None
+    if isinstance(result, Exception):
+        raise UserError(f"the emulator stopped: {result}")
+    n = len(users)
+    captures = {}
+    if config.pcap_dir:
+        captures["cn"] = os.path.join(config.pcap_dir, "cn.pcap")
+        for u in users:
+            captures["mn" if n == 1 else f"mn{u.index}"] = os.path.join(config.pcap_dir, "mn.pcap" if n == 1 else f"mn{u.index}.pcap")
+    return EmulationResult(
+        exit_codes=codes,
+        stats=json.loads(result) if result else {},
+        cn_addrs=[u.cn_addr for u in users],
+        mn_addrs=[u.mn_addr for u in users],
+        captures=captures,
+        radio_log=config.radio_log,
+    )
+
+
+def _substitute(command: list[str], values: dict[str, str]) -> list[str]:
+    """Expands a quoted `$CELLPERF_CN` (etc.) in the arguments, so `ping '$CELLPERF_CN'` works
+    without a shell."""
+    out = []
+    for arg in command:
+        for name, value in values.items():
+            arg = arg.replace("${" + name + "}", value).replace("$" + name, value)
+        out.append(arg)
+    return out
+
+
+def _terminate(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                # Non-interactive commands lead their own session: end their children too.
+                os.killpg(p.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -1,0 +1,244 @@
+"""The emulator's configuration: parsed from the command line and profiles, written as the
+JSON specification `cellperf._native.LinkEmulator` reads (documented in docs/emulator.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field, replace
+
+from cellperf import _native
+from cellperf.emulate.units import (
+    key_values,
+    parse_duration,
+    parse_probability,
+    parse_rate,
+    parse_size,
+)
+from cellperf.errors import UserError
+
+# EV-DO slot (1/600 s) and DRC rate table, from cellperf-channel (one table in the project).
+DRC_RATES_BPS, EVDO_SLOT_S = _native.channel.drc_rate_table()
+
+
+@dataclass
+class DirectionConfig:
+    """One direction of the link: rate source, queue, loss, delay."""
+
+    rate: dict
+    queue: dict = field(default_factory=lambda: {"kind": "unbounded"})
+    loss: dict | None = None
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+
+    def to_json(self) -> dict:
+        out = {"rate": self.rate, "queue": self.queue, "delay_s": self.delay_s, "jitter_s": self.jitter_s}
+        if self.loss is not None:
+            out["loss"] = self.loss
+        return out
+
+
+@dataclass
+class EmulationConfig:
+    downlink: DirectionConfig
+    uplink: DirectionConfig
+    users: int = 1
+    scheduler: str | None = None
+    alpha: float = 1.0 / 1000.0
+    slot_s: float = EVDO_SLOT_S
+    outages: dict = field(default_factory=dict)
+    handoffs: dict | None = None
+    technology: str = "emulated"
+    seed: int = 1
+    pcap_dir: str | None = None
+    radio_log: str | None = None
+    radio_log_interval_s: float = 0.1
+
+    def with_(self, **changes) -> EmulationConfig:
+        return replace(self, **changes)
+
+    def spec_json(self, users: list[dict]) -> str:
+        """The emulator specification; `users` holds each user's namespace and TUN names."""
+        spec = {
+            "users": [
+                {**u, "downlink": self.downlink.to_json(), "uplink": self.uplink.to_json()} for u in users
+            ],
+            "outages": self.outages,
+            "technology": self.technology,
+            "seed": self.seed,
+            "radio_log_interval_s": self.radio_log_interval_s,
+        }
+        if self.scheduler:
+            spec["cell"] = {"scheduler": self.scheduler, "alpha": self.alpha, "slot_s": self.slot_s}
+        if self.handoffs:
+            spec["handoffs"] = self.handoffs
+        if self.pcap_dir:
+            spec["pcap_dir"] = self.pcap_dir
+        if self.radio_log:
+            spec["radio_log"] = self.radio_log
+        return json.dumps(spec)
+
+    def check(self) -> None:
+        """Validates both directions in Rust (traces read, numbers checked) before anything
+        is created on the machine."""
+        for name, d in (("--downlink", self.downlink), ("--uplink", self.uplink)):
+            try:
+                _native.check_link_spec(json.dumps(d.to_json()))
+            except _native.InputError as e:
+                raise UserError(f"{name}: {e}") from None
+
+
+def parse_link(text: str, what: str) -> dict:
+    """A rate source: `10mbit`, `constant:10mbit`, a mahimahi trace path (or `mahimahi:PATH`),
+    `slots:PATH,slot=1.667ms[,states=drc]`, `markov:MODEL.json`,
+    `ge:good=1mbit,bad=100kbit,switch=1[,slot=1.667ms]`."""
+    kind, sep, rest = text.partition(":")
+    if not sep:
+        if os.path.isfile(text):
+            return {"kind": "mahimahi", "path": text}
+        if text and (text[0].isdigit() or text[0] == "."):
+            return {"kind": "constant", "bps": parse_rate(text, what)}
+        raise UserError(f"{what}: {text!r} is neither a rate (e.g. 10mbit) nor an existing trace file")
+    kind = kind.lower()
+    if kind == "constant":
+        return {"kind": "constant", "bps": parse_rate(rest, what)}
+    if kind == "mahimahi":
+        return {"kind": "mahimahi", "path": rest}
+    if kind == "markov":
+        return {"kind": "markov", "path": rest}
+    if kind == "slots":
+        path, _, opts = rest.partition(",")
+        kv = key_values(opts, what)
+        unknown = set(kv) - {"slot", "states"}
+        if unknown:
+            raise UserError(f"{what}: unknown slots option {sorted(unknown)[0]!r} (slot=, states=drc)")
+        out = {"kind": "slots", "path": path, "slot_s": parse_duration(kv.get("slot", "1.667ms"), what)}
+        if "states" in kv:
+            if kv["states"].lower() != "drc":
+                raise UserError(f"{what}: states={kv['states']!r}: the only state table is drc (EV-DO)")
+            out["state_rates_bps"] = list(DRC_RATES_BPS)
+            out["slot_s"] = EVDO_SLOT_S if "slot" not in kv else out["slot_s"]
+        return out
+    if kind == "ge":
+        kv = key_values(rest, what)
+        unknown = set(kv) - {"good", "bad", "switch", "g2b", "b2g", "slot"}
+        if unknown or "good" not in kv or "bad" not in kv:
+            raise UserError(f"{what}: expected ge:good=RATE,bad=RATE,switch=PER_S[,slot=DURATION]")
+        switch = kv.get("switch", "1")
+
+        def per_s(key: str) -> float:
+            try:
+                v = float(kv.get(key, switch))
+            except ValueError:
+                raise UserError(f"{what}: {key}={kv.get(key, switch)!r} is not a rate per second") from None
+            if v < 0:
+                raise UserError(f"{what}: {key} must not be negative")
+            return v
+
+        return {
+            "kind": "gilbert_elliott",
+            "good_bps": parse_rate(kv["good"], what),
+            "bad_bps": parse_rate(kv["bad"], what),
+            "good_to_bad_per_s": per_s("g2b"),
+            "bad_to_good_per_s": per_s("b2g"),
+            "slot_s": parse_duration(kv.get("slot", "1.667ms"), what),
+        }
+    raise UserError(f"{what}: unknown link kind {kind!r} (constant, mahimahi, slots, markov, ge)")
+
+
+def parse_queue(text: str) -> dict:
+    """`packets=N`, `bytes=N` (units allowed: 1126KB), `codel[,target=5ms,interval=100ms,packets=N]`,
+    or `unbounded`."""
+    what = "--queue"
+    t = text.strip().lower()
+    if t in ("unbounded", "infinite"):
+        return {"kind": "unbounded"}
+    if t.startswith("codel"):
+        kv = key_values(text[5:].lstrip(":,"), what)
+        unknown = set(kv) - {"target", "interval", "packets"}
+        if unknown:
+            raise UserError(f"{what}: unknown CoDel option {sorted(unknown)[0]!r} (target=, interval=, packets=)")
+        out = {"kind": "codel"}
+        if "target" in kv:
+            out["target_s"] = parse_duration(kv["target"], what)
+        if "interval" in kv:
+            out["interval_s"] = parse_duration(kv["interval"], what)
+        if "packets" in kv:
+            out["packets"] = parse_size(kv["packets"], what)
+        return out
+    kv = key_values(text, what)
+    if len(kv) != 1 or not set(kv) <= {"packets", "bytes"}:
+        raise UserError(f"{what}: {text!r} is not packets=N, bytes=N, codel or unbounded")
+    (key, value), = kv.items()
+    return {"kind": "droptail", key: parse_size(value, what)}
+
+
+def parse_loss(text: str) -> dict | None:
+    """`P` (i.i.d., e.g. 0.01 or 1%) or `ge:p=..,r=..[,good=0,bad=1]` (Gilbert–Elliott)."""
+    what = "--loss"
+    if text.lower().startswith("ge:"):
+        kv = key_values(text[3:], what)
+        unknown = set(kv) - {"p", "r", "good", "bad"}
+        if unknown or "p" not in kv or "r" not in kv:
+            raise UserError(f"{what}: expected ge:p=P_GOOD_TO_BAD,r=P_BAD_TO_GOOD[,good=LOSS,bad=LOSS]")
+        return {
+            "kind": "gilbert_elliott",
+            "p": parse_probability(kv["p"], what),
+            "r": parse_probability(kv["r"], what),
+            "loss_good": parse_probability(kv.get("good", "0"), what),
+            "loss_bad": parse_probability(kv.get("bad", "1"), what),
+        }
+    p = parse_probability(text, what)
+    return None if p == 0 else {"kind": "iid", "p": p}
+
+
+def parse_outage(text: str) -> list[float]:
+    """`START:DURATION` (seconds unless a unit is given), e.g. `10:2` or `10s:500ms`."""
+    start, sep, duration = text.partition(":")
+    if not sep:
+        raise UserError(f"--outage: {text!r} is not START:DURATION (e.g. 10s:2s)")
+    return [parse_duration(start, "--outage"), parse_duration(duration, "--outage")]
+
+
+def parse_random_outages(text: str) -> dict:
+    """`every=30s,duration=2s` (both means of exponential distributions)."""
+    kv = key_values(text, "--random-outages")
+    if set(kv) != {"every", "duration"}:
+        raise UserError("--random-outages: expected every=DURATION,duration=DURATION")
+    every = parse_duration(kv["every"], "--random-outages")
+    duration = parse_duration(kv["duration"], "--random-outages")
+    if every <= 0 or duration <= 0:
+        raise UserError("--random-outages: every and duration must be positive")
+    return {"mean_interval_s": every, "mean_duration_s": duration}
+
+
+def read_handoffs(path: str) -> dict:
+    """A handoff schedule CSV: header `time_s,bs_id,sector_id[,outage_ms]`, one row per handoff,
+    times in seconds from the start of the run."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the handoff schedule ({e.strerror})") from None
+    rows = [r for r in rows if r and not r[0].lstrip().startswith("#")]
+    if not rows:
+        raise UserError(f"{path}: the handoff schedule is empty (header time_s,bs_id,sector_id[,outage_ms])")
+    header = [h.strip() for h in rows[0]]
+    if header[:3] != ["time_s", "bs_id", "sector_id"] or header[3:] not in ([], ["outage_ms"]):
+        raise UserError(f"{path}: line 1: the header must be time_s,bs_id,sector_id[,outage_ms]")
+    out = []
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise UserError(f"{path}: line {i}: expected {len(header)} fields, found {len(row)}")
+        try:
+            t = float(row[0])
+            outage = float(row[3]) / 1000 if len(row) > 3 else 0.0
+        except ValueError:
+            raise UserError(f"{path}: line {i}: time_s and outage_ms must be numbers") from None
+        if t < 0 or outage < 0:
+            raise UserError(f"{path}: line {i}: negative time or outage")
+        out.append({"time_s": t, "bs_id": row[1].strip(), "sector_id": row[2].strip(), "outage_s": outage})
+    if any(b["time_s"] < a["time_s"] for a, b in zip(out, out[1:])):
+        raise UserError(f"{path}: handoff times must not decrease")
+    return {"listed": out}
