@@ -46,16 +46,6 @@ pub fn verify_server(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes3
     mac(token, SERVER_LABEL, client_nonce, server_nonce).verify_slice(&proof.0).is_ok()
 }
 
-/// Reads a token file: its contents with surrounding whitespace removed; must be non-empty.
-pub fn read_token_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("{}: cannot read token file: {e}", path.display()))?;
-    let trimmed = raw.trim_ascii();
-    if trimmed.is_empty() {
-        return Err(format!("{}: token file is empty", path.display()));
-    }
-    Ok(trimmed.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,146 @@
+"""Traffic agents (`cellperf server`, `cellperf probe`) from Python.
+
+The data path, control protocol and metrics are in Rust (crate `cellperf-agent`); this
+module parses user-facing quantities, runs a probe test, and writes per-packet logs.
+
+    >>> from cellperf.agents import run_probe
+    >>> result = run_probe("cn.example.net", token=b"...", test="voip", options={"duration_s": 10})
+    >>> result.document["rtt_ms"]["median"], result.log.num_rows
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from cellperf import _native
+from cellperf.errors import UserError
+
+TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep")
+DEFAULT_PORT = 5250
+TOKEN_ENV = "CELLPERF_TOKEN"
+
+_SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
+_BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_rate(text: str, option: str) -> float:
+    """`10M`, `2.5m`, `500k`, `1e6` → bit/s (SI multipliers, as iperf3 reads them)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmg]?)(?:bit/s|bps|b/s)?\s*", text.lower())
+    if not m:
+        raise UserError(f"{option}: '{text}' is not a rate (e.g. 10M, 500k, 1.5G bit/s)")
+    value = float(m.group(1)) * _SI[m.group(2)]
+    if value <= 0:
+        raise UserError(f"{option}: rate must be positive, not '{text}'")
+    return value
+
+
+def parse_size(text: str, option: str) -> int:
+    """`64K`, `1M`, `1460` → bytes (binary multipliers, as socket buffers are usually given)."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kmg]?)(?:i?b)?\s*", text.lower())
+    if not m:
+        raise UserError(f"{option}: '{text}' is not a size (e.g. 64K, 1M, 1460)")
+    return int(m.group(1)) * _BINARY[m.group(2)]
+
+
+def parse_list(text: str, option: str, parse=parse_size) -> list[int]:
+    items = [t for t in text.split(",") if t.strip()]
+    if not items:
+        raise UserError(f"{option}: give a comma-separated list, e.g. 16K,64K,256K")
+    return [parse(t, option) for t in items]
+
+
+def read_token(token_file: Path | None) -> bytes:
+    """The shared token from `--token-file`, else from $CELLPERF_TOKEN."""
+    if token_file is not None:
+        try:
+            token = token_file.read_bytes().strip()
+        except OSError as e:
+            raise UserError(f"{token_file}: cannot read token file ({e.strerror})") from None
+        if not token:
+            raise UserError(f"{token_file}: token file is empty")
+        return token
+    env = os.environ.get(TOKEN_ENV, "").strip()
+    if not env:
+        raise UserError(f"--token-file: required (or set ${TOKEN_ENV}); server and probe must share a token")
+    return env.encode()
+
+
+@dataclass
+class ProbeResult:
+    """A probe run: the result document, the merged per-packet log of both ends (None for
+    TCP tests, which have no per-packet log), and the reason it stopped early, if it did."""
+
+    document: dict
+    log: pa.Table | None
+    error: str | None
+
+
+def run_probe(
+    server: str,
+    token: bytes,
+    test: str,
+    options: dict,
+    progress: Callable[[dict], bool | None] | None = None,
+) -> ProbeResult:
+    """Runs one test against a `cellperf server`. `options` uses the names of
+    `cellperf probe` with units spelled out (`rate_bps`, `duration_s`, `interval_s`, ...).
+    `progress(dict)` is called about once a second; returning False stops the test."""
+
+    def on_progress(text: str) -> bool:
+        return progress is None or progress(json.loads(text)) is not False
+
+    try:
+        doc, batch, error = _native.agent_probe(server, token, test, json.dumps(options), on_progress)
+    except _native.AgentError as e:
+        raise UserError(str(e)) from None
+    table = pa.Table.from_batches([batch]) if batch is not None else None
+    return ProbeResult(json.loads(doc), table, error)
+
+
+def write_log(table: pa.Table, path: Path, document: dict) -> None:
+    """Writes a per-packet log as Parquet (`.parquet`) or CSV (`.csv`), atomically. The run's
+    result document (clock offset included) goes into the Parquet metadata under
+    `cellperf.run`, or beside a CSV as `<path>.json`."""
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise UserError(f"--log {path}: use a .parquet or .csv file name")
+    tmp = path.with_name(path.name + ".part")
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            meta = dict(table.schema.metadata or {})
+            meta[b"cellperf.run"] = json.dumps(document).encode()
+            pq.write_table(table.replace_schema_metadata(meta), tmp)
+        else:
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(table, tmp)
+            path.with_name(path.name + ".json").write_text(json.dumps(document, indent=1))
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"--log {path}: cannot write ({e.strerror})") from None
+
+
+def serve(
+    listen: str,
+    token: bytes,
+    max_rate_bps: float,
+    max_duration_s: float,
+    max_tests: int,
+    log_dir: Path | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Runs `cellperf server` in this process until KeyboardInterrupt."""
+    try:
+        _native.agent_serve(listen, token, max_rate_bps, max_duration_s, max_tests, log_dir, on_ready)
+    except _native.AgentError as e:
+        raise UserError(str(e)) from None

@@ -1,0 +1,164 @@
+"""`cellperf probe`: the traffic agent at the mobile node (MN)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from cellperf.agents import TESTS, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.errors import UserError
+
+
+def _fmt_rate(bps: float | None) -> str:
+    if bps is None:
+        return "-"
+    for unit, f in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= f:
+            return f"{bps / f:.2f} {unit}"
+    return f"{bps:.0f} bit/s"
+
+
+def _fmt_ms(s: dict | None) -> str:
+    if not s:
+        return "-"
+    return f"min {s['min']:.3f} / median {s['median']:.3f} / p95 {s['p95']:.3f} / max {s['max']:.3f} ms"
+
+
+def _summary(doc: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"cellperf probe {doc['test']} ({doc['direction']}) → {doc.get('server')}", show_header=False)
+    t.add_row("duration", f"{doc.get('duration_s', 0):.2f} s")
+    t.add_row("throughput", _fmt_rate(doc.get("throughput_bps")))
+    t.add_row("packets sent / received", f"{doc.get('packets_sent')} / {doc.get('packets_received')}")
+    loss = doc.get("loss_rate")
+    t.add_row("loss" + (" (TCP retransmissions)" if doc.get("loss_basis") else ""), "-" if loss is None else f"{100 * loss:.3f} %")
+    if doc.get("jitter_ms"):
+        t.add_row("jitter", _fmt_ms(doc["jitter_ms"]))
+    if doc.get("owd_ms"):
+        t.add_row(f"one-way delay ({doc['owd_ms'].get('kind')})", _fmt_ms(doc["owd_ms"]))
+    if doc.get("rtt_ms"):
+        t.add_row("round trip", _fmt_ms(doc["rtt_ms"]))
+    if doc.get("send_lateness_us"):
+        s = doc["send_lateness_us"]
+        t.add_row("send-time error", f"median {s['median']:.1f} µs / p95 {s['p95']:.1f} µs / max {s['max']:.1f} µs")
+    if doc.get("clock_offset"):
+        c = doc["clock_offset"]
+        t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms")
+    for row in doc.get("sweep") or []:
+        key = f"{row['size_bytes']} B" if "size_bytes" in row else f"window {row.get('window_bytes')} B, MSS {row.get('mss')}"
+        val = _fmt_ms(row.get("rtt_ms")) if "size_bytes" in row else _fmt_rate(row.get("throughput_bps"))
+        t.add_row(key, val)
+    if doc.get("fit"):
+        f = doc["fit"]
+        t.add_row("RTT vs size", f"{f['intercept_ms']:.3f} ms + {f['slope_ms_per_byte'] * 1000:.4f} µs/B")
+    if doc.get("bdp") and doc["bdp"].get("bdp_bytes"):
+        b = doc["bdp"]
+        t.add_row("BDP / RWIN-BDP", f"{b['bdp_bytes']:.0f} B / {b['rwin_bdp_bytes'] or 0:.0f} B")
+    Console().print(t)
+
+
+@click.command()
+@click.argument("server")
+@click.option("--test", "-t", "test", required=True, help=f"One of: {', '.join(TESTS)}.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help="Shared token (else $CELLPERF_TOKEN).")
+@click.option("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk).")
+@click.option("--rate", help="udp-cbr payload rate, bit/s (k/M/G). Default 1M.")
+@click.option("--payload", type=int, help="UDP payload bytes (default 1460; the header takes 20).")
+@click.option("--duration", type=float, help="Seconds (default 10; voip/min-delay 30, sparse 60).")
+@click.option("--bytes", "nbytes", help="tcp-bulk: stop after this many bytes (K/M/G).")
+@click.option("--congestion", help="TCP congestion control (e.g. cubic, reno, bbr).")
+@click.option("--window", help="TCP socket buffer at both ends (K/M), e.g. 64K.")
+@click.option("--mss", type=int, help="TCP maximum segment size, bytes.")
+@click.option("--streams", "-P", type=int, help="Parallel TCP streams.")
+@click.option("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
+@click.option("--sizes", help="ping-sweep payload sizes (default 128,256,512,1024,1500).")
+@click.option("--count", type=int, help="ping-sweep probes per size (default 100).")
+@click.option("--interval", type=float, help="Seconds between packets (ping-sweep 1, sparse 0.1).")
+@click.option("--timeout", type=float, help="Seconds to wait for late packets (default 2; ping-sweep 10).")
+@click.option("--windows", help="window-sweep windows (default 16K..1024K).")
+@click.option("--mss-values", help="window-sweep MSS values instead of windows.")
+@click.option("--owd", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), help="Per-packet log (.parquet or .csv).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def command(server, test, token_file, direction, rate, payload, duration, nbytes, congestion, window, mss, streams,
+            codec, sizes, count, interval, timeout, windows, mss_values, owd, log_path, as_json) -> None:
+    """Run one test against a `cellperf server` at SERVER (HOST[:PORT], default port 5250).
+
+    Tests (METHODS §2): udp-cbr, tcp-bulk, voip (echoed, per-packet RTT), min-delay
+    (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per 100 ms: gaps and
+    delay periods), window-sweep (TCP throughput vs window or MSS, BDP).
+
+    \b
+    Examples:
+      cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
+      cellperf probe cn.example.net -t voip --codec g729 --log voip.parquet --json
+      cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
+      cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
+      cellperf probe cn -t ping-sweep --count 20 --interval 0.5
+    """
+    if log_path is not None and log_path.suffix.lower() not in (".parquet", ".csv"):
+        raise UserError(f"--log {log_path}: use a .parquet or .csv file name")
+    token = read_token(token_file)
+    options: dict = {}
+    for key, value in (
+        ("direction", direction), ("payload", payload), ("duration_s", duration), ("congestion", congestion),
+        ("mss", mss), ("streams", streams), ("codec", codec), ("count", count), ("interval_s", interval),
+        ("timeout_s", timeout), ("owd", owd),
+    ):
+        if value is not None:
+            options[key] = value
+    if rate is not None:
+        options["rate_bps"] = parse_rate(rate, "--rate")
+    if nbytes is not None:
+        options["bytes"] = parse_size(nbytes, "--bytes")
+    if window is not None:
+        options["window"] = parse_size(window, "--window")
+    if sizes is not None:
+        options["sizes"] = parse_list(sizes, "--sizes")
+    if windows is not None:
+        options["windows"] = parse_list(windows, "--windows")
+    if mss_values is not None:
+        options["mss_values"] = parse_list(mss_values, "--mss-values")
+    for key in ("payload", "mss", "streams", "count"):
+        if key in options and options[key] < 0:
+            raise UserError(f"--{key.replace('_', '-')}: must not be negative")
+
+    live = sys.stdout.isatty() and not as_json
+    status = None
+    if live:
+        from rich.console import Console
+
+        status = Console().status("connecting…")
+        status.start()
+
+    def progress(p: dict) -> bool:
+        if status is not None:
+            step = f"step {p['step'] + 1}/{p['steps']} {p['label']}  " if p["steps"] > 1 else ""
+            loss = "" if p.get("loss_rate") is None else f"  loss {100 * p['loss_rate']:.2f} %"
+            rtt = "" if p.get("rtt_ms") is None else f"  rtt {p['rtt_ms']:.2f} ms"
+            status.update(f"{step}{p['elapsed_s']:5.1f} s  {_fmt_rate(p['rate_bps'])}{loss}{rtt}")
+        return True
+
+    try:
+        result = run_probe(server, token, test, options, progress)
+    finally:
+        if status is not None:
+            status.stop()
+    # The packets already exchanged are kept even when the run failed part way.
+    if log_path is not None and result.log is not None:
+        write_log(result.log, log_path, result.document)
+    if result.error is not None and result.error != "interrupted":
+        if as_json:
+            click.echo(json.dumps({**result.document, "error": result.error}))
+        raise UserError(result.error)
+    if as_json:
+        click.echo(json.dumps(result.document))
+    else:
+        _summary(result.document)
+    if result.error == "interrupted":
+        raise KeyboardInterrupt

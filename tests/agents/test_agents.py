@@ -1,0 +1,214 @@
+"""`cellperf server` and `cellperf probe` end to end over real loopback sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from cellperf.agents import run_probe
+
+TOKEN = b"correct horse battery staple"
+CELLPERF = [str(Path(sys.executable).parent / "cellperf")]
+
+
+class Server:
+    def __init__(self, tmp: Path, *args: str):
+        self.token_file = tmp / "token"
+        self.token_file.write_bytes(TOKEN + b"\n")
+        self.log_dir = tmp / "server-logs"
+        cmd = [
+            *CELLPERF, "server", "--listen", "127.0.0.1:0", "--token-file", str(self.token_file),
+            "--log-dir", str(self.log_dir), "--json", *args,
+        ]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(self.proc.stderr.read())
+        self.address = json.loads(line)["listening"]
+
+    def probe(self, *args: str, token_file: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+        cmd = [*CELLPERF, "probe", self.address, "--token-file", str(token_file or self.token_file), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path, "--max-tests", "64")
+    yield s
+    s.stop()
+
+
+def _json(result: subprocess.CompletedProcess) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_udp_cbr_10mbps_3s_is_within_2_percent_without_loss(server, tmp_path):
+    log = tmp_path / "cbr.parquet"
+    doc = _json(server.probe("-t", "udp-cbr", "--rate", "10M", "--duration", "3", "--log", str(log), "--json"))
+    assert doc["test"] == "udp-cbr" and doc["direction"] == "up"
+    assert abs(doc["throughput_bps"] - 10e6) / 10e6 < 0.02
+    # 3 s / (1460 B × 8 / 10 Mb/s) = 2568 packets, every one delivered.
+    assert doc["packets_sent"] == 2568 and doc["packets_received"] == 2568
+    assert doc["loss_rate"] == 0.0
+    for key in ("jitter_ms", "owd_ms"):
+        assert set(doc[key]) >= {"min", "median", "p95", "max"}
+    assert doc["owd_ms"]["kind"] == "raw"
+    table = pq.read_table(log)
+    assert table.num_rows == 2568
+    assert table.schema.field("send_ts").type.tz == "UTC"
+    assert table.column("lost").to_pylist().count(False) == 2568
+    assert json.loads(table.schema.metadata[b"cellperf.run"])["clock_offset"]["samples"] == 8
+    # The server logged the same packets on its side.
+    (server_log,) = server.log_dir.glob("*.csv")
+    assert pacsv.read_csv(server_log).num_rows == 2568
+
+
+def test_udp_cbr_down_and_both(server):
+    doc = _json(server.probe("-t", "udp-cbr", "--rate", "2M", "--duration", "1", "--direction", "both", "--json"))
+    n = round(1 / (1460 * 8 / 2e6))
+    assert doc["streams"]["up"]["packets_received"] == n
+    assert doc["streams"]["down"]["packets_received"] == n
+    assert doc["packets_sent"] == 2 * n and doc["loss_rate"] == 0.0
+
+
+def test_voip_g711_sends_one_160_byte_packet_every_20_ms(server, tmp_path):
+    log = tmp_path / "voip.csv"
+    doc = _json(server.probe("-t", "voip", "--duration", "3", "--log", str(log), "--json"))
+    assert doc["packets_sent"] == 150 and doc["packets_received"] == 150
+    up = doc["streams"]["up"]
+    assert up["bytes_received"] == 150 * 160
+    # 64 kb/s of payload, arriving every 20 ms at the server.
+    assert abs(up["throughput_bps"] - 64_000) / 64_000 < 0.02
+    assert abs(up["interarrival_ms"]["median"] - 20.0) < 1.0
+    assert doc["rtt_ms"]["median"] > 0 and doc["owd_ms"]["kind"] == "half_rtt"
+    rows = pacsv.read_csv(log)
+    assert rows.num_rows == 300
+    assert json.loads((tmp_path / "voip.csv.json").read_text())["test"] == "voip"
+
+
+def test_min_delay_sparse_and_ping_sweep(server):
+    doc = _json(server.probe("-t", "min-delay", "--duration", "1", "--owd", "raw", "--json"))
+    assert doc["packets_received"] == 25 and doc["owd_ms"]["kind"] == "raw"
+    assert doc["owd_ms"]["min"] <= doc["rtt_ms"]["min"]
+    doc = _json(server.probe("-t", "sparse", "--duration", "1", "--json"))
+    assert doc["direction"] == "down" and doc["packets_received"] == 10
+    assert doc["streams"]["down"]["gaps"]["count"] == 0
+    doc = _json(server.probe("-t", "ping-sweep", "--sizes", "64,512,1400", "--count", "5", "--interval", "0.02",
+                             "--timeout", "1", "--json"))
+    assert [r["size_bytes"] for r in doc["sweep"]] == [64, 512, 1400]
+    assert doc["packets_sent"] == 15 and doc["packets_received"] == 15
+    assert len(doc["fit"]["residuals_ms"]) == 3
+
+
+def test_tcp_bulk_and_window_sweep(server):
+    doc = _json(server.probe("-t", "tcp-bulk", "--duration", "1", "--congestion", "cubic", "--json"))
+    assert doc["throughput_bps"] > 50e6 and doc["congestion"] == "cubic"
+    assert doc["rtt_ms"]["median"] > 0 and doc["packets_sent"] > 0
+    doc = _json(server.probe("-t", "window-sweep", "--windows", "16K,256K", "--duration", "0.5", "--json"))
+    assert [r["window_bytes"] for r in doc["sweep"]] == [16384, 262144]
+    assert doc["bdp"]["bdp_bytes"] > 0 and doc["bdp"]["rwin_bdp_bytes"] % doc["bdp"]["mss"] == 0
+
+
+def test_bad_token_is_rejected(server, tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("guess")
+    r = server.probe("-t", "min-delay", "--duration", "1", token_file=bad)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [f"cellperf: error: server {server.address}: authentication failed: wrong token"]
+
+
+def test_over_limit_request_is_refused(tmp_path):
+    s = Server(tmp_path, "--max-rate", "1M", "--max-duration", "5")
+    try:
+        r = s.probe("-t", "udp-cbr", "--rate", "5M", "--duration", "1")
+        assert r.returncode == 1 and "--max-rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        r = s.probe("-t", "tcp-bulk", "--duration", "10")
+        assert r.returncode == 1 and "--max-duration" in r.stderr
+    finally:
+        s.stop()
+
+
+def test_fifty_concurrent_probes_are_served(server):
+    results = [None] * 50
+
+    def one(i: int) -> None:
+        results[i] = run_probe(server.address, TOKEN, "min-delay", {"duration_s": 1.0, "timeout_s": 3.0})
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert all(r is not None and r.error is None for r in results), [r.error for r in results if r]
+    assert all(r.document["packets_received"] == 25 for r in results)
+
+
+def test_hostile_client_does_not_crash_the_server(server):
+    host, port = server.address.rsplit(":", 1)
+    for payload in (os.urandom(5000), b"\x7f\xff\xff\xff" + b"x" * 100, b"\x00\x00\x00\x05\x01{{{{"):
+        with socket.create_connection((host, int(port))) as c:
+            c.sendall(payload)
+            c.settimeout(10)
+            assert b"error" in c.recv(4096)
+    doc = _json(server.probe("-t", "min-delay", "--duration", "0.5", "--json"))
+    assert doc["packets_received"] == 12 or doc["packets_received"] == 13
+    assert server.proc.poll() is None
+
+
+def test_bad_input_gives_one_line(server, tmp_path):
+    for args, text in (
+        (["-t", "udp-cbrr"], "--test: unknown test"),
+        (["-t", "udp-cbr", "--rate", "fast"], "--rate"),
+        (["-t", "udp-cbr", "--payload", "8"], "--payload"),
+        (["-t", "voip", "--rate", "1M"], "--rate does not apply"),
+        (["-t", "udp-cbr", "--log", str(tmp_path / "x.txt")], "--log"),
+    ):
+        r = server.probe(*args)
+        assert r.returncode == 1, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and text in r.stderr, (args, r.stderr)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = subprocess.run([*CELLPERF, "probe", f"127.0.0.1:{port}", "-t", "voip", "--token-file", str(server.token_file)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "cannot connect" in r.stderr
+        s.listen()
+        r = subprocess.run([*CELLPERF, "server", "--listen", f"127.0.0.1:{port}", "--token-file", str(server.token_file)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "cannot listen" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_server_vanishing_mid_test_keeps_the_log(server, tmp_path):
+    log = tmp_path / "cut.parquet"
+    cmd = [*CELLPERF, "probe", server.address, "--token-file", str(server.token_file), "-t", "udp-cbr",
+           "--direction", "down", "--rate", "1M", "--duration", "5", "--log", str(log)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    server.proc.kill()
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    assert "closed the control connection" in err and len(err.strip().splitlines()) == 1
+    rows = pq.read_table(log)
+    # About 2 s of 1 Mb/s in 1460 B packets arrived before the server died.
+    assert 100 < rows.num_rows < 428
