@@ -25,7 +25,7 @@ from cellperf.errors import UserError
 
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.option("--profile", "profile_name", metavar="NAME", help=f"Built-in link: {', '.join(PROFILE_NAMES)}.")
-@click.option("--downlink", metavar="SPEC", help="Downlink rate: 10mbit, a mahimahi trace file, slots:FILE,slot=1.667ms[,states=drc], markov:MODEL.json, ge:good=1mbit,bad=100kbit,switch=1.")
+@click.option("--downlink", metavar="SPEC", multiple=True, help="Once per user for a shared cell with different channels. Downlink rate: 10mbit, a mahimahi trace file, slots:FILE,slot=1.667ms[,states=drc], markov:MODEL.json, ge:good=1mbit,bad=100kbit,switch=1.")
 @click.option("--uplink", metavar="SPEC", help="Uplink rate (same forms as --downlink).")
 @click.option("--delay", metavar="MS", help="One-way delay added in each direction (ms unless a unit is given).")
 @click.option("--jitter", metavar="MS", help="Standard deviation of normal jitter on the delay; packets are never reordered.")
@@ -62,16 +62,16 @@ def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages,
       sudo cellperf emulate --users 2 --scheduler pf --downlink ge:good=1mbit,bad=100kbit,switch=1 \\
            --uplink 1mbit -- sh -c 'iperf3 -c $CELLPERF_CN -p $((5201+CELLPERF_USER)) -R -t 20'
     """
+    rates = [parse_link(d, "--downlink") for d in downlink]
     if profile_name:
         cfg = profile(profile_name)
-    elif not downlink or not uplink:
+    elif not rates or not uplink:
         raise UserError("give --profile NAME, or both --downlink and --uplink")
     else:
-        cfg = EmulationConfig(downlink=DirectionConfig(rate=parse_link(downlink, "--downlink")),
-                              uplink=DirectionConfig(rate=parse_link(uplink, "--uplink")))
+        cfg = EmulationConfig(downlink=DirectionConfig(rate=rates[0]), uplink=DirectionConfig(rate=parse_link(uplink, "--uplink")))
     down, up = cfg.downlink, cfg.uplink
-    if downlink:
-        down = DirectionConfig(**{**down.__dict__, "rate": parse_link(downlink, "--downlink")})
+    if rates:
+        down = DirectionConfig(**{**down.__dict__, "rate": rates[0]})
     if uplink:
         up = DirectionConfig(**{**up.__dict__, "rate": parse_link(uplink, "--uplink")})
     for key, value in (
@@ -97,6 +97,8 @@ def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages,
         raise UserError("--scheduler needs --users 2 or more (a shared cell)")
     changes = {"downlink": down, "uplink": up, "outages": outage_spec, "users": users, "scheduler": scheduler,
                "pcap_dir": pcap_dir, "radio_log": radio_log}
+    if len(rates) > 1:
+        changes["user_downlink_rates"] = rates
     if handoffs_file:
         changes["handoffs"] = read_handoffs(handoffs_file)
     if slot:

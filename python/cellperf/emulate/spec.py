@@ -54,6 +54,8 @@ class EmulationConfig:
     pcap_dir: str | None = None
     radio_log: str | None = None
     radio_log_interval_s: float = 0.1
+    # One downlink rate source per user (a shared cell's users each have their own channel).
+    user_downlink_rates: list[dict] | None = None
 
     def with_(self, **changes) -> EmulationConfig:
         return replace(self, **changes)
@@ -62,7 +64,7 @@ class EmulationConfig:
         """The emulator specification; `users` holds each user's namespace and TUN names."""
         spec = {
             "users": [
-                {**u, "downlink": self.downlink.to_json(), "uplink": self.uplink.to_json()} for u in users
+                {**u, "downlink": self._downlink(i).to_json(), "uplink": self.uplink.to_json()} for i, u in enumerate(users)
             ],
             "outages": self.outages,
             "technology": self.technology,
@@ -79,10 +81,18 @@ class EmulationConfig:
             spec["radio_log"] = self.radio_log
         return json.dumps(spec)
 
+    def _downlink(self, user: int) -> DirectionConfig:
+        if self.user_downlink_rates is None:
+            return self.downlink
+        return replace(self.downlink, rate=self.user_downlink_rates[user])
+
     def check(self) -> None:
         """Validates both directions in Rust (traces read, numbers checked) before anything
         is created on the machine."""
-        for name, d in (("--downlink", self.downlink), ("--uplink", self.uplink)):
+        if self.user_downlink_rates is not None and len(self.user_downlink_rates) != self.users:
+            raise UserError(f"--downlink: given {len(self.user_downlink_rates)} times for {self.users} users (give it once, or once per user)")
+        downlinks = [self._downlink(i) for i in range(self.users if self.user_downlink_rates else 1)]
+        for name, d in [("--downlink", d) for d in downlinks] + [("--uplink", self.uplink)]:
             try:
                 _native.check_link_spec(json.dumps(d.to_json()))
             except _native.InputError as e:

@@ -1,0 +1,182 @@
+"""Real traffic through the real emulator in network namespaces (root only)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import CELLPERF, emulate, iperf3_json, leftovers, read_pcap, udp_packets
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    yield
+    assert leftovers() == ("", "")
+
+
+def test_constant_rate_tcp_throughput_within_5_percent(iperf3_server):
+    srv = iperf3_server()
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--queue", "packets=200", "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-R", "-t", "8", "-O", "2", "-J")
+    got = iperf3_json(p)["end"]["sum_received"]["bits_per_second"]
+    # Goodput of 1500-byte packets carrying 1448 bytes of TCP payload (timestamps on).
+    expected = 10e6 * 1448 / 1500
+    assert abs(got / expected - 1) < 0.05, got
+
+
+def test_delay_gives_ping_rtt_of_twice_the_delay():
+    p = emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
+                "ping", "-c", "20", "-i", "0.05", "$CELLPERF_CN")
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
+    rtt_min, rtt_avg, rtt_max = (float(x) for x in line.split("=")[1].split("/")[:3])
+    assert 50.0 <= rtt_min and rtt_max <= 51.0, line
+
+
+def test_loss_within_binomial_bounds(iperf3_server):
+    srv = iperf3_server()
+    p = emulate("--downlink", "50mbit", "--uplink", "50mbit", "--loss", "1%", "--seed", "7", "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-u", "-b", "8M", "-l", "200", "-t", "4", "-J")
+    s = iperf3_json(p)["end"]["sum"]
+    n, lost = s["packets"], s["lost_packets"]
+    sd = math.sqrt(n * 0.01 * 0.99)
+    assert n > 15_000 and abs(lost - 0.01 * n) < 4 * sd, (n, lost)
+
+
+def test_drop_tail_bounds_queueing_delay_at_buffer_over_rate(tmp_path, iperf3_server):
+    srv = iperf3_server()
+    # 2 Mb/s uplink, 50 kB buffer: a full queue waits 50e3 * 8 / 2e6 = 200 ms.
+    cmd = (f"iperf3 -c $CELLPERF_CN -p {srv.port} -u -b 4M -t 4 >/dev/null & sleep 1; "
+           f"ping -c 20 -i 0.1 $CELLPERF_CN; wait")
+    p = emulate("--downlink", "50mbit", "--uplink", "2mbit", "--queue", "bytes=50000", "--", "sh", "-c", cmd)
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
+    rtt_max = float(line.split("=")[1].split("/")[2])
+    assert 180 <= rtt_max <= 215, line
+
+
+def test_outage_shows_as_a_gap_of_its_duration(tmp_path, iperf3_server):
+    srv = iperf3_server()
+    p = emulate("--downlink", "20mbit", "--uplink", "20mbit", "--outage", "2s:1.5s", "--outage-mode", "drop",
+                "--pcap-dir", str(tmp_path), "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-u", "-R", "-b", "800k", "-l", "1000", "-t", "5")
+    assert p.returncode == 0, p.stderr
+    times = np.array([t for t, _ in udp_packets(read_pcap(tmp_path / "mn.pcap"))])
+    gaps = np.diff(times)
+    # 100 packets/s: the largest gap is the outage (1.5 s) plus at most one packet interval.
+    assert 1.49 <= gaps.max() <= 1.52, gaps.max()
+    assert np.sort(gaps)[-2] < 0.1
+
+
+def test_ttl_decremented_once_across_the_link(tmp_path):
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--pcap-dir", str(tmp_path), "--",
+                "ping", "-c", "3", "-i", "0.2", "$CELLPERF_CN")
+    assert p.returncode == 0
+    mn, cn = read_pcap(tmp_path / "mn.pcap"), read_pcap(tmp_path / "cn.pcap")
+    assert len(mn) == len(cn) == 6
+    ttl = lambda recs, src_last: [r[1][8] for r in recs if r[1][15] == src_last]
+    # Requests leave the MN (.2) with 64 and reach the CN side with 63; replies the reverse.
+    assert ttl(mn, 2) == [64] * 3 and ttl(cn, 2) == [63] * 3
+    assert ttl(cn, 1) == [64] * 3 and ttl(mn, 1) == [63] * 3
+
+
+def _anticorrelated(path, first_good: bool):
+    # Good 2 Mb/s / Bad 200 kb/s, each held 300 EV-DO slots (0.5 s), users in opposite phase.
+    good, bad = ["2000000"] * 300, ["200000"] * 300
+    path.write_text("\n".join((good + bad) if first_good else (bad + good)) + "\n")
+    return f"slots:{path},slot={1 / 600!r}s"
+
+
+@pytest.mark.parametrize("scheduler", ["pf", "rr"])
+def test_shared_cell_two_users(tmp_path, iperf3_server, scheduler, request):
+    base = 5300 + (0 if scheduler == "pf" else 10)
+    iperf3_server(base), iperf3_server(base + 1)
+    a, b = _anticorrelated(tmp_path / "a", True), _anticorrelated(tmp_path / "b", False)
+    p = emulate("--users", "2", "--scheduler", scheduler, "--downlink", a, "--downlink", b, "--uplink", "10mbit",
+                "--queue", "packets=300", "--json", "--", "sh", "-c",
+                f"iperf3 -c $CELLPERF_CN -p $(({base}+CELLPERF_USER)) -R -t 12 -O 2 -J > {tmp_path}/u$CELLPERF_USER.json")
+    assert p.returncode == 0, p.stderr
+    import json
+    rates = [json.loads((tmp_path / f"u{i}.json").read_text())["end"]["sum_received"]["bits_per_second"] for i in (0, 1)]
+    request.config.cache.set(f"emulate/cell/{scheduler}", rates)
+    jain = sum(rates) ** 2 / (2 * sum(r * r for r in rates))
+    assert jain > 0.95, rates
+    if scheduler == "rr":
+        pf = request.config.cache.get("emulate/cell/pf", None)
+        # RR: each user half the slots at its 1.1 Mb/s mean → 1.1 Mb/s total; PF serves the
+        # user in Good → close to 2 Mb/s.
+        assert sum(rates) < 1.25e6, rates
+        if pf is not None:
+            assert sum(pf) > 1.4 * sum(rates), (pf, rates)
+
+
+@pytest.mark.parametrize("name", ["Verizon-EVDO-driving.down", "TMobile-UMTS-driving.down", "Verizon-LTE-short.down"])
+def test_public_trace_delivered_rate_follows_the_trace(tmp_path, traces, iperf3_server, name):
+    srv = iperf3_server()
+    trace = np.loadtxt(traces / name, dtype=np.int64)
+    seconds = 6
+    per_s = np.bincount(trace[trace < seconds * 1000] // 1000, minlength=seconds) * 1500 * 8
+    flood = max(2 * per_s.max(), 1e6)
+    p = emulate("--downlink", str(traces / name), "--uplink", "10mbit", "--queue", "packets=50",
+                "--pcap-dir", str(tmp_path), "--radio-log", str(tmp_path / "radio.csv"), "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-u", "-R", "-b", f"{int(flood)}", "-l", "1472",
+                "-t", str(seconds + 1))
+    assert p.returncode == 0, p.stderr
+    radio = np.genfromtxt(tmp_path / "radio.csv", delimiter=",", names=True, dtype=None, encoding=None)
+    t0 = radio["time_s"][0]
+    pkts = udp_packets(read_pcap(tmp_path / "mn.pcap"), dport=None)
+    t = np.array([x for x, _ in pkts]) - t0
+    size = np.array([len(p) for _, p in pkts])
+    # Flow start: the first second after the link saturates, compare 1-s bins with the trace.
+    start = int(np.ceil(t[0])) + 1
+    bins = np.arange(start, start + seconds - 2)
+    delivered = np.array([size[(t >= b) & (t < b + 1)].sum() * 8 for b in bins])
+    capacity = np.array([np.isin(trace // 1000, [b]).sum() * 1500 * 8 for b in bins])
+    assert np.allclose(delivered, capacity, rtol=0.05, atol=20_000), (delivered, capacity)
+
+
+def test_bad_inputs_are_one_line_and_leave_nothing(tmp_path):
+    dec = tmp_path / "dec.trace"
+    dec.write_text("5\n3\n")
+    empty = tmp_path / "empty.trace"
+    empty.write_text("")
+    zeros = tmp_path / "zeros.trace"
+    zeros.write_text("0\n0\n")
+    cases = [
+        (["--downlink", str(dec), "--uplink", "1mbit"], "decrease"),
+        (["--downlink", str(empty), "--uplink", "1mbit"], "empty"),
+        (["--downlink", str(zeros), "--uplink", "1mbit"], "0"),
+        (["--profile", "gprs-mobile"], "unknown profile"),
+        (["--downlink", "10 furlongs", "--uplink", "1mbit"], "--downlink"),
+        (["--downlink", "1mbit", "--uplink", "1mbit", "--queue", "packets=-4"], "--queue"),
+        (["--downlink", "1mbit", "--uplink", "1mbit", "--", "no-such-command-xyz"], "command not found"),
+    ]
+    for args, needle in cases:
+        p = emulate(*args, *([] if "--" in args else ["--", "true"]))
+        assert p.returncode == 1, (args, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cellperf: error:") and needle in lines[0], (args, p.stderr)
+        assert leftovers() == ("", "")
+
+
+def test_command_failure_and_ctrl_c_clean_up():
+    p = emulate("--downlink", "1mbit", "--uplink", "1mbit", "--", "sh", "-c", "exit 3")
+    assert p.returncode == 3
+    proc = subprocess.Popen([*CELLPERF, "emulate", "--downlink", "1mbit", "--uplink", "1mbit", "--", "sleep", "30"],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while leftovers()[0] == "" and time.time() < deadline:
+        time.sleep(0.1)
+    assert leftovers()[0] != ""
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=15) == 130
+    assert leftovers() == ("", "")
