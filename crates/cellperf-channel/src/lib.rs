@@ -19,10 +19,12 @@
 //! - Trace-driven, full buffer: [`simulate_full_buffer`] with one [`UserTrace`] per user.
 pub mod drc;
 mod error;
+pub mod mahimahi;
 pub mod markov;
 pub mod ngram;
 mod rng;
 pub mod scheduler;
+pub mod stats;
 pub mod trace;
 
 pub use error::ChannelError;

@@ -141,8 +141,10 @@ pub struct UserTrace<'a> {
 /// What each user got in a full-buffer run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FullBufferOutcome {
-    /// Bits delivered to each user (Σ over its served slots of rate × slot length).
-    pub served_bits: Vec<f64>,
+    /// Σ over each user's served slots of the slot's rate (bit/s · slots). Kept as a sum of
+    /// rates rather than bits so that integer rates add up exactly: a constant trace gives
+    /// PF and RR the very same total.
+    pub served_rate_sum: Vec<f64>,
     /// Slots given to each user.
     pub served_slots: Vec<u64>,
     pub slots: u64,
@@ -152,13 +154,17 @@ pub struct FullBufferOutcome {
 impl FullBufferOutcome {
     /// Each user's throughput over the whole run (bit/s).
     pub fn throughput_bps(&self) -> Vec<f64> {
-        let seconds = self.slots as f64 * self.slot_s;
-        self.served_bits.iter().map(|b| b / seconds).collect()
+        self.served_rate_sum.iter().map(|r| r / self.slots as f64).collect()
     }
 
     /// System throughput (bit/s).
     pub fn system_throughput_bps(&self) -> f64 {
-        self.throughput_bps().iter().sum()
+        self.served_rate_sum.iter().sum::<f64>() / self.slots as f64
+    }
+
+    /// Bits delivered to each user.
+    pub fn served_bits(&self) -> Vec<f64> {
+        self.served_rate_sum.iter().map(|r| r * self.slot_s).collect()
     }
 }
 
@@ -208,7 +214,7 @@ pub fn simulate_full_buffer(
         }
     }
     Ok(FullBufferOutcome {
-        served_bits: served_rate_sum.iter().map(|r| r * slot_s).collect(),
+        served_rate_sum,
         served_slots,
         slots,
         slot_s,

@@ -123,8 +123,10 @@ pub fn rates_of(states: &[u16], rates_bps: &[f64]) -> Result<Vec<f64>, ChannelEr
 
 /// Places time-stamped samples on the slot grid, holding each value until the next sample
 /// (a radio log writes a row when something changes, a per-slot log every slot; both come
-/// out as one value per slot). Slot k covers [t0 + k·slot_s, t0 + (k+1)·slot_s) where t0 is
-/// the first time stamp; when several samples fall in one slot the last one wins.
+/// out as one value per slot). A sample goes to the slot whose start t0 + k·slot_s is nearest
+/// (t0 = the first time stamp), so time stamps of a per-slot log land in their own slot even
+/// after decimal rounding or at epoch magnitudes; when several samples fall in one slot the
+/// last one wins.
 /// Returns the slot index of each sample, to be used with [`hold_by_slot`].
 pub fn slot_of_times(times_s: &[f64], slot_s: f64) -> Result<Vec<u64>, ChannelError> {
     if !(slot_s > 0.0 && slot_s.is_finite()) {
@@ -138,9 +140,7 @@ pub fn slot_of_times(times_s: &[f64], slot_s: f64) -> Result<Vec<u64>, ChannelEr
             return Err(ChannelError::NonMonotonicTime { row });
         }
         previous = t;
-        // The small tolerance keeps a time stamp written as k·slot (rounded in decimal)
-        // in slot k rather than k−1.
-        out.push(((t - t0) / slot_s + 1e-6).floor() as u64);
+        out.push(((t - t0) / slot_s).round() as u64);
     }
     Ok(out)
 }
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn time_stamps_are_held_on_the_slot_grid() {
-        let slots = slot_of_times(&[10.0, 10.002, 10.002, 10.0071], 0.001).unwrap();
+        let slots = slot_of_times(&[10.0, 10.002, 10.0024, 10.0071], 0.001).unwrap();
         assert_eq!(slots, vec![0, 2, 2, 7]);
         let held = hold_by_slot(&slots, &[1u16, 2, 3, 4]).unwrap();
         assert_eq!(held, vec![1, 1, 3, 3, 3, 3, 3, 4]);
@@ -205,5 +205,8 @@ mod tests {
         // Exact multiples of a decimal slot length land in their own slot.
         let s = slot_of_times(&[0.0, 0.001667, 0.003334, 0.005001], 0.001667).unwrap();
         assert_eq!(s, vec![0, 1, 2, 3]);
+        let epoch: Vec<f64> = (0..100_000).map(|k| 1.7e9 + k as f64 * 0.001667).collect();
+        let s = slot_of_times(&epoch, 0.001667).unwrap();
+        assert!(s.iter().enumerate().all(|(k, &v)| v == k as u64));
     }
 }

@@ -1,0 +1,200 @@
+"""`cellperf channel`: statistics and Markov models of per-slot channel-rate traces
+(METHODS §7, seed 002 §5): `stats`, `fit`, `generate`. Formats and definitions: docs/channel.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from cellperf.channel import read_trace, write_trace
+from cellperf.channel.analysis import describe_model, figure_tables, fit_model, generate, trace_stats
+from cellperf.channel.traces import atomic_write
+from cellperf.errors import UserError
+
+TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
+
+
+def trace_options(f):
+    f = click.option("--rate-table", metavar="drc|FILE", help="Map the state column to rates: 'drc' (EV-DO DRC) or a CSV state,rate_bps.")(f)
+    f = click.option("--slot-ms", type=float, default=None, help="Slot length in ms (default 1.667, EV-DO).")(f)
+    return f
+
+
+def _fmt(x, spec=".3f", none="–"):
+    return none if x is None else format(x, spec)
+
+
+@click.group()
+def command() -> None:
+    """Statistics and Markov models of per-slot channel-rate traces.
+
+    \b
+    Examples:
+      cellperf channel stats drc.csv --rate-table drc
+      cellperf channel stats Verizon-EVDO-driving.down --slot-ms 10 --json
+      cellperf channel fit drc.csv --rate-table drc -o model.json
+      cellperf channel generate model.json --slots 2160000 --seed 1 -o synth.parquet --mahimahi synth.down
+    """
+
+
+@command.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@trace_options
+@click.option("--window", "window_s", type=float, default=3600.0, show_default=True, help="Window length in seconds for per-window statistics.")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), help="Write the data behind 002 Figs. 1–5 as CSV files into this directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
+    """Mean, spread, modal fraction, entropy, sojourns, Markov depth and memory of each trace.
+
+    Per trace and per window: mean and std of the rate, modal fraction, entropy H(X),
+    mean sojourn (overall and per state), normalized conditional entropy for Markov depth
+    n = 1..4 and for lags 1..1000 slots, SINR–rate correlation (if the trace has sinr_db),
+    and the one-step Markov fit's sojourn RMSE (002 eq. 4).
+
+    \b
+    Examples:
+      cellperf channel stats day.parquet --rate-table drc --window 3600
+      cellperf channel stats a.csv b.csv --figures figs/ --json
+    """
+    results = []
+    for path in traces:
+        trace = read_trace(path, slot_ms=slot_ms, rate_table=rate_table)
+        results.append(trace_stats(trace, window_s=window_s))
+    if figures_dir:
+        directory = Path(figures_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, table in figure_tables(results).items():
+            atomic_write(directory / f"{name}.csv", table.write_csv)
+    if as_json:
+        click.echo(json.dumps({"traces": results}))
+        return
+    console = Console()
+    for r in results:
+        table = Table(title=f"{r['name']}: {r['slots']} slots of {r['slot_s'] * 1000:g} ms ({r['duration_s']:.1f} s)", box=box.SIMPLE)
+        table.add_column("statistic")
+        table.add_column("value", justify="right")
+        table.add_row("mean rate", f"{r['mean_rate_bps'] / 1e3:,.1f} kb/s")
+        table.add_row("std of rate", f"{r['std_rate_bps'] / 1e3:,.1f} kb/s")
+        table.add_row("modal fraction", f"{r['modal_fraction']:.3f} (at {r['modal_rate_bps'] / 1e3:,.1f} kb/s)")
+        table.add_row("entropy", f"{r['entropy_bits']:.3f} bits")
+        table.add_row("mean sojourn", f"{r['mean_sojourn_slots']:.1f} slots ({r['mean_sojourn_ms']:.1f} ms)")
+        table.add_row("H(X|past n)/H(X), n=1..4", "  ".join(_fmt(c) for c in r["cond_entropy_by_depth"]))
+        lags = {e["lag_slots"]: e["normalized"] for e in r["cond_entropy_by_lag"]}
+        table.add_row("H(X+d|X)/H(X+d), d=1,10,100,1000", "  ".join(_fmt(lags.get(d)) for d in (1, 10, 100, 1000)))
+        table.add_row("Markov sojourn RMSE (002 eq. 4)", _fmt(r["markov_rmse"], ".2e"))
+        if r["sinr_rate_correlation"] is not None:
+            table.add_row("SINR–rate correlation", _fmt(r["sinr_rate_correlation"]))
+        if r["handoffs"]:
+            table.add_row("handoffs", str(r["handoffs"]))
+        table.add_row("windows", f"{len(r['windows'])} of {r['window_s']:g} s")
+        console.print(table)
+        states = Table(box=box.SIMPLE, title="per state")
+        for col in ("state", "rate kb/s", "fraction", "sojourn (slots)", "Markov 1/(1-Pii)"):
+            states.add_column(col, justify="right")
+        for s in r["states"]:
+            states.add_row(str(s["state"]), f"{s['rate_bps'] / 1e3:,.1f}", f"{s['fraction']:.4f}", f"{s['mean_sojourn_slots']:.1f}", _fmt(s["markov_sojourn_slots"], ".1f"))
+        console.print(states)
+    if figures_dir:
+        console.print(f"figure data written to {figures_dir}/")
+
+
+@command.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@trace_options
+@click.option("--order", type=int, default=1, show_default=True, help="Markov order (slots of history).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
+@click.option("--json", "as_json", is_flag=True, help="Print the model's summary as JSON.")
+def fit(trace, rate_table, slot_ms, order, output, as_json) -> None:
+    """Fit a Markov rate model to a trace and write it as a model file (JSON, version 1).
+
+    The model feeds `cellperf channel generate` and the emulator (`cellperf emulate`).
+
+    \b
+    Examples:
+      cellperf channel fit drc.csv --rate-table drc -o evdo.json
+      cellperf channel fit Verizon-EVDO-driving.down --slot-ms 10 --order 2 -o vz.json
+    """
+    t = read_trace(trace, slot_ms=slot_ms, rate_table=rate_table)
+    text = fit_model(t, order)
+    info = describe_model(text, output)
+    atomic_write(Path(output), lambda tmp: Path(tmp).write_text(text))
+    summary = {"model": output, "trace": t.name, "slots": t.slots, **info}
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    _print_model(summary, f"{output}: order-{info['order']} model of {t.name} ({t.slots} slots)")
+
+
+def _print_model(info: dict, title: str, observed: dict | None = None) -> None:
+    table = Table(title=title, box=box.SIMPLE)
+    for col in ("state", "rate kb/s", "fitted share", "stationary", "sojourn 1/(1-Pii)"):
+        table.add_column(col, justify="right")
+    if observed:
+        table.add_column("generated share", justify="right")
+        table.add_column("generated sojourn", justify="right")
+    sojourn = info["markov_sojourn_slots"] or [None] * len(info["rates_bps"])
+    for i, (rate, frac, pi) in enumerate(zip(info["rates_bps"], info["fractions"], info["stationary"])):
+        if frac == 0 and pi < 1e-12 and not (observed and i in observed):
+            continue
+        row = [str(i), f"{rate / 1e3:,.1f}", f"{frac:.4f}", f"{pi:.4f}", _fmt(sojourn[i], ".1f")]
+        if observed:
+            o = observed.get(i)
+            row += [_fmt(o and o["fraction"], ".4f"), _fmt(o and o["mean_sojourn_slots"], ".1f")]
+        table.add_row(*row)
+    Console().print(table)
+
+
+@command.command(name="generate")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--slots", type=int, required=True, help="Number of slots to generate.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same trace).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace to write: .csv or .parquet (slot,time_s,state,rate_bps).")
+@click.option("--mahimahi", type=click.Path(dir_okay=False), help="Also write the trace in mahimahi format (one ms per 1500-byte opportunity).")
+@click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
+def generate_command(model, slots, seed, output, mahimahi, as_json) -> None:
+    """Generate a synthetic trace from a model file, seeded.
+
+    The summary compares the generated trace with the model (state shares, sojourns):
+    they agree within sampling error.
+
+    \b
+    Examples:
+      cellperf channel generate evdo.json --slots 600000 --seed 7 -o synth.csv
+      cellperf channel generate evdo.json --slots 60000 -o s.parquet --mahimahi s.down
+    """
+    path = Path(model)
+    if not path.is_file():
+        raise UserError(f"{model}: no such file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{model}: cannot read ({e})") from None
+    trace = generate(text, slots, seed, model)
+    write_trace(output, trace, mahimahi=mahimahi)
+    info = describe_model(text, model)
+    st = trace_stats(trace, window_s=trace.slots * trace.slot_s, lags=[1])
+    observed = {s["state"]: s for s in st["states"]}
+    summary = {
+        "model": model,
+        "output": output,
+        "mahimahi": mahimahi,
+        "slots": slots,
+        "seed": seed,
+        "mean_rate_bps": st["mean_rate_bps"],
+        "model_mean_rate_bps": sum(p * r for p, r in zip(info["stationary"], info["rates_bps"])),
+        "state_fraction": [observed[i]["fraction"] if i in observed else 0.0 for i in range(len(info["rates_bps"]))],
+        "mean_sojourn_by_state": [observed[i]["mean_sojourn_slots"] if i in observed else None for i in range(len(info["rates_bps"]))],
+        "model_stationary": info["stationary"],
+        "model_sojourn_slots": info["markov_sojourn_slots"],
+    }
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    _print_model(info, f"{output}: {slots} slots from {model}, seed {seed}", observed)
+    click.echo(f"mean rate {st['mean_rate_bps'] / 1e3:,.1f} kb/s (model {summary['model_mean_rate_bps'] / 1e3:,.1f} kb/s)")
