@@ -87,7 +87,7 @@ impl UdpRec {
             ip_len,
             payload_len: u.payload_len,
             payload_hash: hash_bytes(head),
-            probe: parse_cellperf(u.payload).or_else(|| parse_iperf3(u.payload, ts_ns)),
+            probe: parse_cellperf(u.payload).or_else(|| parse_iperf3(u.payload)),
         }
     }
 }

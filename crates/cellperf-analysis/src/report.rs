@@ -382,11 +382,13 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         acks: AckTable::default(),
         rtt: RttTable::default(),
     };
+    let mut mn_dirs = Vec::with_capacity(table.len());
     for id in 0..table.len() as u32 {
         let key = table.key(id);
         let at: Vec<(Side, &FlowAt)> =
             passes.iter().filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f))).collect();
         let (mn_dir, basis) = mn_direction(&key, &at, opts);
+        mn_dirs.push(mn_dir as u8);
         let flow = FlowCtx { id, key, at, mn_dir, basis };
         match key.proto {
             PROTO_TCP => out.tcp_flow(&flow),
@@ -397,7 +399,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let mut tables = Tables::default();
     if opts.tables {
         let err = |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
-        tables.batches.push(("packets", packet_table.into_batch().map_err(err)?));
+        tables.batches.push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
         tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
         tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
         tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
@@ -557,7 +559,8 @@ impl Assembler<'_> {
             let bins = t.interval_bytes(data_dir);
             r.series = self.series(bins, ddur);
             for (i, b) in bins.iter().enumerate() {
-                self.push_interval(flow.id, i, *b, None, None, None, None);
+                let start = t.t0() + i as i64 * self.interval_ns;
+                self.push_interval(flow.id, i, start, *b, None, None, None, None);
             }
         }
 
@@ -671,19 +674,24 @@ impl Assembler<'_> {
             let at_receiver = flow.at(sender_side.other()).filter(|f| f.packets[dir.index()] > 0);
             let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
             let mut r = flow.base_report("udp", dir, main, main.packets[dir.index()], main.bytes[dir.index()]);
+            let mut owd_kind = self.owd_kind;
             let (packets, duplicates, losses_known, view) = match (at_sender, at_receiver) {
                 (Some(s), Some(rx)) => {
                     let (p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
                     (p, dups, true, "two-sided")
                 }
                 (None, Some(rx)) => {
-                    let (p, dups, known) = udp_from_receiver(&rx.udp_recs, dir);
-                    (p, dups, known, "receiver")
+                    let st = udp_from_receiver(&rx.udp_recs, dir);
+                    if !st.wall_clock_sends {
+                        // Send stamps from a monotonic clock (iperf3): only differences mean anything.
+                        owd_kind = OwdKind::Excess;
+                    }
+                    (st.packets, st.duplicates, st.losses_known, "receiver")
                 }
                 (Some(s), None) => (udp_as_sent(&s.udp_recs, dir), 0, false, "sender"),
                 (None, None) => continue,
             };
-            let a = udp_stream::analyze(&packets, duplicates, losses_known, self.owd_kind, self.interval_ns);
+            let a = udp_stream::analyze(&packets, duplicates, losses_known, owd_kind, self.interval_ns);
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
             r.jitter_ms = s.jitter_ms;
@@ -694,7 +702,7 @@ impl Assembler<'_> {
             for (i, row) in a.intervals.iter().enumerate() {
                 let sent = losses_known.then_some(row.packets_sent);
                 let lost = losses_known.then_some(row.packets_lost);
-                self.push_interval(flow.id, i, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
+                self.push_interval(flow.id, i, row.start_ns, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
             }
             if self.opts.tables {
                 for p in &a.packets {
@@ -719,6 +727,7 @@ impl Assembler<'_> {
         &mut self,
         flow_id: u32,
         i: usize,
+        start_ns: i64,
         bytes: u64,
         sent: Option<u64>,
         lost: Option<u64>,
@@ -731,6 +740,7 @@ impl Assembler<'_> {
         let t = &mut self.intervals;
         t.flow_id.push(flow_id);
         t.interval.push(i as u32);
+        t.start_ts.push(start_ns);
         t.start_s.push(i as f64 * self.opts.interval_s);
         t.bytes.push(bytes);
         t.throughput_bps.push(bytes as f64 * 8.0 / self.opts.interval_s);
@@ -779,54 +789,73 @@ fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<Str
     (packets, received - matched)
 }
 
-/// The kind of probe header a stream carries, if nearly all (≥ 90 %) of its datagrams
-/// carry the same kind; otherwise headers are ignored as coincidences.
+/// The kind of probe header a stream carries: nearly all (≥ 90 %) of its datagrams carry
+/// the same kind, and for iperf3 (no magic number) most consecutive arrivals also carry
+/// consecutive sequence numbers. Otherwise headers are taken as coincidences.
 fn stream_header_kind(recs: &[&UdpRec]) -> Option<HeaderKind> {
     let n = recs.len();
     for kind in [HeaderKind::Cellperf, HeaderKind::Iperf3] {
-        let with = recs.iter().filter(|r| r.probe.is_some_and(|h| h.kind == kind)).count();
-        if n > 0 && with * 10 >= n * 9 {
+        let seqs: Vec<u64> = recs.iter().filter_map(|r| r.probe.filter(|h| h.kind == kind)).map(|h| h.seq).collect();
+        if n == 0 || seqs.len() * 10 < n * 9 {
+            continue;
+        }
+        let runs_on = seqs.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        if kind == HeaderKind::Cellperf || runs_on * 2 >= seqs.len().saturating_sub(1) {
             return Some(kind);
         }
     }
     None
 }
 
+/// A stream rebuilt from the receiver's capture alone.
+struct ReceiverStream {
+    packets: Vec<StreamPacket>,
+    duplicates: u64,
+    losses_known: bool,
+    /// The send times are on a clock comparable with the capture's (not a monotonic one).
+    wall_clock_sends: bool,
+}
+
 /// A stream seen at its receiver only: sequence numbers and send times come from probe
 /// headers when the stream has them; otherwise losses are unknown.
-fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64, bool) {
+fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     let recs: Vec<&UdpRec> = recs.iter().filter(|r| r.dir == dir).collect();
     let Some(kind) = stream_header_kind(&recs) else {
-        let p = recs
+        let packets = recs
             .iter()
             .enumerate()
             .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
             .collect();
-        return (p, 0, false);
+        return ReceiverStream { packets, duplicates: 0, losses_known: false, wall_clock_sends: false };
     };
     let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> = std::collections::BTreeMap::new();
-    let mut dups = 0u64;
+    let mut duplicates = 0u64;
+    let mut offsets = Vec::new();
     for r in &recs {
         let Some(h) = r.probe.filter(|h| h.kind == kind) else { continue };
         if by_seq.contains_key(&h.seq) {
-            dups += 1;
+            duplicates += 1;
             continue;
         }
+        offsets.push((r.ts_ns - h.send_ns) as f64);
         by_seq.insert(h.seq, StreamPacket { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(r.ts_ns), bytes: r.payload_len });
     }
+    const DAY_NS: f64 = 86_400e9;
+    let wall_clock_sends = Summary::of(&mut offsets).is_some_and(|s| s.median.abs() < DAY_NS);
     let (Some(&lo), Some(&hi)) = (by_seq.keys().next(), by_seq.keys().next_back()) else {
-        return (Vec::new(), dups, true);
+        return ReceiverStream { packets: Vec::new(), duplicates, losses_known: true, wall_clock_sends };
     };
     // Missing sequence numbers are losses; their send times are not known.
-    let mut out = Vec::with_capacity((hi - lo + 1) as usize);
+    let mut packets = Vec::with_capacity((hi - lo + 1) as usize);
     let mut it = by_seq.into_values().peekable();
     for s in lo..=hi {
+        let lost = StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 };
         match it.peek() {
-            Some(p) if p.seq == s => out.push(it.next().unwrap_or(StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 })),
-            _ => out.push(StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 }),
+            Some(p) if p.seq == s => packets.push(it.next().unwrap_or(lost)),
+            _ => packets.push(lost),
         }
     }
-    (out, dups, true)
+    ReceiverStream { packets, duplicates, losses_known: true, wall_clock_sends }
 }
 
 /// A stream seen at its sender only: its sending rate and spacing, nothing about delivery.

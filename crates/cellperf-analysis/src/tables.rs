@@ -29,7 +29,7 @@ pub struct PacketTable {
     pub capture: Vec<u8>,
     pub flow_id: Vec<u32>,
     pub ts: Vec<i64>,
-    /// 0: from the flow's endpoint `a` to `b`; 1: the reverse.
+    /// 0: from the flow key's endpoint `a` to `b`; 1: the reverse (turned into `uplink`).
     pub dir: Vec<u8>,
     pub ttl: Vec<u8>,
     pub ip_id: Vec<Option<u16>>,
@@ -44,12 +44,14 @@ pub struct PacketTable {
 }
 
 impl PacketTable {
-    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+    /// `mn_dir[flow_id]` is the key direction that goes from the MN to the CN.
+    pub fn into_batch(self, mn_dir: &[u8]) -> Result<RecordBatch, ArrowError> {
+        let uplink: Vec<bool> = self.dir.iter().zip(&self.flow_id).map(|(d, f)| *d == mn_dir[*f as usize]).collect();
         batch(vec![
             ("capture", Arc::new(UInt8Array::from(self.capture)) as ArrayRef),
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id))),
             ("ts", ts(self.ts)),
-            ("dir", Arc::new(UInt8Array::from(self.dir))),
+            ("uplink", Arc::new(BooleanArray::from(uplink))),
             ("ttl", Arc::new(UInt8Array::from(self.ttl))),
             ("ip_id", Arc::new(UInt16Array::from(self.ip_id))),
             ("ip_len", Arc::new(UInt32Array::from(self.ip_len))),
@@ -69,6 +71,7 @@ impl PacketTable {
 pub struct IntervalTable {
     pub flow_id: Vec<u32>,
     pub interval: Vec<u32>,
+    pub start_ts: Vec<i64>,
     pub start_s: Vec<f64>,
     pub bytes: Vec<u64>,
     pub throughput_bps: Vec<f64>,
@@ -84,6 +87,7 @@ impl IntervalTable {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
             ("interval", Arc::new(UInt32Array::from(self.interval))),
+            ("start_ts", ts(self.start_ts)),
             ("start_s", Arc::new(Float64Array::from(self.start_s))),
             ("bytes", Arc::new(UInt64Array::from(self.bytes))),
             ("throughput_bps", Arc::new(Float64Array::from(self.throughput_bps))),

@@ -322,6 +322,11 @@ impl TcpOneSided {
         s
     }
 
+    /// Start of the interval series (the flow's first packet at this capture).
+    pub fn t0(&self) -> i64 {
+        self.t0
+    }
+
     /// RTT samples of data sent in `dir`, measured at this capture (ns).
     pub fn rtt(&self, dir: Dir) -> &Sketch {
         &self.dirs[dir.index()].rtt_ns

@@ -110,6 +110,8 @@ pub struct PacketResult {
 /// One interval of the series.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct IntervalRow {
+    /// Start of the interval on the receiver's clock (ns since the Unix epoch).
+    pub start_ns: i64,
     pub start_s: f64,
     pub bytes: u64,
     pub packets_received: u64,
@@ -320,7 +322,8 @@ fn interval_rows(
     let mut last_known_rx = t0;
     let grow = |rows: &mut Vec<IntervalRow>, owd_n: &mut Vec<u64>, jit_n: &mut Vec<u64>, bin: usize| {
         while rows.len() <= bin {
-            rows.push(IntervalRow { start_s: rows.len() as f64 * interval_ns as f64 / 1e9, ..Default::default() });
+            let i = rows.len() as i64;
+            rows.push(IntervalRow { start_ns: t0 + i * interval_ns, start_s: i as f64 * interval_ns as f64 / 1e9, ..Default::default() });
             owd_n.push(0);
             jit_n.push(0);
         }

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Benchmark of `cellperf analyze` against tshark (TCP analysis fields) and `tcptrace -l`,
+all measured in this run on the same real capture.
+
+The capture is real kernel TCP (iperf3, downlink) through a tbf bottleneck between network
+namespaces, taken by tcpdump at both ends (needs root). Prints wall time, packets/s and
+peak memory of each tool, the ratios, and cellperf's peak memory on half the capture (to
+show it does not grow with the capture).
+
+    .venv/bin/python bench/analyze.py [--seconds 20] [--rate 700mbit] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cellperf.testbed.veth import Bottleneck, VethTestbed
+
+CELLPERF = str(Path(sys.executable).with_name("cellperf"))
+
+
+def measure(args: list[str]) -> tuple[float, float]:
+    """Runs a command alone; returns (wall seconds, peak RSS in MiB) of that child."""
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        try:
+            os.execvp(args[0], args)
+        finally:
+            os._exit(127)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench: {' '.join(args)} failed")
+    return wall, usage.ru_maxrss / 1024
+
+
+def make_capture(folder: Path, seconds: int, rate: str) -> tuple[Path, Path]:
+    mn, cn = folder / "mn.pcap", folder / "cn.pcap"
+    with VethTestbed(downlink=Bottleneck(rate, "256kbit", latency_ms=10)) as tb:
+        tb.popen(tb.cn, ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        with tb.capture(mn, cn):
+            tb.sh(tb.mn, f"iperf3 -c {tb.CN_ADDR} -R -t {seconds} -C cubic >/dev/null", timeout=seconds + 60)
+    return mn, cn
+
+
+def count_packets(pcap: Path) -> int:
+    out = subprocess.run(["capinfos", "-c", "-M", str(pcap)], capture_output=True, text=True, check=True).stdout
+    return int(out.strip().splitlines()[-1].split()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--rate", default="700mbit")
+    ap.add_argument("--keep", type=Path, help="keep the captures in this folder")
+    ap.add_argument("--skip-tshark", action="store_true", help="tshark is slow: leave it out")
+    a = ap.parse_args()
+    for tool in ("tshark", "tcptrace", "capinfos", "editcap", "iperf3", "tcpdump"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"bench: {tool} not found (scripts/dev setup installs it)")
+    folder = a.keep or Path(tempfile.mkdtemp(prefix="cellperf-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    mn, cn = folder / "mn.pcap", folder / "cn.pcap"
+    if not (mn.exists() and cn.exists()):
+        print(f"making a capture: iperf3 downlink through tbf {a.rate} for {a.seconds} s ...", flush=True)
+        make_capture(folder, a.seconds, a.rate)
+    n = count_packets(cn)
+    n_mn = count_packets(mn)
+    half = folder / "cn-half.pcap"
+    subprocess.run(["editcap", "-r", str(cn), str(half), f"1-{n // 2}"], check=True)
+    size = cn.stat().st_size / 2**20
+    print(f"capture: {n} packets at the CN ({size:.0f} MiB), {n_mn} at the MN")
+
+    runs = {
+        "cellperf analyze (one capture)": [CELLPERF, "analyze", str(cn), "--side", "cn", "--json"],
+        "cellperf analyze (half capture)": [CELLPERF, "analyze", str(half), "--side", "cn", "--json"],
+        "cellperf analyze (two captures)": [CELLPERF, "analyze", "--mn", str(mn), "--cn", str(cn), "--json"],
+        "tcptrace -l": ["tcptrace", "-l", str(cn)],
+    }
+    if not a.skip_tshark:
+        runs["tshark (TCP analysis fields)"] = [
+            "tshark", "-r", str(cn), "-T", "fields", "-e", "frame.number", "-e", "tcp.analysis.retransmission",
+            "-e", "tcp.analysis.fast_retransmission", "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.duplicate_ack",
+        ]
+    # Warm the page cache so every tool reads from memory, as the second reader would.
+    for p in (mn, cn, half):
+        subprocess.run(["cat", str(p)], stdout=subprocess.DEVNULL, check=True)
+    results = {}
+    for name, args in runs.items():
+        wall, rss = measure(args)
+        pkts = n // 2 if "half" in name else (n + n_mn if "two" in name else n)
+        results[name] = {"seconds": wall, "packets": pkts, "packets_per_s": pkts / wall, "peak_rss_mib": rss}
+        print(f"{name:34s} {wall:8.2f} s {pkts / wall / 1e6:8.2f} M packets/s  peak {rss:7.1f} MiB", flush=True)
+
+    one = results["cellperf analyze (one capture)"]
+    print()
+    print(f"cellperf vs tcptrace -l : {results['tcptrace -l']['seconds'] / one['seconds']:.1f}x faster (target >= 2x)")
+    if "tshark (TCP analysis fields)" in results:
+        print(f"cellperf vs tshark      : {results['tshark (TCP analysis fields)']['seconds'] / one['seconds']:.0f}x faster"
+              " (target >= 100x)")
+    print(f"cellperf one capture    : {one['packets_per_s'] / 1e6:.2f} M packets/s (target >= 5)")
+    two = results["cellperf analyze (two captures)"]
+    print(f"cellperf two captures   : {two['packets_per_s'] / 1e6:.2f} M packets/s (target >= 2)")
+    h = results["cellperf analyze (half capture)"]
+    print(f"cellperf peak memory    : {h['peak_rss_mib']:.1f} MiB on half, {one['peak_rss_mib']:.1f} MiB on all")
+    (folder / "bench-analyze.json").write_text(json.dumps(results, indent=2))
+    if not a.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    main()

@@ -1,0 +1,1 @@
+"""Testbeds that carry real kernel traffic between a mobile node and a correspondent node."""

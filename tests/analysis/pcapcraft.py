@@ -1,0 +1,101 @@
+"""Crafts small pcap files of raw IPv4 TCP/UDP packets with exactly the events a test needs."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYN, ACK, FIN, PSH = 0x02, 0x10, 0x01, 0x08
+
+
+def _checksum(b: bytes) -> int:
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def _ip(src: str, dst: str, proto: int, payload: bytes, ip_id: int, ttl: int) -> bytes:
+    a = bytes(int(x) for x in src.split("."))
+    b = bytes(int(x) for x in dst.split("."))
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ip_id, 0x4000, ttl, proto, 0, a, b)
+    hdr = hdr[:10] + struct.pack("!H", _checksum(hdr)) + hdr[12:]
+    return hdr + payload
+
+
+def tcp_packet(src, sport, dst, dport, seq, ack, flags, *, data=b"", ip_id=0, ttl=64, window=1000,
+               ts=None, sack=()) -> bytes:
+    opts = b""
+    if ts is not None:
+        opts += struct.pack("!BBBBII", 1, 1, 8, 10, ts[0], ts[1])
+    if sack:
+        opts += struct.pack("!BBBB", 1, 1, 5, 2 + 8 * len(sack)) + b"".join(struct.pack("!II", l, r) for l, r in sack)
+    off = (20 + len(opts)) // 4
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, flags, window, 0, 0) + opts + data
+    return _ip(src, dst, 6, tcp, ip_id, ttl)
+
+
+def udp_packet(src, sport, dst, dport, payload: bytes, *, ip_id=0, ttl=64) -> bytes:
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    return _ip(src, dst, 17, udp, ip_id, ttl)
+
+
+@dataclass
+class Pcap:
+    """Records (time in seconds, raw IPv4 bytes); written as LINKTYPE_RAW, nanoseconds."""
+
+    records: list[tuple[float, bytes]] = field(default_factory=list)
+
+    def add(self, t: float, pkt: bytes) -> None:
+        self.records.append((t, pkt))
+
+    def write(self, path: Path) -> Path:
+        out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 101)]
+        for t, pkt in self.records:
+            sec = int(t)
+            ns = round((t - sec) * 1e9)
+            out.append(struct.pack("<IIII", sec, ns, len(pkt), len(pkt)) + pkt)
+        path.write_bytes(b"".join(out))
+        return path
+
+
+class TcpRun:
+    """A downlink TCP connection CN:80 → MN:40000 captured at both ends.
+
+    Every call says when a packet left and when (if ever) it reached the far capture; the
+    CN's clock runs `skew` seconds ahead of the MN's, and each router hop lowers the TTL.
+    """
+
+    MN, CN = "10.0.0.2", "192.0.2.7"
+
+    def __init__(self, skew: float = 3.0):
+        self.mn, self.cn = Pcap(), Pcap()
+        self.skew = skew
+        self.ids = {"mn": 100, "cn": 5000}
+
+    def _next_id(self, who: str) -> int:
+        self.ids[who] += 1
+        return self.ids[who]
+
+    def data(self, t_sent: float, seq: int, length: int, t_arrive: float | None):
+        pkt = lambda ttl: tcp_packet(self.CN, 80, self.MN, 40000, seq, 1, ACK | PSH, data=b"x" * length,  # noqa: E731
+                                     ip_id=ident, ttl=ttl)
+        ident = self._next_id("cn")
+        self.cn.add(t_sent + self.skew, pkt(64))
+        if t_arrive is not None:
+            self.mn.add(t_arrive, pkt(60))
+
+    def ack(self, t_sent: float, ack: int, t_arrive: float | None, sack=()):
+        ident = self._next_id("mn")
+        pkt = lambda ttl: tcp_packet(self.MN, 40000, self.CN, 80, 1, ack, ACK, ip_id=ident, ttl=ttl, sack=sack)  # noqa: E731
+        self.mn.add(t_sent, pkt(64))
+        if t_arrive is not None:
+            self.cn.add(t_arrive + self.skew, pkt(60))
+
+    def write(self, folder: Path) -> tuple[Path, Path]:
+        for p in (self.mn, self.cn):
+            p.records.sort(key=lambda r: r[0])
+        return self.mn.write(folder / "mn.pcap"), self.cn.write(folder / "cn.pcap")
