@@ -124,21 +124,15 @@ impl MarkovModel {
         let mut transitions: Vec<TransitionRow> = Vec::new();
         let k64 = k as u64;
         let blocks = block_counts(&r, k, order + 1)?;
-        let mut i = 0;
-        while i < blocks.len() {
-            let context_code = blocks[i].0 / k64;
-            let mut j = i;
-            while j < blocks.len() && blocks[j].0 / k64 == context_code {
-                j += 1;
-            }
-            let count: u64 = blocks[i..j].iter().map(|b| b.1).sum();
+        // Blocks are sorted by code, so the blocks of one context are adjacent.
+        for group in blocks.chunk_by(|a, b| a.0 / k64 == b.0 / k64) {
+            let count: u64 = group.iter().map(|b| b.1).sum();
             transitions.push(TransitionRow {
-                context: decode_context(context_code, k64, order),
+                context: decode_context(group[0].0 / k64, k64, order),
                 count,
-                next: blocks[i..j].iter().map(|b| (b.0 % k64) as u16).collect(),
-                p: blocks[i..j].iter().map(|b| b.1 as f64 / count as f64).collect(),
+                next: group.iter().map(|b| (b.0 % k64) as u16).collect(),
+                p: group.iter().map(|b| b.1 as f64 / count as f64).collect(),
             });
-            i = j;
         }
         let file = ModelFile {
             format: MODEL_FORMAT.into(),

@@ -92,19 +92,13 @@ fn conditional_entropy(blocks: &[(u64, u64)], k: u64) -> Option<f64> {
     }
     let t = total as f64;
     let mut h = 0.0;
-    let mut i = 0;
-    while i < blocks.len() {
-        let context = blocks[i].0 / k;
-        let mut j = i;
-        while j < blocks.len() && blocks[j].0 / k == context {
-            j += 1;
-        }
-        let n_context: f64 = blocks[i..j].iter().map(|b| b.1 as f64).sum();
-        for b in &blocks[i..j] {
+    // Blocks are sorted by code, so the blocks of one context are adjacent.
+    for group in blocks.chunk_by(|a, b| a.0 / k == b.0 / k) {
+        let n_context: f64 = group.iter().map(|b| b.1 as f64).sum();
+        for b in group {
             let n = b.1 as f64;
             h += n / t * (n_context / n).log2();
         }
-        i = j;
     }
     Some(h.max(0.0))
 }

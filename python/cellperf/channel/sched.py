@@ -66,9 +66,11 @@ def compare(
     seed: int = 0,
     handoff_slots: list[np.ndarray] | None = None,
     handoff_interval_s: float | None = None,
+    progress=None,
 ) -> dict:
     """PF vs RR for 1..max_users users. `handoff_slots[t]` lists trace t's handoffs (trace
-    slots); `handoff_interval_s` resets each user periodically instead (random phase)."""
+    slots); `handoff_interval_s` resets each user periodically instead (random phase).
+    `progress(done, total)` is called after each run (for a progress bar)."""
     if not traces:
         raise UserError("sched needs at least one trace")
     if max_users < 1:
@@ -109,6 +111,8 @@ def compare(
                         r = _resets_in_run(handoff_slots[t], traces[t].slots, starts[u], run_slots)
                     resets.append(pa.array(r, type=pa.uint64()))
                 reset_runs.append(_run(user_rates, starts, resets, run_slots, slot_s, "pf", alpha))
+            if progress is not None:
+                progress((n - 1) * repeats + len(pf_runs), max_users * repeats)
         per_n.append(_summarise(n, pf_runs, rr_runs, reset_runs))
 
     result = {

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich import box
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from cellperf.channel import read_trace, write_trace
@@ -63,9 +64,12 @@ def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
       cellperf channel stats a.csv b.csv --figures figs/ --json
     """
     results = []
-    for path in traces:
-        trace = read_trace(path, slot_ms=slot_ms, rate_table=rate_table)
-        results.append(trace_stats(trace, window_s=window_s))
+    stderr = Console(stderr=True)
+    # Only on a terminal: a non-interactive run's stderr keeps just the error line, if any.
+    with Progress(transient=True, console=stderr, disable=not stderr.is_terminal) as bar:
+        for path in bar.track(traces, description="channel statistics"):
+            trace = read_trace(path, slot_ms=slot_ms, rate_table=rate_table)
+            results.append(trace_stats(trace, window_s=window_s))
     if figures_dir:
         directory = Path(figures_dir)
         directory.mkdir(parents=True, exist_ok=True)
@@ -92,7 +96,7 @@ def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
             table.add_row("SINR–rate correlation", _fmt(r["sinr_rate_correlation"]))
         if r["handoffs"]:
             table.add_row("handoffs", str(r["handoffs"]))
-        table.add_row("windows", f"{len(r['windows'])} of {r['window_s']:g} s")
+        table.add_row("windows", f"{len(r['windows'])} (up to {r['window_s']:g} s each)")
         console.print(table)
         states = Table(box=box.SIMPLE, title="per state")
         for col in ("state", "rate kb/s", "fraction", "sojourn (slots)", "Markov 1/(1-Pii)"):

@@ -10,6 +10,7 @@ import click
 import polars as pl
 from rich import box
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from cellperf.channel import read_trace
@@ -62,16 +63,21 @@ def command(traces, users_text, alpha, slots, repeats, seed, handoffs_file, hand
     if handoffs_file:
         times = handoff_times_from_file(handoffs_file)
         handoff_slots = [handoff_slots_for(t, times) for t in loaded]
-    result = compare(
-        loaded,
-        max_users=max_users,
-        alpha=alpha,
-        slots=slots,
-        repeats=repeats,
-        seed=seed,
-        handoff_slots=handoff_slots,
-        handoff_interval_s=handoff_interval_s,
-    )
+    stderr = Console(stderr=True)
+    # Only on a terminal: a non-interactive run's stderr keeps just the error line, if any.
+    with Progress(transient=True, console=stderr, disable=not stderr.is_terminal) as bar:
+        task = bar.add_task("PF vs RR runs", total=None)
+        result = compare(
+            loaded,
+            max_users=max_users,
+            alpha=alpha,
+            slots=slots,
+            repeats=repeats,
+            seed=seed,
+            handoff_slots=handoff_slots,
+            handoff_interval_s=handoff_interval_s,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     result["handoffs_per_trace"] = [int(h.size) for h in handoff_slots]
     if figures_dir:
         directory = Path(figures_dir)
