@@ -136,7 +136,7 @@ impl SharedCell {
                 let u = &mut self.users[i];
                 while carried < budget {
                     if u.sending.is_none() {
-                        if !u.queue.head_time().is_some_and(|h| h <= s) {
+                        if u.queue.head_time().is_none_or(|h| h > s) {
                             break;
                         }
                         match u.queue.dequeue(s) {

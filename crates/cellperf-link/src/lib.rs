@@ -7,6 +7,9 @@
 //! stream, clipped by outages), then [`Loss`], then [`Delay`]. Time is nanoseconds on whatever
 //! clock the caller uses, so the same elements run in wall-clock time in the emulator and in
 //! virtual time in a simulator.
+// Positivity checks are written `!(x > 0.0)` on purpose: NaN must fail them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod capacity;
 pub mod cell;
 pub mod delay;

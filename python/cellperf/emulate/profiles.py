@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cellperf.emulate.spec import DRC_RATES_BPS, EVDO_SLOT_S, DirectionConfig, EmulationConfig
+from cellperf.emulate.spec import EVDO_SLOT_S, DirectionConfig, EmulationConfig, drc_rates_bps
 from cellperf.errors import UserError
 
 KB = 1000
@@ -20,7 +20,7 @@ def drc_chain(center_bps: float, move_p: float, center_move_p: float, toward: fl
     per 1/600 s slot): from each state the rate moves one step with probability `move_p`
     (`center_move_p` from the centre state), towards the centre with probability `toward`.
     This gives the dominant state (modal fraction) and sojourns 002 §5 reports."""
-    rates = sorted({r for r in DRC_RATES_BPS if r > 0})
+    rates = sorted({r for r in drc_rates_bps() if r > 0})
     k = len(rates)
     c = int(np.argmin([abs(r - center_bps) for r in rates]))
     p = np.zeros((k, k))

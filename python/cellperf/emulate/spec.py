@@ -18,8 +18,14 @@ from cellperf.emulate.units import (
 )
 from cellperf.errors import UserError
 
-# EV-DO slot (1/600 s) and DRC rate table, from cellperf-channel (one table in the project).
-DRC_RATES_BPS, EVDO_SLOT_S = _native.channel.drc_rate_table()
+# EV-DO slot: 1/600 s (002 §2).
+EVDO_SLOT_S = 1.0 / 600.0
+
+
+def drc_rates_bps() -> list[float]:
+    """The EV-DO DRC rate table, from cellperf-channel (one table in the project)."""
+    rates, _slot = _native.channel.drc_rate_table()
+    return list(rates)
 
 
 @dataclass
@@ -127,7 +133,7 @@ def parse_link(text: str, what: str) -> dict:
         if "states" in kv:
             if kv["states"].lower() != "drc":
                 raise UserError(f"{what}: states={kv['states']!r}: the only state table is drc (EV-DO)")
-            out["state_rates_bps"] = list(DRC_RATES_BPS)
+            out["state_rates_bps"] = drc_rates_bps()
             out["slot_s"] = EVDO_SLOT_S if "slot" not in kv else out["slot_s"]
         return out
     if kind == "ge":
