@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cellperf_analysis::stats::Summary;
+use cellperf_analysis::stats::{quantile_sorted, Summary};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -594,9 +594,21 @@ pub struct StepResult {
     pub rtt_ms: Option<Summary>,
     /// Half of each round trip: the OWD estimate for unsynchronised clocks (METHODS §1).
     pub half_rtt_ms: Option<Summary>,
-    pub send_lateness_us: Option<Summary>,
+    pub send_lateness_us: Option<Lateness>,
     pub tcp: Option<TcpStepResult>,
     pub payload_bytes: Option<u32>,
+}
+
+/// How late each paced send left against its absolute deadline (µs); p99 is the
+/// pacing target's figure (issue 4: ≤ 50 µs at 1000 packets/s).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Lateness {
+    pub min: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub samples: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -653,7 +665,14 @@ const INTERVAL_NS: i64 = 1_000_000_000;
 fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGathered, log: &mut Vec<LogRow>) -> StepResult {
     let mut res = StepResult { payload_bytes: Some(spec.payload_bytes), ..Default::default() };
     let mut lateness: Vec<f64> = g.lateness_ns.iter().map(|&l| l as f64 / 1e3).collect();
-    res.send_lateness_us = Summary::of(&mut lateness);
+    res.send_lateness_us = Summary::of(&mut lateness).map(|s| Lateness {
+        min: s.min,
+        median: s.median,
+        p95: s.p95,
+        p99: quantile_sorted(&lateness, 0.99).unwrap_or(s.max),
+        max: s.max,
+        samples: s.samples,
+    });
     // Round trips, on the probe's clock alone (echo tests).
     let mut rtt_by_seq: Vec<Option<f64>> = Vec::new();
     if spec.direction == Direction::Echo {

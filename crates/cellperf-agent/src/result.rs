@@ -80,7 +80,7 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
         }
     }
     top.insert("rtt_ms".into(), summary(&r.rtt_ms));
-    top.insert("send_lateness_us".into(), summary(&r.send_lateness_us));
+    top.insert("send_lateness_us".into(), serde_json::to_value(r.send_lateness_us).unwrap_or(Value::Null));
     top.insert("streams".into(), json!({ "up": r.up, "down": r.down }));
     Value::Object(top)
 }

@@ -45,7 +45,7 @@ def _summary(doc: dict) -> None:
         t.add_row("round trip", _fmt_ms(doc["rtt_ms"]))
     if doc.get("send_lateness_us"):
         s = doc["send_lateness_us"]
-        t.add_row("send-time error", f"median {s['median']:.1f} µs / p95 {s['p95']:.1f} µs / max {s['max']:.1f} µs")
+        t.add_row("send-time error", f"median {s['median']:.1f} µs / p99 {s['p99']:.1f} µs / max {s['max']:.1f} µs")
     if doc.get("clock_offset"):
         c = doc["clock_offset"]
         t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms")
