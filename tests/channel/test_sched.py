@@ -18,8 +18,10 @@ def sched(*args):
 
 def test_constant_trace_gain_exactly_one_and_fair(tmp_path):
     p = write_rate_csv(tmp_path / "c.csv", np.full(24_000, 921_600.0))  # 24,000 slots split evenly among 1..4
-    doc = sched(p, "--users", "1..4", "--repeats", 2)
+    doc = sched(p, "--users", "1..4", "--repeats", 2, "--figures", tmp_path / "figs")
     assert doc["users"] == [1, 2, 3, 4]
+    fig = (tmp_path / "figs" / "gain_vs_users.csv").read_text().splitlines()
+    assert fig[0].startswith("users,gain,") and len(fig) == 5
     assert doc["gain"] == [1.0, 1.0, 1.0, 1.0]
     assert doc["jain_rr"] == [1.0] * 4
     assert doc["jain_pf"] == pytest.approx([1.0] * 4, abs=1e-9)

@@ -22,6 +22,15 @@ def test_state_column_with_drc_table(tmp_path):
     assert len(DRC_RATES_BPS) == 15
 
 
+def test_parquet_drc_states_on_a_time_grid_keep_their_slot(tmp_path):
+    p = tmp_path / "drc.parquet"
+    t = 1_700_000_000.0 + np.arange(6) / 600
+    pq.write_table(pa.table({"time_s": t, "state": pa.array([3, 3, 12, 12, 12, 0], type=pa.int8())}), p)
+    trace = read_trace(p, rate_table="drc")
+    assert trace.slot_s == pytest.approx(1 / 600, rel=1e-4)  # epoch doubles resolve 0.24 µs
+    assert trace.rates().tolist() == [153_600.0] * 2 + [2_457_600.0] * 3 + [0.0]
+
+
 def test_custom_rate_table_and_unknown_state(tmp_path):
     table = tmp_path / "cqi.csv"
     table.write_text("state,rate_bps\n7,1000000\n9,2000000\n")

@@ -71,6 +71,8 @@ def read_rate_table(spec: str | None) -> tuple[list[int], list[float]] | None:
         return None
     if spec.lower() == "drc":
         return list(range(len(DRC_RATES_BPS))), list(DRC_RATES_BPS)
+    if not Path(spec).is_file():
+        raise UserError(f"--rate-table {spec}: no such file (give 'drc' or a CSV state,rate_bps)")
     table = _read_table(Path(spec), "rate table")
     for col in ("state", "rate_bps"):
         if col not in table.column_names:
