@@ -790,8 +790,9 @@ fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<Str
 }
 
 /// The kind of probe header a stream carries: nearly all (≥ 90 %) of its datagrams carry
-/// the same kind, and for iperf3 (no magic number) most consecutive arrivals also carry
-/// consecutive sequence numbers. Otherwise headers are taken as coincidences.
+/// the same kind, and for iperf3 (no magic number) nearly all consecutive arrivals step the
+/// sequence number forward by 1..=16 (random payloads would not). Otherwise headers are
+/// taken as coincidences.
 fn stream_header_kind(recs: &[&UdpRec]) -> Option<HeaderKind> {
     let n = recs.len();
     for kind in [HeaderKind::Cellperf, HeaderKind::Iperf3] {
@@ -799,8 +800,8 @@ fn stream_header_kind(recs: &[&UdpRec]) -> Option<HeaderKind> {
         if n == 0 || seqs.len() * 10 < n * 9 {
             continue;
         }
-        let runs_on = seqs.windows(2).filter(|w| w[1] == w[0] + 1).count();
-        if kind == HeaderKind::Cellperf || runs_on * 2 >= seqs.len().saturating_sub(1) {
+        let runs_on = seqs.windows(2).filter(|w| w[1] > w[0] && w[1] - w[0] <= 16).count();
+        if kind == HeaderKind::Cellperf || runs_on * 10 >= seqs.len().saturating_sub(1) * 9 {
             return Some(kind);
         }
     }
