@@ -10,7 +10,7 @@ use crate::error::LinkError;
 use std::sync::Arc;
 
 /// Bytes of one mahimahi delivery opportunity (the MTU those traces were recorded with).
-pub const MAHIMAHI_OPPORTUNITY_BYTES: f64 = 1500.0;
+pub const MAHIMAHI_OPPORTUNITY_BYTES: f64 = cellperf_channel::mahimahi::PACKET_BYTES;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Segment {
@@ -66,31 +66,17 @@ impl MahimahiTrace {
         Self::parse(&text, path)
     }
 
-    /// Parses trace text; `name` is used in error messages.
+    /// Parses trace text (with the channel crate's mahimahi reader, the one parser of the
+    /// format); `name` is used in error messages.
     pub fn parse(text: &str, name: &str) -> Result<Self, LinkError> {
-        let mut times = Vec::new();
-        let mut last = 0u64;
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
+        let times = cellperf_channel::mahimahi::parse(text.as_bytes()).map_err(|e| match e {
+            cellperf_channel::ChannelError::EmptyTrace => {
+                LinkError::file(name, "the trace is empty (expected one millisecond time per line)")
             }
-            let t: u64 = line.parse().map_err(|_| {
-                LinkError::file(name, format!("line {}: {line:?} is not a non-negative whole number of milliseconds", i + 1))
-            })?;
-            if t < last {
-                return Err(LinkError::file(name, format!("line {}: time {t} ms is before the previous line's {last} ms (times must not decrease)", i + 1)));
-            }
-            last = t;
-            times.push(t);
-        }
-        if times.is_empty() {
-            return Err(LinkError::file(name, "the trace is empty (expected one millisecond time per line)"));
-        }
-        if last == 0 {
-            return Err(LinkError::file(name, "every time in the trace is 0, so it has no duration to repeat over (the last line is the trace's period)"));
-        }
-        Ok(MahimahiTrace { times_ms: times.into(), period_ms: last, index: 0, loops: 0 })
+            other => LinkError::file(name, other.to_string()),
+        })?;
+        let period_ms = *times.last().unwrap_or(&1);
+        Ok(MahimahiTrace { times_ms: times.into(), period_ms, index: 0, loops: 0 })
     }
 
     /// Mean capacity over one period of the trace.
@@ -286,7 +272,7 @@ mod tests {
         let e = MahimahiTrace::parse("", "x.trace").unwrap_err().to_string();
         assert!(e.contains("empty"), "{e}");
         let e = MahimahiTrace::parse("0\n0\n", "x.trace").unwrap_err().to_string();
-        assert!(e.contains("every time"), "{e}");
+        assert!(e.contains("lasts 0 ms"), "{e}");
         let e = MahimahiTrace::parse("1\n-4\n", "x.trace").unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("-4"), "{e}");
     }
