@@ -1,0 +1,202 @@
+"""Analysis of one finished run, from the files in its folder, into the store's rows.
+
+- captures (`mn.pcap`, `cn.pcap`) → `cellperf.analysis.analyze`: flows, per-interval series,
+  retransmissions, ACK compression, and the per-packet tables (Parquet);
+- agent log (`agent.parquet`) of a VoIP run → `cellperf.voice.voice_windows` per direction;
+- radio log (`radio.csv`) → `cellperf.handoffs.detect_handoffs`, and with rates
+  `cellperf.channel` statistics; intervals and VoIP windows within ±5 s of a handoff are
+  marked (METHODS §6).
+Nothing here loops over packets: the work is in those modules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from cellperf.analysis import analyze
+from cellperf.campaign.spec import RunSpec
+from cellperf.errors import UserError
+from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
+from cellperf.store import write_parquet
+
+#: ±w around a handoff (METHODS §6, the thesis' 5 s).
+HANDOFF_WINDOW_S = 5.0
+
+
+def _stream_directions(df: pl.DataFrame, order_col: str, directions: dict[int, list[str]]) -> pl.DataFrame:
+    """Adds `direction` to rows of a table whose UDP flows hold both directions one after
+    the other (the analysis emits each stream in the order of `report.flows`): a stream
+    starts where `order_col` stops increasing within a flow."""
+    if df.height == 0:
+        return df.with_columns(direction=pl.lit(None, pl.String))
+    restart = (pl.col(order_col) <= pl.col(order_col).shift(1)).fill_null(False).cum_sum().over("flow_id")
+    lookup = pl.DataFrame(
+        [(fid, k, d) for fid, ds in directions.items() for k, d in enumerate(ds)],
+        schema={"flow_id": df.schema["flow_id"], "_stream": pl.UInt32, "direction": pl.String}, orient="row")
+    return (df.with_row_index("_row").with_columns(_stream=restart.cast(pl.UInt32))
+            .join(lookup, on=["flow_id", "_stream"], how="left").sort("_row").drop("_row", "_stream"))
+
+
+#: Transport of each test's measured traffic; other flows in the captures are not the test's.
+TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
+                 "tcp-bulk": "tcp", "window-sweep": "tcp"}
+
+
+def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_port: int | None) -> dict[int, str]:
+    """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
+    `stray` or `other`. Every flow of a run is opened by the probe at the MN, so a flow whose
+    first packet travels downlink is a leftover of an earlier run whose address the emulator
+    reused (a late FIN, the tail of a stream), not part of this one."""
+    opened_by_mn = dict(
+        packets.group_by("flow_id").agg(pl.col("uplink").sort_by("ts").first()).iter_rows()) if packets.height else {}
+    roles = {}
+    for f in report["flows"]:
+        fid = f["flow_id"]
+        if not opened_by_mn.get(fid, True):
+            roles[fid] = "stray"
+        elif f["proto"] == "tcp" and control_port is not None and control_port in (f["sport"], f["dport"]):
+            roles[fid] = "control"
+        elif f["proto"] == TEST_PROTOCOL.get(test_type):
+            roles[fid] = "data"
+        else:
+            roles[fid] = "other"
+    return roles
+
+
+def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
+    rows = []
+    for f in report["flows"]:
+        rx = f.get("retransmissions") or {}
+        ac = f.get("ack_compression") or {}
+        rtt, jit, owd = f.get("rtt_ms") or {}, f.get("jitter_ms") or {}, f.get("owd_ms") or {}
+        rows.append({
+            "flow_id": f["flow_id"], "role": roles[f["flow_id"]], "proto": f["proto"],
+            "direction": f["direction"], "src": f["src"], "dst": f["dst"], "sport": f["sport"], "dport": f["dport"],
+            "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
+            "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
+            "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
+            "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
+            "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
+            "data_packets": (f.get("tcp") or {}).get("data_packets"),
+            "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),
+            "retx_unavoidable": rx.get("unavoidable"), "retx_serial": rx.get("serial"), "retx_fast": rx.get("fast"),
+            "retx_rto": rx.get("rto"), "retx_method": rx.get("method"),
+            "ack_ratios": ac.get("acks"), "ack_compressed_fraction": ac.get("compressed_fraction"),
+            "ack_event_fraction": ac.get("event_fraction"), "ack_events": ac.get("events"),
+            "detail": json.dumps({k: f.get(k) for k in ("series", "tcp", "udp", "seen_at", "direction_basis")}),
+        })
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _handoffs(radio: Path, warnings: list[str]) -> pl.DataFrame | None:
+    if not radio.exists():
+        return None
+    try:
+        h = detect_handoffs(read_radio_log(radio), source=str(radio.name))
+    except UserError as e:
+        warnings.append(str(e))
+        return None
+    return h.select("time_s", "last_old_s", "kind", "from_bs_id", "from_sector_id", "to_bs_id", "to_sector_id")
+
+
+def _channel_stats(radio: Path, duration_s: float, handoffs: int, warnings: list[str]) -> pl.DataFrame | None:
+    """Statistics of the radio log's rate samples (METHODS §7) over the whole run."""
+    from cellperf.channel.analysis import trace_stats
+    from cellperf.channel.traces import read_trace
+
+    try:
+        trace = read_trace(radio)
+        s = trace_stats(trace, window_s=max(duration_s, trace.slots * trace.slot_s))
+    except UserError as e:
+        warnings.append(f"channel statistics: {e}")
+        return None
+    return pl.DataFrame([{
+        "samples": trace.slots, "slot_s": trace.slot_s, "mean_rate_bps": s["mean_rate_bps"],
+        "std_rate_bps": s["std_rate_bps"], "modal_rate_bps": s.get("modal_rate_bps"),
+        "modal_fraction": s["modal_fraction"], "entropy_bits": s["entropy_bits"],
+        "mean_sojourn_ms": s["mean_sojourn_ms"], "markov_rmse": s.get("markov_rmse"), "handoffs": handoffs}])
+
+
+def _voip_windows(agent_log: Path, interval_s: float, warnings: list[str]) -> pl.DataFrame | None:
+    """Per direction and window: loss, mean delay, R, MOS. Delay is what the probe logged
+    for the echo test (half the RTT unless the campaign asks otherwise), as in the thesis."""
+    from cellperf.voice import voice_windows
+
+    if not agent_log.exists():
+        return None
+    log = pl.read_parquet(agent_log).with_columns(flow_id=pl.col("direction"))
+    try:
+        w = voice_windows(log, window_s=interval_s, source=agent_log.name)
+    except UserError as e:
+        warnings.append(f"VoIP windows: {e}")
+        return None
+    return w.rename({"flow_id": "direction"})
+
+
+def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str | None, clocks_synced: bool,
+                control_port: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
+    """Rows for the run tables and a summary for `runs.analysis`. Per-packet tables are
+    written to `folder` as Parquet. Raises UserError when the captures cannot be read."""
+    tables: dict[str, pl.DataFrame] = {}
+    summary: dict = {"warnings": []}
+    warnings = summary["warnings"]
+    run_id = pl.lit(run.run_id)
+
+    handoffs = _handoffs(folder / "radio.csv", warnings)
+    handoff_s = handoffs["time_s"].to_numpy() if handoffs is not None else np.empty(0)
+    if handoffs is not None:
+        tables["handoffs"] = handoffs.with_columns(run_id=run_id)
+        summary["handoffs"] = handoffs.height
+        if (folder / "radio.csv").exists():
+            stats = _channel_stats(folder / "radio.csv", run.duration_s, handoffs.height, warnings)
+            if stats is not None:
+                tables["channel_stats"] = stats.with_columns(run_id=run_id)
+
+    mn, cn = folder / "mn.pcap", folder / "cn.pcap"
+    if mn.exists() or cn.exists():
+        a = analyze(mn=mn if mn.exists() else None, cn=cn if cn.exists() else None, interval=interval_s,
+                    mn_addr=mn_addr, synced_clocks=clocks_synced, tables=True)
+        report = a.report
+        warnings.extend(report.get("warnings", []))
+        summary["captures"] = report["captures"]
+        summary["owd_kind"] = report.get("owd_kind")
+        packets = pl.from_arrow(a.tables["packets"])
+        roles = _flow_roles(report, packets, run.test.type, control_port)
+        flows = _flow_rows(report, roles)
+        if flows.height:
+            tables["flows"] = flows.with_columns(run_id=run_id)
+        directions: dict[int, list[str]] = {}
+        for f in report["flows"]:
+            directions.setdefault(f["flow_id"], []).append(f["direction"])
+        # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
+        keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
+
+        intervals = _stream_directions(pl.from_arrow(a.tables["intervals"]).filter(keep), "interval", directions)
+        start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
+        tables["intervals"] = intervals.with_columns(
+            run_id=run_id, near_handoff=pl.Series(near_handoff(start, start + interval_s, handoff_s, HANDOFF_WINDOW_S)))
+        for name in ("tcp_retransmissions", "ack_compression"):
+            tables[name] = pl.from_arrow(a.tables[name]).filter(keep).with_columns(run_id=run_id)
+        # Per-packet tables: Parquet beside the database, with the run id in every row.
+        write_parquet(packets.with_columns(run_id=run_id), folder / "packets.parquet")
+        write_parquet(pl.from_arrow(a.tables["rtt"]).with_columns(run_id=run_id), folder / "rtt.parquet")
+        udp = _stream_directions(pl.from_arrow(a.tables["udp_packets"]), "seq", directions)
+        write_parquet(udp.with_columns(run_id=run_id), folder / "udp_packets.parquet")
+
+    agent_log = folder / "agent.parquet"
+    if agent_log.exists():
+        log = pl.read_parquet(agent_log)
+        write_parquet(log.with_columns(run_id=run_id), folder / "agent_log.parquet")
+        agent_log.unlink()
+        if run.test.type == "voip":
+            w = _voip_windows(folder / "agent_log.parquet", interval_s, warnings)
+            if w is not None:
+                start = w["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+                end = w["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+                tables["voip_windows"] = w.with_columns(
+                    run_id=run_id, near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
+    return tables, summary

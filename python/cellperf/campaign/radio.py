@@ -1,0 +1,107 @@
+"""Radio-log sources for a run (METHODS §1): the emulator's own log, rows cut from a CSV the
+user logged during the campaign, or a modem command polled while the run lasts.
+
+Every source ends as `radio.csv` in the run's folder with at least `time_s, bs_id, sector_id`
+(Unix epoch seconds), the format `cellperf.handoffs.read_radio_log` reads.
+
+Modem commands (**choice**, documented in docs/campaigns.md):
+- `mmcli`: JSON of `mmcli -m any --location-get -J`; the 3GPP cell id (hex) is split as an
+  LTE E-UTRAN cell identity: bs_id = cid >> 8 (eNodeB), sector_id = cid & 0xff (cell).
+- `qmicli`: text of `qmicli -d DEV --nas-get-serving-system`: `3GPP cell ID` (decimal), split
+  the same way, and the first radio interface as the technology.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+
+from cellperf.errors import UserError
+from cellperf.handoffs import read_radio_log
+
+COLUMNS = ("time_s", "bs_id", "sector_id", "technology")
+
+
+def _split_cell_id(cid: int) -> tuple[str, str]:
+    return str(cid >> 8), str(cid & 0xFF)
+
+
+def parse_mmcli(text: str) -> tuple[str, str, str | None] | None:
+    """(bs_id, sector_id, technology) from `mmcli --location-get -J`, None without a cell."""
+    try:
+        loc = json.loads(text)["modem"]["location"]["3gpp"]
+        cid = int(loc["cid"], 16)
+    except (ValueError, KeyError, TypeError):
+        return None
+    tac = loc.get("tac", "--")
+    return (*_split_cell_id(cid), "LTE" if tac not in ("--", "", None, "0000") else None)
+
+
+def parse_qmicli(text: str) -> tuple[str, str, str | None] | None:
+    """(bs_id, sector_id, technology) from `qmicli --nas-get-serving-system`."""
+    m = re.search(r"3GPP cell ID:\s*'(\d+)'", text)
+    if not m:
+        return None
+    tech = re.search(r"Radio interfaces:\s*'\d+'\s*\n\s*\[0\]:\s*'([^']+)'", text)
+    return (*_split_cell_id(int(m.group(1))), tech.group(1).upper() if tech else None)
+
+
+PARSERS = {"mmcli": parse_mmcli, "qmicli": parse_qmicli}
+
+
+class CommandPoller:
+    """Runs a modem command every `interval_s` seconds in a thread while the run lasts and
+    writes the rows it could parse to `path` on `stop()`."""
+
+    def __init__(self, command: str, fmt: str, interval_s: float, path: Path):
+        self.command, self.parse, self.interval_s, self.path = command, PARSERS[fmt], interval_s, path
+        self.rows: list[tuple] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cellperf-radio", daemon=True)
+
+    def start(self) -> CommandPoller:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            t = time.time()
+            try:
+                p = subprocess.run(self.command, shell=True, capture_output=True, text=True,
+                                   timeout=max(5.0, 2 * self.interval_s))
+                cell = self.parse(p.stdout) if p.returncode == 0 else None
+                if cell is None:
+                    self.failures.append((p.stderr.strip().splitlines() or ["no serving cell in the output"])[-1])
+                self.rows.append((t, *(cell or (None, None, None))))
+            except subprocess.TimeoutExpired:
+                self.failures.append("timed out")
+            self._stop.wait(max(0.0, self.interval_s - (time.time() - t)))
+
+    def stop(self) -> str | None:
+        """Writes the log; returns a warning when no sample named a cell."""
+        self._stop.set()
+        self._thread.join()
+        pl.DataFrame(self.rows, schema={c: (pl.Float64 if c == "time_s" else pl.String) for c in COLUMNS},
+                     orient="row").write_csv(self.path)
+        if self.rows and all(r[1] is None for r in self.rows):
+            return f"radio log command `{self.command}`: no sample named a cell ({self.failures[-1]})"
+        return None
+
+
+def cut_csv(source: Path, start_s: float, end_s: float, path: Path) -> None:
+    """The rows of a campaign-long radio log within [start, end] of a run, plus the last row
+    before it (the cell serving when the run began)."""
+    df = read_radio_log(source).sort("time_s")
+    before = df.filter(pl.col("time_s") < start_s).tail(1)
+    inside = df.filter((pl.col("time_s") >= start_s) & (pl.col("time_s") <= end_s))
+    try:
+        pl.concat([before, inside]).write_csv(path)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write ({e.strerror})") from None

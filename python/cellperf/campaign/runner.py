@@ -1,0 +1,190 @@
+"""`cellperf run`: every run of a campaign, each analysed as it finishes and committed to the
+store atomically; resumable at any moment.
+
+Resume rule: a run whose `runs` row says `ok` is never run again (its configuration must
+not have changed: the stored hash is compared); a `failed` run is tried again; folders of
+runs killed before their commit are removed. So a campaign killed at any moment and started
+again loses nothing finished and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import socket
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from cellperf import __version__
+from cellperf.campaign.analyse import analyse_run
+from cellperf.campaign.radio import cut_csv
+from cellperf.campaign.spec import Campaign, RunSpec
+from cellperf.campaign.testbed import Outcome, testbed_for
+from cellperf.errors import UserError
+from cellperf.store import RunRecord, Store
+
+#: Seconds of set-up and analysis expected per run beyond its test duration (for the ETA).
+EXPECTED_OVERHEAD_S = 3.0
+
+
+@dataclass
+class RunStatus:
+    run_id: str
+    status: str
+    reason: str | None
+    seconds: float
+
+
+@dataclass
+class Summary:
+    out_dir: Path
+    total: int
+    skipped: int  # finished before this invocation
+    finished: list[RunStatus] = field(default_factory=list)
+    removed_debris: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[RunStatus]:
+        return [r for r in self.finished if r.status == "failed"]
+
+    def to_json(self, store: Store | None = None) -> dict:
+        out = {
+            "out_dir": str(self.out_dir), "database": str(self.out_dir / "results.duckdb"),
+            "runs_total": self.total, "runs_skipped": self.skipped,
+            "runs_done": sum(r.status == "ok" for r in self.finished),
+            "runs_failed": [{"run_id": r.run_id, "reason": r.reason} for r in self.failed],
+            "runs": [r.__dict__ for r in self.finished],
+        }
+        if self.removed_debris:
+            out["removed_unfinished"] = self.removed_debris
+        return out
+
+
+def _iso(t: float) -> datetime:
+    return datetime.fromtimestamp(t, timezone.utc)
+
+
+def _versions() -> dict:
+    import duckdb
+    import polars
+
+    return {"cellperf": __version__, "python": platform.python_version(), "duckdb": duckdb.__version__,
+            "polars": polars.__version__}
+
+
+def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunRecord:
+    """Runs, collects and analyses one run; a failure becomes a `failed` record with the
+    reason (never an exception), except a full disk, which stops the campaign."""
+    folder = store.staging_dir(f"{run.run_id}-{os.getpid()}")
+    started = time.time()
+    outcome = Outcome(started, started)
+    tables: dict = {}
+    analysis: dict = {}
+    reason = None
+    try:
+        outcome = testbed.run(run, folder)
+        if campaign.radio_log.kind == "csv":
+            cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, folder / "radio.csv")
+        if outcome.error is None:
+            tables, analysis = analyse_run(
+                run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
+                clocks_synced=outcome.clocks_synced, control_port=getattr(testbed, "port", None) or _port(campaign))
+            analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+        reason = outcome.error
+    except UserError as e:
+        if "disk full" in str(e):
+            raise
+        reason = str(e)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise UserError(f"{folder}: disk full (No space left on device); finished runs are kept, "
+                            "free space and run again to resume") from None
+        reason = f"{e.filename or folder}: {e.strerror}"
+    except Exception as e:  # a bug: keep the run's files and the traceback for the report
+        reason = f"internal error: {type(e).__name__}: {e}"
+        (folder / "error.txt").write_text(traceback.format_exc())
+    row = {
+        "run_id": run.run_id, "network": run.network.name, "scenario": run.scenario, "test": run.test.name,
+        "test_type": run.test.type, "direction": run.options.get("direction"), "repetition": run.repetition,
+        "profile": run.profile, "config": run.config(campaign), "config_sha256": run.config_sha256(campaign),
+        "status": "failed" if reason else "ok", "reason": reason, "host": socket.gethostname(),
+        "kernel": platform.release(), "versions": _versions(),
+        "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
+        "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
+        "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
+        "analysis": analysis or None,
+    }
+    return RunRecord(row, tables if not reason else {}, folder)
+
+
+def _port(campaign: Campaign) -> int | None:
+    if campaign.testbed.kind != "real":
+        return None
+    server = campaign.testbed.server
+    tail = server.rsplit("]", 1)[-1] if server.startswith("[") else server
+    return int(tail.rsplit(":", 1)[1]) if tail.count(":") == 1 and tail.rsplit(":", 1)[1].isdigit() else 5250
+
+
+def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | None = None,
+                 on_run: Callable[[RunStatus, int, int], None] | None = None) -> Summary:
+    """Runs every unfinished run of `campaign` into the store at `out_dir`.
+
+    `on_progress(done_s, total_s, running)` is called about twice a second with planned
+    seconds done (for an ETA); `on_run(status, index, count)` after each commit."""
+    with Store.open(out_dir, create=True) as store:
+        stored = store.campaign()
+        if stored is not None and stored["name"] != campaign.name:
+            raise UserError(f"{out_dir}: holds campaign '{stored['name']}', not '{campaign.name}'; use another --out")
+        store.set_campaign({
+            "name": campaign.name, "description": campaign.description, "testbed": campaign.testbed.kind,
+            "spec_toml": campaign.text, "spec_sha256": campaign.sha256, "created_at": datetime.now(timezone.utc),
+            "cellperf_version": __version__})
+        summary = Summary(out_dir, len(campaign.runs), 0, removed_debris=store.remove_debris())
+        states = store.run_states()
+        todo = []
+        for run in campaign.runs:
+            state = states.get(run.run_id)
+            if state and state[0] == "ok":
+                if state[1] != run.config_sha256(campaign):
+                    raise UserError(f"{campaign.path}: run {run.run_id} in {out_dir} was made with other settings; "
+                                    "restore the campaign file or use another --out")
+                summary.skipped += 1
+            else:
+                todo.append(run)
+        if not todo:
+            return summary
+        planned = {r.run_id: r.duration_s + EXPECTED_OVERHEAD_S for r in todo}
+        total_s = sum(planned.values())
+        done_s = 0.0
+        running: dict[Future, tuple[RunSpec, float]] = {}
+        pending = list(todo)
+        with testbed_for(campaign, out_dir) as testbed, ThreadPoolExecutor(campaign.parallel) as pool:
+            try:
+                while pending or running:
+                    while pending and len(running) < campaign.parallel:
+                        run = pending.pop(0)
+                        running[pool.submit(execute_run, campaign, run, store, testbed)] = (run, time.time())
+                    finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        run, t0 = running.pop(fut)
+                        record = fut.result()
+                        store.commit_run(record)
+                        done_s += planned[run.run_id]
+                        status = RunStatus(run.run_id, record.row["status"], record.row["reason"], time.time() - t0)
+                        summary.finished.append(status)
+                        if on_run:
+                            on_run(status, summary.skipped + len(summary.finished), summary.total)
+                    if on_progress:
+                        now = time.time()
+                        partial = sum(min(now - t0, planned[r.run_id]) for r, t0 in running.values())
+                        on_progress(done_s + partial, total_s, [r.run_id for r, _ in running.values()])
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        return summary

@@ -1,0 +1,262 @@
+"""Where a campaign's runs happen: the emulated testbed (this host; `cellperf emulate` per
+run, `cellperf server` on the host side) or a real network (this host is the MN; a
+`cellperf server` runs at the CN). Both run `cellperf probe` for the test, capture both
+ends and collect the radio log into the run's folder.
+
+Child processes get SIGTERM if the runner dies (even by SIGKILL), so an interrupted
+campaign leaves no server or emulator behind (the emulator removes its namespaces on SIGTERM).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cellperf.campaign.radio import CommandPoller
+from cellperf.campaign.spec import Campaign, RunSpec, probe_args
+from cellperf.errors import UserError
+
+#: Seconds a run may take beyond its test duration (set-up, clock probes, tear-down).
+RUN_OVERHEAD_S = 30.0
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def cellperf_exe() -> str:
+    """The `cellperf` console script of this installation."""
+    exe = Path(sys.executable).with_name("cellperf")
+    return str(exe) if exe.exists() else (shutil.which("cellperf") or "cellperf")
+
+
+@dataclass
+class Outcome:
+    """What a run produced before analysis."""
+
+    started_at: float
+    ended_at: float
+    result: dict | None = None  # the probe's result document
+    emulator: dict | None = None
+    error: str | None = None
+    mn_addr: str | None = None
+    cn_addr: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    clocks_synced: bool = False
+
+
+def _last_error_line(*texts: str) -> str | None:
+    for text in texts:
+        lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("cellperf: error:")]
+        if errors:
+            return errors[-1].removeprefix("cellperf: error:").strip()
+    for text in texts:
+        lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1]
+    return None
+
+
+def _read_result(path: Path) -> dict | None:
+    try:
+        text = path.read_text().strip()
+        return json.loads(text.splitlines()[-1]) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+class EmulatedTestbed:
+    """One `cellperf server` on the host for the whole campaign; each run is one
+    `cellperf emulate --profile NETWORK-SCENARIO` around `cellperf probe`."""
+
+    def __init__(self, campaign: Campaign, work_dir: Path):
+        self.campaign = campaign
+        self.work_dir = work_dir
+        self.server: subprocess.Popen | None = None
+        self.port: int | None = None
+        self.token_file = work_dir / ".token"
+
+    def __enter__(self) -> EmulatedTestbed:
+        from cellperf.emulate.runner import check_environment
+
+        check_environment([])
+        self.token_file.write_text(secrets.token_hex(24) + "\n")
+        self.token_file.chmod(0o600)
+        # Listens on every address: the host side of each emulated link exists only while its
+        # emulator runs. The token keeps strangers out; the port is random.
+        self.server = subprocess.Popen(
+            [cellperf_exe(), "server", "--listen", "0.0.0.0:0", "--token-file", str(self.token_file),
+             "--max-rate", "1G", "--max-tests", "64", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+        line = self.server.stdout.readline()
+        try:
+            self.port = int(json.loads(line)["listening"].rsplit(":", 1)[1])
+        except (ValueError, KeyError, IndexError):
+            err = self.server.stderr.read() if self.server.poll() is not None else ""
+            self.close()
+            raise UserError(f"cellperf server did not start: {_last_error_line(err) or line.strip() or 'no output'}") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.send_signal(signal.SIGINT)
+            try:
+                self.server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
+        self.token_file.unlink(missing_ok=True)
+
+    def run(self, run: RunSpec, folder: Path) -> Outcome:
+        c = self.campaign
+        exe = cellperf_exe()
+        probe = [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", run.test.type, *probe_args(run.options),
+                 "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
+        cmd = [exe, "emulate", "--profile", run.profile, "--seed", str(run.network.seed + run.repetition), "--json"]
+        if c.capture:
+            cmd += ["--pcap-dir", str(folder)]
+        if c.radio_log.kind == "emulator":
+            cmd += ["--radio-log", str(folder / "radio.csv")]
+        if run.scenario == "mobile" and run.network.handoffs is not None:
+            cmd += ["--handoffs", str(run.network.handoffs)]
+        # The probe's result goes to a file: the emulator's own stdout is its statistics.
+        cmd += ["--", "sh", "-c", f'exec "$@" >"{folder}/probe.json" 2>"{folder}/probe.err"', "sh", *probe]
+        started = time.time()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
+                               preexec_fn=_die_with_parent)
+        except subprocess.TimeoutExpired:
+            return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
+        out = Outcome(started, time.time(), result=_read_result(folder / "probe.json"), clocks_synced=True)
+        try:
+            stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
+        except ValueError:
+            stats = None
+        if stats:
+            out.emulator = {k: v for k, v in stats.items() if k not in ("captures", "radio_log")}
+            out.mn_addr, out.cn_addr = stats["mn_addrs"][0], stats["cn_addrs"][0]
+        if p.returncode != 0 or out.result is None:
+            probe_err = (folder / "probe.err").read_text() if (folder / "probe.err").exists() else ""
+            out.error = _last_error_line(probe_err, p.stderr) or f"cellperf emulate exited {p.returncode}"
+        return out
+
+
+class RealTestbed:
+    """This host is the MN: `cellperf probe` runs here against the campaign's server, tcpdump
+    captures `mn_interface`, and `cn_capture` (e.g. over ssh) streams the CN's capture."""
+
+    def __init__(self, campaign: Campaign, work_dir: Path):
+        self.campaign = campaign
+        self.tb = campaign.testbed
+
+    def __enter__(self) -> RealTestbed:
+        if self.campaign.capture and self.tb.mn_interface:
+            if shutil.which("tcpdump") is None:
+                raise UserError("testbed.mn_interface: tcpdump is not installed")
+        host = _server_host(self.tb.server)
+        try:
+            self.server_ip = socket.getaddrinfo(host, None)[0][4][0]
+        except socket.gaierror as e:
+            raise UserError(f"testbed.server: cannot resolve {host!r} ({e.strerror})") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def _start_captures(self, folder: Path) -> list[tuple[subprocess.Popen, bool]]:
+        procs = []
+        if self.tb.mn_interface:
+            p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
+                                  str(folder / "mn.pcap"), "host", self.server_ip],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+            line = p.stderr.readline()
+            if "listening" not in line:
+                p.kill()
+                raise UserError(f"testbed.mn_interface: tcpdump on {self.tb.mn_interface} did not start: {line.strip()}")
+            procs.append((p, False))
+        if self.tb.cn_capture:
+            # Its own process group, so that stopping it reaches tcpdump (or ssh) under the shell.
+            with open(folder / "cn.pcap", "wb") as f:
+                cn = subprocess.Popen(self.tb.cn_capture, shell=True, stdout=f, stderr=subprocess.PIPE,
+                                      start_new_session=True)
+            procs.append((cn, True))
+            time.sleep(1.0)  # no portable "ready" signal from a remote capture
+            if cn.poll() is not None:
+                err = cn.stderr.read().decode(errors="replace")
+                raise UserError(f"testbed.cn_capture: the command exited: {_last_error_line(err) or 'no output'}")
+        return procs
+
+    @staticmethod
+    def _stop_captures(procs: list[tuple[subprocess.Popen, bool]]) -> None:
+        time.sleep(0.3)  # let the last packets reach the capture files
+        for p, group in procs:
+            if p.poll() is None:
+                try:
+                    if group:
+                        os.killpg(p.pid, signal.SIGINT)
+                    else:
+                        p.send_signal(signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+        for p, _ in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def run(self, run: RunSpec, folder: Path) -> Outcome:
+        c = self.campaign
+        procs = self._start_captures(folder) if c.capture else []
+        poller = None
+        if c.radio_log.kind == "command":
+            poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
+        started = time.time()
+        cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),
+               "--token-file", str(self.tb.token_file), "--json", "--log", str(folder / "agent.parquet")]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
+                               preexec_fn=_die_with_parent)
+            error = None if p.returncode == 0 else (_last_error_line(p.stderr) or f"cellperf probe exited {p.returncode}")
+            stdout = p.stdout
+        except subprocess.TimeoutExpired:
+            error, stdout = f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s", ""
+        finally:
+            self._stop_captures(procs)
+        out = Outcome(started, time.time(), error=error)
+        (folder / "probe.json").write_text(stdout)
+        out.result = _read_result(folder / "probe.json")
+        if poller is not None:
+            warning = poller.stop()
+            if warning:
+                out.warnings.append(warning)
+        if out.result and out.result.get("server"):
+            out.cn_addr = out.result["server"].rsplit(":", 1)[0].strip("[]")
+        return out
+
+
+def _server_host(server: str) -> str:
+    """HOST of HOST[:PORT], [IPv6]:PORT or a bare IPv6 address."""
+    if server.startswith("["):
+        return server[1:].split("]", 1)[0]
+    return server.rsplit(":", 1)[0] if server.count(":") == 1 else server
+
+
+def testbed_for(campaign: Campaign, work_dir: Path):
+    return EmulatedTestbed(campaign, work_dir) if campaign.testbed.kind == "emulated" else RealTestbed(campaign, work_dir)

@@ -1,0 +1,370 @@
+"""The report's figures and tables, each made from the results store alone (never from live
+state), after seed 000 chapter 4. Every function returns a list of `Item`s (none when the
+store has no data for it), so a campaign without VoIP simply has no VoIP section.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+from cellperf.store import Store
+
+#: Quantile grid of every CDF (201 points: enough for a smooth curve, small HTML).
+CDF_LEVELS = [i / 200 for i in range(201)]
+SCENARIO_COLOURS = {"stationary": "#1f77b4", "mobile": "#d62728"}
+DIRECTION_DASH = {"up": "dot", "down": "solid", "uplink": "dot", "downlink": "solid"}
+HANDOFF_DASH = {"inter-BS": "solid", "inter-technology": "solid", "inter-sector": "dash"}
+
+
+@dataclass
+class Item:
+    """A figure (plotly) or a table (HTML), with the paper's counterpart in the caption."""
+
+    key: str
+    title: str
+    caption: str
+    figure: go.Figure | None = None
+    table_html: str | None = None
+
+
+def _layout(fig: go.Figure, height: int = 420, **kw) -> go.Figure:
+    fig.update_layout(height=height, template="plotly_white", margin=dict(l=60, r=20, t=40, b=50),
+                      legend=dict(orientation="h", y=-0.18), **kw)
+    return fig
+
+
+def _runs_of(store: Store, test_type: str, direction: str | None = None) -> pl.DataFrame:
+    where = "status = 'ok' AND test_type = ?"
+    params = [test_type]
+    if direction:
+        where += " AND (direction = ? OR direction IS NULL)"
+        params.append(direction)
+    return store.frame(f"SELECT run_id, network, scenario, repetition, started_at FROM runs WHERE {where} "
+                       "ORDER BY network, scenario, repetition", params)
+
+
+def _timeline(store: Store, table: str, ts_col: str, value_sql: str, run_filter: str, params: list) -> pl.DataFrame:
+    """Per-interval rows of the selected runs on one time axis per (network, scenario): the
+    runs laid end to end in repetition order, as the thesis plots its data sets (Fig. 4.1a).
+    Returns network, scenario, run_id, t_s (s on that axis), offset_s (the run's start on it), value."""
+    df = store.frame(f"""
+        SELECT r.network, r.scenario, r.repetition, r.run_id,
+               epoch(x.{ts_col}) - epoch(r.started_at) AS t_run, {value_sql}
+        FROM {table} x JOIN runs r USING (run_id)
+        WHERE r.status = 'ok' AND {run_filter} ORDER BY r.network, r.scenario, r.repetition, t_run""", params)
+    if df.height == 0:
+        return df
+    lengths = (df.group_by("network", "scenario", "repetition", "run_id").agg(length=pl.col("t_run").max() + 5.0)
+               .sort("network", "scenario", "repetition")
+               .with_columns(offset_s=pl.col("length").cum_sum().over("network", "scenario") - pl.col("length")))
+    return df.join(lengths.select("run_id", "offset_s"), on="run_id").with_columns(t_s=pl.col("t_run") + pl.col("offset_s"))
+
+
+def _handoff_lines(store: Store, fig: go.Figure, offsets: pl.DataFrame, rows: list[int] | None = None) -> None:
+    """Vertical lines at the handoffs of the runs in `offsets` (run_id, offset_s): solid
+    inter-BS, dashed inter-sector (000 Fig. 4.5)."""
+    if offsets.height == 0:
+        return
+    h = store.frame("""SELECT h.run_id, h.kind, h.time_s - epoch(r.started_at) AS t_run
+                       FROM handoffs h JOIN runs r USING (run_id)""")
+    h = h.join(offsets, on="run_id").with_columns(t=pl.col("t_run") + pl.col("offset_s"))
+    for t, kind in h.select("t", "kind").iter_rows():
+        for row in rows or [None]:
+            kw = {"row": row, "col": 1} if row else {}
+            fig.add_vline(x=t, line_width=1, line_dash=HANDOFF_DASH.get(kind, "dot"), line_color="#555", opacity=0.6, **kw)
+
+
+def _cdf_trace(values: np.ndarray, name: str, **kw) -> go.Scatter | None:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    return go.Scatter(x=np.quantile(values, CDF_LEVELS), y=CDF_LEVELS, mode="lines", name=f"{name} (n={values.size})", **kw)
+
+
+# -- UDP CBR (000 §4.1, Figs. 4.1-4.2) ----------------------------------------------------------
+
+def udp_throughput(store: Store) -> list[Item]:
+    filt = "r.test_type = 'udp-cbr' AND x.direction = 'downlink'"
+    df = _timeline(store, "intervals", "start_ts", "x.throughput_bps / 1e3 AS kbps", filt, [])
+    if df.height == 0:
+        return []
+    items = []
+    networks = df["network"].unique(maintain_order=True).to_list()
+    fig = make_subplots(rows=len(networks), cols=1, subplot_titles=networks, shared_xaxes=False,
+                        vertical_spacing=0.25 / max(1, len(networks)))
+    for i, net in enumerate(networks, start=1):
+        for scen in ("stationary", "mobile"):
+            d = df.filter((pl.col("network") == net) & (pl.col("scenario") == scen))
+            if d.height:
+                fig.add_trace(go.Scatter(x=d["t_s"], y=d["kbps"], mode="lines+markers", marker_size=4,
+                                         name=scen, legendgroup=scen, showlegend=i == 1,
+                                         line_color=SCENARIO_COLOURS[scen]), row=i, col=1)
+        mobile = df.filter((pl.col("network") == net) & (pl.col("scenario") == "mobile")).select("run_id", "offset_s").unique()
+        _handoff_lines(store, fig, mobile, rows=[i])
+        fig.update_yaxes(title_text="kb/s", row=i, col=1)
+    fig.update_xaxes(title_text="time (s), runs end to end", row=len(networks), col=1)
+    items.append(Item("udp-series", "UDP CBR downlink throughput per interval",
+                      "Throughput of each interval (default 5 s), stationary vs mobile, the runs of each scenario laid "
+                      "end to end; vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.1(a).",
+                      _layout(fig, height=260 * len(networks) + 120)))
+
+    box = go.Figure()
+    for scen in ("stationary", "mobile"):
+        d = df.filter(pl.col("scenario") == scen)
+        if d.height:
+            box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
+                                 boxpoints="outliers"))
+    box.update_layout(boxmode="group", yaxis_title="kb/s per interval")
+    items.append(Item("udp-box", "Dispersion of UDP throughput (IQR)",
+                      "Box: quartiles; whiskers at 1.5 IQR; points: outliers. Seed 000 Fig. 4.1(b).", _layout(box)))
+
+    sodp = go.Figure()
+    d = df.sort("run_id", "t_s").with_columns(d1=pl.col("kbps").diff().over("run_id"))
+    d = d.with_columns(d2=pl.col("d1").shift(-1).over("run_id")).drop_nulls(["d1", "d2"])
+    for (net, scen), g in d.group_by(["network", "scenario"], maintain_order=True):
+        sodp.add_trace(go.Scatter(x=g["d1"], y=g["d2"], mode="markers", marker=dict(size=5, opacity=0.7),
+                                  name=f"{net} {scen}", marker_symbol="circle" if scen == "stationary" else "x"))
+    sodp.update_layout(xaxis_title="T[i+1] − T[i] (kb/s)", yaxis_title="T[i+2] − T[i+1] (kb/s)")
+    items.append(Item("udp-sodp", "Second-order difference plot of UDP throughput",
+                      "Each point is (T[i+1]−T[i], T[i+2]−T[i+1]) of consecutive intervals; the farther from the "
+                      "origin, the more variable the link. Seed 000 Fig. 4.1(c).", _layout(sodp, height=480)))
+
+    jit = store.frame("""SELECT r.scenario, r.network, abs(p.jitter_ms) AS j FROM udp_packets p JOIN runs r USING (run_id)
+                         WHERE r.status = 'ok' AND r.test_type = 'udp-cbr' AND p.direction = 'downlink'
+                         AND p.jitter_ms IS NOT NULL""") if _has_view(store, "udp_packets") else pl.DataFrame()
+    loss = store.frame(f"""SELECT r.scenario, x.loss_rate FROM intervals x JOIN runs r USING (run_id)
+                          WHERE r.status = 'ok' AND {filt} AND x.loss_rate IS NOT NULL""")
+    cdf = make_subplots(rows=1, cols=2, subplot_titles=("|jitter| (ms)", "loss rate per interval"))
+    for scen in ("stationary", "mobile"):
+        if jit.height:
+            t = _cdf_trace(jit.filter(pl.col("scenario") == scen)["j"].to_numpy(), scen,
+                           line_color=SCENARIO_COLOURS[scen], legendgroup=scen)
+            if t:
+                cdf.add_trace(t, row=1, col=1)
+        t = _cdf_trace(loss.filter(pl.col("scenario") == scen)["loss_rate"].to_numpy(), scen,
+                       line_color=SCENARIO_COLOURS[scen], legendgroup=scen, showlegend=False)
+        if t:
+            cdf.add_trace(t, row=1, col=2)
+    cdf.update_xaxes(type="log", row=1, col=1)
+    cdf.update_yaxes(title_text="CDF", row=1, col=1)
+    items.append(Item("udp-cdf", "Jitter and loss of UDP CBR",
+                      "CDFs of per-packet |jitter| = |(r[i]−r[i−1]) − (s[i]−s[i−1])| and of the loss rate per interval. "
+                      "Seed 000 Fig. 4.2.", _layout(cdf)))
+    return items
+
+
+def _has_view(store: Store, name: str) -> bool:
+    return bool(store.con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchall()[0][0])
+
+
+# -- TCP (000 §4.2, Fig. 4.3, 4.4, Table 4.2) -----------------------------------------------------
+
+def tcp(store: Store) -> list[Item]:
+    df = store.frame("""SELECT r.network, r.scenario, x.throughput_bps / 1e3 AS kbps
+                        FROM intervals x JOIN runs r USING (run_id)
+                        WHERE r.status = 'ok' AND r.test_type = 'tcp-bulk' AND x.bytes > 0""")
+    items = []
+    if df.height:
+        box = go.Figure()
+        for scen in ("stationary", "mobile"):
+            d = df.filter(pl.col("scenario") == scen)
+            if d.height:
+                box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
+                                     boxpoints="outliers"))
+        box.update_layout(boxmode="group", yaxis_title="goodput per interval (kb/s)")
+        items.append(Item("tcp-box", "TCP bulk throughput", "Box-whisker of TCP goodput per interval, per network "
+                          "and scenario. Seed 000 Fig. 4.3.", _layout(box)))
+    ack = store.frame("""SELECT r.scenario, a.ratio FROM ack_compression a JOIN runs r USING (run_id)
+                         WHERE r.status = 'ok' AND a.ratio > 0""")
+    if ack.height:
+        fig = go.Figure()
+        ev = store.frame("""SELECT r.scenario, avg(a.in_event::INT) AS events, avg(a.compressed::INT) AS compressed
+                            FROM ack_compression a JOIN runs r USING (run_id) WHERE r.status = 'ok' GROUP BY 1""")
+        ev = {s: (e, c) for s, e, c in ev.iter_rows()}
+        for scen in ("stationary", "mobile"):
+            t = _cdf_trace(ack.filter(pl.col("scenario") == scen)["ratio"].to_numpy(), scen,
+                           line_color=SCENARIO_COLOURS[scen])
+            if t:
+                e, c = ev[scen]
+                t.name += f": {100 * c:.1f} % compressed, {100 * e:.1f} % in events"
+                fig.add_trace(t)
+        fig.add_vline(x=0.75, line_dash="dash", line_color="#555")
+        fig.update_layout(xaxis_title="ΔTr / ΔTs", yaxis_title="CDF", xaxis_type="log")
+        items.append(Item("tcp-ack", "ACK compression", "CDF of ΔTr/ΔTs of ACKs seen at both ends; below 0.75 an ACK "
+                          "is compressed, ≥ 3 in a row an event (thesis: 10.8 % stationary, 22.2 % mobile in events). "
+                          "Seed 000 Fig. 4.4.", _layout(fig)))
+    rx = store.frame("""SELECT r.network, r.scenario, sum(f.data_packets)::BIGINT AS data, sum(f.retx_total)::BIGINT AS total,
+                               sum(f.retx_normal)::BIGINT AS n, sum(f.retx_spurious)::BIGINT AS s,
+                               sum(f.retx_unavoidable)::BIGINT AS u, sum(f.retx_serial)::BIGINT AS m, any_value(f.retx_method) AS method
+                        FROM flows f JOIN runs r USING (run_id)
+                        WHERE r.status = 'ok' AND r.test_type = 'tcp-bulk' AND f.role = 'data' AND f.proto = 'tcp'
+                        GROUP BY ALL ORDER BY r.scenario DESC, r.network""")
+    if rx.height:
+        rows = []
+        for scen in ("stationary", "mobile"):
+            d = rx.filter(pl.col("scenario") == scen)
+            if d.height == 0:
+                continue
+            avg = d.select(pl.lit(f"all, {scen}").alias("network"), pl.lit(scen).alias("scenario"),
+                           *[pl.col(c).sum() for c in ("data", "total", "n", "s", "u", "m")],
+                           pl.col("method").first())
+            rows += [avg.row(0, named=True)] + list(d.iter_rows(named=True))
+        body = []
+        for r in rows:
+            tot = r["total"] or 0
+            share = (lambda k: f"{100 * r[k] / tot:.2f}" if tot else "–")
+            rxt = f"{100 * tot / r['data']:.2f}" if r["data"] else "–"
+            bold = r["network"].startswith("all")
+            cells = [html.escape(r["network"] if bold else f"{r['network']} ({r['scenario']})"), rxt,
+                     share("n"), share("s"), share("u"), share("m"), str(tot)]
+            body.append("<tr" + (' class="sum"' if bold else "") + ">" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        table = ("<table><thead><tr><th>rate (%)</th><th>% Rxt</th><th>N-Rxt</th><th>S-Rxt</th><th>U-Rxt</th>"
+                 "<th>M-Rxt</th><th>retransmissions</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+        items.append(Item("tcp-retx", "Retransmission classes",
+                          "% Rxt = retransmitted / data packets; N (data lost), S (spurious: neither lost), U (all ACKs "
+                          "lost) as shares of retransmissions, summing to 100; M = serial retransmissions, share of "
+                          "retransmissions. Two-capture classes (METHODS §4). Seed 000 Table 4.2.", table_html=table))
+    return items
+
+
+# -- VoIP (000 §4.3, Figs. 4.5-4.7) ---------------------------------------------------------------
+
+def voip(store: Store) -> list[Item]:
+    df = _timeline(store, "voip_windows", "window_start",
+                   "x.direction, x.mean_delay_ms, x.loss, x.r, x.delay_kind, x.near_handoff", "x.status != 'no_data'", [])
+    if df.height == 0:
+        return []
+    items = []
+    kind = df["delay_kind"].drop_nulls().unique().to_list()
+    delay_label = {"half_rtt": "half-RTT (ms)", "one_way": "one-way delay (ms)",
+                   "excess_one_way": "excess one-way delay (ms)"}.get(kind[0] if len(kind) == 1 else "", "delay (ms)")
+    for net in df["network"].unique(maintain_order=True).to_list():
+        d = df.filter(pl.col("network") == net)
+        fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                            subplot_titles=("(a) " + delay_label, "(b) loss rate", "(c) R-factor"))
+        for (scen, direction), g in d.group_by(["scenario", "direction"], maintain_order=True):
+            g = g.sort("t_s")
+            style = dict(line_color=SCENARIO_COLOURS[scen], line_dash=DIRECTION_DASH.get(direction, "solid"),
+                         legendgroup=f"{scen}{direction}", mode="lines")
+            name = f"{scen} {direction}"
+            fig.add_trace(go.Scatter(x=g["t_s"], y=g["mean_delay_ms"], name=name, **style), row=1, col=1)
+            fig.add_trace(go.Scatter(x=g["t_s"], y=g["loss"], name=name, showlegend=False, **style), row=2, col=1)
+            fig.add_trace(go.Scatter(x=g["t_s"], y=g["r"], name=name, showlegend=False, **style), row=3, col=1)
+        mobile = d.filter(pl.col("scenario") == "mobile").select("run_id", "offset_s").unique()
+        _handoff_lines(store, fig, mobile, rows=[1, 2, 3])
+        fig.update_xaxes(title_text="time (s), runs end to end", row=3, col=1)
+        items.append(Item(f"voip-series-{net}", f"VoIP delay, loss and R over time — {net}",
+                          "Per window (default 5 s): mean delay, loss and E-model R (simplified G.107, G.711); "
+                          "vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.5.",
+                          _layout(fig, height=720)))
+    fig = go.Figure()
+    for (scen, direction), g in df.group_by(["scenario", "direction"], maintain_order=True):
+        t = _cdf_trace(g["r"].to_numpy().astype(float), f"{scen} {direction}", line_color=SCENARIO_COLOURS[scen],
+                       line_dash=DIRECTION_DASH.get(direction, "solid"))
+        if t:
+            fig.add_trace(t)
+    fig.add_vline(x=70, line_dash="dash", line_color="#555")
+    fig.update_layout(xaxis_title="R-factor (70 = toll quality)", yaxis_title="CDF")
+    items.append(Item("voip-r-cdf", "R-factor per direction", "CDF of R per 5-s window, uplink (MN→CN) and downlink. "
+                      "Seed 000 Fig. 4.6.", _layout(fig)))
+    fig = go.Figure()
+    mob = df.filter(pl.col("scenario") == "mobile")
+    for label, g in (("all windows", mob), ("±5 s of a handoff", mob.filter(pl.col("near_handoff")))):
+        t = _cdf_trace(g["r"].to_numpy().astype(float), label, line_dash="solid" if label == "all windows" else "dash")
+        if t:
+            fig.add_trace(t)
+    if fig.data:
+        fig.update_layout(xaxis_title="R-factor", yaxis_title="CDF")
+        items.append(Item("voip-r-handoff", "R-factor around handoffs (mobile)",
+                          "CDF of R in windows within 5 s of a handoff vs all windows of the mobile runs. "
+                          "Seed 000 Fig. 4.7.", _layout(fig)))
+    return items
+
+
+# -- Summary tables ------------------------------------------------------------------------------
+
+def summary_table(store: Store) -> list[Item]:
+    """Runs per network, scenario and test with their options and headline results (Table 4.1)."""
+    df = store.frame("""
+        WITH per_run AS (
+            SELECT r.run_id, r.network, r.test, r.test_type, r.scenario, r.status, r.config,
+                   -- the test's direction only (a downlink CBR test also has the probe's uplink hello)
+                   median(f.goodput_bps) FILTER (WHERE f.role = 'data' AND f.direction = coalesce(
+                       CASE r.direction WHEN 'up' THEN 'uplink' WHEN 'down' THEN 'downlink' END,
+                       f.direction)) AS goodput,
+                   avg(f.loss_rate) FILTER (WHERE f.role = 'data' AND f.proto = 'udp' AND f.direction = coalesce(
+                       CASE r.direction WHEN 'up' THEN 'uplink' WHEN 'down' THEN 'downlink' END,
+                       f.direction)) AS loss
+            FROM runs r LEFT JOIN flows f USING (run_id)
+            GROUP BY r.run_id, r.network, r.test, r.test_type, r.scenario, r.status, r.config, r.direction)
+        SELECT network, test, test_type, scenario, count(*)::BIGINT AS runs, sum((status = 'ok')::INT)::BIGINT AS ok,
+               any_value(json_extract(config, '$.options.rate')::DOUBLE) AS rate,
+               any_value(json_extract(config, '$.options.window')::BIGINT) AS window,
+               any_value(json_extract_string(config, '$.options.codec')) AS codec,
+               any_value(json_extract(config, '$.duration_s')::DOUBLE) AS duration,
+               median(goodput) AS goodput, median(loss) AS loss
+        FROM per_run GROUP BY ALL ORDER BY network, test, scenario DESC""")
+    if df.height == 0:
+        return []
+    voip_r = store.frame("""SELECT r.network, r.scenario, median(v.r) AS r FROM voip_windows v JOIN runs r USING (run_id)
+                            GROUP BY ALL""")
+    rmap = {(n, s): r for n, s, r in voip_r.iter_rows()}
+    body = []
+    for r in df.iter_rows(named=True):
+        opts = ", ".join(o for o in (r["rate"] and f"rate {r['rate'] / 1e3:g} kb/s",
+                                     r["window"] and f"window {r['window'] // 1024} KB", r["codec"]) if o)
+        res = []
+        if r["goodput"] is not None:
+            res.append(f"goodput {r['goodput'] / 1e3:.0f} kb/s")
+        if r["loss"] is not None:
+            res.append(f"loss {100 * r['loss']:.2f} %")
+        if r["test_type"] == "voip" and (r["network"], r["scenario"]) in rmap:
+            res.append(f"median R {rmap[(r['network'], r['scenario'])]:.1f}")
+        cells = [r["network"], r["test"], r["scenario"], f"{r['ok']}/{r['runs']}", f"{r['duration']:g} s",
+                 opts or "–", "; ".join(res) or "–"]
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    table = ("<table><thead><tr><th>network</th><th>test</th><th>scenario</th><th>runs ok/all</th><th>duration</th>"
+             "<th>options</th><th>median result</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+    return [Item("summary", "Summary of the experiments", "Runs per network, scenario and test, with the test options "
+                 "and median results over the runs. Seed 000 Table 4.1.", table_html=table)]
+
+
+def channel_table(store: Store) -> list[Item]:
+    df = store.frame("""
+        SELECT r.network, r.scenario, count(*) AS runs, avg(c.mean_rate_bps) / 1e3 AS mean_kbps,
+               avg(c.std_rate_bps) / 1e3 AS std_kbps, avg(c.modal_fraction) AS modal, avg(c.entropy_bits) AS entropy,
+               avg(c.mean_sojourn_ms) AS sojourn, sum(c.handoffs)::BIGINT AS handoffs,
+               sum(r.duration_s) AS seconds
+        FROM channel_stats c JOIN runs r USING (run_id) WHERE r.status = 'ok' GROUP BY ALL ORDER BY 1, 2 DESC""")
+    if df.height == 0:
+        return []
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+            r["network"], r["scenario"], r["runs"], f"{r['mean_kbps']:.0f}", f"{r['std_kbps']:.0f}",
+            f"{r['modal']:.2f}", f"{r['entropy']:.2f}", f"{r['sojourn']:.0f}", r["handoffs"],
+            f"{r['seconds'] / r['handoffs']:.1f}" if r["handoffs"] and r["seconds"] else "–")) + "</tr>"
+        for r in df.iter_rows(named=True))
+    table = ("<table><thead><tr><th>network</th><th>scenario</th><th>runs</th><th>mean rate (kb/s)</th><th>std</th>"
+             "<th>modal fraction</th><th>entropy (bits)</th><th>mean sojourn (ms)</th><th>handoffs</th>"
+             "<th>s per handoff</th></tr></thead><tbody>" + body + "</tbody></table>")
+    return [Item("channel", "Radio channel and handoffs", "From the radio log's rate samples (METHODS §7: modal "
+                 "fraction, entropy, sojourn) and its serving-cell changes (§6).", table_html=table)]
+
+
+def failed_table(store: Store) -> list[Item]:
+    df = store.frame("SELECT run_id, reason FROM runs WHERE status = 'failed' ORDER BY run_id")
+    if df.height == 0:
+        return []
+    body = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b or '')}</td></tr>" for a, b in df.iter_rows())
+    return [Item("failed", f"Failed runs ({df.height})", "Recorded with their reason; `cellperf run` tries them again.",
+                 table_html=f"<table><thead><tr><th>run</th><th>reason</th></tr></thead><tbody>{body}</tbody></table>")]
+
+
+SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
+            ("VoIP", (voip,)), ("Radio", (channel_table,)))

@@ -1,0 +1,264 @@
+"""The results store of a campaign: one DuckDB file (`results.duckdb`) and, beside it, one
+folder per run (`runs/<run_id>/`) holding its captures, radio log, agent log and per-packet
+tables as Parquet. Schema: `schema.py`, documented in docs/store.md.
+
+    >>> from cellperf.store import Store
+    >>> with Store.open("results/", read_only=True) as s:
+    ...     s.sql("SELECT network, scenario, median(throughput_bps) FROM intervals "
+    ...           "JOIN runs USING (run_id) GROUP BY ALL").pl()       # polars
+    ...     s.table("voip_windows").df()                                 # pandas
+
+A run is committed in one step: its folder is moved into place, then all its rows go in one
+transaction. A run folder without a `runs` row is debris of a killed run and is removed by
+the next writer, so a reader sees every run completely or not at all.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from cellperf.errors import UserError
+from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES, RUN_TABLES, SCHEMA_VERSION
+
+DB_NAME = "results.duckdb"
+RUNS_DIR = "runs"
+STAGING_PREFIX = ".staging-"
+
+__all__ = ["DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "store_path", "write_parquet"]
+
+
+def store_path(path: str | os.PathLike) -> Path:
+    """The database file for a campaign folder or a path to the file itself."""
+    p = Path(path)
+    return p / DB_NAME if p.is_dir() or p.suffix != ".duckdb" else p
+
+
+class RunRecord:
+    """Everything one run stores: its `runs` row, its rows in the run tables (polars or
+    pyarrow), and its folder of files (staged; moved into place at commit)."""
+
+    def __init__(self, row: dict, tables: dict | None = None, staging_dir: Path | None = None):
+        self.row = row
+        self.tables = tables or {}
+        self.staging_dir = staging_dir
+
+
+class Store:
+    """An open results store. Use `Store.open(...)` as a context manager."""
+
+    def __init__(self, db_file: Path, con: duckdb.DuckDBPyConnection, read_only: bool):
+        self.db_file = db_file
+        self.root = db_file.parent
+        self.runs_dir = self.root / RUNS_DIR
+        self.con = con
+        self.read_only = read_only
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, read_only: bool = False, create: bool = False) -> Store:
+        """Opens the store in folder `path` (or the .duckdb file `path`), migrating an older
+        schema when writable. `create` makes a new one when there is none."""
+        db_file = store_path(path)
+        if not db_file.exists():
+            if not create:
+                raise UserError(f"{path}: no results store here (expected {db_file.name}; run `cellperf run` first)")
+            try:
+                db_file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UserError(f"{db_file.parent}: cannot create the results folder ({e.strerror})") from None
+        try:
+            con = duckdb.connect(str(db_file), read_only=read_only)
+        except duckdb.IOException as e:
+            msg = str(e).splitlines()[0]
+            if "lock" in msg.lower():
+                raise UserError(f"{db_file}: in use by another process (is `cellperf run` still writing it?)") from None
+            raise UserError(f"{db_file}: cannot open ({msg})") from None
+        except duckdb.Error as e:
+            raise UserError(f"{db_file}: not a results store ({str(e).splitlines()[0]})") from None
+        store = cls(db_file, con, read_only)
+        try:
+            store._migrate()
+            store._register_parquet_views()
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    @property
+    def version(self) -> int:
+        if not self._has_table("schema_info"):
+            return 0
+        return self.con.execute("SELECT max(version) FROM schema_info").fetchall()[0][0] or 0
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'", [name]
+        ).fetchall()[0][0])
+
+    def _migrate(self) -> None:
+        version = self.version
+        if version > SCHEMA_VERSION:
+            raise UserError(f"{self.db_file}: schema version {version} is newer than this cellperf "
+                            f"understands ({SCHEMA_VERSION}); upgrade cellperf")
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise UserError(f"{self.db_file}: schema version {version}, this cellperf uses {SCHEMA_VERSION}; "
+                            "open it once for writing (e.g. `cellperf run` resume or `cellperf query --upgrade`) to migrate")
+        for step in range(version, SCHEMA_VERSION):
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                self.con.execute(MIGRATIONS[step])
+                self.con.execute("INSERT INTO schema_info VALUES (?, ?)", [step + 1, datetime.now(timezone.utc)])
+                self.con.execute("COMMIT")
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+
+    def _register_parquet_views(self) -> None:
+        """Temporary views over the per-run Parquet files, so SQL can join them with the
+        tables (plain DuckDB: `SELECT * FROM 'runs/*/packets.parquet'` in the folder)."""
+        for name in PARQUET_TABLES:
+            files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet"))
+            if not files:
+                continue
+            listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS "
+                             f"SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sql(self, query: str, params: list | None = None) -> duckdb.DuckDBPyRelation:
+        """A DuckDB relation: `.pl()` polars, `.df()` pandas, `.arrow()` pyarrow, `.fetchall()`."""
+        return self.con.sql(query, params=params)
+
+    def table(self, name: str) -> duckdb.DuckDBPyRelation:
+        return self.con.table(name)
+
+    def frame(self, query: str, params: list | None = None) -> pl.DataFrame:
+        """Query result as a polars DataFrame."""
+        return self.con.sql(query, params=params or None).pl()
+
+    def run_states(self) -> dict[str, tuple[str, str]]:
+        """run_id → (status, config_sha256) of every stored run."""
+        rows = self.con.execute("SELECT run_id, status, config_sha256 FROM runs").fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def campaign(self) -> dict | None:
+        # Through Arrow: DuckDB's Python conversion of TIMESTAMPTZ would need pytz.
+        rows = self.frame("SELECT * FROM campaign LIMIT 1").to_dicts()
+        return rows[0] if rows else None
+
+    # -- writing -------------------------------------------------------------------------
+
+    def set_campaign(self, row: dict) -> None:
+        """Records the campaign once; later calls keep the first record."""
+        if self.campaign() is None:
+            cols = ", ".join(row)
+            self.con.execute(f"INSERT INTO campaign ({cols}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+
+    def remove_debris(self) -> list[str]:
+        """Deletes staging folders and run folders that have no committed `runs` row (a run
+        killed between moving its folder and committing its rows). Returns their names."""
+        if not self.runs_dir.is_dir():
+            return []
+        known = set(self.run_states())
+        removed = []
+        for d in self.runs_dir.iterdir():
+            if d.is_dir() and (d.name.startswith(STAGING_PREFIX) or d.name not in known):
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(d.name)
+        return removed
+
+    def staging_dir(self, run_id: str) -> Path:
+        d = self.runs_dir / f"{STAGING_PREFIX}{run_id}"
+        shutil.rmtree(d, ignore_errors=True)
+        try:
+            d.mkdir(parents=True)
+        except OSError as e:
+            raise _write_error(self.runs_dir, e) from None
+        return d
+
+    def commit_run(self, record: RunRecord) -> None:
+        """Stores one run atomically, replacing an earlier failed attempt of the same run."""
+        run_id = record.row["run_id"]
+        final = self.runs_dir / run_id
+        try:
+            if final.exists():
+                shutil.rmtree(final)
+            if record.staging_dir is not None:
+                os.replace(record.staging_dir, final)
+        except OSError as e:
+            raise _write_error(final, e) from None
+        row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
+        for key in ("config", "versions", "result", "emulator", "analysis"):
+            if row.get(key) is not None and not isinstance(row[key], str):
+                row[key] = json.dumps(row[key])
+        con = self.con
+        try:
+            con.execute("BEGIN TRANSACTION")
+            for t in ("runs", *RUN_TABLES):
+                con.execute(f"DELETE FROM {t} WHERE run_id = ?", [run_id])
+            con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+            for name, table in record.tables.items():
+                if name not in RUN_TABLES:
+                    raise ValueError(f"unknown run table {name}")
+                self._insert(name, table)
+            con.execute("COMMIT")
+        except duckdb.Error as e:
+            con.execute("ROLLBACK")
+            if "No space left" in str(e):
+                raise _write_error(self.db_file, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))) from None
+            raise
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def _insert(self, name: str, table) -> None:
+        arrow = table.to_arrow() if isinstance(table, pl.DataFrame) else table
+        if arrow.num_rows == 0:
+            return
+        columns = [c for c in arrow.column_names]
+        self.con.register("_incoming", arrow)
+        try:
+            quoted = ", ".join(f'"{c}"' for c in columns)
+            self.con.execute(f"INSERT INTO {name} ({quoted}) SELECT {quoted} FROM _incoming")
+        finally:
+            self.con.unregister("_incoming")
+
+
+def _write_error(where: Path, e: OSError) -> UserError:
+    if e.errno == errno.ENOSPC:
+        return UserError(f"{where}: disk full (No space left on device); finished runs are kept, "
+                         "free space and run again to resume")
+    return UserError(f"{where}: cannot write ({e.strerror})")
+
+
+def write_parquet(table: pa.Table | pl.DataFrame, path: Path) -> None:
+    """A per-packet table written as Parquet (zstd) into a run's staging folder."""
+    import pyarrow.parquet as pq
+
+    arrow = table.to_arrow() if isinstance(table, pl.DataFrame) else table
+    try:
+        pq.write_table(arrow, path, compression="zstd")
+    except OSError as e:
+        raise _write_error(path, e) from None

@@ -1,0 +1,87 @@
+"""The results store's schema, as a chain of migrations (docs/store.md).
+
+A fresh store applies every step in order; an older store applies the steps it lacks, each
+in one transaction, so a store is always at exactly one version. The version is the row in
+`schema_info`. Never edit a released step: add a new one.
+"""
+
+from __future__ import annotations
+
+#: Version 1: campaign, runs, flows, per-interval series, retransmissions, ACK compression,
+#: VoIP windows, handoffs.
+_V1 = """
+CREATE TABLE schema_info (version INTEGER NOT NULL, migrated_at TIMESTAMPTZ NOT NULL);
+CREATE TABLE campaign (
+    name VARCHAR NOT NULL, description VARCHAR, testbed VARCHAR NOT NULL,
+    spec_toml VARCHAR NOT NULL, spec_sha256 VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL, cellperf_version VARCHAR NOT NULL);
+CREATE TABLE runs (
+    run_id VARCHAR PRIMARY KEY, network VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    test VARCHAR NOT NULL, test_type VARCHAR NOT NULL, direction VARCHAR, repetition INTEGER NOT NULL,
+    profile VARCHAR, config JSON NOT NULL, config_sha256 VARCHAR NOT NULL,
+    status VARCHAR NOT NULL CHECK (status IN ('ok', 'failed')), reason VARCHAR,
+    host VARCHAR, kernel VARCHAR, versions JSON,
+    started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, duration_s DOUBLE,
+    mn_addr VARCHAR, cn_addr VARCHAR, data_dir VARCHAR,
+    result JSON, emulator JSON, analysis JSON);
+CREATE TABLE flows (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, role VARCHAR NOT NULL,
+    proto VARCHAR, direction VARCHAR, src VARCHAR, dst VARCHAR, sport INTEGER, dport INTEGER,
+    packets UBIGINT, bytes UBIGINT, duration_s DOUBLE, goodput_bps DOUBLE, throughput_bps DOUBLE,
+    rtt_median_ms DOUBLE, rtt_p95_ms DOUBLE, loss_rate DOUBLE,
+    jitter_median_ms DOUBLE, jitter_p95_ms DOUBLE, owd_median_ms DOUBLE, owd_kind VARCHAR,
+    data_packets UBIGINT, retx_total UBIGINT, retx_normal UBIGINT, retx_spurious UBIGINT,
+    retx_unavoidable UBIGINT, retx_serial UBIGINT, retx_fast UBIGINT, retx_rto UBIGINT, retx_method VARCHAR,
+    ack_ratios UBIGINT, ack_compressed_fraction DOUBLE, ack_event_fraction DOUBLE, ack_events UBIGINT,
+    detail JSON);
+CREATE TABLE intervals (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, "interval" UINTEGER NOT NULL,
+    start_ts TIMESTAMPTZ, start_s DOUBLE, bytes UBIGINT, throughput_bps DOUBLE,
+    packets_sent UBIGINT, packets_lost UBIGINT, loss_rate DOUBLE, owd_mean_ms DOUBLE, jitter_mean_ms DOUBLE);
+CREATE TABLE tcp_retransmissions (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, ts TIMESTAMPTZ, rel_seq UBIGINT, len UINTEGER,
+    class VARCHAR, serial BOOLEAN, method VARCHAR);
+CREATE TABLE ack_compression (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, sent_ts TIMESTAMPTZ, received_ts TIMESTAMPTZ,
+    ratio DOUBLE, compressed BOOLEAN, in_event BOOLEAN);
+CREATE TABLE voip_windows (
+    run_id VARCHAR NOT NULL, direction VARCHAR NOT NULL, "window" BIGINT NOT NULL,
+    window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, packets_sent UBIGINT, packets_lost UBIGINT,
+    loss DOUBLE, mean_delay_ms DOUBLE, delay_kind VARCHAR, burst_ratio DOUBLE,
+    r DOUBLE, mos DOUBLE, band VARCHAR, status VARCHAR);
+CREATE TABLE handoffs (
+    run_id VARCHAR NOT NULL, time_s DOUBLE NOT NULL, last_old_s DOUBLE, kind VARCHAR NOT NULL,
+    from_bs_id VARCHAR, from_sector_id VARCHAR, to_bs_id VARCHAR, to_sector_id VARCHAR);
+"""
+
+#: Version 2: channel statistics of the radio log's rates (METHODS §7), and whether each
+#: interval and VoIP window lies within ±5 s of a handoff (METHODS §6), computed for the
+#: runs already stored.
+_V2 = """
+CREATE TABLE channel_stats (
+    run_id VARCHAR NOT NULL, samples UBIGINT, slot_s DOUBLE, mean_rate_bps DOUBLE, std_rate_bps DOUBLE,
+    modal_rate_bps DOUBLE, modal_fraction DOUBLE, entropy_bits DOUBLE, mean_sojourn_ms DOUBLE,
+    markov_rmse DOUBLE, handoffs UBIGINT);
+ALTER TABLE intervals ADD COLUMN near_handoff BOOLEAN;
+ALTER TABLE voip_windows ADD COLUMN near_handoff BOOLEAN;
+UPDATE intervals AS i SET near_handoff = EXISTS (
+    SELECT 1 FROM handoffs h, runs r
+    WHERE h.run_id = i.run_id AND r.run_id = i.run_id
+      AND h.time_s >= epoch(i.start_ts) - 5 AND h.time_s < epoch(i.start_ts) + (
+          SELECT CAST(json_extract(r.config, '$.interval_s') AS DOUBLE)) + 5);
+UPDATE voip_windows AS v SET near_handoff = EXISTS (
+    SELECT 1 FROM handoffs h
+    WHERE h.run_id = v.run_id AND h.time_s >= epoch(v.window_start) - 5 AND h.time_s < epoch(v.window_end) + 5);
+"""
+
+#: MIGRATIONS[k] takes a store from version k to version k + 1.
+MIGRATIONS: list[str] = [_V1, _V2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+#: Per-packet tables kept as Parquet beside the database, one file per run
+#: (`runs/<run_id>/<name>.parquet`, each with a run_id column).
+PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log")
+
+#: Tables that hold rows per run (deleted together when a failed run is redone).
+RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
+              "handoffs", "channel_stats")
