@@ -27,12 +27,13 @@ def tshark_fields(pcap, display_filter: str, *fields: str) -> list[list[str]]:
 
 
 def run_iperf(tb: VethTestbed, tmp_path, *client_args: str) -> dict:
+    """iperf3's JSON result, with the captures' kernel drop counts under `capture_drops`."""
     tb.popen(tb.cn, ["iperf3", "-s", "-1", "-p", "5201"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     mn, cn = tmp_path / "mn.pcap", tmp_path / "cn.pcap"
     with tb.capture(mn, cn):
         out = tb.sh(tb.mn, f"iperf3 -c {tb.CN_ADDR} -p 5201 -J {' '.join(client_args)}", timeout=60).stdout
-    return json.loads(out)
+    return {**json.loads(out), "capture_drops": tb.capture_drops}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,9 @@ def test_tcp_two_sided_against_tshark_and_ip_ids(tcp_downlink):
     # Delivered bytes lie between what iperf3's receiver read within its test time and
     # what its sender wrote (the capture also sees the data in flight when the test ends).
     received, sent_bytes = iperf["end"]["sum_received"]["bytes"], iperf["end"]["sum_sent"]["bytes"]
-    assert received <= f["tcp"]["unique_bytes"] <= sent_bytes
+    assert f["tcp"]["unique_bytes"] <= sent_bytes
+    if iperf["capture_drops"]["mn"] == 0:  # a loaded host can make tcpdump drop, iperf3 not
+        assert received <= f["tcp"]["unique_bytes"]
     assert 10e6 < f["goodput_bps"] < 21e6
     assert f["rtt_ms"]["samples"] > 100 and f["rtt_ms"]["min"] > 0
     assert f["series"]["intervals"] >= 1

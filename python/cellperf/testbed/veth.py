@@ -60,6 +60,8 @@ class VethTestbed:
         self.mn, self.rt, self.cn = f"cpmn{tag}", f"cprt{tag}", f"cpcn{tag}"
         self.downlink, self.uplink = downlink, uplink
         self._procs: list[subprocess.Popen] = []
+        #: Packets each capture's kernel buffer dropped, by side, after `capture()` ends.
+        self.capture_drops: dict[str, int] = {}
 
     def __enter__(self) -> VethTestbed:
         require_root_tools("tcpdump")
@@ -122,11 +124,15 @@ class VethTestbed:
             time.sleep(0.2)
             for p in dumps:
                 p.send_signal(signal.SIGINT)
-            for p in dumps:
+            for side, p in zip(("mn", "cn"), dumps):
                 try:
-                    p.wait(timeout=10)
+                    _, err = p.communicate(timeout=10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+                    err = ""
+                # tcpdump ends with "N packets dropped by kernel" on stderr.
+                dropped = [int(line.split()[0]) for line in err.splitlines() if "dropped by kernel" in line]
+                self.capture_drops[side] = dropped[0] if dropped else -1
 
     def close(self) -> None:
         for p in self._procs:
