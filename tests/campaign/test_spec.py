@@ -1,0 +1,118 @@
+"""Campaign files: the run matrix, per-network overrides, and one-line errors with the line."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from cellperf.campaign import load_campaign
+from cellperf.errors import UserError
+from tests.conftest import cellperf
+
+GOOD = """\
+[campaign]
+name = "t"
+duration = 10
+scenarios = ["stationary", "mobile"]
+repetitions = 2
+
+[[networks]]
+name = "EV-DO"
+profile = "evdo"
+[networks.tests.udp-cbr-down]
+rate = "600k"
+
+[[networks]]
+name = "WiBro"
+profile = "wibro"
+
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "2M"
+
+[[tests]]
+type = "voip"
+duration = "20s"
+"""
+
+
+def write(tmp_path, text: str):
+    p = tmp_path / "c.toml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_matrix_overrides_and_ids(tmp_path):
+    c = load_campaign(write(tmp_path, GOOD))
+    assert len(c.runs) == 2 * 2 * 2 * 2
+    ids = [r.run_id for r in c.runs]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == "EV-DO.stationary.udp-cbr-down.1" and ids[-1] == "WiBro.mobile.voip.2"
+    by_id = {r.run_id: r for r in c.runs}
+    assert by_id["EV-DO.mobile.udp-cbr-down.1"].options["rate"] == 600_000
+    assert by_id["WiBro.mobile.udp-cbr-down.1"].options["rate"] == 2_000_000
+    assert by_id["WiBro.mobile.voip.2"].duration_s == 20.0
+    assert by_id["EV-DO.stationary.udp-cbr-down.1"].duration_s == 10.0
+    assert by_id["EV-DO.mobile.voip.1"].profile == "evdo-mobile"
+    # The configuration hash changes with what changes the result, and only then.
+    a, b = by_id["EV-DO.mobile.udp-cbr-down.1"], by_id["EV-DO.mobile.udp-cbr-down.2"]
+    assert a.config_sha256(c) != b.config_sha256(c)
+    assert a.config_sha256(c) == load_campaign(write(tmp_path, GOOD)).runs[ids.index(a.run_id)].config_sha256(c)
+
+
+@pytest.mark.parametrize("edit, line, message", [
+    (('profile = "wibro"', 'profile = "lte"'), 15, "networks[1].profile: unknown profile 'lte'"),
+    (('rate = "600k"', 'rate = "fast"'), 11, "networks[0].tests.udp-cbr-down.rate: 'fast' is not a rate"),
+    (('rate = "2M"', 'rate = "2M"\ncodec = "g711"'), 21, "tests[0].codec: does not apply to test type udp-cbr"),
+    (('direction = "down"', 'direction = "sideways"'), 19, "tests[0].direction: must be one of up, down, both"),
+    (('duration = "20s"', 'durations = 3'), 24, "tests[1].durations: unknown key"),
+    (('repetitions = 2', 'repetitions = 0'), 5, "campaign.repetitions: must be a whole number"),
+    (('scenarios = ["stationary", "mobile"]', 'scenarios = ["driving"]'), 4, "campaign.scenarios: must be a list"),
+    (('name = "WiBro"', 'name = "EV-DO"'), 14, "networks[1].name: network name 'EV-DO' is used twice"),
+    (('[networks.tests.udp-cbr-down]', '[networks.tests.tcp]'), 10, "networks[0].tests.tcp: unknown key"),
+    (('type = "voip"', 'type = "udp-cbr"\ndirection = "down"'), 22, "test name 'udp-cbr-down' is used twice"),
+])
+def test_bad_values_name_file_line_and_key(tmp_path, edit, line, message):
+    path = write(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(UserError) as e:
+        load_campaign(path)
+    assert str(e.value).startswith(f"{path}:{line}: "), str(e.value)
+    assert message in str(e.value)
+
+
+def test_syntax_error_gives_line_and_column(tmp_path):
+    path = write(tmp_path, GOOD.replace('rate = "2M"', 'rate = "2M'))
+    with pytest.raises(UserError, match=rf"^{path}:20:\d+: invalid TOML"):
+        load_campaign(path)
+
+
+def test_missing_parts(tmp_path):
+    with pytest.raises(UserError, match="give at least one \\[\\[networks\\]\\] table"):
+        load_campaign(write(tmp_path, '[campaign]\nname = "x"\n[[tests]]\ntype = "voip"\n'))
+    with pytest.raises(UserError, match=r":1: campaign: missing required key 'name'"):
+        load_campaign(write(tmp_path, '[campaign]\n[[networks]]\nname="a"\nprofile="evdo"\n[[tests]]\ntype="voip"\n'))
+    with pytest.raises(UserError, match="no such campaign file"):
+        load_campaign(tmp_path / "absent.toml")
+
+
+def test_real_testbed_needs_server_token_and_files(tmp_path):
+    base = '[campaign]\nname = "r"\n[testbed]\nkind = "real"\n{extra}\n[[networks]]\nname = "SKT"\n[[tests]]\ntype = "voip"\n'
+    with pytest.raises(UserError, match=r":3: testbed: missing required key 'server'"):
+        load_campaign(write(tmp_path, base.format(extra="")))
+    with pytest.raises(UserError, match=r":6: testbed.token_file: .*tok: no such file"):
+        load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"')))
+    (tmp_path / "tok").write_text("secret\n")
+    with pytest.raises(UserError, match="capture = true needs mn_interface"):
+        load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"')))
+    c = load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"\nmn_interface = "wwan0"')))
+    assert c.testbed.kind == "real" and c.radio_log.kind == "none" and len(c.runs) == 1
+
+
+def test_cli_check_is_one_line(tmp_path):
+    p = cellperf("run", write(tmp_path, GOOD.replace('profile = "wibro"', 'profile = "lte"')), "--check", check=False)
+    assert p.returncode == 1
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("cellperf: error: ") and ":15: " in p.stderr
+    ok = cellperf("run", write(tmp_path, GOOD), "--check")
+    assert "16 runs" in ok.stdout
