@@ -1,0 +1,181 @@
+"""Campaigns end to end through the emulator and cellperf's agents: every run stored with
+flows, series, handoffs and VoIP windows; a failing run recorded and the campaign going on;
+a campaign killed with SIGKILL mid-run resumed without losing or duplicating anything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cellperf.store import Store
+from tests.conftest import cellperf
+
+pytestmark = pytest.mark.netns
+
+HANDOFFS = "time_s,bs_id,sector_id,outage_ms\n1.5,1,2,50\n3.0,2,1,200\n"
+
+CAMPAIGN = """\
+[campaign]
+name = "e2e"
+duration = 4
+interval = 1
+scenarios = ["stationary", "mobile"]
+parallel = 4
+
+[[networks]]
+name = "WiBro"
+profile = "wibro"
+handoffs = "handoffs.csv"
+
+[[networks]]
+name = "EV-DO"
+profile = "evdo"
+handoffs = "handoffs.csv"
+[networks.tests.udp-cbr-down]
+rate = "100k"
+
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "4M"
+
+[[tests]]
+type = "tcp-bulk"
+direction = "down"
+window = "128K"
+
+[[tests]]
+type = "voip"
+
+[[tests]]
+name = "oversize"
+type = "sparse"
+payload = 100000
+"""
+
+
+def write_campaign(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "handoffs.csv").write_text(HANDOFFS)
+    path = folder / "campaign.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def e2e_store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("e2e")
+    proc = cellperf("run", write_campaign(folder, CAMPAIGN), "--out", folder / "out", "--json", check=False, timeout=300)
+    return folder / "out", proc
+
+
+def test_campaign_end_to_end(e2e_store):
+    out, proc = e2e_store
+    # Runs that fail (the oversize test) make exit status 3; the others are all done.
+    assert proc.returncode == 3, proc.stderr
+    with Store.open(out, read_only=True) as s:
+        runs = s.frame("SELECT run_id, network, scenario, test, status, reason FROM runs")
+        assert runs.height == 2 * 2 * 4
+        failed = runs.filter(pl.col("status") == "failed")
+        assert sorted(failed["test"].unique()) == ["oversize"] and failed.height == 4
+        assert all("payload" in r for r in failed["reason"])
+        # Every good run has its own traffic analysed from both captures.
+        data = s.frame("""SELECT r.run_id, r.test, count(f.flow_id) AS flows FROM runs r
+                          LEFT JOIN flows f ON f.run_id = r.run_id AND f.role = 'data'
+                          WHERE r.status = 'ok' GROUP BY ALL""")
+        assert data.height == 12 and data["flows"].min() >= 1
+        # A CBR stream below capacity arrives whole at its rate: 4 Mb/s over 10 Mb/s WiBro.
+        cbr = s.frame("""SELECT f.goodput_bps, f.loss_rate FROM flows f JOIN runs r USING (run_id)
+                         WHERE r.run_id = 'WiBro.stationary.udp-cbr-down.1' AND f.role = 'data' AND f.direction = 'downlink'""")
+        assert cbr["loss_rate"][0] == 0.0
+        assert cbr["goodput_bps"][0] == pytest.approx(4e6, rel=0.05)
+        # Saturated EV-DO at 100 kb/s payload: below capacity too, so no loss either.
+        tcp = s.frame("""SELECT max(f.goodput_bps) AS g FROM flows f JOIN runs r USING (run_id)
+                         WHERE r.run_id = 'WiBro.stationary.tcp-bulk-down.1' AND f.role = 'data'""")
+        assert 2e6 < tcp["g"][0] <= 10.5e6
+        # The mobile runs have the two scheduled handoffs, the stationary ones none.
+        h = s.frame("""SELECT r.scenario, r.run_id, count(h.time_s) AS n, string_agg(h.kind, ',' ORDER BY h.time_s) AS kinds
+                       FROM runs r LEFT JOIN handoffs h USING (run_id) WHERE r.status = 'ok' GROUP BY ALL""")
+        assert set(h.filter(pl.col("scenario") == "mobile")["n"]) == {2}
+        assert set(h.filter(pl.col("scenario") == "mobile")["kinds"]) == {"inter-sector,inter-BS"}
+        assert set(h.filter(pl.col("scenario") == "stationary")["n"]) == {0}
+        # Intervals within ±5 s of a handoff are marked, only in mobile runs.
+        near = s.frame("""SELECT r.scenario, bool_or(i.near_handoff) AS any_near FROM intervals i JOIN runs r USING (run_id)
+                          GROUP BY 1""")
+        assert dict(near.iter_rows()) == {"mobile": True, "stationary": False}
+        # VoIP: windows per direction, R in the range of an unimpaired G.711 call on WiBro.
+        v = s.frame("""SELECT direction, count(*) AS n, median(r) AS r FROM voip_windows
+                       WHERE run_id = 'WiBro.stationary.voip.1' GROUP BY 1 ORDER BY 1""")
+        assert v["direction"].to_list() == ["down", "up"]
+        assert v["n"].min() >= 3 and 85 < v["r"].min() <= 94.2
+        # Per-packet tables: Parquet beside the database, queryable with the tables.
+        pk = s.frame("""SELECT count(*) AS n FROM udp_packets u JOIN runs r USING (run_id)
+                        WHERE r.test = 'voip' AND u.direction = 'downlink'""")
+        assert pk["n"][0] > 4 * 150
+        assert s.frame("SELECT count(*) AS n FROM channel_stats")["n"][0] == 12
+
+
+def test_json_summary_lists_failures(e2e_store):
+    import json
+
+    _, proc = e2e_store
+    summary = json.loads(proc.stdout)
+    assert summary["runs_total"] == 16 and summary["runs_done"] == 12
+    assert sorted(r["run_id"] for r in summary["runs_failed"]) == sorted(
+        f"{n}.{s}.oversize.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
+
+
+def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
+    text = CAMPAIGN.replace("parallel = 4", "parallel = 1").replace("duration = 4", "duration = 2").replace(
+        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[tests]]\nname = \"oversize\"")[0]
+    path = write_campaign(tmp_path, text)
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("cellperf")
+    proc = subprocess.Popen([str(exe), "run", str(path), "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait for the first committed run folder ...
+            if out.joinpath("runs").is_dir() and any(not p.name.startswith(".") for p in out.joinpath("runs").iterdir()):
+                break
+            time.sleep(0.1)
+        time.sleep(2.5)  # ... and kill the runner in the middle of a later run
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(1)
+    with Store.open(out, read_only=True) as s:
+        before = s.frame("SELECT run_id, started_at, ended_at FROM runs WHERE status = 'ok'")
+    assert 1 <= before.height < 6
+    # Children die with the runner (PDEATHSIG): no emulator namespace is left behind.
+    deadline = time.time() + 15
+    while "cpemu" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout and time.time() < deadline:
+        time.sleep(0.2)
+    again = cellperf("run", path, "--out", out, "--json", timeout=300)
+    import json
+
+    summary = json.loads(again.stdout)
+    assert summary["runs_skipped"] == before.height
+    assert summary["runs_done"] == 6 - before.height and not summary["runs_failed"]
+    with Store.open(out, read_only=True) as s:
+        after = s.frame("SELECT run_id, started_at, ended_at FROM runs ORDER BY run_id")
+        assert after.height == 6 and after["run_id"].n_unique() == 6
+        # The runs finished before the kill are untouched, not redone.
+        kept = after.join(before, on="run_id", suffix="_before")
+        assert (kept["started_at"] == kept["started_at_before"]).all() and kept.height == before.height
+        assert sorted(p.name for p in s.runs_dir.iterdir()) == sorted(after["run_id"])
+        # No rows of a half-committed run: every stored row belongs to a stored run.
+        orphans = s.frame("SELECT count(*) AS n FROM intervals WHERE run_id NOT IN (SELECT run_id FROM runs)")
+        assert orphans["n"][0] == 0
+    # A third invocation has nothing left to do.
+    third = json.loads(cellperf("run", path, "--out", out, "--json").stdout)
+    assert third["runs_skipped"] == 6 and third["runs_done"] == 0
