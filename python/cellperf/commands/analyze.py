@@ -9,15 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cellperf.analysis import analyze
+from cellperf.units import format_rate
 
-
-def _fmt_rate(bps: float | None) -> str:
-    if bps is None:
-        return "-"
-    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if bps >= scale:
-            return f"{bps / scale:.2f} {unit}"
-    return f"{bps:.0f} b/s"
 
 
 def _fmt_ms(summary: dict | None, key: str = "median") -> str:
@@ -55,7 +48,7 @@ def _print_human(report: dict, console: Console) -> None:
             f"{f['src']}:{f['sport']} → {f['dst']}:{f['dport']}",
             str(f["packets"]),
             f"{f['duration_s']:.1f}",
-            _fmt_rate(f.get("goodput_bps")),
+            format_rate(f.get("goodput_bps")),
             _fmt_ms(f.get("rtt_ms")),
             _retx(r),
             "-" if not ac else f"{100 * ac['event_fraction']:.1f}% ev",

@@ -10,15 +10,8 @@ import click
 
 from cellperf.agents import TESTS, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
 from cellperf.errors import UserError
+from cellperf.units import format_rate
 
-
-def _fmt_rate(bps: float | None) -> str:
-    if bps is None:
-        return "-"
-    for unit, f in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-        if bps >= f:
-            return f"{bps / f:.2f} {unit}"
-    return f"{bps:.0f} bit/s"
 
 
 def _fmt_ms(s: dict | None) -> str:
@@ -33,7 +26,7 @@ def _summary(doc: dict) -> None:
 
     t = Table(title=f"cellperf probe {doc['test']} ({doc['direction']}) → {doc.get('server')}", show_header=False)
     t.add_row("duration", f"{doc.get('duration_s', 0):.2f} s")
-    t.add_row("throughput", _fmt_rate(doc.get("throughput_bps")))
+    t.add_row("throughput", format_rate(doc.get("throughput_bps")))
     t.add_row("packets sent / received", f"{doc.get('packets_sent')} / {doc.get('packets_received')}")
     loss = doc.get("loss_rate")
     t.add_row("loss" + (" (TCP retransmissions)" if doc.get("loss_basis") else ""), "-" if loss is None else f"{100 * loss:.3f} %")
@@ -51,7 +44,7 @@ def _summary(doc: dict) -> None:
         t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms")
     for row in doc.get("sweep") or []:
         key = f"{row['size_bytes']} B" if "size_bytes" in row else f"window {row.get('window_bytes')} B, MSS {row.get('mss')}"
-        val = _fmt_ms(row.get("rtt_ms")) if "size_bytes" in row else _fmt_rate(row.get("throughput_bps"))
+        val = _fmt_ms(row.get("rtt_ms")) if "size_bytes" in row else format_rate(row.get("throughput_bps"))
         t.add_row(key, val)
     if doc.get("fit"):
         f = doc["fit"]
@@ -141,7 +134,7 @@ def command(server, test, token_file, direction, rate, payload, duration, nbytes
             step = f"step {p['step'] + 1}/{p['steps']} {p['label']}  " if p["steps"] > 1 else ""
             loss = "" if p.get("loss_rate") is None else f"  loss {100 * p['loss_rate']:.2f} %"
             rtt = "" if p.get("rtt_ms") is None else f"  rtt {p['rtt_ms']:.2f} ms"
-            status.update(f"{step}{p['elapsed_s']:5.1f} s  {_fmt_rate(p['rate_bps'])}{loss}{rtt}")
+            status.update(f"{step}{p['elapsed_s']:5.1f} s  {format_rate(p['rate_bps'])}{loss}{rtt}")
         return True
 
     try:
