@@ -17,12 +17,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from cellperf import _native
 from cellperf.errors import UserError
+
+if TYPE_CHECKING:  # pyarrow is imported only when tables are asked for (it costs ~0.1 s)
+    import pyarrow as pa
 
 TABLE_NAMES = ("packets", "intervals", "udp_packets", "tcp_retransmissions", "ack_compression", "rtt")
 
@@ -32,7 +33,7 @@ class Analysis:
     """The result of analysing one capture or a two-sided pair."""
 
     report: dict
-    tables: dict[str, pa.Table] = field(default_factory=dict)
+    tables: dict[str, "pa.Table"] = field(default_factory=dict)
 
     @property
     def warnings(self) -> list[str]:
@@ -44,6 +45,8 @@ class Analysis:
         Files are written in a temporary folder beside `out_dir` and moved in only when
         all are complete, so an interrupted run never leaves half-written results.
         """
+        import pyarrow.parquet as pq
+
         out = Path(out_dir)
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -99,7 +102,9 @@ def analyze(
         )
     except _native.InputError as e:
         raise UserError(str(e)) from None
-    return Analysis(
-        report=json.loads(text),
-        tables={name: pa.Table.from_batches([b]) for name, b in batches},
-    )
+    tables_out = {}
+    if batches:
+        import pyarrow as pa
+
+        tables_out = {name: pa.Table.from_batches([b]) for name, b in batches}
+    return Analysis(report=json.loads(text), tables=tables_out)

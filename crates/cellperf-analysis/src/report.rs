@@ -3,7 +3,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use ahash::AHashMap;
 use arrow_array::RecordBatch;
 use cellperf_capture::decode::tcp_flags::SYN;
 use cellperf_capture::probe_header::HeaderKind;
@@ -15,7 +14,7 @@ use crate::record::{TcpRec, UdpRec};
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::tcp_one_sided::TcpOneSided;
-use crate::tcp_two_sided::{self, AckCompression};
+use crate::tcp_two_sided::{self, occurrences, AckCompression, Seen};
 use crate::udp_stream::{self, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::{for_each_packet, PassCounts};
 
@@ -769,24 +768,21 @@ fn udp_key(r: &UdpRec) -> UdpKey {
 /// k-th occurrence of a key at the sender with the k-th at the receiver. Returns the stream
 /// in sending order and the number of extra copies received.
 fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
-    let mut arrivals: AHashMap<UdpKey, std::collections::VecDeque<i64>> = AHashMap::new();
-    let mut received = 0u64;
-    for r in at_receiver.iter().filter(|r| r.dir == dir) {
-        arrivals.entry(udp_key(r)).or_default().push_back(r.ts_ns);
-        received += 1;
-    }
+    let arrivals = Seen::build(at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)));
+    let sent: Vec<&UdpRec> = at_sender.iter().filter(|r| r.dir == dir).collect();
+    let keys: Vec<UdpKey> = sent.iter().map(|r| udp_key(r)).collect();
+    let occ = occurrences(&keys);
     let mut matched = 0u64;
-    let packets: Vec<StreamPacket> = at_sender
+    let packets: Vec<StreamPacket> = sent
         .iter()
-        .filter(|r| r.dir == dir)
         .enumerate()
         .map(|(i, r)| {
-            let recv = arrivals.get_mut(&udp_key(r)).and_then(|q| q.pop_front());
+            let recv = arrivals.time(&keys[i], occ[i]);
             matched += recv.is_some() as u64;
             StreamPacket { seq: i as u64, send_ns: Some(r.ts_ns), recv_ns: recv, bytes: r.payload_len }
         })
         .collect();
-    (packets, received - matched)
+    (packets, arrivals.len() as u64 - matched)
 }
 
 /// The kind of probe header a stream carries: nearly all (≥ 90 %) of its datagrams carry

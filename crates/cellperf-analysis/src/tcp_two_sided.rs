@@ -145,33 +145,41 @@ fn is_pure_ack(r: &TcpRec) -> bool {
     r.has(ACK) && r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST)
 }
 
-/// Times at which each (key, occurrence) was seen in a capture.
-struct Seen<K> {
-    first: AHashMap<K, u32>,
+/// Times at which each (key, occurrence) was seen in a capture: the first index of each
+/// key in a hash map, later occurrences chained through `next`.
+pub(crate) struct Seen<K> {
+    ends: AHashMap<K, (u32, u32)>,
     next: Vec<u32>,
     ts: Vec<i64>,
 }
 
 impl<K: std::hash::Hash + Eq + Copy> Seen<K> {
-    fn build<'a>(items: impl Iterator<Item = (K, i64)>) -> Self {
-        let mut s = Seen { first: AHashMap::new(), next: Vec::new(), ts: Vec::new() };
-        let mut tail: AHashMap<K, u32> = AHashMap::new();
+    pub(crate) fn build(items: impl Iterator<Item = (K, i64)>) -> Self {
+        let mut s = Seen { ends: AHashMap::new(), next: Vec::new(), ts: Vec::new() };
         for (k, ts) in items {
             let i = s.ts.len() as u32;
             s.ts.push(ts);
             s.next.push(u32::MAX);
-            match tail.insert(k, i) {
-                Some(prev) => s.next[prev as usize] = i,
-                None => {
-                    s.first.insert(k, i);
+            match s.ends.entry(k) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    let (_, last) = e.get_mut();
+                    s.next[*last as usize] = i;
+                    *last = i;
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert((i, i));
                 }
             }
         }
         s
     }
 
-    fn time(&self, k: &K, occurrence: u32) -> Option<i64> {
-        let mut i = *self.first.get(k)?;
+    pub(crate) fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub(crate) fn time(&self, k: &K, occurrence: u32) -> Option<i64> {
+        let mut i = self.ends.get(k)?.0;
         for _ in 0..occurrence {
             i = self.next[i as usize];
             if i == u32::MAX {
@@ -183,8 +191,8 @@ impl<K: std::hash::Hash + Eq + Copy> Seen<K> {
 }
 
 /// Numbers occurrences of equal keys in order: 0 for the first, 1 for the next, ...
-fn occurrences<K: std::hash::Hash + Eq + Copy>(keys: &[K]) -> Vec<u32> {
-    let mut count: AHashMap<K, u32> = AHashMap::new();
+pub(crate) fn occurrences<K: std::hash::Hash + Eq + Copy>(keys: &[K]) -> Vec<u32> {
+    let mut count: AHashMap<K, u32> = AHashMap::with_capacity(keys.len());
     keys.iter()
         .map(|k| {
             let c = count.entry(*k).or_insert(0);

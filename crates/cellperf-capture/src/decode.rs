@@ -1,14 +1,16 @@
 //! Decoding a captured frame into the header fields cellperf analyses.
 //!
-//! Header slicing is done by `etherparse` (zero-copy views with length checks, in the
-//! style of smoltcp's `wire` module); this module maps each link type onto it and keeps
-//! the parsed, high-level form ([`Packet`]) apart from the byte views. Lengths come from
-//! the IP headers, not from the captured bytes, so a capture cut by a short snapshot
-//! length (`tcpdump -s 96`) still yields true payload sizes.
+//! IPv4 and IPv6 headers (with IPv6 extension-header chains) are sliced by `etherparse`'s
+//! zero-copy views, which check every length once; link layers and the fixed-offset TCP and
+//! UDP headers are read here through the small views below, in the style of smoltcp's
+//! `wire` module (`mod field` offsets, one check of the length, then plain reads). That keeps
+//! the per-packet path free of the large composite structures a generic decoder builds, which
+//! matters at millions of packets per second. The parsed, high-level form ([`Packet`]) is
+//! kept apart from the byte views. Lengths come from the IP headers, not from the captured
+//! bytes, so a capture cut by a short snapshot length (`tcpdump -s 96`) still yields true
+//! payload sizes.
 
-use etherparse::{
-    EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice,
-};
+use etherparse::{IpNumber, Ipv4HeaderSlice, Ipv6ExtensionsSlice, Ipv6HeaderSlice};
 
 use crate::linktype::LinkType;
 use crate::reader::Frame;
@@ -141,16 +143,72 @@ pub enum Skip {
     Malformed,
 }
 
+/// Byte offsets of the fixed headers read directly.
+mod field {
+    pub type Field = std::ops::Range<usize>;
+    pub const ETHER_TYPE: Field = 12..14;
+    pub const ETHER_HEADER: usize = 14;
+    pub const VLAN_TAG: usize = 4;
+    pub const SLL_PROTOCOL: Field = 14..16;
+    pub const SLL_HEADER: usize = 16;
+    pub const SLL2_PROTOCOL: Field = 0..2;
+    pub const SLL2_HEADER: usize = 20;
+    pub const NULL_HEADER: usize = 4;
+    pub const TCP_SRC_PORT: Field = 0..2;
+    pub const TCP_DST_PORT: Field = 2..4;
+    pub const TCP_SEQ: Field = 4..8;
+    pub const TCP_ACK: Field = 8..12;
+    pub const TCP_DATA_OFFSET: usize = 12;
+    pub const TCP_FLAGS: usize = 13;
+    pub const TCP_WINDOW: Field = 14..16;
+    pub const TCP_HEADER: usize = 20;
+    pub const UDP_SRC_PORT: Field = 0..2;
+    pub const UDP_DST_PORT: Field = 2..4;
+    pub const UDP_HEADER: usize = 8;
+}
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// 802.1Q, 802.1ad (QinQ) and the older QinQ tag.
+const ETHERTYPE_VLANS: [u16; 3] = [0x8100, 0x88a8, 0x9100];
+
+fn be16(b: &[u8], f: field::Field) -> u16 {
+    u16::from_be_bytes([b[f.start], b[f.start + 1]])
+}
+
+fn be32(b: &[u8], f: field::Field) -> u32 {
+    u32::from_be_bytes([b[f.start], b[f.start + 1], b[f.start + 2], b[f.start + 3]])
+}
+
 /// Decodes one frame. Never panics, whatever the bytes.
 pub fn decode_frame<'a>(frame: &Frame<'a>) -> Result<Packet<'a>, Skip> {
     let data = frame.data;
-    let sliced = match frame.linktype {
-        LinkType::Ethernet => LaxSlicedPacket::from_ethernet(data).map_err(|_| Skip::Malformed)?,
-        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {
-            LaxSlicedPacket::from_ip(data).map_err(|_| Skip::Malformed)?
+    let (ether_type, start) = match frame.linktype {
+        LinkType::Ethernet => {
+            if data.len() < field::ETHER_HEADER {
+                return Err(Skip::Malformed);
+            }
+            let mut at = 0;
+            let mut ether_type = be16(data, field::ETHER_TYPE);
+            while ETHERTYPE_VLANS.contains(&ether_type) {
+                at += field::VLAN_TAG;
+                if data.len() < at + field::ETHER_HEADER {
+                    return Err(Skip::Malformed);
+                }
+                ether_type = be16(&data[at..], field::ETHER_TYPE);
+            }
+            (ether_type, at + field::ETHER_HEADER)
         }
+        LinkType::Raw => match data.first().map(|b| b >> 4) {
+            Some(4) => (ETHERTYPE_IPV4, 0),
+            Some(6) => (ETHERTYPE_IPV6, 0),
+            Some(_) => return Err(Skip::NotIp),
+            None => return Err(Skip::Malformed),
+        },
+        LinkType::Ipv4 => (ETHERTYPE_IPV4, 0),
+        LinkType::Ipv6 => (ETHERTYPE_IPV6, 0),
         LinkType::Null | LinkType::Loop => {
-            let fam = data.get(0..4).ok_or(Skip::Malformed)?;
+            let fam = data.get(0..field::NULL_HEADER).ok_or(Skip::Malformed)?;
             let fam = [fam[0], fam[1], fam[2], fam[3]];
             let family = if frame.linktype == LinkType::Loop {
                 u32::from_be_bytes(fam)
@@ -162,137 +220,170 @@ pub fn decode_frame<'a>(frame: &Frame<'a>) -> Result<Packet<'a>, Skip> {
             };
             // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24, 28 or 30 (BSDs, macOS).
             match family {
-                2 | 10 | 24 | 28 | 30 => LaxSlicedPacket::from_ip(&data[4..]).map_err(|_| Skip::Malformed)?,
+                2 => (ETHERTYPE_IPV4, field::NULL_HEADER),
+                10 | 24 | 28 | 30 => (ETHERTYPE_IPV6, field::NULL_HEADER),
                 _ => return Err(Skip::NotIp),
             }
         }
         LinkType::LinuxSll => {
-            let proto = data.get(14..16).ok_or(Skip::Malformed)?;
-            let ether_type = EtherType(u16::from_be_bytes([proto[0], proto[1]]));
-            LaxSlicedPacket::from_ether_type(ether_type, &data[16..])
+            if data.len() < field::SLL_HEADER {
+                return Err(Skip::Malformed);
+            }
+            (be16(data, field::SLL_PROTOCOL), field::SLL_HEADER)
         }
         LinkType::LinuxSll2 => {
-            let proto = data.get(0..2).ok_or(Skip::Malformed)?;
-            if data.len() < 20 {
+            if data.len() < field::SLL2_HEADER {
                 return Err(Skip::Malformed);
             }
-            let ether_type = EtherType(u16::from_be_bytes([proto[0], proto[1]]));
-            LaxSlicedPacket::from_ether_type(ether_type, &data[20..])
+            (be16(data, field::SLL2_PROTOCOL), field::SLL2_HEADER)
         }
     };
-    packet_from_slices(frame, &sliced)
+    let bytes = &data[start..];
+    // Length on the wire of everything from the IP header on, for packets whose IP length
+    // field is zero (segmentation offload seen on the sending host, jumbograms).
+    let wire_len = frame.orig_len.saturating_sub(start as u32);
+    match ether_type {
+        ETHERTYPE_IPV4 => decode_ipv4(frame.ts_ns, bytes, wire_len),
+        ETHERTYPE_IPV6 => decode_ipv6(frame.ts_ns, bytes, wire_len),
+        _ => Err(Skip::NotIp),
+    }
 }
 
-fn packet_from_slices<'a>(frame: &Frame<'a>, s: &LaxSlicedPacket<'a>) -> Result<Packet<'a>, Skip> {
-    let net = match &s.net {
-        Some(n) => n,
-        None => {
-            return Err(if s.stop_err.is_some() && looks_like_ip(s) { Skip::Malformed } else { Skip::NotIp })
-        }
+fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Skip> {
+    let h = Ipv4HeaderSlice::from_slice(bytes).map_err(|_| Skip::Malformed)?;
+    let hdr_len = h.ihl() as u32 * 4;
+    let total = h.total_len() as u32;
+    let len = if total >= hdr_len { total } else { wire_len };
+    let offset = h.fragments_offset().value();
+    let ip = IpInfo {
+        version: 4,
+        src: addr_v4(h.source()),
+        dst: addr_v4(h.destination()),
+        ttl: h.ttl(),
+        ip_id: Some(h.identification()),
+        len,
+        has_options: hdr_len > 20,
+        fragment: h.more_fragments() || offset != 0,
     };
-    let (ip, header_len, ip_payload) = match net {
-        LaxNetSlice::Ipv4(v4) => {
-            let h = v4.header();
-            let hdr_len = h.ihl() as u32 * 4;
-            let frag = h.more_fragments() || h.fragments_offset().value() != 0;
-            let start = h.slice().as_ptr() as usize - frame.data.as_ptr() as usize;
-            let total = h.total_len() as u32;
-            // total_len 0 or short: a segmentation-offloaded packet seen on the sending host.
-            let len = if total >= hdr_len { total } else { frame.orig_len.saturating_sub(start as u32) };
-            let ip = IpInfo {
-                version: 4,
-                src: addr_v4(h.source()),
-                dst: addr_v4(h.destination()),
-                ttl: h.ttl(),
-                ip_id: Some(h.identification()),
-                len,
-                has_options: hdr_len > 20,
-                fragment: frag,
-            };
-            (ip, hdr_len, v4.payload())
-        }
-        LaxNetSlice::Ipv6(v6) => {
-            let h = v6.header();
-            let ext_len = v6.extensions().slice().len() as u32;
-            let start = h.slice().as_ptr() as usize - frame.data.as_ptr() as usize;
-            let plen = h.payload_length() as u32;
-            let len = if plen > 0 { 40 + plen } else { frame.orig_len.saturating_sub(start as u32) };
-            let ip = IpInfo {
-                version: 6,
-                src: u128::from_be_bytes(h.source()),
-                dst: u128::from_be_bytes(h.destination()),
-                ttl: h.hop_limit(),
-                ip_id: None,
-                len,
-                has_options: ext_len > 0,
-                fragment: v6.is_payload_fragmented(),
-            };
-            (ip, 40 + ext_len, v6.payload())
-        }
-        LaxNetSlice::Arp(_) => return Err(Skip::NotIp),
+    let proto = h.protocol().0;
+    if offset != 0 {
+        // A later fragment: its bytes are the middle of a transport payload.
+        return Ok(Packet { ts_ns, ip, transport: Transport::Other(proto) });
+    }
+    // Ethernet pads short frames: the payload ends where the IP length says.
+    let end = (len as usize).clamp(hdr_len as usize, bytes.len());
+    let payload = &bytes[hdr_len as usize..end];
+    let transport = decode_transport(proto, payload, len - hdr_len, ip.fragment)?;
+    Ok(Packet { ts_ns, ip, transport })
+}
+
+fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Skip> {
+    let h = Ipv6HeaderSlice::from_slice(bytes).map_err(|_| Skip::Malformed)?;
+    let plen = h.payload_length() as u32;
+    let len = if plen > 0 { 40 + plen } else { wire_len.max(40) };
+    let end = (len as usize).min(bytes.len());
+    let (exts, proto, payload) =
+        Ipv6ExtensionsSlice::from_slice(h.next_header(), &bytes[40..end]).map_err(|_| Skip::Malformed)?;
+    let ext_len = exts.slice().len() as u32;
+    let fragment = exts.is_fragmenting_payload();
+    let ip = IpInfo {
+        version: 6,
+        src: u128::from_be_bytes(h.source()),
+        dst: u128::from_be_bytes(h.destination()),
+        ttl: h.hop_limit(),
+        ip_id: None,
+        len,
+        has_options: ext_len > 0,
+        fragment,
     };
-    let l4_len = ip.len.saturating_sub(header_len);
-    let transport = match &s.transport {
-        Some(TransportSlice::Tcp(tcp)) => {
-            let tcp_hdr = tcp.data_offset() as u32 * 4;
-            let mut options = TcpOptions::default();
-            for opt in tcp.options_iterator() {
-                match opt {
-                    Ok(TcpOptionElement::MaximumSegmentSize(m)) => options.mss = Some(m),
-                    Ok(TcpOptionElement::WindowScale(w)) => options.window_scale = Some(w),
-                    Ok(TcpOptionElement::SelectiveAcknowledgementPermitted) => options.sack_permitted = true,
-                    Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
-                        options.sack[0] = first;
-                        let mut n = 1;
-                        for b in rest.into_iter().flatten() {
-                            options.sack[n] = b;
-                            n += 1;
-                        }
-                        options.sack_count = n as u8;
-                    }
-                    Ok(TcpOptionElement::Timestamp(v, e)) => options.timestamp = Some((v, e)),
-                    Ok(TcpOptionElement::Noop) => {}
-                    // A malformed option ends option parsing; the header fields stay valid.
-                    Err(_) => break,
-                }
+    let l4_len = len.saturating_sub(40 + ext_len);
+    let transport = decode_transport(proto.0, payload, l4_len, fragment)?;
+    Ok(Packet { ts_ns, ip, transport })
+}
+
+/// TCP or UDP from an IP payload of `l4_len` bytes on the wire, `bytes` of it captured.
+fn decode_transport(proto: u8, bytes: &[u8], l4_len: u32, fragment: bool) -> Result<Transport<'_>, Skip> {
+    match IpNumber(proto) {
+        IpNumber::TCP if bytes.len() >= field::TCP_HEADER => {
+            let header_len = (bytes[field::TCP_DATA_OFFSET] >> 4) as usize * 4;
+            if header_len < field::TCP_HEADER {
+                return Err(Skip::Malformed);
             }
-            let flags = (tcp.slice()[13] as u16) | if tcp.ns() { tcp_flags::NS } else { 0 };
-            Transport::Tcp(TcpInfo {
-                src_port: tcp.source_port(),
-                dst_port: tcp.destination_port(),
-                seq: tcp.sequence_number(),
-                ack: tcp.acknowledgment_number(),
+            // Options cut by the snapshot length are read as far as they were captured.
+            let options = &bytes[field::TCP_HEADER..header_len.min(bytes.len())];
+            let flags = bytes[field::TCP_FLAGS] as u16 | ((bytes[field::TCP_DATA_OFFSET] as u16 & 1) << 8);
+            Ok(Transport::Tcp(TcpInfo {
+                src_port: be16(bytes, field::TCP_SRC_PORT),
+                dst_port: be16(bytes, field::TCP_DST_PORT),
+                seq: be32(bytes, field::TCP_SEQ),
+                ack: be32(bytes, field::TCP_ACK),
                 flags,
-                window: tcp.window_size(),
-                payload_len: l4_len.saturating_sub(tcp_hdr),
-                options,
-            })
+                window: be16(bytes, field::TCP_WINDOW),
+                payload_len: l4_len.saturating_sub(header_len as u32),
+                options: parse_tcp_options(options),
+            }))
         }
-        Some(TransportSlice::Udp(udp)) => Transport::Udp(UdpInfo {
-            src_port: udp.source_port(),
-            dst_port: udp.destination_port(),
-            payload_len: l4_len.saturating_sub(8),
-            payload: udp.payload(),
-        }),
-        Some(_) => Transport::Other(ip_payload.ip_number.0),
-        None => {
-            let proto = ip_payload.ip_number.0;
-            // TCP (6) or UDP (17) whose header is missing in a first fragment or cut short.
-            if !ip.fragment && (proto == 6 || proto == 17) {
-                return Err(Skip::Malformed);
-            }
-            Transport::Other(proto)
-        }
-    };
-    Ok(Packet { ts_ns: frame.ts_ns, ip, transport })
+        IpNumber::UDP if bytes.len() >= field::UDP_HEADER => Ok(Transport::Udp(UdpInfo {
+            src_port: be16(bytes, field::UDP_SRC_PORT),
+            dst_port: be16(bytes, field::UDP_DST_PORT),
+            payload_len: l4_len.saturating_sub(field::UDP_HEADER as u32),
+            payload: &bytes[field::UDP_HEADER..],
+        })),
+        // TCP or UDP whose header is missing in a first fragment or cut short.
+        IpNumber::TCP | IpNumber::UDP if !fragment => Err(Skip::Malformed),
+        other => Ok(Transport::Other(other.0)),
+    }
 }
 
-fn looks_like_ip(s: &LaxSlicedPacket<'_>) -> bool {
-    use etherparse::err::Layer;
-    matches!(
-        s.stop_err,
-        Some((_, Layer::Ipv4Header | Layer::Ipv6Header | Layer::IpHeader | Layer::Ipv4Packet | Layer::Ipv6Packet))
-    )
+/// TCP options (RFC 9293 §3.1, RFC 7323, RFC 2018). Parsing stops at end-of-list or at the
+/// first malformed option; what came before stays valid.
+fn parse_tcp_options(mut b: &[u8]) -> TcpOptions {
+    const END: u8 = 0;
+    const NOP: u8 = 1;
+    const MSS: u8 = 2;
+    const WINDOW_SCALE: u8 = 3;
+    const SACK_PERMITTED: u8 = 4;
+    const SACK: u8 = 5;
+    const TIMESTAMP: u8 = 8;
+    let mut o = TcpOptions::default();
+    while let Some(&kind) = b.first() {
+        match kind {
+            END => break,
+            NOP => {
+                b = &b[1..];
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = b.get(1) else { break };
+        let len = len as usize;
+        if len < 2 || len > b.len() {
+            break;
+        }
+        let v = &b[2..len];
+        match (kind, v.len()) {
+            (MSS, 2) => o.mss = Some(u16::from_be_bytes([v[0], v[1]])),
+            (WINDOW_SCALE, 1) => o.window_scale = Some(v[0]),
+            (SACK_PERMITTED, 0) => o.sack_permitted = true,
+            (SACK, n) if n % 8 == 0 && n > 0 => {
+                let blocks = (n / 8).min(4);
+                for i in 0..blocks {
+                    let e = &v[i * 8..i * 8 + 8];
+                    o.sack[i] = (
+                        u32::from_be_bytes([e[0], e[1], e[2], e[3]]),
+                        u32::from_be_bytes([e[4], e[5], e[6], e[7]]),
+                    );
+                }
+                o.sack_count = blocks as u8;
+            }
+            (TIMESTAMP, 8) => {
+                o.timestamp = Some((u32::from_be_bytes([v[0], v[1], v[2], v[3]]), u32::from_be_bytes([v[4], v[5], v[6], v[7]])))
+            }
+            _ => {}
+        }
+        b = &b[len..];
+    }
+    o
 }
 
 #[cfg(test)]
@@ -376,6 +467,15 @@ mod tests {
         let p = decode_frame(&f).unwrap();
         let Transport::Tcp(t) = p.transport else { panic!() };
         assert_eq!(t.payload_len, 10);
+    }
+
+    #[test]
+    fn options_cut_by_snaplen_keep_the_header() {
+        // 20 IP + 20 TCP + 6 option bytes captured: NOP NOP and a timestamp cut short.
+        let cut = &IPV4_TCP[..46];
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: cut, orig_len: 74, offset: 0, interface: 0 };
+        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else { panic!() };
+        assert_eq!((t.seq, t.payload_len, t.options.timestamp), (1000, 10, None));
     }
 
     #[test]
