@@ -75,7 +75,7 @@ def test_tcp_two_sided_against_tshark_and_ip_ids(tcp_downlink):
     received, sent_bytes = iperf["end"]["sum_received"]["bytes"], iperf["end"]["sum_sent"]["bytes"]
     assert f["tcp"]["unique_bytes"] <= sent_bytes
     if iperf["capture_drops"]["mn"] == 0:  # a loaded host can make tcpdump drop, iperf3 not
-        assert received <= f["tcp"]["unique_bytes"]
+        assert received <= f["tcp"]["unique_bytes"], iperf["capture_drops"]
     assert 10e6 < f["goodput_bps"] < 21e6
     assert f["rtt_ms"]["samples"] > 100 and f["rtt_ms"]["min"] > 0
     assert f["series"]["intervals"] >= 1
@@ -116,8 +116,9 @@ def test_udp_two_sided_loss_against_ip_ids(tmp_path):
     lost_iperf = iperf["end"]["sum"]["lost_packets"]
     # (iperf3 stops counting when its test time ends, so the last packets in flight differ.)
     assert u["packets_lost"] == pytest.approx(lost_iperf, abs=max(5, 0.05 * lost_iperf))
-    # The receiver's capture alone recovers loss from iperf3's sequence numbers.
+    # The receiver's capture alone recovers loss from iperf3's sequence numbers (except
+    # losses before its first and after its last arrival, which it cannot see).
     g = [x for x in cellperf_json("analyze", mn, "--side", "mn")["flows"]
          if x["proto"] == "udp" and x["direction"] == "downlink"][0]
     assert g["udp_view"] == "receiver"
-    assert g["loss_rate"] == pytest.approx(f["loss_rate"], abs=0.01)
+    assert g["loss_rate"] == pytest.approx(f["loss_rate"], abs=0.03)

@@ -559,7 +559,8 @@ impl Assembler<'_> {
             r.series = self.series(bins, ddur);
             for (i, b) in bins.iter().enumerate() {
                 let start = t.t0() + i as i64 * self.interval_ns;
-                self.push_interval(flow.id, i, start, *b, None, None, None, None);
+                let uplink = data_dir == flow.mn_dir;
+                self.push_interval(flow.id, uplink, i, start, *b, None, None, None, None);
             }
         }
 
@@ -701,11 +702,13 @@ impl Assembler<'_> {
             for (i, row) in a.intervals.iter().enumerate() {
                 let sent = losses_known.then_some(row.packets_sent);
                 let lost = losses_known.then_some(row.packets_lost);
-                self.push_interval(flow.id, i, row.start_ns, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
+                let uplink = dir == flow.mn_dir;
+                self.push_interval(flow.id, uplink, i, row.start_ns, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
             }
             if self.opts.tables {
                 for p in &a.packets {
                     self.udp_packets.flow_id.push(flow.id);
+                    self.udp_packets.uplink.push(dir == flow.mn_dir);
                     self.udp_packets.seq.push(p.seq);
                     self.udp_packets.send_ts.push(p.send_ns);
                     self.udp_packets.recv_ts.push(p.recv_ns);
@@ -725,6 +728,7 @@ impl Assembler<'_> {
     fn push_interval(
         &mut self,
         flow_id: u32,
+        uplink: bool,
         i: usize,
         start_ns: i64,
         bytes: u64,
@@ -738,6 +742,7 @@ impl Assembler<'_> {
         }
         let t = &mut self.intervals;
         t.flow_id.push(flow_id);
+        t.uplink.push(uplink);
         t.interval.push(i as u32);
         t.start_ts.push(start_ns);
         t.start_s.push(i as f64 * self.opts.interval_s);

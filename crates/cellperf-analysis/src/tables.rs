@@ -70,6 +70,8 @@ impl PacketTable {
 #[derive(Default)]
 pub struct IntervalTable {
     pub flow_id: Vec<u32>,
+    /// The series is of MN→CN traffic.
+    pub uplink: Vec<bool>,
     pub interval: Vec<u32>,
     pub start_ts: Vec<i64>,
     pub start_s: Vec<f64>,
@@ -86,6 +88,7 @@ impl IntervalTable {
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("interval", Arc::new(UInt32Array::from(self.interval))),
             ("start_ts", ts(self.start_ts)),
             ("start_s", Arc::new(Float64Array::from(self.start_s))),
@@ -104,6 +107,8 @@ impl IntervalTable {
 #[derive(Default)]
 pub struct UdpPacketTable {
     pub flow_id: Vec<u32>,
+    /// The stream goes MN→CN (a UDP flow has one stream per direction).
+    pub uplink: Vec<bool>,
     pub seq: Vec<u64>,
     pub send_ts: Vec<Option<i64>>,
     pub recv_ts: Vec<Option<i64>>,
@@ -117,6 +122,7 @@ impl UdpPacketTable {
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("seq", Arc::new(UInt64Array::from(self.seq))),
             ("send_ts", ts_opt(self.send_ts)),
             ("recv_ts", ts_opt(self.recv_ts)),

@@ -215,7 +215,7 @@ impl TcpOneSided {
             st.data_packets += 1;
             st.payload_bytes += r.payload_len as u64;
         }
-        let new_bytes;
+        let mut new_bytes;
         let mut seen_before = false;
         let mut in_hole_since = None;
         if start >= st.max_end {
@@ -254,6 +254,10 @@ impl TcpOneSided {
                 st.max_end = end;
             }
             new_bytes = covered_new;
+        }
+        // The FIN takes one sequence number but carries no data: goodput counts payload only.
+        if r.has(FIN) && new_bytes > 0 {
+            new_bytes -= 1;
         }
         st.unique_bytes += new_bytes;
         let bin = ((r.ts_ns - self.t0).max(0) / self.interval_ns) as usize;
@@ -458,6 +462,12 @@ pub(crate) mod tests {
         recs.push(ack);
         let s = run(&recs).summary(A);
         assert_eq!((s.retransmissions, s.spurious, s.rto), (1, 1, 0));
+    }
+
+    #[test]
+    fn fin_is_not_payload() {
+        let t = run(&[seg(0, A, 1, 100, 0, ACK), seg(1, A, 101, 50, 0, ACK | FIN)]);
+        assert_eq!(t.summary(A).unique_bytes, 150);
     }
 
     #[test]

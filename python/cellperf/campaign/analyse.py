@@ -27,18 +27,10 @@ from cellperf.store import write_parquet
 HANDOFF_WINDOW_S = 5.0
 
 
-def _stream_directions(df: pl.DataFrame, order_col: str, directions: dict[int, list[str]]) -> pl.DataFrame:
-    """Adds `direction` to rows of a table whose UDP flows hold both directions one after
-    the other (the analysis emits each stream in the order of `report.flows`): a stream
-    starts where `order_col` stops increasing within a flow."""
-    if df.height == 0:
-        return df.with_columns(direction=pl.lit(None, pl.String))
-    restart = (pl.col(order_col) <= pl.col(order_col).shift(1)).fill_null(False).cum_sum().over("flow_id")
-    lookup = pl.DataFrame(
-        [(fid, k, d) for fid, ds in directions.items() for k, d in enumerate(ds)],
-        schema={"flow_id": df.schema["flow_id"], "_stream": pl.UInt32, "direction": pl.String}, orient="row")
-    return (df.with_row_index("_row").with_columns(_stream=restart.cast(pl.UInt32))
-            .join(lookup, on=["flow_id", "_stream"], how="left").sort("_row").drop("_row", "_stream"))
+def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
+    """Replaces the analysis's `uplink` flag by the store's `direction` ("uplink" / "downlink")."""
+    return df.with_columns(
+        direction=pl.when(pl.col("uplink")).then(pl.lit("uplink")).otherwise(pl.lit("downlink"))).drop("uplink")
 
 
 #: Transport of each test's measured traffic; other flows in the captures are not the test's.
@@ -169,13 +161,10 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         flows = _flow_rows(report, roles)
         if flows.height:
             tables["flows"] = flows.with_columns(run_id=run_id)
-        directions: dict[int, list[str]] = {}
-        for f in report["flows"]:
-            directions.setdefault(f["flow_id"], []).append(f["direction"])
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
 
-        intervals = _stream_directions(pl.from_arrow(a.tables["intervals"]).filter(keep), "interval", directions)
+        intervals = _with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep))
         start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
         tables["intervals"] = intervals.with_columns(
             run_id=run_id, near_handoff=pl.Series(near_handoff(start, start + interval_s, handoff_s, HANDOFF_WINDOW_S)))
@@ -184,7 +173,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         # Per-packet tables: Parquet beside the database, with the run id in every row.
         write_parquet(packets.with_columns(run_id=run_id), folder / "packets.parquet")
         write_parquet(pl.from_arrow(a.tables["rtt"]).with_columns(run_id=run_id), folder / "rtt.parquet")
-        udp = _stream_directions(pl.from_arrow(a.tables["udp_packets"]), "seq", directions)
+        udp = _with_direction(pl.from_arrow(a.tables["udp_packets"]))
         write_parquet(udp.with_columns(run_id=run_id), folder / "udp_packets.parquet")
 
     agent_log = folder / "agent.parquet"

@@ -49,6 +49,22 @@ class Bottleneck:
     latency_ms: int = 50
 
 
+def _wait_until_settled(paths: list[Path], quiet_s: float = 0.3, limit_s: float = 10.0) -> None:
+    """Waits until none of the files has grown for `quiet_s` (at most `limit_s`)."""
+    def sizes() -> list[int]:
+        return [p.stat().st_size if p.exists() else 0 for p in paths]
+
+    deadline = time.monotonic() + limit_s
+    last, still_since = sizes(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = sizes()
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= quiet_s:
+            return
+
+
 class VethTestbed:
     """MN and CN namespaces behind a router namespace. Use as a context manager."""
 
@@ -112,7 +128,7 @@ class VethTestbed:
         """Captures at the MN's and the CN's interface while the body runs."""
         dumps = []
         for ns, dev, path in ((self.mn, "m0", mn_pcap), (self.cn, "c0", cn_pcap)):
-            p = self.popen(ns, ["tcpdump", "-i", dev, "-n", "-U", "-B", "32768", "-s", str(snaplen), "-w", str(path)],
+            p = self.popen(ns, ["tcpdump", "-i", dev, "-n", "-U", "--immediate-mode", "-B", "32768", "-s", str(snaplen), "-w", str(path)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             line = p.stderr.readline()  # "listening on ..." once the capture runs
             if "listening" not in line:
@@ -121,7 +137,11 @@ class VethTestbed:
         try:
             yield
         finally:
-            time.sleep(0.2)
+            # tcpdump discards what it has not yet read from the kernel when interrupted
+            # (without counting it as dropped): immediate mode hands every packet over at
+            # once instead of in ring blocks that wait up to a second, and the files must
+            # have settled before the interrupt.
+            _wait_until_settled([mn_pcap, cn_pcap])
             for p in dumps:
                 p.send_signal(signal.SIGINT)
             for side, p in zip(("mn", "cn"), dumps):
@@ -130,9 +150,10 @@ class VethTestbed:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     err = ""
-                # tcpdump ends with "N packets dropped by kernel" on stderr.
-                dropped = [int(line.split()[0]) for line in err.splitlines() if "dropped by kernel" in line]
-                self.capture_drops[side] = dropped[0] if dropped else -1
+                # tcpdump ends with "N packets dropped by kernel" (and, where the interface
+                # counts them, "N packets dropped by interface") on stderr.
+                dropped = [int(line.split()[0]) for line in err.splitlines() if "dropped by" in line]
+                self.capture_drops[side] = sum(dropped) if dropped else -1
 
     def close(self) -> None:
         for p in self._procs:
