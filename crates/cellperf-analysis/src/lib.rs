@@ -14,6 +14,7 @@
 //! open connections), with the basis reported beside the direction.
 
 pub mod flows;
+pub mod matching;
 pub mod record;
 pub mod seq;
 pub mod stats;

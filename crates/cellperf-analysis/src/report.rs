@@ -14,7 +14,8 @@ use crate::record::{TcpRec, UdpRec};
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::tcp_one_sided::TcpOneSided;
-use crate::tcp_two_sided::{self, occurrences, AckCompression, Seen};
+use crate::matching::match_in_order;
+use crate::tcp_two_sided::{self, AckCompression};
 use crate::udp_stream::{self, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::{for_each_packet, PassCounts};
 
@@ -769,25 +770,20 @@ fn udp_key(r: &UdpRec) -> UdpKey {
     (r.ip_id.unwrap_or(0), r.payload_hash, r.payload_len)
 }
 
-/// Matches a direction's datagrams across captures by (IP id, payload hash, length), the
-/// k-th occurrence of a key at the sender with the k-th at the receiver. Returns the stream
-/// in sending order and the number of extra copies received.
+/// Matches a direction's datagrams across captures by (IP id, payload hash, length).
+/// Returns the stream in sending order and the number of extra copies received.
 fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
-    let arrivals = Seen::build(at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)));
+    let received: Vec<(UdpKey, i64)> = at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)).collect();
     let sent: Vec<&UdpRec> = at_sender.iter().filter(|r| r.dir == dir).collect();
     let keys: Vec<UdpKey> = sent.iter().map(|r| udp_key(r)).collect();
-    let occ = occurrences(&keys);
-    let mut matched = 0u64;
-    let packets: Vec<StreamPacket> = sent
+    let (arrival, extra) = match_in_order(&keys, &received);
+    let packets = sent
         .iter()
+        .zip(arrival)
         .enumerate()
-        .map(|(i, r)| {
-            let recv = arrivals.time(&keys[i], occ[i]);
-            matched += recv.is_some() as u64;
-            StreamPacket { seq: i as u64, send_ns: Some(r.ts_ns), recv_ns: recv, bytes: r.payload_len }
-        })
+        .map(|(i, (r, recv))| StreamPacket { seq: i as u64, send_ns: Some(r.ts_ns), recv_ns: recv, bytes: r.payload_len })
         .collect();
-    (packets, arrivals.len() as u64 - matched)
+    (packets, extra)
 }
 
 /// The kind of probe header a stream carries: nearly all (≥ 90 %) of its datagrams carry

@@ -17,13 +17,12 @@
 //!   receiver had none to send yet): neither data nor ACK was lost (000 §4.2);
 //! - **serial** is counted beside them: the same bytes retransmitted more than once.
 
-use std::collections::BTreeMap;
-
 use ahash::AHashMap;
 use cellperf_capture::decode::tcp_flags::{ACK, FIN, RST, SYN};
 use serde::Serialize;
 
 use crate::flows::Dir;
+use crate::matching::match_in_order;
 use crate::record::TcpRec;
 use crate::seq::Unwrapper;
 
@@ -145,63 +144,6 @@ fn is_pure_ack(r: &TcpRec) -> bool {
     r.has(ACK) && r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST)
 }
 
-/// Times at which each (key, occurrence) was seen in a capture: the first index of each
-/// key in a hash map, later occurrences chained through `next`.
-pub(crate) struct Seen<K> {
-    ends: AHashMap<K, (u32, u32)>,
-    next: Vec<u32>,
-    ts: Vec<i64>,
-}
-
-impl<K: std::hash::Hash + Eq + Copy> Seen<K> {
-    pub(crate) fn build(items: impl Iterator<Item = (K, i64)>) -> Self {
-        let mut s = Seen { ends: AHashMap::new(), next: Vec::new(), ts: Vec::new() };
-        for (k, ts) in items {
-            let i = s.ts.len() as u32;
-            s.ts.push(ts);
-            s.next.push(u32::MAX);
-            match s.ends.entry(k) {
-                std::collections::hash_map::Entry::Occupied(mut e) => {
-                    let (_, last) = e.get_mut();
-                    s.next[*last as usize] = i;
-                    *last = i;
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert((i, i));
-                }
-            }
-        }
-        s
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.ts.len()
-    }
-
-    pub(crate) fn time(&self, k: &K, occurrence: u32) -> Option<i64> {
-        let mut i = self.ends.get(k)?.0;
-        for _ in 0..occurrence {
-            i = self.next[i as usize];
-            if i == u32::MAX {
-                return None;
-            }
-        }
-        Some(self.ts[i as usize])
-    }
-}
-
-/// Numbers occurrences of equal keys in order: 0 for the first, 1 for the next, ...
-pub(crate) fn occurrences<K: std::hash::Hash + Eq + Copy>(keys: &[K]) -> Vec<u32> {
-    let mut count: AHashMap<K, u32> = AHashMap::with_capacity(keys.len());
-    keys.iter()
-        .map(|k| {
-            let c = count.entry(*k).or_insert(0);
-            *c += 1;
-            *c - 1
-        })
-        .collect()
-}
-
 /// Analyses data sent in `data_dir`, captured at the sender (`at_sender`) and at the
 /// receiver (`at_receiver`); both slices hold all packets of the flow in capture order.
 pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> TwoSided {
@@ -211,15 +153,15 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
         return TwoSided::default();
     };
     let sent_keys: Vec<DataKey> = sent.iter().map(|r| data_key(r)).collect();
-    let sent_occ = occurrences(&sent_keys);
-    let arrived = Seen::build(at_receiver.iter().filter(|r| r.dir == data_dir && is_data(r)).map(|r| (data_key(r), r.ts_ns)));
+    let received: Vec<(DataKey, i64)> =
+        at_receiver.iter().filter(|r| r.dir == data_dir && is_data(r)).map(|r| (data_key(r), r.ts_ns)).collect();
+    let (arrival, _) = match_in_order(&sent_keys, &received);
 
     // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
     let mut space = Unwrapper::default();
     space.unwrap(first.seq);
     let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
     let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
-    let rx_ack_occ = occurrences(&rx_ack_keys);
     let ack_values: Vec<(u64, [(u64, u64); 4], u8)> = rx_acks
         .iter()
         .map(|r| {
@@ -231,10 +173,9 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
             (ack, sack, r.sack_count)
         })
         .collect();
-    let ack_arrivals =
-        Seen::build(at_sender.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).map(|r| (ack_key(r), r.ts_ns)));
-    let ack_reached: Vec<Option<i64>> =
-        rx_ack_keys.iter().zip(&rx_ack_occ).map(|(k, o)| ack_arrivals.time(k, *o)).collect();
+    let ack_arrivals: Vec<(AckKey, i64)> =
+        at_sender.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).map(|r| (ack_key(r), r.ts_ns)).collect();
+    let (ack_reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
     let ack_times: Vec<i64> = rx_acks.iter().map(|r| r.ts_ns).collect();
 
     let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
@@ -242,25 +183,24 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
     let base = seq_space.unwrap(first.seq);
     let mut snd_max = base;
     // Latest transmission (index into `sent`) by start, and its end.
-    let mut latest: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
+    let mut latest = LatestBySeq::default();
     let mut times_resent: AHashMap<u64, u32> = AHashMap::new();
     let mut starts = Vec::with_capacity(sent.len());
     for (i, r) in sent.iter().enumerate() {
         let start = seq_space.unwrap(r.seq);
         let end = start + r.payload_len as u64;
         starts.push(start);
-        let arrival = arrived.time(&sent_keys[i], sent_occ[i]);
-        out.data_matched += arrival.is_some() as u64;
+        out.data_matched += arrival[i].is_some() as u64;
         if start < snd_max {
-            let earlier = latest.range(..=start).next_back().filter(|(_, (e, _))| *e > start).map(|(_, (_, j))| *j);
+            let earlier = latest.covering(start);
             let resent = times_resent.entry(start).or_insert(0);
             *resent += 1;
             let class = match earlier {
                 None => RetxClass::Normal,
                 Some(j) => classify(
-                    arrived.time(&sent_keys[j], sent_occ[j]),
+                    arrival[j],
                     (starts[j], starts[j] + sent[j].payload_len as u64),
-                    arrival,
+                    arrival[i],
                     &ack_times,
                     &ack_values,
                     &ack_reached,
@@ -274,7 +214,7 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
                 serial: *resent > 1,
             });
         }
-        latest.insert(start, (end, i));
+        latest.record(start, end, i);
         snd_max = snd_max.max(end);
     }
 
@@ -304,6 +244,35 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
     }
     mark_events(&mut out.acks);
     out
+}
+
+/// The latest transmission of each first sequence number, sorted by it. Segments arrive
+/// almost always in order, so recording one is a push; a lookup is a binary search (a tree
+/// map would cost an allocation-heavy insert per segment).
+#[derive(Default)]
+struct LatestBySeq {
+    /// (start, end, index into the sent segments), sorted by start.
+    entries: Vec<(u64, u64, usize)>,
+}
+
+impl LatestBySeq {
+    fn record(&mut self, start: u64, end: u64, index: usize) {
+        match self.entries.last() {
+            Some(&(last, _, _)) if last < start => self.entries.push((start, end, index)),
+            None => self.entries.push((start, end, index)),
+            _ => match self.entries.binary_search_by_key(&start, |e| e.0) {
+                Ok(at) => self.entries[at] = (start, end, index),
+                Err(at) => self.entries.insert(at, (start, end, index)),
+            },
+        }
+    }
+
+    /// The latest transmission whose first byte is at or before `seq` and which covers it.
+    fn covering(&self, seq: u64) -> Option<usize> {
+        let at = self.entries.partition_point(|e| e.0 <= seq).checked_sub(1)?;
+        let (_, end, index) = self.entries[at];
+        (end > seq).then_some(index)
+    }
 }
 
 fn classify(
