@@ -38,7 +38,10 @@ def test_delay_gives_ping_rtt_of_twice_the_delay():
     assert p.returncode == 0, p.stderr
     line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
     rtt_min, rtt_avg, rtt_max = (float(x) for x in line.split("=")[1].split("/")[:3])
-    assert 50.0 <= rtt_min and rtt_max <= 51.0, line
+    # RTT = 2 × delay within 1 ms: never below it, and on average within 1 ms of it. The
+    # maximum is only bounded loosely: one ping of 20 may meet a scheduling hiccup of the
+    # host (seen once at 51.1 ms in CI), which is not the emulator's delay.
+    assert 50.0 <= rtt_min and rtt_avg <= 51.0 and rtt_max <= 55.0, line
 
 
 def test_loss_within_binomial_bounds(iperf3_server):
