@@ -133,6 +133,19 @@ fn unexpected(m: &Message) -> String {
     format!("protocol error: unexpected {:?} from the server", m)
 }
 
+/// Why a test ends when the control connection brings something a running test does not
+/// expect: the server's error, a protocol violation, or the connection's end.
+fn test_ended(polled: Result<Option<Frame>, ProtocolError>, server: SocketAddr) -> String {
+    match polled {
+        Ok(Some(Frame::Message(Message::Error { reason }))) => format!("server {server}: {reason}"),
+        Ok(Some(Frame::Message(other))) => unexpected(&other),
+        Ok(Some(Frame::Records { .. })) => format!("protocol error: unexpected records from the server {server}"),
+        Ok(None) => format!("server {server}: nothing received"),
+        Err(ProtocolError::Closed) => format!("server {server}: closed the control connection mid-test"),
+        Err(e) => format!("server {server}: {e}"),
+    }
+}
+
 /// What one UDP step gathered from both ends.
 #[derive(Default)]
 struct UdpGathered {
@@ -324,20 +337,8 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
                 }
                 g.report = Some(report);
             }
-            Ok(Some(Frame::Message(Message::Error { reason }))) => {
-                g.error.get_or_insert(format!("server {}: {reason}", c.server));
-                break;
-            }
-            Ok(Some(Frame::Message(other))) => {
-                g.error.get_or_insert(unexpected(&other));
-                break;
-            }
-            Err(ProtocolError::Closed) => {
-                g.error.get_or_insert(format!("server {}: closed the control connection mid-test", c.server));
-                break;
-            }
-            Err(e) => {
-                g.error.get_or_insert(format!("server {}: {e}", c.server));
+            ended => {
+                g.error.get_or_insert(test_ended(ended, c.server));
                 break;
             }
         }
@@ -501,20 +502,8 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
                 g.remote = Some(report.tcp.unwrap_or_default());
             }
             Ok(Some(Frame::Records { .. })) => {}
-            Ok(Some(Frame::Message(Message::Error { reason }))) => {
-                g.error.get_or_insert(format!("server {}: {reason}", c.server));
-                break;
-            }
-            Ok(Some(Frame::Message(other))) => {
-                g.error.get_or_insert(unexpected(&other));
-                break;
-            }
-            Err(ProtocolError::Closed) => {
-                g.error.get_or_insert(format!("server {}: closed the control connection mid-test", c.server));
-                break;
-            }
-            Err(e) => {
-                g.error.get_or_insert(format!("server {}: {e}", c.server));
+            ended => {
+                g.error.get_or_insert(test_ended(ended, c.server));
                 break;
             }
         }

@@ -369,18 +369,10 @@ impl Session {
                 Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => {
                     ctl.peer_done(packets_sent.min(spec.count), spec.drain_ms)
                 }
-                Ok(Some(Frame::Message(Message::Abort { reason }))) => {
-                    error = Some(format!("probe aborted: {reason}"));
-                    break;
-                }
-                Ok(Some(other)) => {
-                    error = Some(format!("unexpected {} during a test", frame_name(&other)));
-                    connection_lost = true;
-                    break;
-                }
-                Err(e) => {
-                    error = Some(e.to_string());
-                    connection_lost = true;
+                ended => {
+                    let (why, lost) = test_ended(ended);
+                    error = Some(why);
+                    connection_lost = lost;
                     break;
                 }
             }
@@ -509,18 +501,10 @@ impl Session {
             }
             match self.reader.poll(&mut self.ctrl) {
                 Ok(None) | Ok(Some(Frame::Message(Message::SendDone { .. }))) => {}
-                Ok(Some(Frame::Message(Message::Abort { reason }))) => {
-                    error = Some(format!("probe aborted: {reason}"));
-                    break;
-                }
-                Ok(Some(other)) => {
-                    error = Some(format!("unexpected {} during a test", frame_name(&other)));
-                    connection_lost = true;
-                    break;
-                }
-                Err(e) => {
-                    error = Some(e.to_string());
-                    connection_lost = true;
+                ended => {
+                    let (why, lost) = test_ended(ended);
+                    error = Some(why);
+                    connection_lost = lost;
                     break;
                 }
             }
@@ -604,6 +588,17 @@ fn message_name(m: &Message) -> String {
         .ok()
         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
         .unwrap_or_else(|| "message".into())
+}
+
+/// Why a running test ends on what the control connection brought, and whether the
+/// connection is lost (a probe's abort leaves it usable for the report).
+fn test_ended(polled: Result<Option<Frame>, ProtocolError>) -> (String, bool) {
+    match polled {
+        Ok(Some(Frame::Message(Message::Abort { reason }))) => (format!("probe aborted: {reason}"), false),
+        Ok(Some(other)) => (format!("unexpected {} during a test", frame_name(&other)), true),
+        Ok(None) => ("nothing received".into(), false),
+        Err(e) => (e.to_string(), true),
+    }
 }
 
 fn frame_name(f: &Frame) -> String {
