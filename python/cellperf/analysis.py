@@ -69,6 +69,36 @@ class Analysis:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def analyze_stream(
+    packets: "pa.Table",
+    *,
+    flow_id: int = 0,
+    uplink: bool = True,
+    duplicates: int = 0,
+    losses_known: bool = True,
+    owd_kind: str = "excess",
+    interval: float = 5.0,
+) -> Analysis:
+    """UDP stream metrics (METHODS §3) of packets from any source (agent or tool logs).
+
+    `packets` is a pyarrow table in sending order, one row per sent packet: `seq` (uint64),
+    `send_ns` and `recv_ns` (int64 ns since the epoch; null when unknown / lost) and `bytes`
+    (uint32). The same computation as `analyze()` runs on captures. Returns the stream summary
+    as `report` and the `udp_packets` and `intervals` tables (docs/tables.md).
+    """
+    batches = packets.to_batches()
+    batch = batches[0] if len(batches) == 1 else packets.combine_chunks().to_batches()[0]
+    try:
+        text, out = _native.analyze_udp_stream(
+            batch, flow_id, uplink, duplicates=duplicates, losses_known=losses_known,
+            owd_kind=owd_kind, interval_s=interval)
+    except _native.InputError as e:
+        raise UserError(str(e)) from None
+    import pyarrow as pa
+
+    return Analysis(report=json.loads(text), tables={name: pa.Table.from_batches([b]) for name, b in out})
+
+
 def analyze(
     capture: str | os.PathLike | None = None,
     *,

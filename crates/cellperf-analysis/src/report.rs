@@ -16,7 +16,7 @@ use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, R
 use crate::tcp_one_sided::TcpOneSided;
 use crate::matching::match_in_order;
 use crate::tcp_two_sided::{self, AckCompression};
-use crate::udp_stream::{self, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
+use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::{for_each_packet, PassCounts};
 
 /// Where a capture was taken.
@@ -558,10 +558,16 @@ impl Assembler<'_> {
         if let Some(t) = dtcp {
             let bins = t.interval_bytes(data_dir);
             r.series = self.series(bins, ddur);
-            for (i, b) in bins.iter().enumerate() {
-                let start = t.t0() + i as i64 * self.interval_ns;
-                let uplink = data_dir == flow.mn_dir;
-                self.push_interval(flow.id, uplink, i, start, *b, None, None, None, None);
+            if self.opts.tables {
+                for (i, b) in bins.iter().enumerate() {
+                    let row = IntervalRow {
+                        start_ns: t.t0() + i as i64 * self.interval_ns,
+                        start_s: i as f64 * self.opts.interval_s,
+                        bytes: *b,
+                        ..Default::default()
+                    };
+                    self.intervals.push(flow.id, data_dir == flow.mn_dir, self.opts.interval_s, false, i, &row);
+                }
             }
         }
 
@@ -700,63 +706,17 @@ impl Assembler<'_> {
             r.goodput_bps = Some(s.throughput_bps);
             let bins: Vec<u64> = a.intervals.iter().map(|i| i.bytes).collect();
             r.series = self.series(&bins, s.duration_s);
-            for (i, row) in a.intervals.iter().enumerate() {
-                let sent = losses_known.then_some(row.packets_sent);
-                let lost = losses_known.then_some(row.packets_lost);
-                let uplink = dir == flow.mn_dir;
-                self.push_interval(flow.id, uplink, i, row.start_ns, row.bytes, sent, lost, row.owd_mean_ms, row.jitter_mean_ms);
-            }
             if self.opts.tables {
-                for p in &a.packets {
-                    self.udp_packets.flow_id.push(flow.id);
-                    self.udp_packets.uplink.push(dir == flow.mn_dir);
-                    self.udp_packets.seq.push(p.seq);
-                    self.udp_packets.send_ts.push(p.send_ns);
-                    self.udp_packets.recv_ts.push(p.recv_ns);
-                    self.udp_packets.bytes.push(p.bytes);
-                    self.udp_packets.lost.push(losses_known && p.recv_ns.is_none());
-                    self.udp_packets.owd_ms.push(p.owd_ms);
-                    self.udp_packets.jitter_ms.push(p.jitter_ms);
+                let uplink = dir == flow.mn_dir;
+                for (i, row) in a.intervals.iter().enumerate() {
+                    self.intervals.push(flow.id, uplink, self.opts.interval_s, losses_known, i, row);
                 }
+                self.udp_packets.push_stream(flow.id, uplink, losses_known, &a.packets);
             }
             r.udp = Some(a.summary);
             r.udp_view = Some(view);
             self.reports.push(r);
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push_interval(
-        &mut self,
-        flow_id: u32,
-        uplink: bool,
-        i: usize,
-        start_ns: i64,
-        bytes: u64,
-        sent: Option<u64>,
-        lost: Option<u64>,
-        owd: Option<f64>,
-        jitter: Option<f64>,
-    ) {
-        if !self.opts.tables {
-            return;
-        }
-        let t = &mut self.intervals;
-        t.flow_id.push(flow_id);
-        t.uplink.push(uplink);
-        t.interval.push(i as u32);
-        t.start_ts.push(start_ns);
-        t.start_s.push(i as f64 * self.opts.interval_s);
-        t.bytes.push(bytes);
-        t.throughput_bps.push(bytes as f64 * 8.0 / self.opts.interval_s);
-        t.packets_sent.push(sent);
-        t.packets_lost.push(lost);
-        t.loss_rate.push(match (sent, lost) {
-            (Some(s), Some(l)) if s > 0 => Some(l as f64 / s as f64),
-            _ => None,
-        });
-        t.owd_mean_ms.push(owd);
-        t.jitter_mean_ms.push(jitter);
     }
 }
 

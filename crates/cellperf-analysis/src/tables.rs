@@ -11,6 +11,8 @@ use arrow_array::{
 };
 use arrow_schema::ArrowError;
 
+use crate::udp_stream::{IntervalRow, PacketResult};
+
 fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_from_iter(cols)
 }
@@ -85,6 +87,27 @@ pub struct IntervalTable {
 }
 
 impl IntervalTable {
+    /// Appends one interval of a flow's series; packet counts only where losses are known.
+    pub fn push(&mut self, flow_id: u32, uplink: bool, interval_s: f64, losses_known: bool, index: usize, row: &IntervalRow) {
+        let (sent, lost) =
+            if losses_known { (Some(row.packets_sent), Some(row.packets_lost)) } else { (None, None) };
+        self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
+        self.interval.push(index as u32);
+        self.start_ts.push(row.start_ns);
+        self.start_s.push(row.start_s);
+        self.bytes.push(row.bytes);
+        self.throughput_bps.push(row.bytes as f64 * 8.0 / interval_s);
+        self.packets_sent.push(sent);
+        self.packets_lost.push(lost);
+        self.loss_rate.push(match (sent, lost) {
+            (Some(s), Some(l)) if s > 0 => Some(l as f64 / s as f64),
+            _ => None,
+        });
+        self.owd_mean_ms.push(row.owd_mean_ms);
+        self.jitter_mean_ms.push(row.jitter_mean_ms);
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
@@ -119,6 +142,21 @@ pub struct UdpPacketTable {
 }
 
 impl UdpPacketTable {
+    /// Appends a stream's per-packet results (sending order).
+    pub fn push_stream(&mut self, flow_id: u32, uplink: bool, losses_known: bool, packets: &[PacketResult]) {
+        for p in packets {
+            self.flow_id.push(flow_id);
+            self.uplink.push(uplink);
+            self.seq.push(p.seq);
+            self.send_ts.push(p.send_ns);
+            self.recv_ts.push(p.recv_ns);
+            self.bytes.push(p.bytes);
+            self.lost.push(losses_known && p.recv_ns.is_none());
+            self.owd_ms.push(p.owd_ms);
+            self.jitter_ms.push(p.jitter_ms);
+        }
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),

@@ -2,7 +2,11 @@
 //! the tables as pyarrow record batches (Arrow C data interface, no copies).
 use std::path::PathBuf;
 
-use arrow::pyarrow::ToPyArrow;
+use arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
+use arrow::datatypes::{ArrowPrimitiveType, Int64Type, UInt32Type, UInt64Type};
+use arrow::pyarrow::{FromPyArrow, ToPyArrow};
+use cellperf_analysis::tables::{IntervalTable, UdpPacketTable};
+use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket};
 use cellperf_analysis::{CaptureInput, Options, Side};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -48,8 +52,76 @@ fn analyze_captures(
     Ok((json, out))
 }
 
+/// One primitive column of `batch`, or an InputError naming it.
+fn column<'b, T: ArrowPrimitiveType>(batch: &'b RecordBatch, name: &str) -> PyResult<&'b PrimitiveArray<T>> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<T>())
+        .ok_or_else(|| InputError::new_err(format!("stream table: column '{name}' missing or not {}", T::DATA_TYPE)))
+}
+
+/// The UDP stream metrics of `cellperf_analysis::udp_stream` for packets given in sending
+/// order as a pyarrow RecordBatch with columns seq (uint64), send_ns and recv_ns (int64,
+/// null when unknown / lost) and bytes (uint32). Returns the summary as JSON and the
+/// `udp_packets` and `intervals` tables of docs/tables.md for the given flow id.
+#[pyfunction]
+#[pyo3(signature = (packets, flow_id, uplink, duplicates = 0, losses_known = true, owd_kind = "excess", interval_s = 5.0))]
+#[allow(clippy::too_many_arguments)]
+fn analyze_udp_stream(
+    py: Python<'_>,
+    packets: &Bound<'_, PyAny>,
+    flow_id: u32,
+    uplink: bool,
+    duplicates: u64,
+    losses_known: bool,
+    owd_kind: &str,
+    interval_s: f64,
+) -> PyResult<(String, Vec<(String, Py<PyAny>)>)> {
+    let kind = match owd_kind {
+        "raw" => OwdKind::Raw,
+        "excess" => OwdKind::Excess,
+        other => return Err(InputError::new_err(format!("owd_kind must be 'raw' or 'excess', not '{other}'"))),
+    };
+    if !(interval_s > 0.0 && interval_s.is_finite()) {
+        return Err(InputError::new_err(format!("interval must be a positive number of seconds, not {interval_s}")));
+    }
+    let batch = RecordBatch::from_pyarrow_bound(packets)?;
+    let (seq, send, recv) = (
+        column::<UInt64Type>(&batch, "seq")?,
+        column::<Int64Type>(&batch, "send_ns")?,
+        column::<Int64Type>(&batch, "recv_ns")?,
+    );
+    let bytes = column::<UInt32Type>(&batch, "bytes")?;
+    let stream: Vec<StreamPacket> = (0..batch.num_rows())
+        .map(|i| StreamPacket {
+            seq: seq.value(i),
+            send_ns: send.is_valid(i).then(|| send.value(i)),
+            recv_ns: recv.is_valid(i).then(|| recv.value(i)),
+            bytes: bytes.value(i),
+        })
+        .collect();
+    let interval_ns = (interval_s * 1e9) as i64;
+    let a = py.detach(|| udp_stream::analyze(&stream, duplicates, losses_known, kind, interval_ns));
+    let mut packets_out = UdpPacketTable::default();
+    packets_out.push_stream(flow_id, uplink, losses_known, &a.packets);
+    let mut intervals = IntervalTable::default();
+    for (i, row) in a.intervals.iter().enumerate() {
+        intervals.push(flow_id, uplink, interval_s, losses_known, i, row);
+    }
+    let err = |e: arrow::error::ArrowError| InputError::new_err(format!("building tables: {e}"));
+    let json = serde_json::to_string(&a.summary).map_err(|e| InputError::new_err(e.to_string()))?;
+    Ok((
+        json,
+        vec![
+            ("udp_packets".into(), packets_out.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
+            ("intervals".into(), intervals.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
+        ],
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(analyze_captures, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_udp_stream, m)?)?;
     Ok(())
 }

@@ -5,7 +5,8 @@
   docs/tables.md). iperf3 logs no packets, so there is no per-packet log.
 - D-ITG: the text that `ITGDec RECV_LOG -l FILE` writes (one line per received packet) →
   the per-packet log of docs/agents.md (raw OWD, jitter), the result document and the
-  per-interval series.
+  per-interval series, all computed by `cellperf.analysis.analyze_stream` (the same
+  stream metrics as for captures and cellperf's own agents).
 
     >>> from cellperf.agents.interop import read_iperf3
     >>> imported = read_iperf3("old/run-17.json")
@@ -27,6 +28,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from cellperf.analysis import analyze_stream
 from cellperf.errors import UserError
 
 #: Default interval of the per-interval series, as `cellperf analyze` (METHODS §3).
@@ -59,15 +61,6 @@ class Imported:
     document: dict
     intervals: pa.Table
     log: pa.Table | None
-
-
-def _summary(values: np.ndarray) -> dict | None:
-    """min / median / p95 / max / mean (numpy's linear quantiles, as cellperf's Rust stats)."""
-    if values.size == 0:
-        return None
-    q = np.quantile(values, [0.0, 0.5, 0.95, 1.0])
-    return {"min": q[0], "median": q[1], "p95": q[2], "max": q[3], "mean": float(values.mean()),
-            "samples": int(values.size)}
 
 
 # ---------------------------------------------------------------------------------- iperf3
@@ -271,34 +264,34 @@ def read_ditg(path: str | os.PathLike, *, date: dt.date | None = None, direction
     df = df.with_columns(rx=rx, tx=tx)
     stem = path.stem
 
-    # Per-packet log: received rows, plus one row per missing sequence number of each flow.
-    received = df.with_columns(lost=pl.lit(False))
+    # One row per sent packet of each flow: the first copy of every received sequence
+    # number, plus the missing numbers (losses, send time unknown). Extra copies are counted.
+    first_copy = df.unique(["flow", "seq"], keep="first", maintain_order=True)
     span = df.group_by("flow").agg(pl.col("seq").min().alias("lo"), pl.col("seq").max().alias("hi"))
     expected = span.select("flow", seq=pl.int_ranges("lo", pl.col("hi") + 1, dtype=pl.UInt64)).explode("seq")
-    missing = expected.join(df.select("flow", "seq"), on=["flow", "seq"], how="anti")
-    sizes = df.group_by("flow").agg(pl.col("size").median().cast(pl.UInt32))
-    lost_rows = missing.join(sizes, on="flow").with_columns(
-        tx=pl.lit(None, pl.Int64), rx=pl.lit(None, pl.Int64), lost=pl.lit(True))
-    all_rows = pl.concat([received.select("flow", "seq", "tx", "rx", "size", "lost"),
-                          lost_rows.select("flow", "seq", "tx", "rx", "size", "lost")]).sort("flow", "seq")
-    dup = df.group_by("flow", "seq").len().filter(pl.col("len") > 1)
-    # Jitter against the previous arrival of the same flow, in arrival order.
-    arrivals = received.sort("flow", "rx").with_columns(
-        jitter_ms=((pl.col("rx") - pl.col("tx")).diff().over("flow") / 1e6))
-    all_rows = all_rows.join(arrivals.select("flow", "seq", "rx", "jitter_ms"), on=["flow", "seq", "rx"], how="left")
-    log = all_rows.select(
-        flow_id=pl.format("ditg:{}/{}/{}", pl.lit(stem), pl.col("flow"), pl.lit(direction)),
-        step=pl.lit(0, pl.UInt32), direction=pl.lit(direction), seq=pl.col("seq"),
-        send_ts=pl.col("tx").cast(pl.Datetime("ns", "UTC")), recv_ts=pl.col("rx").cast(pl.Datetime("ns", "UTC")),
-        bytes=pl.col("size"), lost=pl.col("lost"), owd_ms=(pl.col("rx") - pl.col("tx")) / 1e6,
-        owd_kind=pl.lit("raw"), rtt_ms=pl.lit(None, pl.Float64), jitter_ms=pl.col("jitter_ms"),
-    ).to_arrow().cast(LOG_SCHEMA)
+    sizes = df.group_by("flow").agg(pl.col("size").median().cast(pl.UInt32).alias("median_size"))
+    rows = (expected.join(first_copy.select("flow", "seq", "tx", "rx", "size"), on=["flow", "seq"], how="left")
+            .join(sizes, on="flow").with_columns(size=pl.col("size").fill_null(pl.col("median_size")))
+            .sort("flow", "seq"))
+    dups_by_flow = dict(df.group_by("flow").len().join(first_copy.group_by("flow").len(), on="flow")
+                        .select("flow", d=pl.col("len") - pl.col("len_right")).iter_rows())
 
-    intervals = _ditg_intervals(all_rows, interval_s, direction == "up")
-    streams = {}
-    for (flow,), g in all_rows.group_by("flow", maintain_order=True):
-        streams[f"ditg:{stem}/{flow}/{direction}"] = _ditg_stream(
-            g, int(dup.filter(pl.col("flow") == flow)["len"].sum() - dup.filter(pl.col("flow") == flow).height))
+    # The metrics are cellperf's one implementation (cellperf_analysis::udp_stream).
+    streams, logs, intervals = {}, [], []
+    for (flow,), g in rows.group_by("flow", maintain_order=True):
+        name = f"ditg:{stem}/{flow}/{direction}"
+        a = analyze_stream(
+            g.select(seq=pl.col("seq"), send_ns=pl.col("tx"), recv_ns=pl.col("rx"), bytes=pl.col("size")).to_arrow(),
+            flow_id=flow, uplink=direction == "up", duplicates=int(dups_by_flow.get(flow, 0)),
+            owd_kind="raw", interval=interval_s)
+        streams[name] = a.report
+        intervals.append(a.tables["intervals"])
+        logs.append(pl.from_arrow(a.tables["udp_packets"]).select(
+            flow_id=pl.lit(name), step=pl.lit(0, pl.UInt32), direction=pl.lit(direction), seq="seq",
+            send_ts="send_ts", recv_ts="recv_ts", bytes="bytes", lost="lost", owd_ms="owd_ms",
+            owd_kind=pl.lit("raw"), rtt_ms=pl.lit(None, pl.Float64), jitter_ms="jitter_ms"))
+    log = pl.concat(logs).to_arrow().cast(LOG_SCHEMA)
+    intervals = pa.concat_tables(intervals).select(INTERVAL_SCHEMA.names).cast(INTERVAL_SCHEMA)
     first = df.row(0, named=True)
     totals = lambda k: sum(s[k] for s in streams.values())
     sent, received_n = totals("packets_sent"), totals("packets_received")
@@ -313,53 +306,6 @@ def read_ditg(path: str | os.PathLike, *, date: dt.date | None = None, direction
         only = next(iter(streams.values()))
         result["jitter_ms"], result["owd_ms"] = only["jitter_ms"], only["owd_ms"]
     return Imported(result, intervals, log)
-
-
-def _ditg_stream(g: pl.DataFrame, duplicates: int) -> dict:
-    got = g.filter(~pl.col("lost"))
-    sent, received = g.height, got.height
-    rx = got["rx"].to_numpy()
-    duration_s = (rx.max() - rx.min()) / 1e9 if received > 1 else 0.0
-    nbytes = int(got["size"].sum())
-    owd = _summary(((got["rx"] - got["tx"]) / 1e6).to_numpy())
-    jitter = _summary(np.abs(got["jitter_ms"].drop_nulls().to_numpy()))
-    return {
-        "packets_sent": sent, "packets_received": received, "packets_lost": sent - received,
-        "loss_rate": (sent - received) / sent, "duplicates": duplicates, "bytes_received": nbytes,
-        "duration_s": duration_s, "throughput_bps": nbytes * 8 / duration_s if duration_s > 0 else 0.0,
-        "jitter_ms": jitter, "owd_ms": {"kind": "raw", **owd} if owd else None,
-    }
-
-
-def _ditg_intervals(rows: pl.DataFrame, interval_s: float, uplink: bool) -> pa.Table:
-    """Per flow and interval from its first arrival: bytes delivered (by arrival time) and
-    loss (by send time; a lost packet's send time is interpolated from its neighbours')."""
-    iv_ns = int(round(interval_s * 1e9))
-    flows = []
-    for (flow,), g in rows.group_by("flow", maintain_order=True):
-        got = g.filter(~pl.col("lost"))
-        t0 = int(got["rx"].min())
-        seq = g["seq"].to_numpy().astype(np.float64)
-        tx_known = got["tx"].to_numpy().astype(np.float64)
-        tx_all = np.interp(seq, got["seq"].to_numpy().astype(np.float64), tx_known)
-        send_iv = np.maximum((tx_all - (t0 - (got["rx"] - got["tx"]).min())) // iv_ns, 0).astype(np.int64)
-        recv = got.select(iv=((pl.col("rx") - t0) // iv_ns), size=pl.col("size"),
-                          owd=(pl.col("rx") - pl.col("tx")) / 1e6, jit=pl.col("jitter_ms").abs())
-        by_recv = recv.group_by("iv").agg(bytes=pl.col("size").sum().cast(pl.UInt64), owd_mean_ms=pl.col("owd").mean(),
-                                          jitter_mean_ms=pl.col("jit").mean())
-        by_send = pl.DataFrame({"iv": send_iv, "lost": g["lost"].to_numpy()}).group_by("iv").agg(
-            packets_sent=pl.len().cast(pl.UInt64), packets_lost=pl.col("lost").sum().cast(pl.UInt64))
-        last = max(int(by_recv["iv"].max()), int(by_send["iv"].max()))
-        f = (pl.DataFrame({"iv": np.arange(last + 1, dtype=np.int64)})
-             .join(by_recv, on="iv", how="left").join(by_send, on="iv", how="left")
-             .with_columns(flow_id=pl.lit(flow, pl.UInt32), bytes=pl.col("bytes").fill_null(0),
-                           packets_sent=pl.col("packets_sent").fill_null(0), packets_lost=pl.col("packets_lost").fill_null(0)))
-        flows.append(f.with_columns(
-            interval=pl.col("iv").cast(pl.UInt32), uplink=pl.lit(uplink),
-            start_ts=(pl.lit(t0) + pl.col("iv") * iv_ns).cast(pl.Datetime("ns", "UTC")),
-            start_s=pl.col("iv") * interval_s, throughput_bps=pl.col("bytes") * 8.0 / interval_s,
-            loss_rate=pl.when(pl.col("packets_sent") > 0).then(pl.col("packets_lost") / pl.col("packets_sent"))))
-    return pl.concat(flows).select(INTERVAL_SCHEMA.names).to_arrow().cast(INTERVAL_SCHEMA)
 
 
 # ---------------------------------------------------------------------------------- output
