@@ -76,6 +76,17 @@ def test_two_directions_share_the_window_grid(make_stream):
     assert w.filter(pl.col("flow_id") == 2)["window_start"][0] == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
 
 
+def test_one_flow_id_two_directions_by_uplink(make_stream):
+    # `cellperf analyze` writes an echoed call as one flow_id with an `uplink` flag.
+    up = make_stream(np.full(500, 30.0), np.zeros(500, bool), flow_id=7).with_columns(uplink=pl.lit(True))
+    down = make_stream(np.full(500, 250.0), np.zeros(500, bool), flow_id=7).with_columns(uplink=pl.lit(False))
+    w = voice_windows(pl.concat([up, down]))
+    assert sorted(set(w["flow_id"].to_list())) == ["7/down", "7/up"]
+    assert w.filter(pl.col("flow_id") == "7/up")["mean_delay_ms"].to_list() == [30.0, 30.0]
+    assert w.filter(pl.col("flow_id") == "7/down")["mean_delay_ms"].to_list() == [250.0, 250.0]
+    assert w.filter(pl.col("flow_id") == "7/up")["packets_sent"].sum() == 500
+
+
 def test_arrow_table_input(make_stream):
     table = make_stream(np.full(300, 20.0), np.zeros(300, bool)).to_arrow()
     assert isinstance(table, pa.Table)

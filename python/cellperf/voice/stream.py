@@ -95,6 +95,12 @@ def check_stream(table, source: str = "stream table") -> pl.DataFrame:
     lost_but_received = df.filter(pl.col("lost") & pl.col("recv_ts").is_not_null()).height
     if lost_but_received:
         raise UserError(f"{source}: {lost_but_received} packet(s) marked lost have a receive time")
+    if "uplink" in df.columns:
+        # `cellperf analyze` gives both directions of a UDP flow one flow_id and tells them
+        # apart by `uplink`: each direction is its own stream here ("3/up", "3/down").
+        df = df.with_columns(
+            flow_id=pl.format("{}/{}", pl.col("flow_id"), pl.when(pl.col("uplink")).then(pl.lit("up")).otherwise(pl.lit("down")))
+        ).drop("uplink")
     return df
 
 
