@@ -85,6 +85,11 @@ def test_out_writes_parquet_tables(tcp_run, tmp_path):
     retx = pl.read_parquet(tmp_path / "res" / "tcp_retransmissions.parquet")
     assert sorted(retx["class"].to_list()) == ["normal"] * 3 + ["spurious", "unavoidable"]
     assert retx["serial"].sum() == 1
+    assert retx["rel_seq"].to_list() == [100, 300, 400, 500, 500]  # offsets from the first byte (seq 1)
+    cellperf("analyze", cn, "--side", "cn", "--out", tmp_path / "one")
+    one = pl.read_parquet(tmp_path / "one" / "tcp_retransmissions.parquet")
+    assert one["method"].unique().to_list() == ["one-sided"]
+    assert one["rel_seq"].to_list() == [100, 300, 400, 500, 500]
     pk = pl.read_parquet(tmp_path / "res" / "packets.parquet")
     assert pk.height == (16 + 13) + (13 + 14)  # CN: data sent, ACKs arrived; MN: the reverse
     assert pk.filter(pl.col("uplink"))["payload_len"].sum() == 0

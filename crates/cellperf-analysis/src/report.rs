@@ -622,13 +622,7 @@ impl Assembler<'_> {
                 details.acks_matched = Some(two.acks_matched);
                 if self.opts.tables {
                     for x in &two.retransmissions {
-                        self.retx.flow_id.push(flow.id);
-                        self.retx.ts.push(x.ts_ns);
-                        self.retx.rel_seq.push(x.rel_seq);
-                        self.retx.len.push(x.len);
-                        self.retx.class.append_value(serde_name(&x.class));
-                        self.retx.serial.push(x.serial);
-                        self.retx.method.append_value("two-sided");
+                        self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
                     }
                     for a in &two.acks {
                         self.acks.flow_id.push(flow.id);
@@ -655,13 +649,7 @@ impl Assembler<'_> {
                 if self.opts.tables {
                     if let Some(t) = stcp.or(dtcp) {
                         for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
-                            self.retx.flow_id.push(flow.id);
-                            self.retx.ts.push(x.ts_ns);
-                            self.retx.rel_seq.push(x.seq);
-                            self.retx.len.push(x.len);
-                            self.retx.class.append_value(serde_name(&x.class));
-                            self.retx.serial.push(x.serial);
-                            self.retx.method.append_value("one-sided");
+                            self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "one-sided");
                         }
                     }
                 }

@@ -185,6 +185,17 @@ pub struct RetransmissionTable {
 }
 
 impl RetransmissionTable {
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(&mut self, flow_id: u32, ts_ns: i64, rel_seq: u64, len: u32, class: &str, serial: bool, method: &str) {
+        self.flow_id.push(flow_id);
+        self.ts.push(ts_ns);
+        self.rel_seq.push(rel_seq);
+        self.len.push(len);
+        self.class.append_value(class);
+        self.serial.push(serial);
+        self.method.append_value(method);
+    }
+
     pub fn into_batch(mut self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),

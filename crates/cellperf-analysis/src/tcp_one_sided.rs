@@ -39,7 +39,9 @@ pub enum OneSidedClass {
 pub struct Retransmission {
     pub ts_ns: i64,
     pub dir: Dir,
-    pub seq: u64,
+    /// Offset of its first byte from the direction's first byte (ISN + 1, or the first
+    /// data byte seen when the capture missed the handshake).
+    pub rel_seq: u64,
     pub len: u32,
     pub class: OneSidedClass,
     /// The same bytes were retransmitted before (exponential backoff).
@@ -50,6 +52,8 @@ pub struct Retransmission {
 struct DirState {
     seq_space: Unwrapper,
     started: bool,
+    /// Sequence position of the direction's first byte.
+    base: u64,
     max_end: u64,
     holes: Vec<(u64, u64, i64)>,
     unique_bytes: u64,
@@ -125,6 +129,7 @@ impl TcpOneSided {
             let st = &mut self.dirs[d];
             let isn = st.seq_space.unwrap(r.seq);
             st.started = true;
+            st.base = isn + 1;
             st.max_end = st.max_end.max(isn + 1);
             st.mss = r.mss.or(st.mss);
             st.window_scale = r.window_scale;
@@ -209,6 +214,7 @@ impl TcpOneSided {
         let end = start + len;
         if !st.started {
             st.started = true;
+            st.base = start;
             st.max_end = start;
         }
         if r.payload_len > 0 {
@@ -291,7 +297,7 @@ impl TcpOneSided {
             self.retransmissions.push(Retransmission {
                 ts_ns: r.ts_ns,
                 dir: r.dir,
-                seq: start,
+                rel_seq: start - st.base.min(start),
                 len: r.payload_len,
                 class,
                 serial,
@@ -436,6 +442,9 @@ pub(crate) mod tests {
         assert_eq!(s.dup_acks, 3);
         assert_eq!(s.unique_bytes, 600);
         assert_eq!(t.rtt(A).count(), 0, "every covering ack spans a retransmitted segment");
+        // Offsets from the first byte after the SYN (ISN 0): seq 1 → 0, seq 501 → 500.
+        let offsets: Vec<u64> = t.retransmissions().iter().map(|x| x.rel_seq).collect();
+        assert_eq!(offsets, vec![0, 500, 500, 500]);
     }
 
     #[test]
