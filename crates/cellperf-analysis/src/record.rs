@@ -10,16 +10,13 @@ use crate::flows::Dir;
 pub struct TcpRec {
     pub ts_ns: i64,
     pub dir: Dir,
-    pub ttl: u8,
     pub ip_id: Option<u16>,
-    pub ip_len: u32,
     pub seq: u32,
     pub ack: u32,
     pub payload_len: u32,
     pub flags: u16,
     pub window: u16,
     pub tsval: Option<u32>,
-    pub tsecr: Option<u32>,
     pub sack: [(u32, u32); 4],
     pub sack_count: u8,
     pub mss: Option<u16>,
@@ -27,20 +24,17 @@ pub struct TcpRec {
 }
 
 impl TcpRec {
-    pub fn new(ts_ns: i64, dir: Dir, ttl: u8, ip_id: Option<u16>, ip_len: u32, t: &TcpInfo) -> TcpRec {
+    pub fn new(ts_ns: i64, dir: Dir, ip_id: Option<u16>, t: &TcpInfo) -> TcpRec {
         TcpRec {
             ts_ns,
             dir,
-            ttl,
             ip_id,
-            ip_len,
             seq: t.seq,
             ack: t.ack,
             payload_len: t.payload_len,
             flags: t.flags,
             window: t.window,
             tsval: t.options.timestamp.map(|t| t.0),
-            tsecr: t.options.timestamp.map(|t| t.1),
             sack: t.options.sack,
             sack_count: t.options.sack_count,
             mss: t.options.mss,
@@ -65,9 +59,7 @@ pub const UDP_MATCH_BYTES: usize = 32;
 pub struct UdpRec {
     pub ts_ns: i64,
     pub dir: Dir,
-    pub ttl: u8,
     pub ip_id: Option<u16>,
-    pub ip_len: u32,
     pub payload_len: u32,
     /// Hash of the first [`UDP_MATCH_BYTES`] payload bytes.
     pub payload_hash: u64,
@@ -77,14 +69,12 @@ pub struct UdpRec {
 }
 
 impl UdpRec {
-    pub fn new(ts_ns: i64, dir: Dir, ttl: u8, ip_id: Option<u16>, ip_len: u32, u: &UdpInfo<'_>) -> UdpRec {
+    pub fn new(ts_ns: i64, dir: Dir, ip_id: Option<u16>, u: &UdpInfo<'_>) -> UdpRec {
         let head = &u.payload[..u.payload.len().min(UDP_MATCH_BYTES)];
         UdpRec {
             ts_ns,
             dir,
-            ttl,
             ip_id,
-            ip_len,
             payload_len: u.payload_len,
             payload_hash: hash_bytes(head),
             probe: parse_cellperf(u.payload).or_else(|| parse_iperf3(u.payload)),

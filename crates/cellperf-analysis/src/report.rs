@@ -277,7 +277,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             let mut probe_seq = None;
             match &p.transport {
                 Transport::Tcp(t) => {
-                    let rec = TcpRec::new(p.ts_ns, dir, p.ip.ttl, p.ip.ip_id, p.ip.len, t);
+                    let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
                     if rec.has(SYN) && f.syn_dir.is_none() && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
                         f.syn_dir = Some(dir);
                     }
@@ -296,7 +296,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                     }
                 }
                 Transport::Udp(u) => {
-                    let rec = UdpRec::new(p.ts_ns, dir, p.ip.ttl, p.ip.ip_id, p.ip.len, u);
+                    let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);
                     probe_seq = rec.probe.map(|h| h.seq);
                     f.udp_recs.push(rec);
                     if opts.tables {
