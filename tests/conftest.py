@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+#: The installed console script, beside the running Python (a real process, as a user runs it).
+CELLPERF = str(Path(sys.executable).with_name("cellperf"))
+#: The public mahimahi traces of the repository's `../shared` (absent on a user's machine).
+MAHIMAHI_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "mahimahi"
 
 
 def cellperf(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Runs the installed `cellperf` console script (a real process, as a user would)."""
-    exe = Path(sys.executable).with_name("cellperf")
-    p = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    """Runs `cellperf ARGS` and returns the finished process (text output)."""
+    p = subprocess.run([CELLPERF, *map(str, args)], capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"cellperf {' '.join(map(str, args))} exited {p.returncode}:\n{p.stderr}")
     return p

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,9 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cellperf.agents import run_probe
+from tests.conftest import CELLPERF as _CELLPERF
 
 TOKEN = b"correct horse battery staple"
-CELLPERF = [str(Path(sys.executable).parent / "cellperf")]
+CELLPERF = [_CELLPERF]
 
 
 class Server:

@@ -7,14 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from tests.conftest import CELLPERF
 
 pytestmark = pytest.mark.netns
 
-CELLPERF = str(Path(sys.executable).with_name("cellperf"))
 TOKEN = b"netns test token"
 SERVER_IP, PROBE_IP = "10.203.0.1", "10.203.0.2"
 

@@ -6,7 +6,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,11 @@ import pytest
 
 from cellperf.agents.interop import INTERVAL_SCHEMA, LOG_SCHEMA, read_ditg, read_iperf3
 from cellperf.errors import UserError
+from tests.conftest import CELLPERF
 
 DATA = Path(__file__).parent / "data"
 #: A real `ITGDec recv.log -l FILE` of ITGSend -C 100 -c 200 -T UDP -t 2000 on loopback.
 DITG_FIXTURE = DATA / "ditg_recv_100pps_200B.txt"
-CELLPERF = str(Path(sys.executable).with_name("cellperf"))
 
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (Debian: iperf3)")
 needs_ditg = pytest.mark.skipif(shutil.which("ITGSend") is None,

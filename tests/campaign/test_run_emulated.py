@@ -4,7 +4,6 @@ a campaign killed with SIGKILL mid-run resumed without losing or duplicating any
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
+from tests.conftest import MAHIMAHI_TRACES
 
-SHARED_TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "mahimahi"
+SHARED_TRACES = MAHIMAHI_TRACES
 
 
 def write_rate_csv(path: Path, rates: np.ndarray) -> Path:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import model_text, run_cli, two_state_rates, write_rate_csv
+from tests.channel.conftest import model_text, run_cli, two_state_rates, write_rate_csv
 
 
 def test_fit_then_generate_reproduces_stationary_law_and_sojourns(tmp_path):

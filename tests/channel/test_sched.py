@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli, two_state_rates, write_rate_csv
+from tests.channel.conftest import run_cli, two_state_rates, write_rate_csv
 
 
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import model_text, run_cli, two_state_rates, write_rate_csv
+from tests.channel.conftest import model_text, run_cli, two_state_rates, write_rate_csv
 
 from cellperf.channel import read_trace
 from cellperf.channel.analysis import generate, trace_stats

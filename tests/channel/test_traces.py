@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli
+from tests.channel.conftest import run_cli
 
 from cellperf.channel import read_trace
 from cellperf.channel.traces import DRC_RATES_BPS

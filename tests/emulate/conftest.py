@@ -9,15 +9,15 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = REPO.parent / "shared" / "traces" / "mahimahi"
-CELLPERF = [str(Path(sys.executable).parent / "cellperf")]
+from tests.conftest import CELLPERF as _CELLPERF, MAHIMAHI_TRACES
+
+CELLPERF = [_CELLPERF]
+TRACES = MAHIMAHI_TRACES
 
 
 def pytest_collection_modifyitems(config, items):

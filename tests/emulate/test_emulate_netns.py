@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
 import time
@@ -11,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CELLPERF, emulate, iperf3_json, leftovers, read_pcap, udp_packets
+from tests.emulate.conftest import CELLPERF, emulate, iperf3_json, leftovers, read_pcap, udp_packets
 
 pytestmark = pytest.mark.netns
 

@@ -1,6 +1,6 @@
 import pytest
 
-from voice_streams import build_stream
+from tests.voice.voice_streams import build_stream
 
 
 @pytest.fixture

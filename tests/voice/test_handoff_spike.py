@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from cellperf.handoffs import compare_near_handoffs, detect_handoffs
-from voice_streams import T0_NS, build_stream
+from tests.voice.voice_streams import T0_NS, build_stream
 
 DURATION_S = 600
 INTERVAL_MS = 20.0
