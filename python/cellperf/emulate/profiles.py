@@ -51,6 +51,12 @@ def drc_chain(center_bps: float, move_p: float, center_move_p: float, toward: fl
     }
 
 
+def _two_state(good_bps: int, bad_bps: int, transitions_per_s: float, slot_s: float) -> dict:
+    """Seed 001's two-state (Gilbert–Elliott) channel, symmetric transition rates."""
+    return {"kind": "gilbert_elliott", "good_bps": good_bps, "bad_bps": bad_bps,
+            "good_to_bad_per_s": transitions_per_s, "bad_to_good_per_s": transitions_per_s, "slot_s": slot_s}
+
+
 def _random_handoffs(every_s: float, inter_bs: float, bs_outage_s: float, sector_outage_s: float) -> dict:
     return {
         "random": {
@@ -86,8 +92,7 @@ def _hsdpa(mobile: bool) -> EmulationConfig:
     if mobile:
         # Two-state channel (seed 001's model): Good 1.3 Mb/s, Bad 300 kb/s (choice), one
         # transition per second (001's middle rate), 2 ms TTI slots.
-        rate_down = {"kind": "gilbert_elliott", "good_bps": 1_300_000, "bad_bps": 300_000,
-                     "good_to_bad_per_s": 1.0, "bad_to_good_per_s": 1.0, "slot_s": 0.002}
+        rate_down = _two_state(1_300_000, 300_000, 1.0, 0.002)
     down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "packets": 100}, delay_s=0.040)
     up = DirectionConfig(rate={"kind": "constant", "bps": 350_000}, queue={"kind": "droptail", "packets": 100}, delay_s=0.040)
     cfg = EmulationConfig(downlink=down, uplink=up, technology="HSDPA")
@@ -100,8 +105,7 @@ def _wibro(mobile: bool) -> EmulationConfig:
     # 10 / 2.5 Mb/s, minimum one-way delay 14 / 100 ms, queue 1126 / 137 KB (003 slides 15, 14, 16).
     rate_down = {"kind": "constant", "bps": 10_000_000}
     if mobile:
-        rate_down = {"kind": "gilbert_elliott", "good_bps": 10_000_000, "bad_bps": 2_500_000,
-                     "good_to_bad_per_s": 0.5, "bad_to_good_per_s": 0.5, "slot_s": 0.005}
+        rate_down = _two_state(10_000_000, 2_500_000, 0.5, 0.005)
     down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "bytes": 1126 * KB}, delay_s=0.014)
     up = DirectionConfig(rate={"kind": "constant", "bps": 2_500_000}, queue={"kind": "droptail", "bytes": 137 * KB}, delay_s=0.100)
     cfg = EmulationConfig(downlink=down, uplink=up, technology="WiBro")

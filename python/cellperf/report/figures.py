@@ -114,13 +114,7 @@ def udp_throughput(store: Store) -> list[Item]:
                       "end to end; vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.1(a).",
                       _layout(fig, height=260 * len(networks) + 120)))
 
-    box = go.Figure()
-    for scen in ("stationary", "mobile"):
-        d = df.filter(pl.col("scenario") == scen)
-        if d.height:
-            box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
-                                 boxpoints="outliers"))
-    box.update_layout(boxmode="group", yaxis_title="kb/s per interval")
+    box = _box_by_scenario(df, "kb/s per interval")
     items.append(Item("udp-box", "Dispersion of UDP throughput (IQR)",
                       "Box: quartiles; whiskers at 1.5 IQR; points: outliers. Seed 000 Fig. 4.1(b).", _layout(box)))
 
@@ -165,19 +159,25 @@ def _has_view(store: Store, name: str) -> bool:
 
 # -- TCP (000 §4.2, Fig. 4.3, 4.4, Table 4.2) -----------------------------------------------------
 
+def _box_by_scenario(df: pl.DataFrame, y_title: str) -> go.Figure:
+    """Box plots of `kbps` per network, stationary beside mobile (seed 000 Figs. 4.1(b), 4.3)."""
+    box = go.Figure()
+    for scen in ("stationary", "mobile"):
+        d = df.filter(pl.col("scenario") == scen)
+        if d.height:
+            box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
+                                 boxpoints="outliers"))
+    box.update_layout(boxmode="group", yaxis_title=y_title)
+    return box
+
+
 def tcp(store: Store) -> list[Item]:
     df = store.frame("""SELECT r.network, r.scenario, x.throughput_bps / 1e3 AS kbps
                         FROM intervals x JOIN runs r USING (run_id)
                         WHERE r.status = 'ok' AND r.test_type = 'tcp-bulk' AND x.bytes > 0""")
     items = []
     if df.height:
-        box = go.Figure()
-        for scen in ("stationary", "mobile"):
-            d = df.filter(pl.col("scenario") == scen)
-            if d.height:
-                box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
-                                     boxpoints="outliers"))
-        box.update_layout(boxmode="group", yaxis_title="goodput per interval (kb/s)")
+        box = _box_by_scenario(df, "goodput per interval (kb/s)")
         items.append(Item("tcp-box", "TCP bulk throughput", "Box-whisker of TCP goodput per interval, per network "
                           "and scenario. Seed 000 Fig. 4.3.", _layout(box)))
     ack = store.frame("""SELECT r.scenario, a.ratio FROM ack_compression a JOIN runs r USING (run_id)
