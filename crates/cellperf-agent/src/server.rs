@@ -53,6 +53,9 @@ pub struct ServerStats {
     pub protocol_errors: AtomicU64,
     pub tests_run: AtomicU64,
     pub tests_refused: AtomicU64,
+    /// Data-path openings from an address other than the asking control connection's
+    /// (UDP hellos with the test's cookie, TCP data connections): refused, never served.
+    pub redirects_refused: AtomicU64,
     pub active_tests: AtomicUsize,
     pub open_connections: AtomicUsize,
 }
@@ -317,11 +320,21 @@ impl Session {
             if Instant::now() > deadline {
                 return Err(self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into()));
             }
-            if let Ok((n, from)) = sock.recv_from(&mut buf) {
-                if canonical(from.ip()) == canonical(self.peer.ip()) && udp::is_hello(&buf[..n], &cookie) {
-                    break from;
-                }
+            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            if !udp::is_hello(&buf[..n], &cookie) {
+                continue;
             }
+            if canonical(from.ip()) == canonical(self.peer.ip()) {
+                break from;
+            }
+            // The test's own cookie from another address: someone who saw the cookie (the
+            // client itself, or a spoofer) wants the data sent elsewhere. Refuse the test.
+            self.stats.redirects_refused.fetch_add(1, Ordering::Relaxed);
+            return Err(self.fail(format!(
+                "refused to send test data to {from}: its UDP hello did not come from the control connection's address {} \
+                 (data goes only to the address that asked; a NAT that gives UDP and TCP different public addresses does this too)",
+                self.peer.ip()
+            )));
         };
         sock.connect(probe_addr)?;
         self.send(&Message::Ready {})?;
@@ -417,16 +430,29 @@ impl Session {
         let want_up = if spec.direction.probe_sends() { per_dir } else { 0 };
         let want_down = if spec.direction.server_sends() { per_dir } else { 0 };
         let (mut ups, mut downs) = (Vec::new(), Vec::new());
+        // Connections refused for coming from elsewhere: how many, and the first one's address.
+        let mut strangers: (usize, Option<SocketAddr>) = (0, None);
         let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
         while ups.len() < want_up || downs.len() < want_down {
             if Instant::now() > deadline {
-                return Err(self.fail("the probe did not open its TCP data connections in time".into()));
+                let mut reason = "the probe did not open its TCP data connections in time".to_string();
+                if let (n, Some(first)) = strangers {
+                    reason += &format!(
+                        "; refused {n} from other addresses than the control connection's {} (first {first}): data goes only to the address that asked",
+                        self.peer.ip()
+                    );
+                }
+                return Err(self.fail(reason));
             }
             let Ok((mut s, from)) = listener.accept() else {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             };
             if canonical(from.ip()) != canonical(self.peer.ip()) {
+                // Closed before a byte is read or written.
+                self.stats.redirects_refused.fetch_add(1, Ordering::Relaxed);
+                eprintln!("cellperf server: {}: refused a TCP data connection from {from}: not the control connection's address", self.peer);
+                strangers = (strangers.0 + 1, strangers.1.or(Some(from)));
                 continue;
             }
             // 16-byte cookie, then 0 (probe sends) or 1 (server sends).

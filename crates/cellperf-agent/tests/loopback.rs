@@ -1,14 +1,15 @@
 //! Server and probe over real loopback sockets: protocol, limits and hostile clients.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cellperf_agent::plan::{plan, Options};
-use cellperf_agent::probe;
 use cellperf_agent::server::{Server, ServerConfig, ServerStats};
+use cellperf_agent::wire::*;
+use cellperf_agent::{auth, probe, udp};
 
 struct Running {
     addr: SocketAddr,
@@ -157,4 +158,69 @@ fn tcp_bulk_moves_data_both_ways() {
     assert!(d["down_bps"].as_f64().unwrap() > 1e7, "{d}");
     assert!(d["rtt_ms"]["median"].as_f64().is_some(), "{d}");
     assert!(d["packets_received"].as_u64().unwrap() > 0);
+}
+
+/// An authenticated client on the control connection, speaking the protocol by hand.
+fn handshake(addr: SocketAddr, token: &[u8]) -> (TcpStream, FrameReader) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut rd = FrameReader::new(MAX_SERVER_FRAME);
+    let client_nonce = Bytes32([9; 32]);
+    send_message(&mut c, &Message::Hello { version: PROTOCOL_VERSION, client_nonce }).unwrap();
+    let Message::Challenge { server_nonce } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("no challenge") };
+    send_message(&mut c, &Message::Auth { mac: auth::client_proof(token, &server_nonce, &client_nonce) }).unwrap();
+    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::AuthOk { .. }));
+    (c, rd)
+}
+
+/// 127.0.0.2 stands for a third party: a hello carrying the test's cookie from it (as a
+/// client that wants the data sent elsewhere would forge) refuses the test with a reason, and
+/// not one datagram reaches the third party. The netns test repeats this with spoofed packets.
+#[test]
+fn udp_hello_from_a_third_address_is_refused_and_nothing_is_sent_there() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let spec = UdpSpec { direction: Direction::Down, payload_bytes: 100, interval_ns: 1_000_000, count: 500, drain_ms: 100 };
+    send_message(&mut c, &Message::StartUdp { spec }).unwrap();
+    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let third = UdpSocket::bind("127.0.0.2:0").unwrap();
+    third.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    third.send_to(&udp::hello_datagram(&cookie), (srv.addr.ip(), data_port)).unwrap();
+    match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
+        Message::Error { reason } => {
+            let from = third.local_addr().unwrap().to_string();
+            assert!(reason.contains(&format!("refused to send test data to {from}")) && reason.contains("127.0.0.1"), "{reason}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let mut buf = [0u8; 2048];
+    assert!(third.recv_from(&mut buf).is_err(), "a datagram reached the third party");
+    assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 1);
+}
+
+/// A TCP data connection from a third address is closed unread and unwritten; the
+/// request times out with a reason naming it.
+#[test]
+fn tcp_data_connection_from_a_third_address_gets_no_data() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let spec = TcpSpec { direction: Direction::Down, duration_ms: 1000, bytes: None, streams: 1, congestion: None, window_bytes: None, mss: None };
+    send_message(&mut c, &Message::StartTcp { spec }).unwrap();
+    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(&"127.0.0.2:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    sock.connect(&SocketAddr::new(srv.addr.ip(), data_port).into()).unwrap();
+    let mut s: TcpStream = sock.into();
+    let mut intro = cookie.0.to_vec();
+    intro.push(1);
+    let _ = s.write_all(&intro);
+    s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.is_empty(), "{} bytes reached the third party", got.len());
+    match rd.read_message(&mut c, Duration::from_secs(10)).unwrap() {
+        Message::Error { reason } => assert!(reason.contains("refused 1 from other addresses") && reason.contains("127.0.0.2"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 1);
 }
