@@ -74,18 +74,30 @@ impl FlowKey {
 pub struct FlowTable {
     ids: AHashMap<FlowKey, u32>,
     keys: Vec<FlowKey>,
+    /// The last id looked up: captures come in runs of one flow (a window of segments,
+    /// then its ACKs), so most packets skip hashing their 5-tuple.
+    last: Option<(FlowKey, u32)>,
 }
 
 impl FlowTable {
     /// The id of `key`, and whether it is new.
     pub fn id(&mut self, key: FlowKey) -> (u32, bool) {
-        if let Some(id) = self.ids.get(&key) {
-            return (*id, false);
+        if let Some((k, id)) = self.last {
+            if k == key {
+                return (id, false);
+            }
         }
-        let id = self.keys.len() as u32;
-        self.ids.insert(key, id);
-        self.keys.push(key);
-        (id, true)
+        let (id, new) = match self.ids.get(&key) {
+            Some(id) => (*id, false),
+            None => {
+                let id = self.keys.len() as u32;
+                self.ids.insert(key, id);
+                self.keys.push(key);
+                (id, true)
+            }
+        };
+        self.last = Some((key, id));
+        (id, new)
     }
 
     pub fn key(&self, id: u32) -> FlowKey {

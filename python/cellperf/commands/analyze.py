@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from cellperf.analysis import analyze
 from cellperf.units import format_rate
@@ -26,6 +29,8 @@ def _retx(r: dict | None) -> str:
 
 
 def _print_human(report: dict, console: Console) -> None:
+    from rich.table import Table
+
     for c in report["captures"]:
         console.print(
             f"[bold]{c['side'].upper()}[/] {c['path']}: {c['format']}, {c['packets']} packets, "
@@ -96,14 +101,16 @@ def command(capture, mn, cn, side, interval, mn_addr, synced_clocks, out_dir, as
         capture, mn=mn, cn=cn, side=side, interval=interval, mn_addr=mn_addr,
         synced_clocks=synced_clocks, tables=out_dir is not None,
     )
-    err = Console(stderr=True)
     for w in result.warnings:
-        err.print(f"cellperf: warning: {w}", markup=False, highlight=False)
+        click.echo(f"cellperf: warning: {w}", err=True)
     if out_dir is not None:
         result.write(out_dir)
     if as_json:
         click.echo(json.dumps(result.report, indent=2))
     else:
+        # rich costs ~0.1 s to import; machines asking for --json do not pay it.
+        from rich.console import Console
+
         _print_human(result.report, Console())
         if out_dir is not None:
             Console().print(f"tables written to {out_dir}/")
