@@ -122,3 +122,39 @@ def test_udp_two_sided_loss_against_ip_ids(tmp_path):
          if x["proto"] == "udp" and x["direction"] == "downlink"][0]
     assert g["udp_view"] == "receiver"
     assert g["loss_rate"] == pytest.approx(f["loss_rate"], abs=0.03)
+
+
+@pytest.mark.skipif(shutil.which("nft") is None, reason="needs nft (scripts/dev setup installs nftables)")
+def test_flows_are_paired_across_a_nat(tmp_path):
+    """The router masquerades the MN (address and port change, as at an operator's NAT):
+    the TCP and UDP flows are still one flow each, analysed two-sided."""
+    (tmp_path / "tcp").mkdir()
+    (tmp_path / "udp").mkdir()
+    with VethTestbed(downlink=Bottleneck("20mbit", "20kbit", latency_ms=15), nat=True) as tb:
+        run_iperf(tb, tmp_path / "tcp", "-R", "-t", "3", "-C", "cubic")
+        run_iperf(tb, tmp_path / "udp", "-R", "-u", "-b", "30M", "-t", "2", "-l", "1200")
+    for folder, proto in (("tcp", "tcp"), ("udp", "udp")):
+        mn, cn = tmp_path / folder / "mn.pcap", tmp_path / folder / "cn.pcap"
+        rep = cellperf_json("analyze", "--mn", mn, "--cn", cn)
+        (f,) = [x for x in rep["flows"] if x["proto"] == proto and x["direction"] == "downlink"
+                and (x["packets"] > 1000)]
+        # Addresses as each capture saw them: private at the MN, translated at the CN.
+        assert (f["dst"], f["src"]) == (tb.MN_ADDR, tb.CN_ADDR)
+        assert f["nat"]["dst"] == tb.NAT_ADDR and 20000 <= f["nat"]["dport"] <= 29999
+        assert (f["nat"]["src"], f["nat"]["sport"]) == (tb.CN_ADDR, f["sport"])
+        assert sorted(f["seen_at"]) == ["cn", "mn"]
+        flt = f"{proto}.srcport == {f['sport']} && {proto}.dstport == {f['nat']['dport']}"
+        if proto == "tcp":
+            rx = f["retransmissions"]
+            assert rx["method"] == "two-sided" and rx["normal"] > 0
+            sent = tshark_fields(cn, f"{flt} && tcp.len > 0", "ip.id")
+            assert f["tcp"]["data_packets"] == len(sent)
+            assert f["tcp"]["data_matched"] == len(tshark_fields(
+                mn, f"tcp.srcport == {f['sport']} && tcp.dstport == {f['dport']} && tcp.len > 0", "ip.id"))
+        else:
+            n_sent = len(tshark_fields(cn, flt, "frame.number"))
+            n_got = len(tshark_fields(mn, f"udp.srcport == {f['sport']} && udp.dstport == {f['dport']}",
+                                      "frame.number"))
+            assert f["udp_view"] == "two-sided"
+            assert (f["udp"]["packets_sent"], f["udp"]["packets_received"]) == (n_sent, n_got)
+            assert n_got < n_sent  # 30 Mb/s offered to 20 Mb/s

@@ -69,39 +69,55 @@ impl FlowKey {
     }
 }
 
-/// Dense flow ids in order of first appearance.
+/// Dense flow ids in order of first appearance. A flow can also be reached by an alias:
+/// the key the same connection has at the other capture when a NAT rewrote one end
+/// (see `nat`), with `flip` set when the alias's `a` is the flow's `b`.
 #[derive(Default)]
 pub struct FlowTable {
-    ids: AHashMap<FlowKey, u32>,
+    ids: AHashMap<FlowKey, (u32, bool)>,
     keys: Vec<FlowKey>,
-    /// The last id looked up: captures come in runs of one flow (a window of segments,
-    /// then its ACKs), so most packets skip hashing their 5-tuple.
-    last: Option<(FlowKey, u32)>,
+    aliases: Vec<Option<FlowKey>>,
+    /// The last lookup: captures come in runs of one flow (a window of segments, then
+    /// its ACKs), so most packets skip hashing their 5-tuple.
+    last: Option<(FlowKey, (u32, bool))>,
 }
 
 impl FlowTable {
-    /// The id of `key`, and whether it is new.
-    pub fn id(&mut self, key: FlowKey) -> (u32, bool) {
-        if let Some((k, id)) = self.last {
-            if k == key {
-                return (id, false);
+    /// The flow `key` belongs to, and whether `key` is the flow's alias with its ends
+    /// swapped (a packet's [`Dir`] must then be reversed).
+    pub fn get(&mut self, key: &FlowKey) -> Option<(u32, bool)> {
+        if let Some((k, found)) = self.last {
+            if k == *key {
+                return Some(found);
             }
         }
-        let (id, new) = match self.ids.get(&key) {
-            Some(id) => (*id, false),
-            None => {
-                let id = self.keys.len() as u32;
-                self.ids.insert(key, id);
-                self.keys.push(key);
-                (id, true)
-            }
-        };
-        self.last = Some((key, id));
-        (id, new)
+        let found = *self.ids.get(key)?;
+        self.last = Some((*key, found));
+        Some(found)
+    }
+
+    /// A new flow for `key` (which must not be known yet); returns its id.
+    pub fn insert(&mut self, key: FlowKey) -> u32 {
+        let id = self.keys.len() as u32;
+        self.ids.insert(key, (id, false));
+        self.keys.push(key);
+        self.aliases.push(None);
+        id
+    }
+
+    /// Makes `key` (not known yet) another name of flow `id`.
+    pub fn alias(&mut self, key: FlowKey, id: u32, flip: bool) {
+        self.ids.insert(key, (id, flip));
+        self.aliases[id as usize] = Some(if flip { FlowKey { proto: key.proto, a: key.b, b: key.a } } else { key });
     }
 
     pub fn key(&self, id: u32) -> FlowKey {
         self.keys[id as usize]
+    }
+
+    /// The flow's alias, oriented like its key (`a` of the alias is `a` of the key, translated).
+    pub fn alias_of(&self, id: u32) -> Option<FlowKey> {
+        self.aliases[id as usize]
     }
 
     pub fn len(&self) -> usize {
@@ -127,9 +143,31 @@ mod tests {
         assert_ne!(d1, d2);
         assert_eq!(k1.ends(d2), (y, x));
         let mut t = FlowTable::default();
-        assert_eq!(t.id(k1), (0, true));
-        assert_eq!(t.id(k2), (0, false));
+        assert_eq!(t.get(&k1), None);
+        assert_eq!(t.insert(k1), 0);
+        assert_eq!(t.get(&k2), Some((0, false)));
         let (k3, _) = FlowKey::new(PROTO_UDP, x, y);
-        assert_eq!(t.id(k3), (1, true));
+        assert_eq!(t.get(&k3), None);
+        assert_eq!(t.insert(k3), 1);
+        assert_eq!(t.get(&k1), Some((0, false)));
+    }
+
+    #[test]
+    fn an_alias_names_the_same_flow_with_its_orientation() {
+        let mn = Endpoint { addr: 0x0a00_0002, port: 40000 };
+        let public = Endpoint { addr: 0xc633_6401, port: 61000 };
+        let server = Endpoint { addr: 0x0a00_0101, port: 5201 };
+        let (private_key, _) = FlowKey::new(PROTO_TCP, mn, server);
+        let (public_key, public_dir) = FlowKey::new(PROTO_TCP, public, server);
+        let mut t = FlowTable::default();
+        let id = t.insert(private_key);
+        // The private key orders mn before server; the public key orders server first.
+        assert_eq!((private_key.a, public_key.a), (mn, server));
+        assert_eq!(public_dir, Dir::BtoA);
+        t.alias(public_key, id, true);
+        assert_eq!(t.get(&public_key), Some((id, true)));
+        let alias = t.alias_of(id).unwrap();
+        assert_eq!((alias.a, alias.b), (public, server));
+        assert_eq!(t.len(), 1);
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod flows;
 pub mod matching;
+pub mod nat;
 pub mod record;
 pub mod seq;
 pub mod stats;
@@ -32,6 +33,7 @@ use cellperf_capture::{Addr, Capture, CaptureError};
 
 pub use report::{
     analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Side, Tables,
+    TranslatedEnds,
 };
 
 pub fn version() -> &'static str {

@@ -70,16 +70,20 @@ pub struct UdpRec {
 
 impl UdpRec {
     pub fn new(ts_ns: i64, dir: Dir, ip_id: Option<u16>, u: &UdpInfo<'_>) -> UdpRec {
-        let head = &u.payload[..u.payload.len().min(UDP_MATCH_BYTES)];
         UdpRec {
             ts_ns,
             dir,
             ip_id,
             payload_len: u.payload_len,
-            payload_hash: hash_bytes(head),
+            payload_hash: payload_hash(u),
             probe: parse_cellperf(u.payload).or_else(|| parse_iperf3(u.payload)),
         }
     }
+}
+
+/// Hash of a datagram's first [`UDP_MATCH_BYTES`] payload bytes.
+pub fn payload_hash(u: &UdpInfo<'_>) -> u64 {
+    hash_bytes(&u.payload[..u.payload.len().min(UDP_MATCH_BYTES)])
 }
 
 /// FNV-1a: stable across runs and platforms (the match keys are never persisted, but

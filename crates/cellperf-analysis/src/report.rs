@@ -10,7 +10,8 @@ use cellperf_capture::{addr_to_string, Addr, CaptureError, Transport};
 use serde::Serialize;
 
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
-use crate::record::{TcpRec, UdpRec};
+use crate::nat::{self, NatPairing, Signature};
+use crate::record::{payload_hash, TcpRec, UdpRec};
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::tcp_one_sided::TcpOneSided;
@@ -143,6 +144,9 @@ pub struct FlowReport {
     /// How the MN end was told: "mn-addr", "ttl" or "initiator".
     pub direction_basis: &'static str,
     pub seen_at: Vec<Side>,
+    /// The flow's ends as the CN's capture saw them, when a NAT translated one of them
+    /// (paired by content; see `nat`). `src`/`dst` above are as the MN's capture saw them.
+    pub nat: Option<TranslatedEnds>,
     /// Packets and bytes (IP) of the flow at the sender's capture (or the one capture).
     pub packets: u64,
     pub bytes: u64,
@@ -160,6 +164,14 @@ pub struct FlowReport {
     /// "two-sided", "receiver" or "sender": which captures the UDP metrics come from.
     pub udp_view: Option<&'static str>,
     pub series: SeriesReport,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TranslatedEnds {
+    pub src: String,
+    pub dst: String,
+    pub sport: u16,
+    pub dport: u16,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -250,6 +262,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let mut summaries = Vec::new();
     let mut warnings = Vec::new();
     let mut packet_table = PacketTable::default();
+    let mut nat = NatPairing::default();
 
     for (ci, input) in inputs.iter().enumerate() {
         let mut flows: Vec<Option<FlowAt>> = Vec::new();
@@ -268,7 +281,26 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                 Endpoint { addr: p.ip.src, port: sport },
                 Endpoint { addr: p.ip.dst, port: dport },
             );
-            let (id, _) = table.id(key);
+            let (id, flip) = match table.get(&key) {
+                Some(found) => found,
+                None => {
+                    // A 5-tuple new to the CN's capture may be an MN flow behind a NAT.
+                    let translated = match (ci, opening_signature(&p.transport)) {
+                        (1, Some(sig)) => nat.find(&key, sig, dir, |i| table.key(i), |i| {
+                            flows.get(i as usize).is_some_and(|f| f.is_some())
+                        }),
+                        _ => None,
+                    };
+                    match translated {
+                        Some((id, flip)) => {
+                            table.alias(key, id, flip);
+                            (id, flip)
+                        }
+                        None => (table.insert(key), false),
+                    }
+                }
+            };
+            let dir = if flip { dir.reverse() } else { dir };
             if flows.len() <= id as usize {
                 flows.resize_with(id as usize + 1, || None);
             }
@@ -278,8 +310,11 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             match &p.transport {
                 Transport::Tcp(t) => {
                     let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
-                    if rec.has(SYN) && f.syn_dir.is_none() && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
-                        f.syn_dir = Some(dir);
+                    if rec.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
+                        f.syn_dir.get_or_insert(dir);
+                        if two_sided && ci == 0 {
+                            nat.note(Signature::syn(t.seq), id, dir);
+                        }
                     }
                     let t0 = f.first_ts;
                     f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec);
@@ -297,6 +332,9 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                 }
                 Transport::Udp(u) => {
                     let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);
+                    if two_sided && ci == 0 && f.udp_recs.len() < nat::UDP_OPENING {
+                        nat.note(Signature::datagram(PROTO_UDP, rec.payload_hash, rec.payload_len), id, dir);
+                    }
                     probe_seq = rec.probe.map(|h| h.seq);
                     f.udp_recs.push(rec);
                     if opts.tables {
@@ -389,7 +427,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             passes.iter().filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f))).collect();
         let (mn_dir, basis) = mn_direction(&key, &at, opts);
         mn_dirs.push(mn_dir as u8);
-        let flow = FlowCtx { id, key, at, mn_dir, basis };
+        let flow = FlowCtx { id, key, alias: table.alias_of(id), at, mn_dir, basis };
         match key.proto {
             PROTO_TCP => out.tcp_flow(&flow),
             _ => out.udp_flow(&flow),
@@ -417,6 +455,16 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         },
         tables,
     })
+}
+
+/// What a flow's first packet at the CN must match at the MN to be the same flow behind a
+/// NAT: a SYN's sequence number, or a datagram's payload.
+fn opening_signature(t: &Transport<'_>) -> Option<Signature> {
+    match t {
+        Transport::Tcp(t) if t.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) => Some(Signature::syn(t.seq)),
+        Transport::Udp(u) => Some(Signature::datagram(PROTO_UDP, payload_hash(u), u.payload_len)),
+        _ => None,
+    }
 }
 
 /// The direction (of the flow key) that goes from the MN to the CN, and how it was decided.
@@ -458,6 +506,8 @@ fn mn_direction(key: &FlowKey, at: &[(Side, &FlowAt)], opts: &Options) -> (Dir, 
 struct FlowCtx<'a> {
     id: u32,
     key: FlowKey,
+    /// The key at the CN's capture, when a NAT translated one end.
+    alias: Option<FlowKey>,
     at: Vec<(Side, &'a FlowAt)>,
     mn_dir: Dir,
     basis: &'static str,
@@ -489,6 +539,15 @@ impl<'a> FlowCtx<'a> {
             direction: if dir == self.mn_dir { "uplink" } else { "downlink" },
             direction_basis: self.basis,
             seen_at: self.at.iter().map(|(s, _)| *s).collect(),
+            nat: self.alias.map(|k| {
+                let (src, dst) = k.ends(dir);
+                TranslatedEnds {
+                    src: addr_to_string(src.addr),
+                    dst: addr_to_string(dst.addr),
+                    sport: src.port,
+                    dport: dst.port,
+                }
+            }),
             packets,
             bytes,
             duration_s,

@@ -28,6 +28,11 @@ def _retx(r: dict | None) -> str:
     return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']})*"
 
 
+def _nat(ends: dict | None) -> str:
+    """The ends as the CN saw them, when a NAT translated one."""
+    return "" if not ends else f" (at CN {ends['src']}:{ends['sport']} → {ends['dst']}:{ends['dport']})"
+
+
 def _print_human(report: dict, console: Console) -> None:
     from rich.table import Table
 
@@ -50,7 +55,7 @@ def _print_human(report: dict, console: Console) -> None:
             str(f["flow_id"]),
             f["proto"],
             f["direction"][:2] + ("?" if f["direction_basis"] == "initiator" else ""),
-            f"{f['src']}:{f['sport']} → {f['dst']}:{f['dport']}",
+            f"{f['src']}:{f['sport']} → {f['dst']}:{f['dport']}" + _nat(f.get("nat")),
             str(f["packets"]),
             f"{f['duration_s']:.1f}",
             format_rate(f.get("goodput_bps")),

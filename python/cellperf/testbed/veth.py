@@ -8,6 +8,9 @@ each capture sees wire-sized segments and the two captures can be matched packet
 
 Needs root, iproute2, ethtool and tcpdump. Every namespace is removed on exit, even when
 the body raises. Addresses are in 10.201.0.0/16 inside the testbed's own namespaces.
+
+With `nat=True` the router also masquerades the MN, as a cellular operator's NAT does: the
+CN sees the router's address and a port from 20000-29999 (needs nft).
 """
 
 from __future__ import annotations
@@ -71,16 +74,20 @@ class VethTestbed:
     MN_ADDR = "10.201.1.2"
     CN_ADDR = "10.201.2.2"
 
-    def __init__(self, downlink: Bottleneck | None = Bottleneck(), uplink: Bottleneck | None = None):
+    #: The MN's address as the CN sees it when the router translates (`nat=True`).
+    NAT_ADDR = "10.201.2.1"
+
+    def __init__(self, downlink: Bottleneck | None = Bottleneck(), uplink: Bottleneck | None = None,
+                 nat: bool = False):
         tag = f"{os.getpid() % 100000}x{next(_counter)}"
         self.mn, self.rt, self.cn = f"cpmn{tag}", f"cprt{tag}", f"cpcn{tag}"
-        self.downlink, self.uplink = downlink, uplink
+        self.downlink, self.uplink, self.nat = downlink, uplink, nat
         self._procs: list[subprocess.Popen] = []
         #: Packets each capture's kernel buffer dropped, by side, after `capture()` ends.
         self.capture_drops: dict[str, int] = {}
 
     def __enter__(self) -> VethTestbed:
-        require_root_tools("tcpdump")
+        require_root_tools("tcpdump", *(["nft"] if self.nat else []))
         try:
             self._build()
         except BaseException:
@@ -104,6 +111,10 @@ class VethTestbed:
                          "ip link set rm up && ip link set rc up && sysctl -qw net.ipv4.ip_forward=1")
         for ns, dev in ((self.mn, "m0"), (self.rt, "rm"), (self.rt, "rc"), (self.cn, "c0")):
             self.sh(ns, f"ethtool -K {dev} tso off gso off gro off >/dev/null 2>&1 || true")
+        if self.nat:
+            self.sh(self.rt, "nft add table ip nat && "
+                             "nft 'add chain ip nat post { type nat hook postrouting priority 100 ; }' && "
+                             "nft add rule ip nat post oifname rc 'meta l4proto { tcp, udp } masquerade to :20000-29999' && nft add rule ip nat post oifname rc masquerade")
         for shaper, dev in ((self.downlink, "rm"), (self.uplink, "rc")):
             if shaper is not None:
                 self.sh(self.rt, f"tc qdisc add dev {dev} root tbf rate {shaper.rate} "
