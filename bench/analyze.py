@@ -9,7 +9,12 @@ captures), which separates reading 1.5 kB records from analysing headers. Prints
 packets/s and peak memory of each tool, the ratios, and cellperf's peak memory on half the
 capture (to show it does not grow with the capture).
 
-    .venv/bin/python bench/analyze.py [--seconds 15] [--rate 600mbit] [--snaplen 128] [--keep DIR]
+Every tool but tshark runs `--repeat` times (alternating) and the median is reported, with
+its CPU time (user + system) beside the wall time, so that a busy machine shows. The line
+"cellperf engine" is the native analysis alone (the `_native.analyze_captures` call, timed
+inside a Python process): the CLI adds the interpreter's and click's start-up to it.
+
+    .venv/bin/python bench/analyze.py [--seconds 15] [--rate 600mbit] [--snaplen 128] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,8 +36,18 @@ from cellperf.testbed.veth import Bottleneck, VethTestbed
 CELLPERF = str(Path(sys.executable).with_name("cellperf"))
 
 
-def measure(args: list[str]) -> tuple[float, float]:
-    """Runs a command alone; returns (wall seconds, peak RSS in MiB) of that child."""
+ENGINE = """
+import sys, time
+from cellperf import _native
+caps = [(p, s) for p, s in zip(sys.argv[1::2], sys.argv[2::2])]
+t = time.perf_counter()
+_native.analyze_captures(caps, 5.0, None, False, False)
+print(time.perf_counter() - t)
+"""
+
+
+def measure(args: list[str]) -> tuple[float, float, float]:
+    """Runs a command alone; returns (wall seconds, CPU seconds, peak RSS in MiB) of that child."""
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -46,7 +62,13 @@ def measure(args: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"bench: {' '.join(args)} failed")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def engine_seconds(captures: list[tuple[Path, str]]) -> float:
+    """Wall time of the native analysis call alone, in a fresh process."""
+    args = [sys.executable, "-c", ENGINE] + [str(x) for c in captures for x in c]
+    return float(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
 
 
 def make_capture(folder: Path, seconds: int, rate: str) -> tuple[Path, Path]:
@@ -64,7 +86,7 @@ def count_packets(pcap: Path) -> int:
     return int(out.strip().splitlines()[-1].split()[-1])
 
 
-def run_variant(label: str, mn: Path, cn: Path, skip_tshark: bool) -> dict:
+def run_variant(label: str, mn: Path, cn: Path, skip_tshark: bool, repeat: int) -> dict:
     """Times every tool on one pair of captures and prints the figures and ratios."""
     n = count_packets(cn)
     n_mn = count_packets(mn)
@@ -77,28 +99,47 @@ def run_variant(label: str, mn: Path, cn: Path, skip_tshark: bool) -> dict:
         "cellperf analyze (two captures)": [CELLPERF, "analyze", "--mn", str(mn), "--cn", str(cn), "--json"],
         "tcptrace -l": ["tcptrace", "-l", str(cn)],
     }
-    if not skip_tshark:
-        runs["tshark (TCP analysis fields)"] = [
-            "tshark", "-r", str(cn), "-T", "fields", "-e", "frame.number", "-e", "tcp.analysis.retransmission",
-            "-e", "tcp.analysis.fast_retransmission", "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.duplicate_ack",
-        ]
     # Warm the page cache so every tool reads from memory, as the second reader would.
     for p in (mn, cn, half):
         subprocess.run(["cat", str(p)], stdout=subprocess.DEVNULL, check=True)
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in runs}
+    engine: dict[str, list[float]] = {"one capture": [], "two captures": []}
+    for _ in range(repeat):
+        for name, args in runs.items():
+            samples[name].append(measure(args))
+        engine["one capture"].append(engine_seconds([(cn, "cn")]))
+        engine["two captures"].append(engine_seconds([(mn, "mn"), (cn, "cn")]))
+    if not skip_tshark:
+        samples["tshark (TCP analysis fields)"] = [measure([
+            "tshark", "-r", str(cn), "-T", "fields", "-e", "frame.number", "-e", "tcp.analysis.retransmission",
+            "-e", "tcp.analysis.fast_retransmission", "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.duplicate_ack",
+        ])]
     results = {}
-    for name, args in runs.items():
-        wall, rss = measure(args)
+    for name, runs_of in samples.items():
+        wall = statistics.median(w for w, _, _ in runs_of)
+        cpu = statistics.median(c for _, c, _ in runs_of)
+        rss = max(r for _, _, r in runs_of)
         pkts = n // 2 if "half" in name else (n + n_mn if "two" in name else n)
-        results[name] = {"seconds": wall, "packets": pkts, "packets_per_s": pkts / wall, "peak_rss_mib": rss}
-        print(f"{name:34s} {wall:8.2f} s {pkts / wall / 1e6:8.2f} M packets/s  peak {rss:7.1f} MiB", flush=True)
+        results[name] = {"seconds": wall, "cpu_seconds": cpu, "runs": len(runs_of), "packets": pkts,
+                         "packets_per_s": pkts / wall, "peak_rss_mib": rss}
+        print(f"{name:34s} {wall:8.3f} s (cpu {cpu:6.3f} s, {len(runs_of)} runs) "
+              f"{pkts / wall / 1e6:8.2f} M packets/s  peak {rss:7.1f} MiB", flush=True)
+    for what, times in engine.items():
+        sec = statistics.median(times)
+        pkts = n if what == "one capture" else n + n_mn
+        results[f"cellperf engine ({what})"] = {"seconds": sec, "packets": pkts, "packets_per_s": pkts / sec}
+        print(f"{'cellperf engine (' + what + ')':34s} {sec:8.3f} s {'':25s}{pkts / sec / 1e6:8.2f} M packets/s")
     one = results["cellperf analyze (one capture)"]
     print(f"cellperf vs tcptrace -l : {results['tcptrace -l']['seconds'] / one['seconds']:.1f}x faster (target >= 2x)")
     if "tshark (TCP analysis fields)" in results:
         print(f"cellperf vs tshark      : {results['tshark (TCP analysis fields)']['seconds'] / one['seconds']:.0f}x faster"
               " (target >= 100x)")
-    print(f"cellperf one capture    : {one['packets_per_s'] / 1e6:.2f} M packets/s (target >= 5)")
-    two = results["cellperf analyze (two captures)"]
-    print(f"cellperf two captures   : {two['packets_per_s'] / 1e6:.2f} M packets/s (target >= 2)")
+    eng = results["cellperf engine (one capture)"]
+    print(f"cellperf one capture    : {one['packets_per_s'] / 1e6:.2f} M packets/s CLI, "
+          f"{eng['packets_per_s'] / 1e6:.2f} engine (target >= 5)")
+    two, eng2 = results["cellperf analyze (two captures)"], results["cellperf engine (two captures)"]
+    print(f"cellperf two captures   : {two['packets_per_s'] / 1e6:.2f} M packets/s CLI, "
+          f"{eng2['packets_per_s'] / 1e6:.2f} engine (target >= 2)")
     h = results["cellperf analyze (half capture)"]
     print(f"cellperf peak memory    : {h['peak_rss_mib']:.1f} MiB on half, {one['peak_rss_mib']:.1f} MiB on all")
     return results
@@ -111,6 +152,7 @@ def main() -> None:
     ap.add_argument("--snaplen", type=int, default=128, help="also run on a copy cut to this many bytes (0: no)")
     ap.add_argument("--keep", type=Path, help="keep the captures in this folder")
     ap.add_argument("--skip-tshark", action="store_true", help="tshark is slow: leave it out")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of every tool but tshark (median reported)")
     a = ap.parse_args()
     for tool in ("tshark", "tcptrace", "capinfos", "editcap", "iperf3", "tcpdump"):
         if shutil.which(tool) is None:
@@ -131,7 +173,7 @@ def main() -> None:
         variants.append((f"snaplen {a.snaplen}", *cut))
     results = {}
     for label, v_mn, v_cn in variants:
-        results[label] = run_variant(label, v_mn, v_cn, a.skip_tshark)
+        results[label] = run_variant(label, v_mn, v_cn, a.skip_tshark, a.repeat)
     (folder / "bench-analyze.json").write_text(json.dumps(results, indent=2))
     if not a.keep:
         shutil.rmtree(folder, ignore_errors=True)
