@@ -253,7 +253,8 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
     let h = Ipv4HeaderSlice::from_slice(bytes).map_err(|_| Skip::Malformed)?;
     let hdr_len = h.ihl() as u32 * 4;
     let total = h.total_len() as u32;
-    let len = if total >= hdr_len { total } else { wire_len };
+    // A zero (or too small) total length: take the frame's length, never less than the header.
+    let len = if total >= hdr_len { total } else { wire_len.max(hdr_len) };
     let offset = h.fragments_offset().value();
     let ip = IpInfo {
         version: 4,
@@ -466,6 +467,21 @@ mod tests {
         let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: cut, orig_len: 74, offset: 0, interface: 0 };
         let p = decode_frame(&f).unwrap();
         let Transport::Tcp(t) = p.transport else { panic!() };
+        assert_eq!(t.payload_len, 10);
+    }
+
+    #[test]
+    fn zero_total_length_takes_the_original_length_never_less_than_the_header() {
+        // Found by cargo fuzz: IP total length 0 (as with segmentation offload) and a
+        // record whose original length is shorter than the IP header it holds.
+        let mut p = IPV4_TCP;
+        p[2..4].copy_from_slice(&[0, 0]);
+        // The IP packet is then the bare header: no room for TCP.
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: &p, orig_len: 12, offset: 0, interface: 0 };
+        assert_eq!(decode_frame(&f), Err(Skip::Malformed));
+        // With the true original length, the frame decodes as the packet it is.
+        let f = Frame { orig_len: 74, ..f };
+        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else { panic!() };
         assert_eq!(t.payload_len, 10);
     }
 
