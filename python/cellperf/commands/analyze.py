@@ -11,7 +11,9 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
+from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
+from cellperf.errors import UserError
 from cellperf.units import format_rate
 
 
@@ -28,6 +30,10 @@ def _retx(r: dict | None) -> str:
     return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']})*"
 
 
+def _end(addr: str, port: int | None) -> str:
+    return addr if port is None else f"{addr}:{port}"
+
+
 def _nat(ends: dict | None) -> str:
     """The ends as the CN saw them, when a NAT translated one."""
     return "" if not ends else f" (at CN {ends['src']}:{ends['sport']} → {ends['dst']}:{ends['dport']})"
@@ -38,7 +44,7 @@ def _print_human(report: dict, console: Console) -> None:
 
     for c in report["captures"]:
         console.print(
-            f"[bold]{c['side'].upper()}[/] {c['path']}: {c['format']}, {c['packets']} packets, "
+            f"[bold]{(c['side'] or 'log').upper()}[/] {c['path']}: {c['format']}, {c['packets']} packets, "
             f"{c['counts']['tcp']} TCP, {c['counts']['udp']} UDP, {c['flows']} flows"
         )
     t = Table(show_lines=False, header_style="bold")
@@ -55,7 +61,7 @@ def _print_human(report: dict, console: Console) -> None:
             str(f["flow_id"]),
             f["proto"],
             f["direction"][:2] + ("?" if f["direction_basis"] == "initiator" else ""),
-            f"{f['src']}:{f['sport']} → {f['dst']}:{f['dport']}" + _nat(f.get("nat")),
+            f"{_end(f['src'], f['sport'])} → {_end(f['dst'], f['dport'])}" + _nat(f.get("nat")),
             str(f["packets"]),
             f"{f['duration_s']:.1f}",
             format_rate(f.get("goodput_bps")),
@@ -94,7 +100,9 @@ def command(capture, mn, cn, side, interval, mn_addr, synced_clocks, out_dir, as
 
     Give the two captures of a run (--mn and --cn) for the full analysis, or one CAPTURE
     for what one vantage point can tell. pcap and pcapng; Ethernet, Linux SLL/SLL2, raw
-    IP and loopback link types.
+    IP and loopback link types. CAPTURE can also be a per-packet log of cellperf's agents
+    (`cellperf probe --log F.parquet|F.csv`, or a server log): each of its UDP streams is
+    measured like one found in captures.
 
     \b
     Examples:
@@ -102,10 +110,17 @@ def command(capture, mn, cn, side, interval, mn_addr, synced_clocks, out_dir, as
       cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
       cellperf analyze trace.pcapng --side cn --interval 1 --out results/
     """
-    result = analyze(
-        capture, mn=mn, cn=cn, side=side, interval=interval, mn_addr=mn_addr,
-        synced_clocks=synced_clocks, tables=out_dir is not None,
-    )
+    logs = [p for p in (capture, mn, cn) if p is not None and is_agent_log(p)]
+    if logs and capture is None:
+        raise UserError(f"{logs[0]}: an agent log is analysed on its own (cellperf analyze LOG): "
+                        "the probe's log holds both directions")
+    if logs:
+        result = analyze_agent_log(capture, interval=interval, tables=out_dir is not None)
+    else:
+        result = analyze(
+            capture, mn=mn, cn=cn, side=side, interval=interval, mn_addr=mn_addr,
+            synced_clocks=synced_clocks, tables=out_dir is not None,
+        )
     for w in result.warnings:
         click.echo(f"cellperf: warning: {w}", err=True)
     if out_dir is not None:
