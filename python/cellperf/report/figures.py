@@ -49,21 +49,34 @@ def _runs_of(store: Store, test_type: str, direction: str | None = None) -> pl.D
                        "ORDER BY network, scenario, repetition", params)
 
 
-def _timeline(store: Store, table: str, ts_col: str, value_sql: str, run_filter: str, params: list) -> pl.DataFrame:
-    """Per-interval rows of the selected runs on one time axis per (network, scenario): the
-    runs laid end to end in repetition order, as the thesis plots its data sets (Fig. 4.1a).
-    Returns network, scenario, run_id, t_s (s on that axis), offset_s (the run's start on it), value."""
+#: Where a window's point is drawn on a time axis: at its centre, because the value is the
+#: window's mean (bytes / interval, mean delay, R of the window's delay and loss), so a
+#: handoff line falls inside the span the point stands for (doc: docs/report.md).
+INTERVAL_CENTRE_SQL = "epoch(x.start_ts) + CAST(json_extract(r.config, '$.interval_s') AS DOUBLE) / 2"
+INTERVAL_END_SQL = "epoch(x.start_ts) + CAST(json_extract(r.config, '$.interval_s') AS DOUBLE)"
+WINDOW_CENTRE_SQL = "(epoch(x.window_start) + epoch(x.window_end)) / 2"
+WINDOW_END_SQL = "epoch(x.window_end)"
+
+
+def _timeline(store: Store, table: str, centre_sql: str, end_sql: str, value_sql: str, run_filter: str,
+              params: list) -> pl.DataFrame:
+    """Per-window rows of the selected runs on one time axis per (network, scenario): the
+    runs laid end to end in repetition order, as the thesis plots its data sets (Fig. 4.1a),
+    each point at its window's centre (`centre_sql`, epoch seconds; `end_sql` the window's
+    end, which sets where the next run begins). Returns network, scenario, run_id, t_s
+    (centre on that axis), offset_s (the run's start on it), value columns."""
     df = store.frame(f"""
         SELECT r.network, r.scenario, r.repetition, r.run_id,
-               epoch(x.{ts_col}) - epoch(r.started_at) AS t_run, {value_sql}
+               {centre_sql} - epoch(r.started_at) AS t_run, {end_sql} - epoch(r.started_at) AS t_end, {value_sql}
         FROM {table} x JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND {run_filter} ORDER BY r.network, r.scenario, r.repetition, t_run""", params)
     if df.height == 0:
         return df
-    lengths = (df.group_by("network", "scenario", "repetition", "run_id").agg(length=pl.col("t_run").max() + 5.0)
+    lengths = (df.group_by("network", "scenario", "repetition", "run_id").agg(length=pl.col("t_end").max())
                .sort("network", "scenario", "repetition")
                .with_columns(offset_s=pl.col("length").cum_sum().over("network", "scenario") - pl.col("length")))
-    return df.join(lengths.select("run_id", "offset_s"), on="run_id").with_columns(t_s=pl.col("t_run") + pl.col("offset_s"))
+    return (df.join(lengths.select("run_id", "offset_s"), on="run_id")
+            .with_columns(t_s=pl.col("t_run") + pl.col("offset_s")).drop("t_end"))
 
 
 def _handoff_lines(store: Store, fig: go.Figure, offsets: pl.DataFrame, rows: list[int] | None = None) -> None:
@@ -91,7 +104,7 @@ def _cdf_trace(values: np.ndarray, name: str, **kw) -> go.Scatter | None:
 
 def udp_throughput(store: Store) -> list[Item]:
     filt = "r.test_type = 'udp-cbr' AND x.direction = 'downlink'"
-    df = _timeline(store, "intervals", "start_ts", "x.throughput_bps / 1e3 AS kbps", filt, [])
+    df = _timeline(store, "intervals", INTERVAL_CENTRE_SQL, INTERVAL_END_SQL, "x.throughput_bps / 1e3 AS kbps", filt, [])
     if df.height == 0:
         return []
     items = []
@@ -110,8 +123,8 @@ def udp_throughput(store: Store) -> list[Item]:
         fig.update_yaxes(title_text="kb/s", row=i, col=1)
     fig.update_xaxes(title_text="time (s), runs end to end", row=len(networks), col=1)
     items.append(Item("udp-series", "UDP CBR downlink throughput per interval",
-                      "Throughput of each interval (default 5 s), stationary vs mobile, the runs of each scenario laid "
-                      "end to end; vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.1(a).",
+                      "Throughput of each interval (default 5 s), drawn at the interval's centre, stationary vs mobile, "
+                      "the runs of each scenario laid end to end; vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.1(a).",
                       _layout(fig, height=260 * len(networks) + 120)))
 
     box = _box_by_scenario(df, "kb/s per interval")
@@ -236,7 +249,7 @@ def tcp(store: Store) -> list[Item]:
 # -- VoIP (000 §4.3, Figs. 4.5-4.7) ---------------------------------------------------------------
 
 def voip(store: Store) -> list[Item]:
-    df = _timeline(store, "voip_windows", "window_start",
+    df = _timeline(store, "voip_windows", WINDOW_CENTRE_SQL, WINDOW_END_SQL,
                    "x.direction, x.mean_delay_ms, x.loss, x.r, x.delay_kind, x.near_handoff", "x.status != 'no_data'", [])
     if df.height == 0:
         return []
@@ -260,7 +273,7 @@ def voip(store: Store) -> list[Item]:
         _handoff_lines(store, fig, mobile, rows=[1, 2, 3])
         fig.update_xaxes(title_text="time (s), runs end to end", row=3, col=1)
         items.append(Item(f"voip-series-{net}", f"VoIP delay, loss and R over time — {net}",
-                          "Per window (default 5 s): mean delay, loss and E-model R (simplified G.107, G.711); "
+                          "Per window (default 5 s, drawn at its centre): mean delay, loss and E-model R (simplified G.107, G.711); "
                           "vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.5.",
                           _layout(fig, height=720)))
     fig = go.Figure()
