@@ -11,12 +11,15 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
 from cellperf.agents import run_probe
 from tests.conftest import CELLPERF as _CELLPERF
+from tests.conftest import cellperf_json
 
 TOKEN = b"correct horse battery staple"
 CELLPERF = [_CELLPERF]
@@ -90,6 +93,51 @@ def test_udp_cbr_down_and_both(server):
     assert doc["streams"]["up"]["packets_received"] == n
     assert doc["streams"]["down"]["packets_received"] == n
     assert doc["packets_sent"] == 2 * n and doc["loss_rate"] == 0.0
+
+
+def _rows(table) -> list[tuple]:
+    """(direction, seq, send ns, receive ns, bytes) of a log, sorted; times as integers."""
+    def col(name: str) -> list:
+        c = table.column(name)
+        return c.cast(pa.int64()).to_pylist() if pa.types.is_timestamp(c.type) else c.to_pylist()
+
+    return sorted(zip(*(col(c) for c in ("direction", "seq", "send_ts", "recv_ts", "bytes"))))
+
+
+def test_server_log_is_fetched_over_the_control_connection(server, tmp_path):
+    """--server-log holds what the server logged in its --log-dir, row for row, with the
+    flows named as in the probe's own log; a concurrent client's test is not in it."""
+    other = threading.Thread(target=run_probe, args=(server.address, TOKEN, "min-delay", {"duration_s": 1.0}))
+    other.start()
+    mn, cn = tmp_path / "mn.parquet", tmp_path / "cn.csv"
+    doc = _json(server.probe("-t", "udp-cbr", "--direction", "both", "--rate", "2M", "--duration", "1",
+                             "--log", str(mn), "--server-log", str(cn), "--json"))
+    other.join(timeout=30)
+    n = round(1 / (1460 * 8 / 2e6))
+    assert doc["streams"]["up"]["packets_received"] == n and doc["streams"]["down"]["packets_received"] == n
+    fetched = pacsv.read_csv(cn)
+    assert fetched.num_rows == 2 * n
+    # The server's file for this test is the one with this test's 2n rows (the other client's
+    # min-delay test wrote its own file of 25 received + 25 echoed).
+    on_server = sorted((pacsv.read_csv(p) for p in server.log_dir.glob("*.csv")), key=lambda t: t.num_rows)
+    assert [t.num_rows for t in on_server] == [50, 2 * n]
+    assert _rows(fetched) == _rows(on_server[1])
+    # Server view: it received the uplink (lost false, raw OWD) and sent the downlink (unknown).
+    by_dir = {d: fetched.filter(pc.equal(fetched.column("direction"), d)) for d in ("up", "down")}
+    assert by_dir["up"].column("lost").to_pylist() == [False] * n and by_dir["up"].column("owd_ms").null_count == 0
+    assert by_dir["down"].column("lost").null_count == n and by_dir["down"].column("recv_ts").null_count == n
+    # Same flow names as the probe's log, and the same packets: the server's receive times of
+    # the uplink and send times of the downlink are the ones in the probe's merged log.
+    probe = pq.read_table(mn)
+    assert set(fetched.column("flow_id").to_pylist()) == set(probe.column("flow_id").to_pylist())
+    merged = {(d, q): (s, r) for d, q, s, r, _ in _rows(probe)}
+    for d, q, s, r, _ in _rows(fetched):
+        assert merged[(d, q)] == ((s, r) if d == "up" else (s, merged[(d, q)][1]))
+    assert json.loads((tmp_path / "cn.csv.json").read_text())["test"] == "udp-cbr"
+    # `cellperf analyze` reads the server's log like a capture at the CN.
+    flows = {f["direction"]: f for f in cellperf_json("analyze", cn)["flows"]}
+    assert flows["uplink"]["packets"] == n and flows["uplink"]["loss_rate"] == 0.0
+    assert flows["downlink"]["packets"] == n
 
 
 def test_voip_g711_sends_one_160_byte_packet_every_20_ms(server, tmp_path):
@@ -183,6 +231,8 @@ def test_bad_input_gives_one_line(server, tmp_path):
         (["-t", "udp-cbr", "--payload", "8"], "--payload"),
         (["-t", "voip", "--rate", "1M"], "--rate does not apply"),
         (["-t", "udp-cbr", "--log", str(tmp_path / "x.txt")], "--log"),
+        (["-t", "udp-cbr", "--server-log", str(tmp_path / "x.txt")], "--server-log"),
+        (["-t", "udp-cbr", "--log", str(tmp_path / "x.csv"), "--server-log", str(tmp_path / "x.csv")], "same file"),
     ):
         r = server.probe(*args)
         assert r.returncode == 1, (args, r.stderr)

@@ -11,6 +11,8 @@ use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, Timest
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
+use crate::wire::Record;
+
 /// One row of a per-packet log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogRow {
@@ -32,6 +34,27 @@ pub struct LogRow {
     /// Round trip of an echoed packet, on the probe's clock alone.
     pub rtt_ms: Option<f64>,
     pub jitter_ms: Option<f64>,
+}
+
+/// The server's own log of one test: what it received (`up`) and what it sent (`down`, echoes
+/// included), on its clock alone. The server writes it to `--log-dir`; the probe builds the same
+/// rows from the records the server returns, for `--server-log`. Flows are `<prefix>/<direction>`.
+pub fn server_view_rows(flow_prefix: &str, step: u32, up: &[Record], down: &[Record]) -> Vec<LogRow> {
+    let row = |r: &Record, dir: &'static str| LogRow {
+        flow_id: format!("{flow_prefix}/{dir}"),
+        step,
+        direction: dir,
+        seq: r.seq,
+        send_ns: r.send_ns,
+        recv_ns: r.recv_ns,
+        bytes: r.bytes,
+        lost: r.recv_ns.map(|_| false),
+        owd_ms: r.recv_ns.zip(r.send_ns).map(|(rx, tx)| (rx - tx) as f64 / 1e6),
+        owd_kind: "raw",
+        rtt_ms: None,
+        jitter_ms: None,
+    };
+    up.iter().map(|r| row(r, "up")).chain(down.iter().map(|r| row(r, "down"))).collect()
 }
 
 pub fn schema() -> Schema {

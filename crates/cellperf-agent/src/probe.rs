@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::auth;
 use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
-use crate::log::LogRow;
+use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
 use crate::tcp;
 use crate::udp::{self, ReceiveControl};
@@ -47,6 +47,10 @@ pub struct Progress {
 pub struct ProbeRun {
     pub document: Value,
     pub log: Vec<LogRow>,
+    /// The server's own log of this run (what it received and sent, on its clock), from the
+    /// records it returned after each UDP step; flows named as in `log`. Empty for TCP
+    /// tests and for steps whose server vanished before returning its records.
+    pub server_log: Vec<LogRow>,
     /// One line saying why the run did not complete; the log keeps what was exchanged.
     pub error: Option<String>,
 }
@@ -253,8 +257,6 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
     let mut server_counts = (0u64, 0u64);
     let mut up_records: Vec<Record> = Vec::new();
     let mut down_records: Vec<Record> = Vec::new();
-    let mut got_up = false;
-    let mut got_down = false;
     let mut aborted = false;
     loop {
         if sender.as_ref().is_some_and(|h| h.is_finished()) {
@@ -315,16 +317,19 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
             Ok(Some(Frame::Message(Message::Progress { packets_received, bytes_received }))) => {
                 server_counts = (packets_received, bytes_received)
             }
-            Ok(Some(Frame::Records { stream, records })) => match stream {
-                StreamDir::Up => {
-                    got_up = true;
-                    up_records.extend(records)
+            Ok(Some(Frame::Records { stream, records })) => {
+                let into = match stream {
+                    StreamDir::Up => &mut up_records,
+                    StreamDir::Down => &mut down_records,
+                };
+                // At most one record per packet of the test: more is a broken or hostile
+                // server, and must not grow this side's memory without bound.
+                if into.len() + records.len() > spec.count as usize {
+                    g.error.get_or_insert(format!("protocol error: server {} returned more records than the test's {} packets", c.server, spec.count));
+                    break;
                 }
-                StreamDir::Down => {
-                    got_down = true;
-                    down_records.extend(records)
-                }
-            },
+                into.extend(records);
+            }
             Ok(Some(Frame::Message(Message::Report { report }))) => {
                 if let Some(e) = &report.error {
                     if !aborted {
@@ -359,8 +364,8 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
     }
     // Records count only with the report that closes them (a vanished server sends none).
     if g.report.is_some() {
-        g.server_up = got_up.then_some(up_records).or(Some(Vec::new()));
-        g.server_down = got_down.then_some(down_records).or(Some(Vec::new()));
+        g.server_up = Some(up_records);
+        g.server_down = Some(down_records);
     }
     g
 }
@@ -536,15 +541,16 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     let mut doc = json!({ "test": plan.test, "direction": plan.direction.name(), "server": server });
     let addr = match resolve(server, crate::DEFAULT_PORT) {
         Ok(a) => a,
-        Err(e) => return ProbeRun { document: doc, log: Vec::new(), error: Some(e) },
+        Err(e) => return ProbeRun { document: doc, log: Vec::new(), server_log: Vec::new(), error: Some(e) },
     };
     let mut client = match Client::connect(addr, token) {
         Ok(c) => c,
-        Err(e) => return ProbeRun { document: doc, log: Vec::new(), error: Some(e) },
+        Err(e) => return ProbeRun { document: doc, log: Vec::new(), server_log: Vec::new(), error: Some(e) },
     };
     let clock = client.clock_offset();
     let run_id = format!("{}", realtime_ns() / 1_000_000);
     let mut log = Vec::new();
+    let mut server_log = Vec::new();
     let mut steps_out = Vec::new();
     let mut error = clock.as_ref().err().cloned();
     let n = plan.steps.len();
@@ -555,6 +561,9 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 Step::Udp(spec) => {
                     let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
                     let e = g.error.clone();
+                    if let (Some(up), Some(down)) = (&g.server_up, &g.server_down) {
+                        server_log.extend(server_view_rows(&format!("{run_id}/{i}"), i as u32, up, down));
+                    }
                     (udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log), e)
                 }
                 Step::Tcp(spec) => {
@@ -572,7 +581,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         let _ = client.send(&Message::Bye {});
     }
     crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
-    ProbeRun { document: doc, log, error }
+    ProbeRun { document: doc, log, server_log, error }
 }
 
 /// One step's result: a stream summary per direction plus RTT and pacing figures.

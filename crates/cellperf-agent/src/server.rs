@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::auth;
 use crate::clock::{mono_ns, realtime_ns};
-use crate::log::{write_csv, LogRow};
+use crate::log::{server_view_rows, write_csv};
 use crate::tcp;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
@@ -575,7 +575,7 @@ impl Session {
         if let Some(dir) = &self.cfg.log_dir {
             if !o.up.is_empty() || !o.down.is_empty() {
                 let path = dir.join(format!("{}-{}.csv", self.id, self.tests));
-                if let Err(e) = write_csv(&path, &server_log_rows(&format!("{}/{}", self.id, self.tests), &o.up, &o.down)) {
+                if let Err(e) = write_csv(&path, &server_view_rows(&format!("{}/{}", self.id, self.tests), 0, &o.up, &o.down)) {
                     eprintln!("cellperf server: {}: cannot write log: {e}", path.display());
                 }
             }
@@ -589,24 +589,6 @@ impl Session {
         self.ctrl.flush()?;
         Ok(())
     }
-}
-
-fn server_log_rows(run: &str, up: &[Record], down: &[Record]) -> Vec<LogRow> {
-    let row = |r: &Record, dir: &'static str| LogRow {
-        flow_id: format!("{run}/{dir}"),
-        step: 0,
-        direction: dir,
-        seq: r.seq,
-        send_ns: r.send_ns,
-        recv_ns: r.recv_ns,
-        bytes: r.bytes,
-        lost: r.recv_ns.map(|_| false),
-        owd_ms: r.recv_ns.zip(r.send_ns).map(|(rx, tx)| (rx - tx) as f64 / 1e6),
-        owd_kind: "raw",
-        rtt_ms: None,
-        jitter_ms: None,
-    };
-    up.iter().map(|r| row(r, "up")).chain(down.iter().map(|r| row(r, "down"))).collect()
 }
 
 fn message_name(m: &Message) -> String {

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 
 create_exception!(_native, AgentError, PyException, "An agent option or setup problem the user can fix; one line.");
 
-/// Runs one probe test. Returns (result JSON, per-packet log batch or None, error or None):
-/// a run that failed part way still returns what it measured.
+/// Runs one probe test. Returns (result JSON, per-packet log batch or None, the server's own
+/// log batch or None, error or None): a run that failed part way still returns what it measured.
 #[pyfunction]
 #[pyo3(signature = (server, token, test, options_json, progress = None))]
 fn agent_probe(
@@ -22,7 +22,7 @@ fn agent_probe(
     test: String,
     options_json: String,
     progress: Option<Py<PyAny>>,
-) -> PyResult<(String, Option<Py<PyAny>>, Option<String>)> {
+) -> PyResult<(String, Option<Py<PyAny>>, Option<Py<PyAny>>, Option<String>)> {
     let opts: Options = serde_json::from_str(&options_json).map_err(|e| AgentError::new_err(format!("probe options: {e}")))?;
     let plan = plan(&test, &opts).map_err(AgentError::new_err)?;
     let run = py.detach(|| {
@@ -39,13 +39,14 @@ fn agent_probe(
         })
     });
     let doc = serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
-    let log = if run.log.is_empty() {
-        None
-    } else {
-        let batch = cellperf_agent::log::to_record_batch(&run.log).map_err(|e| AgentError::new_err(e.to_string()))?;
-        Some(batch.to_pyarrow(py)?.unbind())
+    let batch = |rows: &[cellperf_agent::log::LogRow]| -> PyResult<Option<Py<PyAny>>> {
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let b = cellperf_agent::log::to_record_batch(rows).map_err(|e| AgentError::new_err(e.to_string()))?;
+        Ok(Some(b.to_pyarrow(py)?.unbind()))
     };
-    Ok((doc, log, run.error))
+    Ok((doc, batch(&run.log)?, batch(&run.server_log)?, run.error))
 }
 
 /// Runs the server until Ctrl-C (KeyboardInterrupt). `on_ready(address)` is called once

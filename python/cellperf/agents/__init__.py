@@ -74,11 +74,14 @@ def read_token(token_file: Path | None) -> bytes:
 
 @dataclass
 class ProbeResult:
-    """A probe run: the result document, the merged per-packet log of both ends (None for
-    TCP tests, which have no per-packet log), and the reason it stopped early, if it did."""
+    """A probe run: the result document, the merged per-packet log of both ends, the server's
+    own log of the run (what it received and sent, on its clock; flows named as in `log`),
+    and the reason it stopped early, if it did. The logs are None for TCP tests, which have
+    no per-packet log; `server_log` also when the server vanished before returning it."""
 
     document: dict
     log: pa.Table | None
+    server_log: pa.Table | None
     error: str | None
 
 
@@ -97,20 +100,28 @@ def run_probe(
         return progress is None or progress(json.loads(text)) is not False
 
     try:
-        doc, batch, error = _native.agent_probe(server, token, test, json.dumps(options), on_progress)
+        doc, batch, server_batch, error = _native.agent_probe(server, token, test, json.dumps(options), on_progress)
     except _native.AgentError as e:
         raise UserError(str(e)) from None
-    table = pa.Table.from_batches([batch]) if batch is not None else None
-    return ProbeResult(json.loads(doc), table, error)
+
+    def table(b) -> pa.Table | None:
+        return pa.Table.from_batches([b]) if b is not None else None
+
+    return ProbeResult(json.loads(doc), table(batch), table(server_batch), error)
 
 
-def write_log(table: pa.Table, path: Path, document: dict) -> None:
+def check_log_path(path: Path, option: str = "--log") -> None:
+    """A per-packet log is written as .parquet or .csv; anything else is refused up front."""
+    if path.suffix.lower() not in (".parquet", ".csv"):
+        raise UserError(f"{option} {path}: use a .parquet or .csv file name")
+
+
+def write_log(table: pa.Table, path: Path, document: dict, option: str = "--log") -> None:
     """Writes a per-packet log as Parquet (`.parquet`) or CSV (`.csv`), atomically. The run's
     result document (clock offset included) goes into the Parquet metadata under
     `cellperf.run`, or beside a CSV as `<path>.json`."""
+    check_log_path(path, option)
     suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".csv"):
-        raise UserError(f"--log {path}: use a .parquet or .csv file name")
     tmp = path.with_name(path.name + ".part")
     try:
         if suffix == ".parquet":
@@ -127,7 +138,7 @@ def write_log(table: pa.Table, path: Path, document: dict) -> None:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise UserError(f"--log {path}: cannot write ({e.strerror})") from None
+        raise UserError(f"{option} {path}: cannot write ({e.strerror})") from None
 
 
 def serve(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from cellperf.agents import TESTS, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.agents import TESTS, check_log_path, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
 from cellperf.errors import UserError
 from cellperf.units import format_rate
 
@@ -76,10 +76,13 @@ def _summary(doc: dict) -> None:
 @click.option("--windows", help="window-sweep windows (default 16K..1024K).")
 @click.option("--mss-values", help="window-sweep MSS values instead of windows.")
 @click.option("--owd", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), help="Per-packet log (.parquet or .csv).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Per-packet log of both ends, merged (.parquet or .csv).")
+@click.option("--server-log", "server_log_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The server's own per-packet log of this run, fetched over the control connection (.parquet or .csv).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def command(server, test, token_file, direction, rate, payload, duration, nbytes, congestion, window, mss, streams,
-            codec, sizes, count, interval, timeout, windows, mss_values, owd, log_path, as_json) -> None:
+            codec, sizes, count, interval, timeout, windows, mss_values, owd, log_path, server_log_path, as_json) -> None:
     """Run one test against a `cellperf server` at SERVER (HOST[:PORT], default port 5250).
 
     Tests (METHODS §2): udp-cbr, tcp-bulk, voip (echoed, per-packet RTT), min-delay
@@ -90,12 +93,16 @@ def command(server, test, token_file, direction, rate, payload, duration, nbytes
     Examples:
       cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
       cellperf probe cn.example.net -t voip --codec g729 --log voip.parquet --json
+      cellperf probe cn -t udp-cbr --direction both --log mn.parquet --server-log cn.parquet
       cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
       cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
       cellperf probe cn -t ping-sweep --count 20 --interval 0.5
     """
-    if log_path is not None and log_path.suffix.lower() not in (".parquet", ".csv"):
-        raise UserError(f"--log {log_path}: use a .parquet or .csv file name")
+    for path, option in ((log_path, "--log"), (server_log_path, "--server-log")):
+        if path is not None:
+            check_log_path(path, option)
+    if log_path is not None and server_log_path is not None and log_path.resolve() == server_log_path.resolve():
+        raise UserError(f"--server-log {server_log_path}: the same file as --log")
     token = read_token(token_file)
     options: dict = {}
     for key, value in (
@@ -145,6 +152,8 @@ def command(server, test, token_file, direction, rate, payload, duration, nbytes
     # The packets already exchanged are kept even when the run failed part way.
     if log_path is not None and result.log is not None:
         write_log(result.log, log_path, result.document)
+    if server_log_path is not None and result.server_log is not None:
+        write_log(result.server_log, server_log_path, result.document, "--server-log")
     if result.error is not None and result.error != "interrupted":
         if as_json:
             click.echo(json.dumps({**result.document, "error": result.error}))
