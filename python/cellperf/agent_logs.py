@@ -118,15 +118,22 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
             flows.append(flow)
             continue
         known = firsts["lost"].null_count() == 0
+        # Receive times are on the probe's clock, offset-corrected, when the log says `raw`,
+        # and in echo tests (whose `owd_ms` column holds half the round trip instead).
+        kind = "raw" if firsts["owd_kind"][0] in ("raw", "half_rtt") else "excess"
         a = analyze_stream(
             firsts.select(seq="seq", send_ns=pl.col("send_ts").cast(pl.Int64), recv_ns=pl.col("recv_ts").cast(pl.Int64),
                           bytes="bytes").to_arrow(),
             flow_id=i, uplink=uplink, duplicates=g.height - firsts.height, losses_known=known,
-            owd_kind="raw" if firsts["owd_kind"][0] == "raw" else "excess", interval=interval)
+            owd_kind=kind, interval=interval)
         s = a.report
         flow.update(duration_s=s["duration_s"], throughput_bps=s["throughput_bps"], goodput_bps=s["throughput_bps"],
                     loss_rate=s["loss_rate"], jitter_ms=s["jitter_ms"], owd_ms=s["owd_ms"], udp=s,
                     udp_view="agent-log" if known else "receiver")
+        rtt = firsts["rtt_ms"].drop_nulls()
+        if len(rtt):
+            flow["rtt_ms"] = {"min": rtt.min(), "median": rtt.median(), "p95": rtt.quantile(0.95, "linear"),
+                              "max": rtt.max(), "samples": len(rtt)}
         flows.append(flow)
         udp_packets.append(a.tables["udp_packets"])
         intervals.append(a.tables["intervals"])

@@ -24,13 +24,16 @@ def agent_run(tmp_path_factory):
         result = server.probe("-t", "udp-cbr", "--direction", "both", "--rate", "2M", "--duration", "1",
                               "--log", str(mn), "--server-log", str(cn), "--json")
         assert result.returncode == 0, result.stderr
+        voip = tmp_path / "voip.parquet"
+        echo = server.probe("-t", "voip", "--duration", "1", "--log", str(voip), "--json")
+        assert echo.returncode == 0, echo.stderr
     finally:
         server.stop()
-    return mn, cn, json.loads(result.stdout)
+    return mn, cn, json.loads(result.stdout), voip, json.loads(echo.stdout)
 
 
 def test_probe_log_gives_the_streams_the_probe_measured(agent_run):
-    mn, _, doc = agent_run
+    mn, _, doc, _, _ = agent_run
     rep = cellperf_json("analyze", mn)
     assert rep["captures"][0]["format"] == "cellperf agent log (parquet)"
     by_dir = {f["direction"]: f for f in rep["flows"]}
@@ -46,8 +49,18 @@ def test_probe_log_gives_the_streams_the_probe_measured(agent_run):
         assert f["loss_rate"] == live["loss_rate"]
 
 
+def test_voip_log_gives_both_streams_and_the_round_trips(agent_run):
+    *_, voip, doc = agent_run
+    by_dir = {f["direction"]: f for f in cellperf_json("analyze", voip)["flows"]}
+    assert by_dir["uplink"]["udp"] == doc["streams"]["up"]
+    assert by_dir["downlink"]["udp"] == doc["streams"]["down"]
+    assert by_dir["uplink"]["packets"] == 50  # G.711: one packet every 20 ms for 1 s
+    # The echoes carry the round trips: the same summary the probe printed.
+    assert by_dir["downlink"]["rtt_ms"] == pytest.approx(doc["rtt_ms"])
+
+
 def test_server_log_is_the_receiver_of_the_uplink_and_the_sender_of_the_downlink(agent_run):
-    mn, cn, doc = agent_run
+    _, cn, doc, _, _ = agent_run
     rep = cellperf_json("analyze", cn)
     assert rep["captures"][0]["format"] == "cellperf agent log (csv)"
     by_dir = {f["direction"]: f for f in rep["flows"]}
