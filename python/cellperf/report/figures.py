@@ -231,7 +231,8 @@ def tcp(store: Store) -> list[Item]:
         body = []
         for r in rows:
             tot = r["total"] or 0
-            share = (lambda k: f"{100 * r[k] / tot:.2f}" if tot else "–")
+            # Imported runs (iperf3) count retransmissions without classes: "–".
+            share = (lambda k: f"{100 * r[k] / tot:.2f}" if tot and r[k] is not None else "–")
             rxt = f"{100 * tot / r['data']:.2f}" if r["data"] else "–"
             bold = r["network"].startswith("all")
             cells = [html.escape(r["network"] if bold else f"{r['network']} ({r['scenario']})"), rxt,
