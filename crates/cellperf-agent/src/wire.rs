@@ -473,7 +473,8 @@ mod tests {
     }
 
     /// Deterministic stand-in for the fuzz target: random bodies and mutated valid frames
-    /// must decode to a value or an error, never a panic.
+    /// must decode to a value or an error, never a panic, and a message that decodes must
+    /// survive being encoded and decoded again.
     #[test]
     fn random_bytes_never_panic() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -510,7 +511,10 @@ mod tests {
                 }
                 b
             };
-            let _ = decode(&body);
+            if let Ok(Frame::Message(m)) = decode(&body) {
+                let again = FrameReader::new(MAX_SERVER_FRAME).read(&mut &frame_bytes(&m)[..], Duration::ZERO).unwrap();
+                assert_eq!(again, Frame::Message(m));
+            }
             let mut framed = (body.len() as u32).to_be_bytes().to_vec();
             framed.extend(&body);
             let _ = FrameReader::new(MAX_CLIENT_FRAME).read(&mut &framed[..], Duration::from_millis(1));
