@@ -17,7 +17,9 @@ pub struct TcpRec {
     pub flags: u16,
     pub window: u16,
     pub tsval: Option<u32>,
-    pub sack: [(u32, u32); 4],
+    /// This record's SACK blocks: `sack_count` of them from `sack_at` in the
+    /// [`TcpRecords`] that holds it (zero until it is stored there).
+    pub sack_at: u32,
     pub sack_count: u8,
     pub mss: Option<u16>,
     pub window_scale: Option<u8>,
@@ -35,8 +37,8 @@ impl TcpRec {
             flags: t.flags,
             window: t.window,
             tsval: t.options.timestamp.map(|t| t.0),
-            sack: t.options.sack,
-            sack_count: t.options.sack_count,
+            sack_at: 0,
+            sack_count: 0,
             mss: t.options.mss,
             window_scale: t.options.window_scale,
         }
@@ -45,9 +47,40 @@ impl TcpRec {
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
     }
+}
 
-    pub fn sack_blocks(&self) -> &[(u32, u32)] {
-        &self.sack[..self.sack_count as usize]
+/// A flow's TCP records at one capture, kept for the two-capture analysis, with the SACK
+/// blocks they refer to. The blocks live apart because few packets carry any, and room
+/// for four in every record would make it almost twice as large.
+#[derive(Debug, Default, Clone)]
+pub struct TcpRecords {
+    pub recs: Vec<TcpRec>,
+    sack_blocks: Vec<(u32, u32)>,
+}
+
+impl TcpRecords {
+    pub fn push(&mut self, mut rec: TcpRec, sack: &[(u32, u32)]) {
+        rec.sack_at = self.sack_blocks.len() as u32;
+        rec.sack_count = sack.len() as u8;
+        self.sack_blocks.extend_from_slice(sack);
+        self.recs.push(rec);
+    }
+
+    /// The SACK blocks of `rec`, one of this flow's records.
+    pub fn sack(&self, rec: &TcpRec) -> &[(u32, u32)] {
+        let at = rec.sack_at as usize;
+        &self.sack_blocks[at..at + rec.sack_count as usize]
+    }
+}
+
+impl FromIterator<TcpRec> for TcpRecords {
+    /// Records without SACK blocks (tests and sources that have none).
+    fn from_iter<I: IntoIterator<Item = TcpRec>>(iter: I) -> Self {
+        let mut out = TcpRecords::default();
+        for r in iter {
+            out.push(r, &[]);
+        }
+        out
     }
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
 use crate::nat::{self, NatPairing, Signature};
-use crate::record::{payload_hash, TcpRec, UdpRec};
+use crate::record::{payload_hash, TcpRec, TcpRecords, UdpRec};
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::tcp_one_sided::TcpOneSided;
@@ -205,7 +205,7 @@ struct FlowAt {
     first_dir: Dir,
     syn_dir: Option<Dir>,
     tcp: Option<TcpOneSided>,
-    tcp_recs: Vec<TcpRec>,
+    tcp_recs: TcpRecords,
     udp_recs: Vec<UdpRec>,
 }
 
@@ -220,7 +220,7 @@ impl FlowAt {
             first_dir: dir,
             syn_dir: None,
             tcp: None,
-            tcp_recs: Vec::new(),
+            tcp_recs: TcpRecords::default(),
             udp_recs: Vec::new(),
         }
     }
@@ -317,9 +317,10 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                         }
                     }
                     let t0 = f.first_ts;
-                    f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec);
+                    let sack = t.options.sack_blocks();
+                    f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec, sack);
                     if two_sided {
-                        f.tcp_recs.push(rec);
+                        f.tcp_recs.push(rec, sack);
                     }
                     if opts.tables {
                         packet_table.tcp_seq.push(Some(t.seq));

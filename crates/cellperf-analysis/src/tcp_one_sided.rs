@@ -122,7 +122,8 @@ impl TcpOneSided {
         }
     }
 
-    pub fn push(&mut self, r: &TcpRec) {
+    /// Takes the flow's next packet, with its SACK blocks.
+    pub fn push(&mut self, r: &TcpRec, sack: &[(u32, u32)]) {
         let d = r.dir.index();
         let o = r.dir.reverse().index();
         if r.has(SYN) {
@@ -135,14 +136,14 @@ impl TcpOneSided {
             st.window_scale = r.window_scale;
         }
         if r.has(ACK) {
-            self.on_ack(r, d, o);
+            self.on_ack(r, sack, d, o);
         }
         if r.payload_len > 0 || (r.has(FIN) && !r.has(SYN)) {
             self.on_data(r, d, o);
         }
     }
 
-    fn on_ack(&mut self, r: &TcpRec, d: usize, o: usize) {
+    fn on_ack(&mut self, r: &TcpRec, sack: &[(u32, u32)], d: usize, o: usize) {
         let ack = self.dirs[o].seq_space.unwrap(r.ack);
         let is_pure = r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST);
         if r.window == 0 && !r.has(RST) && !r.has(SYN) {
@@ -163,12 +164,11 @@ impl TcpOneSided {
         }
         // D-SACK (RFC 2883): a first SACK block below the cumulative ACK, or inside the
         // second block, reports duplicate data, i.e. a spurious retransmission.
-        if r.sack_count > 0 {
-            let (l, rr) = r.sack[0];
+        if let Some(&(l, rr)) = sack.first() {
             let left = self.dirs[o].seq_space.peek(l);
             let right = self.dirs[o].seq_space.peek(rr);
-            let inside_second = r.sack_count > 1 && {
-                let (l2, r2) = r.sack[1];
+            let inside_second = sack.len() > 1 && {
+                let (l2, r2) = sack[1];
                 left >= self.dirs[o].seq_space.peek(l2) && right <= self.dirs[o].seq_space.peek(r2)
             };
             if right <= ack || inside_second {
@@ -380,7 +380,7 @@ pub(crate) mod tests {
             flags,
             window: 1000,
             tsval: None,
-            sack: [(0, 0); 4],
+            sack_at: 0,
             sack_count: 0,
             mss: None,
             window_scale: None,
@@ -393,7 +393,7 @@ pub(crate) mod tests {
     fn run(recs: &[TcpRec]) -> TcpOneSided {
         let mut t = TcpOneSided::new(0, 1_000_000_000, true);
         for r in recs {
-            t.push(r);
+            t.push(r, &[]);
         }
         t
     }
@@ -461,12 +461,9 @@ pub(crate) mod tests {
 
     #[test]
     fn dsack_marks_retransmission_spurious() {
-        let mut recs = vec![seg(0, A, 1, 100, 0, ACK), seg(300, A, 1, 100, 0, ACK)];
-        let mut ack = seg(310, B, 0, 0, 101, ACK);
-        ack.sack[0] = (1, 101);
-        ack.sack_count = 1;
-        recs.push(ack);
-        let s = run(&recs).summary(A);
+        let mut t = run(&[seg(0, A, 1, 100, 0, ACK), seg(300, A, 1, 100, 0, ACK)]);
+        t.push(&seg(310, B, 0, 0, 101, ACK), &[(1, 101)]);
+        let s = t.summary(A);
         assert_eq!((s.retransmissions, s.spurious, s.rto), (1, 1, 0));
     }
 

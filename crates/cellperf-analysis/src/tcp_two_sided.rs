@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::flows::Dir;
 use crate::matching::match_in_order;
-use crate::record::TcpRec;
+use crate::record::{TcpRec, TcpRecords};
 use crate::seq::Unwrapper;
 
 /// ΔTr/ΔTs below this marks an ACK as compressed (000 §4.2).
@@ -146,7 +146,8 @@ fn is_pure_ack(r: &TcpRec) -> bool {
 
 /// Analyses data sent in `data_dir`, captured at the sender (`at_sender`) and at the
 /// receiver (`at_receiver`); both slices hold all packets of the flow in capture order.
-pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> TwoSided {
+pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> TwoSided {
+    let (at_sender, at_receiver) = (&sender.recs, &receiver.recs);
     let ack_dir = data_dir.reverse();
     let sent: Vec<&TcpRec> = at_sender.iter().filter(|r| r.dir == data_dir && is_data(r)).collect();
     let Some(first) = sent.first() else {
@@ -162,15 +163,16 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
     space.unwrap(first.seq);
     let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
     let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
-    let ack_values: Vec<(u64, [(u64, u64); 4], u8)> = rx_acks
+    // Each ACK's cumulative value and where its SACK blocks start in `sack_values`.
+    let mut sack_values: Vec<(u64, u64)> = Vec::new();
+    let ack_values: Vec<(u64, u32, u8)> = rx_acks
         .iter()
         .map(|r| {
             let ack = space.unwrap(r.ack);
-            let mut sack = [(0, 0); 4];
-            for (i, (l, rr)) in r.sack_blocks().iter().enumerate() {
-                sack[i] = (space.peek(*l), space.peek(*rr));
-            }
-            (ack, sack, r.sack_count)
+            let at = sack_values.len() as u32;
+            let blocks = receiver.sack(r);
+            sack_values.extend(blocks.iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
+            (ack, at, blocks.len() as u8)
         })
         .collect();
     let ack_arrivals: Vec<(AckKey, i64)> =
@@ -202,7 +204,7 @@ pub fn analyze(at_sender: &[TcpRec], at_receiver: &[TcpRec], data_dir: Dir) -> T
                     (starts[j], starts[j] + sent[j].payload_len as u64),
                     arrival[i],
                     &ack_times,
-                    &ack_values,
+                    (&ack_values, &sack_values),
                     &ack_reached,
                 ),
             };
@@ -280,7 +282,7 @@ fn classify(
     (start, end): (u64, u64),
     retx_arrival: Option<i64>,
     ack_times: &[i64],
-    ack_values: &[(u64, [(u64, u64); 4], u8)],
+    (ack_values, sack_values): (&[(u64, u32, u8)], &[(u64, u64)]),
     ack_reached: &[Option<i64>],
 ) -> RetxClass {
     let Some(arrived) = earlier_arrival else {
@@ -293,8 +295,9 @@ fn classify(
         if ack_times[i] >= until {
             break;
         }
-        let (ack, sack, n) = &ack_values[i];
-        let covers = *ack >= end || sack[..*n as usize].iter().any(|(l, r)| *l <= start && *r >= end);
+        let (ack, at, n) = ack_values[i];
+        let sack = &sack_values[at as usize..at as usize + n as usize];
+        let covers = ack >= end || sack.iter().any(|(l, r)| *l <= start && *r >= end);
         if covers {
             if ack_reached[i].is_some() {
                 return RetxClass::Spurious;
@@ -342,6 +345,10 @@ mod tests {
         r
     }
 
+    fn records(recs: &[TcpRec]) -> TcpRecords {
+        recs.iter().copied().collect()
+    }
+
     /// Sender at 0 ms sends seq 1..101 (id 1) and 101..201 (id 2); the receiver's clock is
     /// 5 s ahead, which matching must ignore.
     const SKEW: i64 = 5_000;
@@ -354,7 +361,7 @@ mod tests {
             with_id(seg(400, U, 1, 0, 101, ACK), 50),
         ];
         let r = [with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2), with_id(seg(SKEW + 351, U, 1, 0, 101, ACK), 50)];
-        let t = analyze(&s, &r, D);
+        let t = analyze(&records(&s), &records(&r), D);
         assert_eq!(t.counts(), ClassCounts { total: 1, normal: 1, spurious: 0, unavoidable: 0, serial: 0 });
         assert_eq!(t.data_matched, 1);
     }
@@ -367,7 +374,7 @@ mod tests {
             with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50), // lost on the way back
             with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
         ];
-        assert_eq!(analyze(&s, &r, D).counts().unavoidable, 1);
+        assert_eq!(analyze(&records(&s), &records(&r), D).counts().unavoidable, 1);
     }
 
     #[test]
@@ -384,7 +391,7 @@ mod tests {
             with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
             with_id(seg(SKEW + 950, D, 1, 100, 1, ACK), 3),
         ];
-        let c = analyze(&s, &r, D).counts();
+        let c = analyze(&records(&s), &records(&r), D).counts();
         assert_eq!((c.total, c.spurious, c.serial), (2, 2, 1));
     }
 
@@ -398,11 +405,9 @@ mod tests {
             with_id(seg(300, D, 1, 100, 1, ACK), 3),
             with_id(seg(301, D, 101, 100, 1, ACK), 4),
         ];
-        let mut sack = with_id(seg(SKEW + 51, U, 1, 0, 1, ACK), 50);
-        sack.sack[0] = (101, 201);
-        sack.sack_count = 1;
-        let r = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2), sack];
-        let t = analyze(&s, &r, D);
+        let mut r: TcpRecords = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2)].into_iter().collect();
+        r.push(with_id(seg(SKEW + 51, U, 1, 0, 1, ACK), 50), &[(101, 201)]);
+        let t = analyze(&records(&s), &r, D);
         let classes: Vec<_> = t.retransmissions.iter().map(|x| x.class).collect();
         assert_eq!(classes, vec![RetxClass::Normal, RetxClass::Unavoidable]);
     }
@@ -418,7 +423,7 @@ mod tests {
             r.push(with_id(seg(SKEW + sent[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
             s.push(with_id(seg(got[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
         }
-        let t = analyze(&s, &r, D);
+        let t = analyze(&records(&s), &records(&r), D);
         let ac = t.ack_compression();
         assert_eq!(ac.acks, 5);
         let ratios: Vec<f64> = t.acks.iter().map(|a| a.ratio).collect();
