@@ -210,7 +210,8 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
             };
             out.retransmissions.push(ClassifiedRetx {
                 ts_ns: r.ts_ns,
-                rel_seq: start - base,
+                // Bytes from before the first segment seen count from its start.
+                rel_seq: start - base.min(start),
                 len: r.payload_len,
                 class,
                 serial: *resent > 1,
@@ -393,6 +394,16 @@ mod tests {
         ];
         let c = analyze(&records(&s), &records(&r), D).counts();
         assert_eq!((c.total, c.spurious, c.serial), (2, 2, 1));
+    }
+
+    #[test]
+    fn resent_bytes_before_the_first_segment_seen_do_not_underflow() {
+        // Found by cargo fuzz: the capture starts mid-flow, then bytes older than its first
+        // segment are sent again.
+        let s = [with_id(seg(0, D, 101, 100, 1, ACK), 1), with_id(seg(300, D, 1, 100, 1, ACK), 2)];
+        let t = analyze(&records(&s), &records(&[]), D);
+        assert_eq!(t.retransmissions.len(), 1);
+        assert_eq!((t.retransmissions[0].rel_seq, t.retransmissions[0].class), (0, RetxClass::Normal));
     }
 
     #[test]
