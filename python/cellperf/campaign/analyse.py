@@ -3,6 +3,10 @@
 - captures (`mn.pcap`, `cn.pcap`) → `cellperf.analysis.analyze`: flows, per-interval series,
   retransmissions, ACK compression, and the per-packet tables (Parquet);
 - agent log (`agent.parquet`) of a VoIP run → `cellperf.voice.voice_windows` per direction;
+  of a UDP test whose receiving end was not captured (a real network without `cn_capture`) →
+  that direction's flows and intervals, by `cellperf.agent_logs` (the log holds the server's
+  receive times, fetched over the control connection; the server's own record of the run,
+  `--server-log`, is kept as `server_log.parquet`);
 - radio log (`radio.csv`) → `cellperf.handoffs.detect_handoffs`, and with rates
   `cellperf.channel` statistics; intervals and VoIP windows within ±5 s of a handoff are
   marked (METHODS §6).
@@ -41,8 +45,9 @@ TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-swee
 def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_port: int | None) -> dict[int, str]:
     """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
     `stray` or `other`. Every flow of a run is opened by the probe at the MN, so a flow whose
-    first packet travels downlink is a leftover of an earlier run whose address the emulator
-    reused (a late FIN, the tail of a stream), not part of this one."""
+    first packet travels downlink is not part of this run: a late FIN of another campaign's
+    server that last used this address block (docs/campaigns.md; the runner's own runs close
+    their connections before their link goes)."""
     opened_by_mn = dict(
         packets.group_by("flow_id").agg(pl.col("uplink").sort_by("ts").first()).iter_rows()) if packets.height else {}
     roles = {}
@@ -129,6 +134,28 @@ def _voip_windows(agent_log: Path, interval_s: float, warnings: list[str]) -> pl
     return w.rename({"flow_id": "direction"})
 
 
+def _streams_from_log(agent_log: Path, directions: set[str], interval_s: float,
+                      first_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Flows (role `data`) and intervals of the log's streams in `directions`, measured by
+    `cellperf.agent_logs` (udp_stream, as for captures); flow ids from `first_id` on, after
+    the captures' flows."""
+    from cellperf.agent_logs import analyze_agent_log
+
+    a = analyze_agent_log(agent_log, interval=interval_s, tables=True)
+    chosen = [f for f in a.report["flows"] if f["direction"] in directions]
+    renumber = {f["flow_id"]: first_id + k for k, f in enumerate(chosen)}
+    for f in chosen:
+        f["flow_id"] = renumber[f["flow_id"]]
+        f["seen_at"] = "agent-log"
+    flows = _flow_rows({"flows": chosen}, {f["flow_id"]: "data" for f in chosen})
+    iv = pl.from_arrow(a.tables["intervals"]) if "intervals" in a.tables else None
+    if iv is None or not chosen:
+        return flows, pl.DataFrame()
+    iv = iv.filter(pl.col("flow_id").is_in(list(renumber))).with_columns(
+        flow_id=pl.col("flow_id").replace_strict(renumber, return_dtype=pl.UInt32))
+    return flows, _with_direction(iv)
+
+
 def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str | None, clocks_synced: bool,
                 control_port: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
     """Rows for the run tables and a summary for `runs.analysis`. Per-packet tables are
@@ -143,12 +170,22 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     if handoffs is not None:
         tables["handoffs"] = handoffs.with_columns(run_id=run_id)
         summary["handoffs"] = handoffs.height
-        if (folder / "radio.csv").exists():
+        # Rates are in the emulator's log and a user's CSV may have them; a modem's cell ids alone
+        # give handoffs but no channel statistics.
+        if {"rate_bps", "state"} & set(pl.read_csv(folder / "radio.csv", n_rows=0).columns):
             stats = _channel_stats(folder / "radio.csv", run.duration_s, handoffs.height, warnings)
             if stats is not None:
                 tables["channel_stats"] = stats.with_columns(run_id=run_id)
 
     mn, cn = folder / "mn.pcap", folder / "cn.pcap"
+    agent_log = folder / "agent.parquet"
+    # Directions whose receiving end was not captured (a real network without cn_capture, or
+    # capture = false): a UDP test's delivery there is known from the agents' log only, where
+    # the probe merged the server's records fetched over the control connection.
+    from_log = set()
+    if agent_log.exists() and TEST_PROTOCOL.get(run.test.type) == "udp":
+        from_log = {d for d, receiver in (("uplink", cn), ("downlink", mn)) if not receiver.exists()}
+    flow_parts, interval_parts = [], []
     if mn.exists() or cn.exists():
         a = analyze(mn=mn if mn.exists() else None, cn=cn if cn.exists() else None, interval=interval_s,
                     mn_addr=mn_addr, synced_clocks=clocks_synced, tables=True)
@@ -158,16 +195,13 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         summary["owd_kind"] = report.get("owd_kind")
         packets = pl.from_arrow(a.tables["packets"])
         roles = _flow_roles(report, packets, run.test.type, control_port)
-        flows = _flow_rows(report, roles)
-        if flows.height:
-            tables["flows"] = flows.with_columns(run_id=run_id)
+        for f in report["flows"]:
+            if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
+                roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
+        flow_parts.append(_flow_rows(report, roles))
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
-
-        intervals = _with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep))
-        start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
-        tables["intervals"] = intervals.with_columns(
-            run_id=run_id, near_handoff=pl.Series(near_handoff(start, start + interval_s, handoff_s, HANDOFF_WINDOW_S)))
+        interval_parts.append(_with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep)))
         for name in ("tcp_retransmissions", "ack_compression"):
             tables[name] = pl.from_arrow(a.tables[name]).filter(keep).with_columns(run_id=run_id)
         # Per-packet tables: Parquet beside the database, with the run id in every row.
@@ -175,8 +209,27 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         write_parquet(pl.from_arrow(a.tables["rtt"]).with_columns(run_id=run_id), folder / "rtt.parquet")
         udp = _with_direction(pl.from_arrow(a.tables["udp_packets"]))
         write_parquet(udp.with_columns(run_id=run_id), folder / "udp_packets.parquet")
+    if from_log:
+        flows, intervals = _streams_from_log(agent_log, from_log, interval_s,
+                                             first_id=max((int(f["flow_id"].max()) + 1 for f in flow_parts
+                                                           if f.height), default=0))
+        summary["from_agent_log"] = sorted(from_log)
+        flow_parts.append(flows)
+        interval_parts.append(intervals)
+    flows = pl.concat([f for f in flow_parts if f.height], how="diagonal_relaxed") if any(
+        f.height for f in flow_parts) else None
+    if flows is not None:
+        tables["flows"] = flows.with_columns(run_id=run_id)
+    if interval_parts:
+        intervals = pl.concat(interval_parts, how="diagonal_relaxed")
+        start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
+        tables["intervals"] = intervals.with_columns(
+            run_id=run_id, near_handoff=pl.Series(near_handoff(start, start + interval_s, handoff_s, HANDOFF_WINDOW_S)))
 
-    agent_log = folder / "agent.parquet"
+    server_log = folder / "server.parquet"
+    if server_log.exists():
+        write_parquet(pl.read_parquet(server_log).with_columns(run_id=run_id), folder / "server_log.parquet")
+        server_log.unlink()
     if agent_log.exists():
         log = pl.read_parquet(agent_log)
         write_parquet(log.with_columns(run_id=run_id), folder / "agent_log.parquet")

@@ -4,11 +4,15 @@ user logged during the campaign, or a modem command polled while the run lasts.
 Every source ends as `radio.csv` in the run's folder with at least `time_s, bs_id, sector_id`
 (Unix epoch seconds), the format `cellperf.handoffs.read_radio_log` reads.
 
-Modem commands (**choice**, documented in docs/campaigns.md):
-- `mmcli`: JSON of `mmcli -m any --location-get -J`; the 3GPP cell id (hex) is split as an
-  LTE E-UTRAN cell identity: bs_id = cid >> 8 (eNodeB), sector_id = cid & 0xff (cell).
-- `qmicli`: text of `qmicli -d DEV --nas-get-serving-system`: `3GPP cell ID` (decimal), split
-  the same way, and the first radio interface as the technology.
+Modem commands (**choice**, documented in docs/campaigns.md): the 3GPP cell id is split into
+(bs_id, sector_id) by the technology's own layout: an LTE E-UTRAN cell identity (28 bits) as
+eNodeB id = cid >> 8 and cell = cid & 0xff; a UMTS UTRAN cell id as RNC id = cid >> 16 and
+C-ID = cid & 0xffff (a 16-bit GSM cell id thus has bs_id 0).
+- `mmcli`: JSON of `mmcli -m any --location-get -J` (cid as %08X hex, tac %06X; LTE when
+  the tracking area code is non-zero).
+- `qmicli`: text of `qmicli -d DEV --nas-get-serving-system` (`3GPP cell ID` in decimal; the
+  first radio interface names the technology, `lte` or an `LTE tracking area code` line
+  meaning LTE).
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from cellperf.handoffs import read_radio_log
 COLUMNS = ("time_s", "bs_id", "sector_id", "technology")
 
 
-def _split_cell_id(cid: int) -> tuple[str, str]:
-    return str(cid >> 8), str(cid & 0xFF)
+def _split_cell_id(cid: int, lte: bool) -> tuple[str, str]:
+    return (str(cid >> 8), str(cid & 0xFF)) if lte else (str(cid >> 16), str(cid & 0xFFFF))
 
 
 def parse_mmcli(text: str) -> tuple[str, str, str | None] | None:
@@ -39,17 +43,24 @@ def parse_mmcli(text: str) -> tuple[str, str, str | None] | None:
         cid = int(loc["cid"], 16)
     except (ValueError, KeyError, TypeError):
         return None
-    tac = loc.get("tac", "--")
-    return (*_split_cell_id(cid), "LTE" if tac not in ("--", "", None, "0000") else None)
+    if cid == 0:  # no serving cell
+        return None
+    try:
+        lte = int(loc.get("tac", "--"), 16) != 0
+    except (ValueError, TypeError):  # "--": no tracking area
+        lte = False
+    return (*_split_cell_id(cid, lte), "LTE" if lte else None)
 
 
 def parse_qmicli(text: str) -> tuple[str, str, str | None] | None:
     """(bs_id, sector_id, technology) from `qmicli --nas-get-serving-system`."""
     m = re.search(r"3GPP cell ID:\s*'(\d+)'", text)
-    if not m:
+    if not m or int(m.group(1)) == 0:
         return None
     tech = re.search(r"Radio interfaces:\s*'\d+'\s*\n\s*\[0\]:\s*'([^']+)'", text)
-    return (*_split_cell_id(int(m.group(1))), tech.group(1).upper() if tech else None)
+    technology = tech.group(1).upper() if tech else None
+    lte = technology == "LTE" or "LTE tracking area code:" in text
+    return (*_split_cell_id(int(m.group(1)), lte), technology)
 
 
 PARSERS = {"mmcli": parse_mmcli, "qmicli": parse_qmicli}

@@ -57,6 +57,15 @@ class Outcome:
     clocks_synced: bool = False
 
 
+#: Run inside the emulated MN after the probe: wait (at most 5 s) until none of the run's TCP
+#: connections is still closing, then 0.5 s for the last ACK to cross the emulated uplink.
+#: Without it the emulator tears the link down while the server's FIN (or its last control
+#: message) is in flight; the server's kernel retransmits it for seconds to the MN address,
+#: and the next run given the same address block captures it as a `stray` flow.
+DRAIN_SH = ('n=0; while [ $n -lt 50 ] && [ -n "$(ss -Htn state connected exclude time-wait)" ]; '
+            'do sleep 0.1; n=$((n+1)); done; sleep 0.5')
+
+
 def _last_error_line(*texts: str) -> str | None:
     for text in texts:
         lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
@@ -136,7 +145,8 @@ class EmulatedTestbed:
         if run.scenario == "mobile" and run.network.handoffs is not None:
             cmd += ["--handoffs", str(run.network.handoffs)]
         # The probe's result goes to a file: the emulator's own stdout is its statistics.
-        cmd += ["--", "sh", "-c", f'exec "$@" >"{folder}/probe.json" 2>"{folder}/probe.err"', "sh", *probe]
+        cmd += ["--", "sh", "-c", f'"$@" >"{folder}/probe.json" 2>"{folder}/probe.err"; rc=$?; {DRAIN_SH}; exit $rc',
+                "sh", *probe]
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
@@ -180,26 +190,34 @@ class RealTestbed:
         pass
 
     def _start_captures(self, folder: Path) -> list[tuple[subprocess.Popen, bool]]:
-        procs = []
-        if self.tb.mn_interface:
-            p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
-                                  str(folder / "mn.pcap"), "host", self.server_ip],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
-            line = p.stderr.readline()
-            if "listening" not in line:
-                p.kill()
-                raise UserError(f"testbed.mn_interface: tcpdump on {self.tb.mn_interface} did not start: {line.strip()}")
-            procs.append((p, False))
-        if self.tb.cn_capture:
-            # Its own process group, so that stopping it reaches tcpdump (or ssh) under the shell.
-            with open(folder / "cn.pcap", "wb") as f:
-                cn = subprocess.Popen(self.tb.cn_capture, shell=True, stdout=f, stderr=subprocess.PIPE,
-                                      start_new_session=True)
-            procs.append((cn, True))
-            time.sleep(1.0)  # no portable "ready" signal from a remote capture
-            if cn.poll() is not None:
-                err = cn.stderr.read().decode(errors="replace")
-                raise UserError(f"testbed.cn_capture: the command exited: {_last_error_line(err) or 'no output'}")
+        """Starts tcpdump on `mn_interface` and the `cn_capture` command; if either fails, the
+        one already started is stopped before the error (UserError) goes up."""
+        procs: list[tuple[subprocess.Popen, bool]] = []
+        try:
+            if self.tb.mn_interface:
+                p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
+                                      str(folder / "mn.pcap"), "host", self.server_ip],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=_die_with_parent)
+                procs.append((p, False))
+                line = p.stderr.readline()
+                if "listening" not in line:
+                    raise UserError(f"testbed.mn_interface: tcpdump on {self.tb.mn_interface} did not start: "
+                                    f"{line.strip() or 'no output'}")
+            if self.tb.cn_capture:
+                # Its own process group, so that stopping it reaches tcpdump (or ssh) under the shell.
+                with open(folder / "cn.pcap", "wb") as f:
+                    cn = subprocess.Popen(self.tb.cn_capture, shell=True, stdout=f, stderr=subprocess.PIPE,
+                                          start_new_session=True)
+                procs.append((cn, True))
+                time.sleep(1.0)  # no portable "ready" signal from a remote capture
+                if cn.poll() is not None:
+                    err = cn.stderr.read().decode(errors="replace")
+                    raise UserError(f"testbed.cn_capture: the command exited ({cn.returncode}): "
+                                    f"{_last_error_line(err) or 'no output'}")
+        except BaseException:
+            self._stop_captures(procs)
+            raise
         return procs
 
     @staticmethod
@@ -230,6 +248,10 @@ class RealTestbed:
         started = time.time()
         cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),
                "--token-file", str(self.tb.token_file), "--json", "--log", str(folder / "agent.parquet")]
+        if not self.tb.cn_capture:
+            # No capture at the CN: the server's own per-packet record of the test (what it
+            # received and when), fetched over the control connection, stands in for it.
+            cmd += ["--server-log", str(folder / "server.parquet")]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
                                preexec_fn=_die_with_parent)

@@ -22,7 +22,7 @@ def command(store_dir, sql, list_tables, as_csv, as_json, upgrade) -> None:
     """Answer SQL (DuckDB dialect) over the results store in STORE_DIR. Tables: campaign,
     runs, flows, intervals, tcp_retransmissions, ack_compression, voip_windows, handoffs,
     channel_stats; per-packet views over the runs' Parquet files: packets, udp_packets, rtt,
-    agent_log. Schema: docs/store.md. Read-only unless --upgrade.
+    agent_log, server_log. Schema: docs/store.md. Read-only unless --upgrade.
 
     \b
     Examples:

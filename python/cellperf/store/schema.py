@@ -80,7 +80,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run
 #: (`runs/<run_id>/<name>.parquet`, each with a run_id column).
-PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log")
+PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log")
 
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",

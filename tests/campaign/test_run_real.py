@@ -1,0 +1,206 @@
+"""Real-network mode end to end, with network namespaces standing in for the hosts: MN —
+router (tbf) — CN (cellperf.testbed.veth). A `cellperf server` runs in the CN namespace,
+`cellperf run` inside the MN namespace captures the MN's veth with tcpdump and the CN's with
+`cn_capture` (tcpdump in the CN namespace writing pcap to stdout), and polls a radio-log
+command that prints what `mmcli -m any --location-get -J` prints, its serving cell changing
+during each run. Then the bad inputs: unreachable server, wrong token, failing cn_capture."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cellperf.store import Store
+from cellperf.testbed.veth import Bottleneck, VethTestbed
+from tests.conftest import CELLPERF
+
+pytestmark = pytest.mark.netns
+
+#: Prints `mmcli -m any --location-get -J` as ModemManager's mmcli does (cli/mmcli-output.c:
+#: keys sorted, "--" for absent values; cid %08lX, lac %04lX, tac %06lX). The serving cell is
+#: eNodeB 0x01A2B3 cell 1 for the first three samples of a run, then cell 2 for three, then
+#: eNodeB 0x01A2C4 cell 1: an inter-sector and an inter-BS handoff in each run of >= 7 samples.
+MMCLI = r'''
+import json, pathlib, sys
+counter = pathlib.Path(sys.argv[1])
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+cid = (0x01A2B301, 0x01A2B302, 0x01A2C401)[min(n // 3, 2)]
+print('{"modem":{"location":{"3gpp":{"cid":"%08X","lac":"0000","mcc":"450","mnc":"05","tac":"00B3C1"},'
+      '"cdma-bs":{"latitude":"--","longitude":"--"},'
+      '"gps":{"altitude":"--","latitude":"--","longitude":"--","nmea":[],"utc":"--"}}}}' % cid)
+'''
+
+
+def campaign(folder: Path, server: str, *, cn_capture: str | None, token: str, radio: Path | None,
+             tests: str, name: str = "real") -> Path:
+    (folder / "token").write_text(token + "\n")
+    radio_line = (f'radio_log = {{ command = "{sys.executable} {radio} {folder / "cells"}", format = "mmcli", '
+                  f'interval = 0.4 }}') if radio else ""
+    cn_line = f"cn_capture = '{cn_capture}'" if cn_capture else ""
+    text = textwrap.dedent(f"""\
+        [campaign]
+        name = "{name}"
+        duration = 4
+        interval = 1
+        scenarios = ["mobile"]
+        {radio_line}
+
+        [testbed]
+        kind = "real"
+        server = "{server}"
+        token_file = "token"
+        mn_interface = "m0"
+        {cn_line}
+
+        [[networks]]
+        name = "veth"
+        """) + tests
+    path = folder / "campaign.toml"
+    path.write_text(text)
+    return path
+
+
+TESTS = """
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "2M"
+
+[[tests]]
+type = "tcp-bulk"
+direction = "down"
+window = "256K"
+
+[[tests]]
+type = "voip"
+"""
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    """The testbed with a server in the CN namespace (2 Mb/s tbf would be the CBR rate: 8 Mb/s)."""
+    folder = tmp_path_factory.mktemp("real")
+    token = secrets.token_hex(16)
+    (folder / "server-token").write_text(token + "\n")
+    with VethTestbed(downlink=Bottleneck(rate="8mbit", burst="32kbit", latency_ms=100)) as tb:
+        server = tb.popen(tb.cn, [CELLPERF, "server", "--listen", f"{tb.CN_ADDR}:0", "--token-file",
+                                  str(folder / "server-token"), "--json"], stdout=subprocess.PIPE, text=True)
+        port = int(json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1])
+        (folder / "mmcli.py").write_text(MMCLI)
+        yield tb, folder, f"{tb.CN_ADDR}:{port}", token
+
+
+def run_in_mn(tb: VethTestbed, path: Path, out: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", tb.mn, CELLPERF, "run", str(path), "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_real_network_campaign_end_to_end(bed):
+    tb, folder, server, token = bed
+    work = folder / "ok"
+    work.mkdir()
+    cn_capture = f"ip netns exec {tb.cn} tcpdump -i c0 -U -s 0 -w - host {tb.MN_ADDR}"
+    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=folder / "mmcli.py", tests=TESTS)
+    p = run_in_mn(tb, path, work / "out")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["runs_done"] == 3 and not summary["runs_failed"]
+    with Store.open(work / "out", read_only=True) as s:
+        runs = s.frame("SELECT run_id, status, mn_addr, cn_addr, analysis FROM runs ORDER BY run_id")
+        assert runs["status"].to_list() == ["ok"] * 3
+        assert set(runs["cn_addr"]) == {tb.CN_ADDR}
+        # Both captures analysed: the data flows seen at both ends, in the test's direction.
+        for run_id in runs["run_id"]:
+            analysis = json.loads(runs.filter(pl.col("run_id") == run_id)["analysis"][0])
+            assert len(analysis["captures"]) == 2 and analysis["warnings"] == [], analysis
+        cbr = s.frame("""SELECT f.goodput_bps, f.loss_rate, f.owd_kind FROM flows f
+                         WHERE f.run_id = 'veth.mobile.udp-cbr-down.1' AND f.role = 'data' AND f.direction = 'downlink'""")
+        assert cbr.height == 1 and cbr["loss_rate"][0] == 0.0
+        assert cbr["goodput_bps"][0] == pytest.approx(2e6, rel=0.05)
+        tcp = s.frame("""SELECT max(goodput_bps) AS g FROM flows WHERE run_id = 'veth.mobile.tcp-bulk-down.1'
+                         AND role = 'data' AND direction = 'downlink'""")
+        assert 5e6 < tcp["g"][0] <= 8.4e6  # the 8 Mb/s tbf is the bottleneck
+        ivs = s.frame("SELECT run_id, count(*) AS n FROM intervals GROUP BY 1")
+        assert ivs.height == 3 and ivs["n"].min() >= 3
+        assert s.frame("SELECT count(*) AS n FROM flows WHERE role = 'control'")["n"][0] >= 3
+        # The radio log: what the mmcli command printed, one handoff per cell change.
+        for run_id in runs["run_id"]:
+            radio = pl.read_csv(s.runs_dir / run_id / "radio.csv", schema_overrides={"bs_id": pl.String,
+                                                                                     "sector_id": pl.String})
+            assert radio.height >= 7 and radio["technology"].unique().to_list() == ["LTE"]
+            changes = (radio["bs_id"] + "/" + radio["sector_id"]).rle_id().max()
+            h = s.frame("SELECT kind, from_bs_id, from_sector_id, to_bs_id, to_sector_id FROM handoffs "
+                        "WHERE run_id = ? ORDER BY time_s", [run_id])
+            assert h.height == changes
+        h = s.frame("SELECT kind, from_bs_id, from_sector_id, to_bs_id, to_sector_id FROM handoffs ORDER BY run_id, time_s")
+        # eNodeB 0x01A2B3 = 107187, 0x01A2C4 = 107204: sector 1 → 2, then to the other eNodeB.
+        assert h.rows()[:2] == [("inter-sector", "107187", "1", "107187", "2"), ("inter-BS", "107187", "2", "107204", "1")]
+        assert s.frame("SELECT count(*) AS n FROM voip_windows")["n"][0] >= 6
+        assert s.frame("SELECT bool_or(near_handoff) AS b FROM intervals")["b"][0]
+    report = subprocess.run([CELLPERF, "report", str(work / "out"), "--json"], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    items = json.loads(report.stdout)["items"]
+    assert {"summary", "udp-series", "tcp-box", "tcp-retx", "voip-r-cdf", "voip-r-handoff"} <= set(items)
+
+
+def test_without_cn_capture_the_server_log_comes_over_the_control_connection(bed):
+    tb, folder, server, token = bed
+    work = folder / "no-cn"
+    work.mkdir()
+    tests = '\n[[tests]]\ntype = "udp-cbr"\ndirection = "up"\nrate = "1M"\n'
+    path = campaign(work, server, cn_capture=None, token=token, radio=None, tests=tests)
+    p = run_in_mn(tb, path, work / "out")
+    assert p.returncode == 0, p.stderr
+    with Store.open(work / "out", read_only=True) as s:
+        # The uplink stream's receiver is the CN: its delivery comes from the server's records,
+        # fetched over the control connection (kept as the server_log view); the MN's capture
+        # saw it sent (role `sent`).
+        roles = dict(s.frame("SELECT role, count(*) FROM flows WHERE direction = 'uplink' GROUP BY 1").rows())
+        assert roles == {"sent": 1, "data": 1}
+        data = s.frame("SELECT packets, bytes, loss_rate, owd_kind FROM flows WHERE role = 'data'").row(0, named=True)
+        assert abs(data["packets"] - 4 * 1e6 / (1460 * 8)) <= 3 and data["loss_rate"] == 0.0 and data["owd_kind"] == "raw"
+        received = s.frame("SELECT count(recv_ts) AS n FROM server_log WHERE direction = 'up'")["n"][0]
+        assert received == data["packets"]
+        up = s.frame("SELECT sum(bytes)::BIGINT AS b, max(loss_rate) AS loss, count(*) AS n FROM intervals "
+                     "WHERE direction = 'uplink'").row(0, named=True)
+        assert up["b"] == data["bytes"] and up["loss"] == 0.0 and up["n"] == 4
+
+
+@pytest.mark.parametrize("case", ["unreachable", "wrong-token", "cn-capture-fails"])
+def test_bad_real_testbed_fails_runs_with_the_reason_and_goes_on(bed, case):
+    tb, folder, server, token = bed
+    work = folder / case
+    work.mkdir()
+    cn_capture = None
+    if case == "unreachable":
+        server = "10.201.2.77:5250"
+    elif case == "wrong-token":
+        token = "not-the-token"
+    else:
+        cn_capture = f"ip netns exec {tb.cn} tcpdump -i no-such-device -U -w -"
+    tests = TESTS.split("[[tests]]\ntype = \"voip\"")[0]
+    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=None, tests=tests, name=case)
+    p = run_in_mn(tb, path, work / "out")
+    assert p.returncode == 3, p.stderr
+    summary = json.loads(p.stdout)
+    assert len(summary["runs_failed"]) == 2 and summary["runs_done"] == 0  # the campaign went on to the second run
+    reasons = {r["reason"] for r in summary["runs_failed"]}
+    assert len(reasons) == 1
+    reason = reasons.pop()
+    assert "\n" not in reason
+    expected = {"unreachable": "10.201.2.77:5250", "wrong-token": "authentication failed",
+                "cn-capture-fails": "testbed.cn_capture"}[case]
+    assert expected in reason, reason
+    with Store.open(work / "out", read_only=True) as s:
+        assert s.frame("SELECT status, reason FROM runs").rows() == [("failed", reason)] * 2
+    # Nothing keeps running: no tcpdump left in the MN namespace.
+    left = subprocess.run(["ip", "netns", "pids", tb.mn], capture_output=True, text=True).stdout.split()
+    assert left == [], left
