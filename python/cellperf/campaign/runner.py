@@ -27,7 +27,7 @@ from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
 from cellperf.campaign.testbed import Outcome, testbed_for
 from cellperf.errors import UserError
-from cellperf.store import RunRecord, Store
+from cellperf.store import RunRecord, Store, disk_full
 
 #: Seconds of set-up and analysis expected per run beyond its test duration (for the ETA).
 EXPECTED_OVERHEAD_S = 3.0
@@ -103,12 +103,14 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
         reason = str(e)
     except OSError as e:
         if e.errno == errno.ENOSPC:
-            raise UserError(f"{folder}: disk full (No space left on device); finished runs are kept, "
-                            "free space and run again to resume") from None
+            raise disk_full(store.root) from None
         reason = f"{e.filename or folder}: {e.strerror}"
     except Exception as e:  # a bug: keep the run's files and the traceback for the report
         reason = f"internal error: {type(e).__name__}: {e}"
         (folder / "error.txt").write_text(traceback.format_exc())
+    if reason and os.strerror(errno.ENOSPC) in reason:
+        # A child (capture, emulator, probe) ran out of space: every later run would too.
+        raise disk_full(store.root)
     row = {
         "run_id": run.run_id, "network": run.network.name, "scenario": run.scenario, "test": run.test.name,
         "test_type": run.test.type, "direction": run.options.get("direction"), "repetition": run.repetition,

@@ -15,6 +15,7 @@ the next writer, so a reader sees every run completely or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -33,7 +34,8 @@ DB_NAME = "results.duckdb"
 RUNS_DIR = "runs"
 STAGING_PREFIX = ".staging-"
 
-__all__ = ["DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "store_path", "write_parquet"]
+__all__ = ["DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "disk_full", "store_path",
+           "write_parquet"]
 
 
 def store_path(path: str | os.PathLike) -> Path:
@@ -224,13 +226,13 @@ class Store:
                     raise ValueError(f"unknown run table {name}")
                 self._insert(name, table)
             con.execute("COMMIT")
-        except duckdb.Error as e:
-            con.execute("ROLLBACK")
-            if "No space left" in str(e):
-                raise _write_error(self.db_file, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))) from None
-            raise
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as e:
+            # A COMMIT that failed (e.g. the WAL could not be written) has already ended the
+            # transaction: there is nothing left to roll back then.
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            if isinstance(e, duckdb.Error) and os.strerror(errno.ENOSPC) in str(e):
+                raise disk_full(self.db_file) from None
             raise
 
     def _insert(self, name: str, table) -> None:
@@ -246,11 +248,14 @@ class Store:
             self.con.unregister("_incoming")
 
 
+def disk_full(where: Path) -> UserError:
+    """The one-line error that stops a campaign when `where` has no space left."""
+    return UserError(f"{where}: disk full (No space left on device); finished runs are kept, "
+                     "free space and run again to resume")
+
+
 def _write_error(where: Path, e: OSError) -> UserError:
-    if e.errno == errno.ENOSPC:
-        return UserError(f"{where}: disk full (No space left on device); finished runs are kept, "
-                         "free space and run again to resume")
-    return UserError(f"{where}: cannot write ({e.strerror})")
+    return disk_full(where) if e.errno == errno.ENOSPC else UserError(f"{where}: cannot write ({e.strerror})")
 
 
 def write_parquet(table: pa.Table | pl.DataFrame, path: Path) -> None:
