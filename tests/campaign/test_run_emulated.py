@@ -119,6 +119,18 @@ def test_campaign_end_to_end(e2e_store):
                         WHERE r.test = 'voip' AND u.direction = 'downlink'""")
         assert pk["n"][0] > 4 * 150
         assert s.frame("SELECT count(*) AS n FROM channel_stats")["n"][0] == 12
+        # Four runs at a time over 16 runs: later runs get the address blocks of earlier ones,
+        # yet no run captured a leftover of another run of this campaign (a flow of another
+        # run with the same addresses and ports); strays, if any, come from outside.
+        leftovers = s.frame("""
+            SELECT s.run_id, o.run_id AS leftover_of FROM flows s JOIN flows o
+              ON o.run_id <> s.run_id AND o.role <> 'stray'
+             AND ((o.src = s.src AND o.dst = s.dst AND o.sport = s.sport AND o.dport = s.dport)
+               OR (o.src = s.dst AND o.dst = s.src AND o.sport = s.dport AND o.dport = s.sport))
+            WHERE s.role = 'stray'""")
+        assert leftovers.height == 0, leftovers
+        reused = s.frame("SELECT count(DISTINCT run_id) - count(DISTINCT mn_addr) AS n FROM runs WHERE mn_addr IS NOT NULL")
+        assert reused["n"][0] > 0  # the test means something only if blocks were reused
 
 
 def test_json_summary_lists_failures(e2e_store):
@@ -178,3 +190,22 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     # A third invocation has nothing left to do.
     third = json.loads(cellperf("run", path, "--out", out, "--json").stdout)
     assert third["runs_skipped"] == 6 and third["runs_done"] == 0
+
+
+def test_capture_off_measures_udp_tests_from_the_agents_log(tmp_path):
+    """`capture = false`: no pcap at either end, so the UDP tests' flows and intervals come
+    from the probe's per-packet log (both ends merged), measured like captures."""
+    text = CAMPAIGN.replace("parallel = 4", "parallel = 2\ncapture = false").replace(
+        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[networks]]\nname = \"EV-DO\"")[0]
+    text += '[[tests]]\ntype = "udp-cbr"\ndirection = "down"\nrate = "2M"\n\n[[tests]]\ntype = "voip"\n'
+    path = write_campaign(tmp_path, text)
+    cellperf("run", path, "--out", tmp_path / "out", "--json", timeout=300)
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        assert not list(s.runs_dir.glob("*/*.pcap"))
+        flows = s.frame("SELECT r.test, f.direction, f.goodput_bps, f.loss_rate FROM flows f JOIN runs r USING (run_id) "
+                        "WHERE f.role = 'data' ORDER BY 1, 2")
+        assert flows.select("test", "direction").rows() == [("udp-cbr-down", "downlink"), ("voip", "downlink"),
+                                                            ("voip", "uplink")]
+        assert flows["goodput_bps"][0] == pytest.approx(2e6, rel=0.05) and flows["loss_rate"][0] == 0.0
+        n = dict(s.frame("SELECT r.test, count(*) FROM intervals i JOIN runs r USING (run_id) GROUP BY 1").rows())
+        assert n["udp-cbr-down"] == 4 and n["voip"] == 2 * 4  # 4 one-second intervals per stream

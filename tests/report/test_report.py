@@ -1,12 +1,15 @@
 """The HTML report of a real (emulated) campaign: self-contained, opens in headless Chromium
-(Debian's package, driven by Playwright) with no console error, and every figure rendered;
-figures export to PNG and PDF."""
+(Debian's package, driven by Playwright) with no console error, and every figure rendered,
+its full-page screenshot kept as a test artifact ($CELLPERF_TEST_ARTIFACTS/report.png, else in
+the test's temporary folder); figures export to PNG and PDF."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -108,11 +111,13 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
                 assert fig.locator("g.trace, g.boxlayer path, g.scatterlayer g").count() >= 1, fig.get_attribute("id")
                 box = fig.locator(".js-plotly-plot").bounding_box()
                 assert box["width"] > 300 and box["height"] > 200
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+            shot = Path(os.environ.get("CELLPERF_TEST_ARTIFACTS", tmp_path)) / "report.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot), full_page=True)
         finally:
             ctx.close()
     assert errors == []
-    assert (tmp_path / "report.png").stat().st_size > 10_000
+    assert shot.stat().st_size > 10_000
 
 
 def test_figures_export_png_and_pdf(report, tmp_path):

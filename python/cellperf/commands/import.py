@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import click
 
 from cellperf.agents.interop import DEFAULT_INTERVAL_S
 from cellperf.campaign.imports import Source, import_results
-from cellperf.errors import UserError
 
 
 @click.command()
@@ -24,12 +22,13 @@ from cellperf.errors import UserError
 @click.option("--test", "test_name", help="Test label (default: TOOL-TYPE-DIRECTION, e.g. iperf3-udp-cbr-down).")
 @click.option("--direction", "ditg_direction", default="up", show_default=True, type=click.Choice(["up", "down"]),
               help="D-ITG: up if its sender was the mobile node, down if its receiver was.")
-@click.option("--date", "date_text", help="D-ITG: day the test started, YYYY-MM-DD (default: the file's date).")
-@click.option("--interval", default=DEFAULT_INTERVAL_S, show_default=True, type=float,
+@click.option("--date", type=click.DateTime(["%Y-%m-%d"]),
+              help="D-ITG: day the test started, YYYY-MM-DD (default: the file's date).")
+@click.option("--interval", default=DEFAULT_INTERVAL_S, show_default=True, type=click.FloatRange(0, min_open=True),
               help="D-ITG: interval of the series, seconds (iperf3 keeps its own -i intervals).")
 @click.option("--campaign", "campaign_name", help="Campaign name when STORE_DIR has no store yet (default: its folder name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the imported runs as one JSON document.")
-def command(store_dir, iperf3_files, ditg_files, network, scenario, test_name, ditg_direction, date_text, interval,
+def command(store_dir, iperf3_files, ditg_files, network, scenario, test_name, ditg_direction, date, interval,
             campaign_name, as_json) -> None:
     """Import results measured with iperf3 (-J) or D-ITG (ITGDec -l) into the results store in
     STORE_DIR (created if absent; usually a campaign's --out), one run per file, with flows,
@@ -42,17 +41,9 @@ def command(store_dir, iperf3_files, ditg_files, network, scenario, test_name, d
       cellperf import results/ --network KT-HSDPA --ditg recv.txt --direction down --date 2009-05-14
       cellperf report results/
     """
-    date = None
-    if date_text is not None:
-        try:
-            date = dt.date.fromisoformat(date_text)
-        except ValueError:
-            raise UserError(f"--date: '{date_text}' is not a date (YYYY-MM-DD)") from None
-    if not interval > 0:
-        raise UserError(f"--interval: must be positive, not {interval}")
     sources = [Source("iperf3", p) for p in iperf3_files] + [Source("ditg", p) for p in ditg_files]
     runs = import_results(store_dir, sources, network=network, scenario=scenario, test=test_name,
-                          ditg_direction=ditg_direction, date=date, interval_s=interval, campaign=campaign_name)
+                          ditg_direction=ditg_direction, date=date.date() if date else None, interval_s=interval, campaign=campaign_name)
     if as_json:
         click.echo(json.dumps({"store": str(store_dir), "runs": [r.__dict__ for r in runs]}))
         return
