@@ -121,11 +121,14 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
         # Receive times are on the probe's clock, offset-corrected, when the log says `raw`,
         # and in echo tests (whose `owd_ms` column holds half the round trip instead).
         kind = "raw" if firsts["owd_kind"][0] in ("raw", "half_rtt") else "excess"
-        a = analyze_stream(
-            firsts.select(seq="seq", send_ns=pl.col("send_ts").cast(pl.Int64), recv_ns=pl.col("recv_ts").cast(pl.Int64),
-                          bytes="bytes").to_arrow(),
-            flow_id=i, uplink=uplink, duplicates=g.height - firsts.height, losses_known=known,
-            owd_kind=kind, interval=interval)
+        try:
+            a = analyze_stream(
+                firsts.select(seq="seq", send_ns=pl.col("send_ts").cast(pl.Int64),
+                              recv_ns=pl.col("recv_ts").cast(pl.Int64), bytes="bytes").to_arrow(),
+                flow_id=i, uplink=uplink, duplicates=g.height - firsts.height, losses_known=known,
+                owd_kind=kind, interval=interval)
+        except UserError as e:
+            raise UserError(f"{p}: flow {name} ({direction}): {e}") from None
         s = a.report
         flow.update(duration_s=s["duration_s"], throughput_bps=s["throughput_bps"], goodput_bps=s["throughput_bps"],
                     loss_rate=s["loss_rate"], jitter_ms=s["jitter_ms"], owd_ms=s["owd_ms"], udp=s,

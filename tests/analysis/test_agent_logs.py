@@ -112,7 +112,13 @@ def test_bad_agent_logs_give_one_line(tmp_path):
     cut = tmp_path / "cut.parquet"
     _crafted_log(cut)
     cut.write_bytes(cut.read_bytes()[:100])
-    for path, words in ((missing, "missing column(s) send_ts"), (cut, "not a readable agent log")):
+    far = tmp_path / "far.parquet"
+    _crafted_log(far)
+    t = pq.read_table(far)
+    ahead = pa.array([dt.datetime(2200, 1, 1, tzinfo=dt.timezone.utc)] * t.num_rows, pa.timestamp("ns", "UTC"))
+    pq.write_table(t.set_column(t.schema.get_field_index("recv_ts"), "recv_ts", ahead), far)
+    for path, words in ((missing, "missing column(s) send_ts"), (cut, "not a readable agent log"),
+                        (far, "outside 1970-2116")):
         r = cellperf("analyze", path, check=False)
         assert r.returncode == 1
         assert r.stderr.count("\n") == 1 and str(path) in r.stderr and words in r.stderr, r.stderr

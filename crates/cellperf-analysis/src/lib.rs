@@ -36,6 +36,11 @@ pub use report::{
     TranslatedEnds,
 };
 
+/// The longest interval series a flow gets (about 61 days of 5 s intervals). A damaged
+/// capture can hold a timestamp decades ahead; binning it must not allocate every interval
+/// in between. Packets past the last interval are left out of the series and counted.
+pub const MAX_INTERVALS: usize = 1 << 20;
+
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }

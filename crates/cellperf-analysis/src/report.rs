@@ -412,6 +412,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
     let mut out = Assembler {
         opts,
+        cut_series: Vec::new(),
         interval_ns,
         owd_kind,
         reports: Vec::new(),
@@ -435,6 +436,13 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         }
     }
 
+    for (id, n) in &out.cut_series {
+        warnings.push(format!(
+            "flow {id}: {n} packets lie more than {} intervals after the flow's start (a timestamp far \
+             ahead?); they are left out of its interval series",
+            crate::MAX_INTERVALS
+        ));
+    }
     let mut tables = Tables::default();
     if opts.tables {
         let err = |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
@@ -570,6 +578,8 @@ impl<'a> FlowCtx<'a> {
 
 struct Assembler<'o> {
     opts: &'o Options,
+    /// Flows whose interval series was cut (see [`crate::MAX_INTERVALS`]): (flow, packets left out).
+    cut_series: Vec<(u32, u64)>,
     interval_ns: i64,
     owd_kind: OwdKind,
     reports: Vec<FlowReport>,
@@ -596,6 +606,10 @@ impl Assembler<'_> {
     }
 
     fn tcp_flow(&mut self, flow: &FlowCtx<'_>) {
+        let past: u64 = flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.packets_past_series()).sum();
+        if past > 0 {
+            self.cut_series.push((flow.id, past));
+        }
         let unique = |d: Dir| {
             flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.summary(d).unique_bytes).max().unwrap_or(0)
         };
@@ -747,6 +761,9 @@ impl Assembler<'_> {
                 (None, None) => continue,
             };
             let a = udp_stream::analyze(&packets, duplicates, losses_known, owd_kind, self.interval_ns);
+            if a.packets_past_series > 0 {
+                self.cut_series.push((flow.id, a.packets_past_series));
+            }
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
             r.jitter_ms = s.jitter_ms;

@@ -19,6 +19,7 @@ use crate::flows::Dir;
 use crate::record::TcpRec;
 use crate::seq::Unwrapper;
 use crate::stats::Sketch;
+use crate::MAX_INTERVALS;
 
 /// A hole filled sooner than this after it opened is reordering, not loss recovery
 /// (Wireshark's default threshold for "out-of-order").
@@ -88,6 +89,8 @@ pub struct TcpOneSided {
     by_start: AHashMap<(u8, u64), usize>,
     keep_rtt_samples: bool,
     rtt_samples: Vec<(i64, Dir, f64)>,
+    /// Data packets later than [`MAX_INTERVALS`] intervals after `t0`, not in the series.
+    past_series: u64,
 }
 
 /// Results of one direction of data.
@@ -119,6 +122,7 @@ impl TcpOneSided {
             by_start: AHashMap::new(),
             keep_rtt_samples,
             rtt_samples: Vec::new(),
+            past_series: 0,
         }
     }
 
@@ -267,10 +271,14 @@ impl TcpOneSided {
         }
         st.unique_bytes += new_bytes;
         let bin = ((r.ts_ns - self.t0).max(0) / self.interval_ns) as usize;
-        if st.interval_bytes.len() <= bin {
-            st.interval_bytes.resize(bin + 1, 0);
+        if bin < MAX_INTERVALS {
+            if st.interval_bytes.len() <= bin {
+                st.interval_bytes.resize(bin + 1, 0);
+            }
+            st.interval_bytes[bin] += new_bytes;
+        } else {
+            self.past_series += 1;
         }
-        st.interval_bytes[bin] += new_bytes;
 
         let filled_hole_late = in_hole_since.is_some_and(|since| r.ts_ns - since >= OUT_OF_ORDER_NS);
         let is_retx = seen_before || filled_hole_late;
@@ -340,6 +348,11 @@ impl TcpOneSided {
     /// RTT samples of data sent in `dir`, measured at this capture (ns).
     pub fn rtt(&self, dir: Dir) -> &Sketch {
         &self.dirs[dir.index()].rtt_ns
+    }
+
+    /// Data packets left out of the interval series (see [`MAX_INTERVALS`]).
+    pub fn packets_past_series(&self) -> u64 {
+        self.past_series
     }
 
     pub fn interval_bytes(&self, dir: Dir) -> &[u64] {
@@ -471,6 +484,15 @@ pub(crate) mod tests {
     fn fin_is_not_payload() {
         let t = run(&[seg(0, A, 1, 100, 0, ACK), seg(1, A, 101, 50, 0, ACK | FIN)]);
         assert_eq!(t.summary(A).unique_bytes, 150);
+    }
+
+    #[test]
+    fn a_packet_decades_ahead_is_left_out_of_the_series() {
+        let far = (crate::MAX_INTERVALS as i64 + 5) * 1000; // ms, with 1 s intervals
+        let t = run(&[seg(0, A, 1, 100, 0, ACK), seg(far, A, 101, 100, 0, ACK)]);
+        assert_eq!(t.interval_bytes(A), &[100]);
+        assert_eq!(t.packets_past_series(), 1);
+        assert_eq!(t.summary(A).unique_bytes, 200);
     }
 
     #[test]

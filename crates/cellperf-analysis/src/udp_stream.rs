@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use crate::stats::Summary;
+use crate::MAX_INTERVALS;
 
 /// An inter-arrival of at least this many sending intervals with no loss is a delay
 /// period (METHODS §3, **choice** k = 5).
@@ -125,6 +126,8 @@ pub struct StreamAnalysis {
     pub summary: StreamSummary,
     pub packets: Vec<PacketResult>,
     pub intervals: Vec<IntervalRow>,
+    /// Packets later than [`MAX_INTERVALS`] intervals after the first arrival, not in `intervals`.
+    pub packets_past_series: u64,
 }
 
 /// Analyses a stream. `packets` must be in sending order (by `seq`), one entry per sent
@@ -246,7 +249,7 @@ pub fn analyze(
             jitter_ms: jitter_ms[i],
         })
         .collect();
-    let intervals = interval_rows(&results, first_rx, losses_known, interval_ns);
+    let (intervals, packets_past_series) = interval_rows(&results, first_rx, losses_known, interval_ns);
 
     let summary = StreamSummary {
         packets_sent: losses_known.then_some(sent),
@@ -264,7 +267,7 @@ pub fn analyze(
         gaps,
         delay_periods,
     };
-    StreamAnalysis { summary, packets: results, intervals }
+    StreamAnalysis { summary, packets: results, intervals, packets_past_series }
 }
 
 fn gaps_and_delay_periods(
@@ -310,8 +313,8 @@ fn interval_rows(
     first_rx: Option<i64>,
     losses_known: bool,
     interval_ns: i64,
-) -> Vec<IntervalRow> {
-    let Some(t0) = first_rx else { return Vec::new() };
+) -> (Vec<IntervalRow>, u64) {
+    let Some(t0) = first_rx else { return (Vec::new(), 0) };
     // Losses are placed by send time, mapped onto the receiver's clock through the
     // median offset of received packets (so a clock offset between hosts does not matter).
     let mut offsets: Vec<f64> = packets.iter().filter_map(|p| Some((p.recv_ns? - p.send_ns?) as f64)).collect();
@@ -320,6 +323,7 @@ fn interval_rows(
     let mut owd_n: Vec<u64> = Vec::new();
     let mut jit_n: Vec<u64> = Vec::new();
     let mut last_known_rx = t0;
+    let mut past = 0;
     let grow = |rows: &mut Vec<IntervalRow>, owd_n: &mut Vec<u64>, jit_n: &mut Vec<u64>, bin: usize| {
         while rows.len() <= bin {
             let i = rows.len() as i64;
@@ -336,6 +340,10 @@ fn interval_rows(
         };
         last_known_rx = at.max(t0);
         let bin = ((at - t0).max(0) / interval_ns) as usize;
+        if bin >= MAX_INTERVALS {
+            past += 1;
+            continue;
+        }
         grow(&mut rows, &mut owd_n, &mut jit_n, bin);
         let row = &mut rows[bin];
         if losses_known {
@@ -362,7 +370,7 @@ fn interval_rows(
         row.owd_mean_ms = row.owd_mean_ms.map(|s| s / owd_n[i] as f64);
         row.jitter_mean_ms = row.jitter_mean_ms.map(|s| s / jit_n[i] as f64);
     }
-    rows
+    (rows, past)
 }
 
 #[cfg(test)]
@@ -371,6 +379,17 @@ mod tests {
 
     fn p(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
         StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
+    }
+
+    #[test]
+    fn a_packet_decades_ahead_is_left_out_of_the_series() {
+        let far = (MAX_INTERVALS as i64 + 5) * 1000;
+        let pk = [p(0, 0, Some(10)), p(1, 20, Some(30)), p(2, far, Some(far + 10))];
+        let a = analyze(&pk, 0, true, OwdKind::Raw, 1_000_000_000);
+        assert_eq!(a.intervals.len(), 1);
+        assert_eq!(a.intervals[0].packets_received, 2);
+        assert_eq!(a.packets_past_series, 1);
+        assert_eq!(a.summary.packets_received, 3);
     }
 
     #[test]

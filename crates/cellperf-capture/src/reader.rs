@@ -270,8 +270,8 @@ impl<'a> Frames<'a> {
                 let offset = self.pos;
                 self.pos = data.len() - after.len();
                 prefetch_ahead(data, self.pos, self.pos - offset);
-                let frac = block.ts_usec as i64;
-                let ts_ns = block.ts_sec as i64 * 1_000_000_000 + if nanosecond { frac } else { frac * 1000 };
+                let frac = block.ts_usec as i128 * if nanosecond { 1 } else { 1000 };
+                let ts_ns = clamp_ts(block.ts_sec as i128 * 1_000_000_000 + frac);
                 Some(Frame {
                     ts_ns,
                     linktype: self.capture.pcap_linktype.unwrap_or(LinkType::Raw),
@@ -352,7 +352,9 @@ impl<'a> Frames<'a> {
                         continue;
                     };
                     let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                    let ts_ns = (raw as u128 * 1_000_000_000 / units as u128) as i64 + ts_offset * 1_000_000_000;
+                    let ts_ns = clamp_ts(
+                        (raw as u128 * 1_000_000_000 / units as u128) as i128 + ts_offset as i128 * 1_000_000_000,
+                    );
                     let caplen = (epb.caplen as usize).min(epb.data.len());
                     return Some(Frame {
                         ts_ns,
@@ -401,6 +403,15 @@ impl<'a> Iterator for Frames<'a> {
             CaptureFormat::PcapNg => self.next_pcapng(),
         }
     }
+}
+
+/// Latest timestamp a frame can carry: 2^62 ns, in the year 2116. Timestamps are clamped
+/// to [0, MAX_TS_NS], so that differences and sums of two of them never overflow an i64
+/// downstream, whatever a damaged file holds (a pcap's 32-bit seconds end in 2106).
+pub const MAX_TS_NS: i64 = 1 << 62;
+
+fn clamp_ts(ns: i128) -> i64 {
+    ns.clamp(0, MAX_TS_NS as i128) as i64
 }
 
 /// Records ahead of the current one whose first bytes are prefetched (see [`prefetch_ahead`]).
@@ -647,6 +658,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn timestamps_beyond_2116_are_clamped() {
+        // One unit per second (tsresol 0) and the largest raw timestamp: 1.8e28 ns.
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, Some(0)));
+        f.extend(ng_epb(0, u64::MAX, &[0u8; 14]));
+        f.extend(ng_epb(0, 5, &[0u8; 14]));
+        let cap = Capture::from_bytes("far", &f).unwrap();
+        let ts: Vec<i64> = cap.frames().map(|f| f.ts_ns).collect();
+        assert_eq!(ts, vec![MAX_TS_NS, 5_000_000_000]);
     }
 
     #[test]

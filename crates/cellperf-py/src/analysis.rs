@@ -8,6 +8,7 @@ use arrow::pyarrow::{FromPyArrow, ToPyArrow};
 use cellperf_analysis::tables::{IntervalTable, UdpPacketTable};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket};
 use cellperf_analysis::{CaptureInput, Options, Side};
+use cellperf_capture::reader::MAX_TS_NS;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -92,6 +93,9 @@ fn analyze_udp_stream(
         column::<Int64Type>(&batch, "recv_ns")?,
     );
     let bytes = column::<UInt32Type>(&batch, "bytes")?;
+    // Times as captures give them (cellperf_capture::reader::MAX_TS_NS), so that no
+    // difference of two overflows.
+    let in_range = |t: &Option<i64>| t.is_none_or(|t| (0..=MAX_TS_NS).contains(&t));
     let stream: Vec<StreamPacket> = (0..batch.num_rows())
         .map(|i| StreamPacket {
             seq: seq.value(i),
@@ -100,6 +104,12 @@ fn analyze_udp_stream(
             bytes: bytes.value(i),
         })
         .collect();
+    if let Some(p) = stream.iter().find(|p| !in_range(&p.send_ns) || !in_range(&p.recv_ns)) {
+        return Err(InputError::new_err(format!(
+            "packet {}: send or receive time outside 1970-2116 ({:?}, {:?} ns)",
+            p.seq, p.send_ns, p.recv_ns
+        )));
+    }
     let interval_ns = (interval_s * 1e9) as i64;
     let a = py.detach(|| udp_stream::analyze(&stream, duplicates, losses_known, kind, interval_ns));
     let mut packets_out = UdpPacketTable::default();
