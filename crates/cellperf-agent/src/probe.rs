@@ -248,8 +248,9 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
         return g;
     }
 
-    let start_mono = mono_ns();
-    let start_real = realtime_ns();
+    // The schedule starts a moment ahead, once the sender thread is up.
+    let start_mono = mono_ns() + udp::START_LEAD_NS;
+    let start_real = realtime_ns() + udp::START_LEAD_NS;
     let stop = Arc::new(AtomicBool::new(false));
     let mut sender = spec.direction.probe_sends().then(|| udp::spawn_sender(sock, spec.clone(), start_mono, stop.clone()));
     let over_time = start_mono + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 15_000) * 1_000_000;

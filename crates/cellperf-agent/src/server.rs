@@ -235,6 +235,9 @@ impl Session {
                     self.start_test(check, |s, slot| s.run_tcp(spec, slot))?
                 }
                 Message::Bye {} => return Ok(()),
+                // A probe's "my sender is done" can cross the server's report: its TCP data
+                // ends (EOF) before its control message does. Late, not wrong.
+                Message::SendDone { .. } => {}
                 other => {
                     self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
                     return Err(self.fail(format!("unexpected message {:?}", message_name(&other))));
@@ -339,7 +342,8 @@ impl Session {
         sock.connect(probe_addr)?;
         self.send(&Message::Ready {})?;
 
-        let start = mono_ns();
+        // The schedule starts a moment ahead, once the sender thread is up.
+        let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
         let sender = (spec.direction == Direction::Down || spec.direction == Direction::Both)
             .then(|| udp::spawn_sender(sock.try_clone().expect("clone UDP socket"), spec.clone(), start, stop.clone()));

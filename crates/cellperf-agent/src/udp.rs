@@ -28,6 +28,17 @@ const SOCKET_BUFFER: usize = 8 * 1024 * 1024;
 const REALTIME_MIN_INTERVAL_NS: u64 = 100_000;
 /// How far past its planned end a sender that fell behind may go on sending.
 const OVERRUN_GRACE_NS: i64 = 200_000_000;
+/// Time from spawning a sender to its first deadline: a new thread's first run (late on a
+/// busy host), real-time priority and buffers are set up before it, not counted as send-time
+/// error. Callers start the schedule this far ahead.
+pub const START_LEAD_NS: i64 = 10_000_000;
+/// `UDP_SEGMENT` and `UDP_GRO` (linux/udp.h; the libc crate lacks them).
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+/// Most datagrams one GSO send may carry (the kernel's UDP_MAX_SEGMENTS).
+const MAX_SEGMENTS: usize = 64;
+/// Largest UDP payload of one datagram, and so of one GSO send (IPv4's 16-bit length).
+const MAX_DATAGRAM: usize = 65_507;
 
 pub fn hello_datagram(cookie: &Cookie) -> [u8; 20] {
     let mut d = [0u8; 20];
@@ -59,6 +70,12 @@ pub struct SendOutcome {
 
 /// Sends `spec.count` datagrams paced at `spec.interval_ns` from `start_mono_ns`, until done
 /// or `stop` is set. Runs in its own thread.
+///
+/// A packet leaves at its deadline, alone. When the sender is behind (a rate above what one
+/// datagram per system call can reach), all packets already due leave in one system call
+/// as one UDP GSO send (`UDP_SEGMENT`: the kernel cuts it into equal datagrams, each with
+/// its own probe header), the way fast tools reach line rate; where GSO is unavailable
+/// (old kernel, a payload above the path MTU) they leave one by one.
 pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Arc<AtomicBool>) -> JoinHandle<SendOutcome> {
     std::thread::spawn(move || {
         tighten_timer_slack();
@@ -72,26 +89,46 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Ar
         };
         // A rate above what the host can send must not stretch the test: stop at the
         // planned end (plus a little for a sender that is only momentarily late).
-        let planned_end = start_mono_ns.saturating_add((spec.count as i64).saturating_mul(spec.interval_ns as i64));
+        let interval = spec.interval_ns as i64;
+        let deadline_of = |seq: u64| start_mono_ns.saturating_add((seq as i64).saturating_mul(interval));
+        let planned_end = deadline_of(spec.count);
         let give_up = planned_end.saturating_add(OVERRUN_GRACE_NS);
-        let mut buf = vec![0u8; spec.payload_bytes as usize];
+        let payload = spec.payload_bytes as usize;
+        let max_batch = MAX_SEGMENTS.min(MAX_DATAGRAM / payload).max(1);
+        let mut gso = max_batch > 1;
+        let mut buf = vec![0u8; payload * max_batch];
         let mut refused = 0u32;
-        for seq in 0..spec.count {
+        let mut seq = 0u64;
+        while seq < spec.count {
             if stop.load(Ordering::Relaxed) {
                 out.error = Some("stopped before the end".into());
                 break;
             }
-            if seq % 64 == 0 && mono_ns() > give_up {
+            let lateness = wait_until(deadline_of(seq));
+            let now = deadline_of(seq) + lateness;
+            if now > give_up {
                 break;
             }
-            let deadline = start_mono_ns.saturating_add((seq as i64).saturating_mul(spec.interval_ns as i64));
-            out.lateness_ns.push(wait_until(deadline));
+            // Every packet whose deadline has passed goes now.
+            let due = if gso && lateness >= interval { (lateness / interval.max(1)) as u64 + 1 } else { 1 };
+            let n = due.min(max_batch as u64).min(spec.count - seq) as usize;
             let send_ns = realtime_ns();
-            write_cellperf(&mut buf, seq, send_ns);
-            match send_retrying(&sock, &buf) {
+            for (i, segment) in buf.chunks_exact_mut(payload).take(n).enumerate() {
+                write_cellperf(segment, seq + i as u64, send_ns);
+            }
+            let sent = if n > 1 { send_segments(&sock, &buf[..n * payload], payload) } else { send_retrying(&sock, &buf[..payload]) };
+            match sent {
                 Ok(()) => {
                     refused = 0;
-                    out.records.push(Record { seq, send_ns: Some(send_ns), recv_ns: None, bytes: buf.len() as u32 });
+                    for i in 0..n as u64 {
+                        out.lateness_ns.push(now - deadline_of(seq + i));
+                        out.records.push(Record { seq: seq + i, send_ns: Some(send_ns), recv_ns: None, bytes: payload as u32 });
+                    }
+                    seq += n as u64;
+                }
+                // No GSO on this kernel or path: the same packets again, one by one.
+                Err(e) if n > 1 && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) => {
+                    gso = false;
                 }
                 // The peer's port answered ICMP unreachable: it closed, or is not there yet.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
@@ -100,6 +137,7 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Ar
                         out.error = Some("peer's data port unreachable (ICMP port unreachable)".into());
                         break;
                     }
+                    seq += n as u64;
                 }
                 Err(e) => {
                     out.error = Some(format!("sending datagram {seq}: {e}"));
@@ -111,16 +149,105 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Ar
     })
 }
 
-fn send_retrying(sock: &UdpSocket, buf: &[u8]) -> io::Result<()> {
+/// Retries a send that found the device queue full (or was interrupted) instead of
+/// dropping the datagram locally.
+fn retrying(mut send: impl FnMut() -> io::Result<()>) -> io::Result<()> {
     loop {
-        match sock.send(buf) {
-            Ok(_) => return Ok(()),
-            // A full device queue: wait a moment rather than drop locally.
+        match send() {
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || e.kind() == io::ErrorKind::Interrupted => {
                 std::thread::sleep(Duration::from_micros(50))
             }
-            Err(e) => return Err(e),
+            other => return other,
         }
+    }
+}
+
+fn send_retrying(sock: &UdpSocket, buf: &[u8]) -> io::Result<()> {
+    retrying(|| sock.send(buf).map(drop))
+}
+
+/// Sends `buf` as datagrams of `segment` bytes each in one system call (UDP GSO) on a
+/// connected socket.
+fn send_segments(sock: &UdpSocket, buf: &[u8], segment: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let size = segment as u16;
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) } as usize;
+    let mut control = [0u64; 4]; // 32 bytes, 8-aligned: room for one u16 control message
+    debug_assert!(space <= std::mem::size_of_val(&control));
+    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    retrying(|| {
+        // SAFETY: msghdr is plain data; the iovec and control buffer outlive the call, the
+        // control length is what CMSG_SPACE says one u16 needs, and the cmsg pointer from
+        // CMSG_FIRSTHDR points into `control`.
+        unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = space;
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_UDP;
+            (*cmsg).cmsg_type = UDP_SEGMENT;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut u16, size);
+            if libc::sendmsg(sock.as_raw_fd(), &msg, 0) < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Receives one datagram, or several coalesced by UDP GRO; returns the bytes and the size
+/// of each datagram in them (the whole length when not coalesced).
+fn recv_coalesced(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, usize)> {
+    use std::os::fd::AsRawFd;
+    let mut control = [0u64; 4];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: as in `send_segments`; the kernel writes at most `msg_controllen` bytes of
+    // control data, and CMSG_NXTHDR stays within it.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        let mut segment = n;
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
+                let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
+                if size > 0 {
+                    segment = size as usize;
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        Ok((n, segment))
+    }
+}
+
+/// Asks the kernel to hand over back-to-back datagrams of one flow coalesced (UDP GRO),
+/// best effort: one system call then receives up to 64 of them.
+fn enable_gro(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: UDP_GRO takes an int; pointer and size match `on`.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_GRO,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
@@ -177,12 +304,14 @@ pub struct ReceiveOutcome {
 pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<ReceiveControl>) -> JoinHandle<ReceiveOutcome> {
     std::thread::spawn(move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
+        enable_gro(&sock);
         let mut recv_ns: Vec<i64> = Vec::new();
         let mut hdr_send_ns: Vec<i64> = Vec::new();
         let mut sizes: Vec<u32> = Vec::new();
         let mut out = ReceiveOutcome::default();
         let mut unique = 0u64;
-        let mut buf = vec![0u8; 65_536];
+        // Room for the largest coalesced read (GRO stops at 64 datagrams and 64 KiB).
+        let mut buf = vec![0u8; 256 * 1024];
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 break;
@@ -191,45 +320,52 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
             if peer_sent != u64::MAX && (unique >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
                 break;
             }
-            let n = match sock.recv(&mut buf) {
-                Ok(n) => n,
+            let (n, segment) = match recv_coalesced(&sock, &mut buf) {
+                Ok(v) => v,
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
                 // ICMP errors from our own earlier sends surface here; they are not data.
                 Err(_) => continue,
             };
             let now = realtime_ns();
-            let Some(h) = parse_cellperf(&buf[..n]) else {
-                out.foreign += 1;
-                continue;
-            };
-            if h.seq >= max_count {
-                out.foreign += 1;
-                continue;
-            }
-            let i = h.seq as usize;
-            if i >= recv_ns.len() {
-                recv_ns.resize(i + 1, i64::MIN);
-                hdr_send_ns.resize(i + 1, i64::MIN);
-                sizes.resize(i + 1, 0);
-            }
-            if recv_ns[i] != i64::MIN {
-                out.duplicates += 1;
-                continue;
-            }
-            recv_ns[i] = now;
-            hdr_send_ns[i] = h.send_ns;
-            sizes[i] = n as u32;
-            unique += 1;
-            ctl.packets_received.fetch_add(1, Ordering::Relaxed);
-            ctl.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
-            ctl.last_seq.store(h.seq, Ordering::Relaxed);
-            ctl.last_recv_ns.store(now, Ordering::Relaxed);
-            if echo && n >= CELLPERF_HEADER_LEN {
-                let send_ns = realtime_ns();
-                write_cellperf(&mut buf[..n], h.seq, send_ns);
-                if send_retrying(&sock, &buf[..n]).is_ok() {
-                    out.echoed.push(Record { seq: h.seq, send_ns: Some(send_ns), recv_ns: None, bytes: n as u32 });
+            let (mut got, mut got_bytes) = (0u64, 0u64);
+            for d in buf[..n].chunks_mut(segment.max(1)) {
+                let Some(h) = parse_cellperf(d) else {
+                    out.foreign += 1;
+                    continue;
+                };
+                if h.seq >= max_count {
+                    out.foreign += 1;
+                    continue;
                 }
+                let i = h.seq as usize;
+                if i >= recv_ns.len() {
+                    recv_ns.resize(i + 1, i64::MIN);
+                    hdr_send_ns.resize(i + 1, i64::MIN);
+                    sizes.resize(i + 1, 0);
+                }
+                if recv_ns[i] != i64::MIN {
+                    out.duplicates += 1;
+                    continue;
+                }
+                recv_ns[i] = now;
+                hdr_send_ns[i] = h.send_ns;
+                sizes[i] = d.len() as u32;
+                unique += 1;
+                got += 1;
+                got_bytes += d.len() as u64;
+                ctl.last_seq.store(h.seq, Ordering::Relaxed);
+                if echo && d.len() >= CELLPERF_HEADER_LEN {
+                    let send_ns = realtime_ns();
+                    write_cellperf(d, h.seq, send_ns);
+                    if send_retrying(&sock, d).is_ok() {
+                        out.echoed.push(Record { seq: h.seq, send_ns: Some(send_ns), recv_ns: None, bytes: d.len() as u32 });
+                    }
+                }
+            }
+            if got > 0 {
+                ctl.packets_received.fetch_add(got, Ordering::Relaxed);
+                ctl.bytes_received.fetch_add(got_bytes, Ordering::Relaxed);
+                ctl.last_recv_ns.store(now, Ordering::Relaxed);
             }
         }
         out.received = (0..recv_ns.len())
@@ -279,6 +415,30 @@ mod tests {
         }
         // Sequence numbers and send times survive the trip.
         assert_eq!(at_echo.received[17].send_ns, sent.records[17].send_ns);
+    }
+
+    /// A sender far behind its schedule sends in GSO batches: the kernel cuts each into
+    /// datagrams with their own headers, and the (GRO) receiver gets every one, once, whole.
+    #[test]
+    fn batched_sends_arrive_as_separate_datagrams() {
+        let (a, b) = pair();
+        // 3 MB: less than the receive buffer holds, so nothing is dropped even if the receiver
+        // thread does not run until the end.
+        let spec = UdpSpec { direction: Direction::Up, payload_bytes: 1000, interval_ns: 1, count: 3000, drain_ms: 2000 };
+        let ctl = ReceiveControl::new();
+        let rx = spawn_receiver(b, spec.count, false, ctl.clone());
+        let sent = spawn_sender(a, spec.clone(), mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        assert!(sent.error.is_none(), "{:?}", sent.error);
+        ctl.peer_done(sent.records.len() as u64, 2000);
+        let got = rx.join().unwrap();
+        // Batches share one send time: far fewer distinct times than packets.
+        let mut times: Vec<i64> = sent.records.iter().map(|r| r.send_ns.unwrap()).collect();
+        times.dedup();
+        assert!(times.len() * 4 < sent.records.len(), "{} send times for {} packets", times.len(), sent.records.len());
+        assert_eq!(sent.records.iter().map(|r| r.seq).collect::<Vec<_>>(), (0..sent.records.len() as u64).collect::<Vec<_>>());
+        assert_eq!((got.duplicates, got.foreign), (0, 0));
+        assert_eq!(got.received.len(), 3000);
+        assert!(got.received.iter().all(|r| r.bytes == 1000 && r.send_ns == sent.records[r.seq as usize].send_ns));
     }
 
     #[test]

@@ -224,3 +224,15 @@ fn tcp_data_connection_from_a_third_address_gets_no_data() {
     }
     assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 1);
 }
+
+/// A probe's `send_done` may arrive after the server already reported (its TCP data ended
+/// first): between tests it is ignored, and the next request on the connection is served.
+#[test]
+fn late_send_done_between_tests_is_ignored() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    send_message(&mut c, &Message::SendDone { packets_sent: 0 }).unwrap();
+    send_message(&mut c, &Message::TimeRequest { t1_ns: 7 }).unwrap();
+    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::TimeReply { t1_ns: 7, .. }));
+    assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 0);
+}
