@@ -26,12 +26,12 @@ CELLPERF = [_CELLPERF]
 
 
 class Server:
-    def __init__(self, tmp: Path, *args: str):
+    def __init__(self, tmp: Path, *args: str, listen: str = "127.0.0.1:0"):
         self.token_file = tmp / "token"
         self.token_file.write_bytes(TOKEN + b"\n")
         self.log_dir = tmp / "server-logs"
         cmd = [
-            *CELLPERF, "server", "--listen", "127.0.0.1:0", "--token-file", str(self.token_file),
+            *CELLPERF, "server", "--listen", listen, "--token-file", str(self.token_file),
             "--log-dir", str(self.log_dir), "--json", *args,
         ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -173,6 +173,12 @@ def test_tcp_bulk_and_window_sweep(server):
     doc = _json(server.probe("-t", "tcp-bulk", "--duration", "1", "--congestion", "cubic", "--json"))
     assert doc["throughput_bps"] > 50e6 and doc["congestion"] == "cubic"
     assert doc["rtt_ms"]["median"] > 0 and doc["packets_sent"] > 0
+    # Byte budget split over two streams, MSS and window fixed before the handshake.
+    doc = _json(server.probe("-t", "tcp-bulk", "--direction", "down", "--bytes", "8M", "--mss", "1200", "-P", "2",
+                             "--window", "256K", "--json"))
+    assert doc["bytes_received"] == 8 * 2**20 and doc["window_bytes"] == 262144
+    assert 1100 < doc["mss"] <= 1200  # minus TCP options
+    assert doc["packets_received"] >= 8 * 2**20 / doc["mss"]
     doc = _json(server.probe("-t", "window-sweep", "--windows", "16K,256K", "--duration", "0.5", "--json"))
     assert [r["window_bytes"] for r in doc["sweep"]] == [16384, 262144]
     assert doc["bdp"]["bdp_bytes"] > 0 and doc["bdp"]["rwin_bdp_bytes"] % doc["bdp"]["mss"] == 0
@@ -193,6 +199,10 @@ def test_over_limit_request_is_refused(tmp_path):
         assert r.returncode == 1 and "--max-rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
         r = s.probe("-t", "tcp-bulk", "--duration", "10")
         assert r.returncode == 1 and "--max-duration" in r.stderr
+        # TCP the server sends is paced to --max-rate by the kernel (no amplification by TCP);
+        # only the initial window (10 segments of loopback's 64 KiB MSS) leaves unpaced.
+        doc = _json(s.probe("-t", "tcp-bulk", "--direction", "down", "--duration", "3", "--json"))
+        assert 0.5e6 < doc["throughput_bps"] < 1.5e6, doc["throughput_bps"]
     finally:
         s.stop()
 
@@ -262,3 +272,57 @@ def test_server_vanishing_mid_test_keeps_the_log(server, tmp_path):
     rows = pq.read_table(log)
     # About 2 s of 1 Mb/s in 1460 B packets arrived before the server died.
     assert 100 < rows.num_rows < 428
+
+
+def test_ipv6_control_and_data(tmp_path):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this host")
+    try:
+        with socket.socket(socket.AF_INET6) as probe_v6:
+            probe_v6.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback address")
+    s = Server(tmp_path, listen="[::1]:0")
+    try:
+        assert s.address.startswith("[::1]:")
+        doc = _json(s.probe("-t", "udp-cbr", "--direction", "both", "--rate", "1M", "--duration", "1", "--json"))
+        n = round(1 / (1460 * 8 / 1e6))
+        assert doc["streams"]["up"]["packets_received"] == n and doc["streams"]["down"]["packets_received"] == n
+        doc = _json(s.probe("-t", "tcp-bulk", "--direction", "down", "--duration", "0.5", "--json"))
+        assert doc["throughput_bps"] > 10e6
+    finally:
+        s.stop()
+
+
+def test_probe_vanishing_mid_test_keeps_the_server_log_and_the_server(server, tmp_path):
+    cmd = [*CELLPERF, "probe", server.address, "--token-file", str(server.token_file), "-t", "udp-cbr",
+           "--rate", "1M", "--duration", "5"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.5)
+    p.kill()
+    p.wait(timeout=10)
+    # The server notices the closed control connection, writes what it received, and serves on.
+    deadline = time.monotonic() + 15
+    while not list(server.log_dir.glob("*.csv")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (log,) = server.log_dir.glob("*.csv")
+    rows = pacsv.read_csv(log)
+    # At most 2.5 s (less the start-up) of 1 Mb/s in 1460 B packets, all received by the server.
+    assert 100 < rows.num_rows < 428
+    assert set(rows.column("direction").to_pylist()) == {"up"}
+    doc = _json(server.probe("-t", "min-delay", "--duration", "0.5", "--json"))
+    assert doc["packets_received"] in (12, 13)
+
+
+def test_live_progress_each_second_and_stop_on_request(server):
+    seen: list[dict] = []
+    r = run_probe(server.address, TOKEN, "udp-cbr", {"rate_bps": 2e6, "duration_s": 2.5, "direction": "down"}, seen.append)
+    assert r.error is None and len(seen) >= 2
+    # Once a second: the rate received in that second and the loss so far.
+    assert [round(p["elapsed_s"]) for p in seen[:2]] == [1, 2], seen
+    assert all(1e6 < p["rate_bps"] < 3e6 and 0.0 <= p["loss_rate"] < 0.5 for p in seen[:2]), seen
+    # A callback returning False interrupts the test; the packets so far are kept.
+    r = run_probe(server.address, TOKEN, "udp-cbr", {"rate_bps": 1e6, "duration_s": 5, "direction": "down"},
+                  lambda p: False)
+    assert r.error == "interrupted"
+    assert 0 < r.log.num_rows < 428
