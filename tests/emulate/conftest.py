@@ -36,19 +36,51 @@ def traces() -> Path:
     return TRACES
 
 
+#: Process ids of the emulators the running test started (see `leftovers`).
+STARTED: list[int] = []
+
+
 def emulate(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Runs `cellperf emulate ARGS` and returns the finished process (text output)."""
-    return subprocess.run([*CELLPERF, "emulate", *args], capture_output=True, text=True, timeout=timeout)
+    proc = start_emulate(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # SIGTERM: the emulator ends its command and removes its namespaces (a SIGKILL would
+        # leave the command holding the output pipes).
+        proc.terminate()
+        proc.communicate(timeout=30)
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def leftovers() -> tuple[str, str]:
-    """Namespaces and interfaces of the emulator still present on the machine."""
+def start_emulate(*args: str, **popen) -> subprocess.Popen:
+    """Starts `cellperf emulate ARGS` (text mode) and records its process id."""
+    proc = subprocess.Popen([*CELLPERF, "emulate", *args], text=True, **popen)
+    STARTED.append(proc.pid)
+    return proc
+
+
+def leftovers(pid: int) -> tuple[str, str]:
+    """Namespaces and host-side interfaces that the emulator process `pid` created and that
+    still exist. Only that emulator's: its process id is in every name it gives
+    (`cpemu<PID>-<k>`, `cpm<PID>u<k>`, `cpc<PID>u<k>`), and other emulators (other tests, a
+    campaign) may be running at the same time."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     return (
-        "\n".join(l for l in ns.splitlines() if l.startswith("cpemu")),
-        "\n".join(l for l in links.splitlines() if ": cpc" in l or ": cpm" in l),
+        "\n".join(l for l in ns.splitlines() if l.startswith(f"cpemu{pid}-")),
+        "\n".join(l for l in links.splitlines() if f": cpc{pid}u" in l or f": cpm{pid}u" in l),
     )
+
+
+@pytest.fixture
+def nothing_left_behind():
+    """After the test: none of the emulators it started left a namespace or interface."""
+    STARTED.clear()
+    yield
+    left = {pid: leftovers(pid) for pid in STARTED}
+    assert all(v == ("", "") for v in left.values()), left
 
 
 def free_port() -> int:
@@ -63,7 +95,11 @@ class Iperf3Server:
             pytest.skip("iperf3 not installed")
         self.port = port
         self.proc = subprocess.Popen(["iperf3", "-s", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.3)
+        # Ready when it listens (a fixed sleep is too short on a loaded machine).
+        deadline = time.time() + 10
+        while f":{port} " not in subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout:
+            assert time.time() < deadline and self.proc.poll() is None, f"iperf3 -s -p {port} did not start"
+            time.sleep(0.05)
 
     def close(self):
         self.proc.terminate()

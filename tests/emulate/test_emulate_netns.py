@@ -10,15 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from tests.emulate.conftest import CELLPERF, emulate, iperf3_json, leftovers, read_pcap, udp_packets
+from tests.emulate.conftest import STARTED, emulate, iperf3_json, leftovers, read_pcap, start_emulate, udp_packets
 
-pytestmark = pytest.mark.netns
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_behind():
-    yield
-    assert leftovers() == ("", "")
+pytestmark = [pytest.mark.netns, pytest.mark.usefixtures("nothing_left_behind")]
 
 
 def test_constant_rate_tcp_throughput_within_5_percent(iperf3_server):
@@ -99,12 +93,13 @@ def _anticorrelated(path, first_good: bool):
 
 @pytest.mark.parametrize("scheduler", ["pf", "rr"])
 def test_shared_cell_two_users(tmp_path, iperf3_server, scheduler, request):
-    base = 5300 + (0 if scheduler == "pf" else 10)
-    iperf3_server(base), iperf3_server(base + 1)
+    # One iperf3 server per user, on free ports (other tests may run iperf3 at the same time).
+    ports = [iperf3_server().port for _ in range(2)]
     a, b = _anticorrelated(tmp_path / "a", True), _anticorrelated(tmp_path / "b", False)
     p = emulate("--users", "2", "--scheduler", scheduler, "--downlink", a, "--downlink", b, "--uplink", "10mbit",
                 "--queue", "packets=300", "--json", "--", "sh", "-c",
-                f"iperf3 -c $CELLPERF_CN -p $(({base}+CELLPERF_USER)) -R -t 12 -O 2 -J > {tmp_path}/u$CELLPERF_USER.json")
+                f"set -- {ports[0]} {ports[1]}; shift $CELLPERF_USER; "
+                f"iperf3 -c $CELLPERF_CN -p $1 -R -t 12 -O 2 -J > {tmp_path}/u$CELLPERF_USER.json")
     assert p.returncode == 0, p.stderr
     import json
     rates = [json.loads((tmp_path / f"u{i}.json").read_text())["end"]["sum_received"]["bits_per_second"] for i in (0, 1)]
@@ -166,19 +161,18 @@ def test_bad_inputs_are_one_line_and_leave_nothing(tmp_path):
         assert p.returncode == 1, (args, p.stderr)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("cellperf: error:") and needle in lines[0], (args, p.stderr)
-        assert leftovers() == ("", "")
+        assert leftovers(STARTED[-1]) == ("", "")
 
 
 def test_command_failure_and_ctrl_c_clean_up():
     p = emulate("--downlink", "1mbit", "--uplink", "1mbit", "--", "sh", "-c", "exit 3")
     assert p.returncode == 3
-    proc = subprocess.Popen([*CELLPERF, "emulate", "--downlink", "1mbit", "--uplink", "1mbit", "--", "sleep", "30"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_emulate("--downlink", "1mbit", "--uplink", "1mbit", "--", "sleep", "30", stderr=subprocess.PIPE)
     deadline = time.time() + 10
-    while leftovers()[0] == "" and time.time() < deadline:
+    while leftovers(proc.pid)[0] == "" and time.time() < deadline:
         time.sleep(0.1)
-    assert leftovers()[0] != ""
+    assert leftovers(proc.pid)[0] != ""
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
-    assert leftovers() == ("", "")
+    assert leftovers(proc.pid) == ("", "")
