@@ -133,6 +133,16 @@ def read_pcap(path: Path) -> list[tuple[float, bytes]]:
     return out
 
 
+def ip_fields(packet: bytes) -> tuple[int, str, str, int, int]:
+    """(IP version, source, destination, TTL or hop limit, protocol or next header) of a raw
+    IPv4/IPv6 packet."""
+    version = packet[0] >> 4
+    if version == 4:
+        return 4, socket.inet_ntop(socket.AF_INET, packet[12:16]), socket.inet_ntop(socket.AF_INET, packet[16:20]), packet[8], packet[9]
+    assert version == 6, packet[:4]
+    return 6, socket.inet_ntop(socket.AF_INET6, packet[8:24]), socket.inet_ntop(socket.AF_INET6, packet[24:40]), packet[7], packet[6]
+
+
 def udp_packets(records, dport: int | None = None):
     """(time, ip packet) of IPv4 UDP packets (to `dport` if given)."""
     out = []

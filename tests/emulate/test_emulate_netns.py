@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import subprocess
@@ -10,31 +11,70 @@ import time
 import numpy as np
 import pytest
 
-from tests.emulate.conftest import STARTED, emulate, iperf3_json, leftovers, read_pcap, start_emulate, udp_packets
+from tests.emulate.conftest import CELLPERF, STARTED, ip_fields, emulate, iperf3_json, leftovers, read_pcap, start_emulate, udp_packets
 
 pytestmark = [pytest.mark.netns, pytest.mark.usefixtures("nothing_left_behind")]
 
 
-def test_constant_rate_tcp_throughput_within_5_percent(iperf3_server):
+#: Both address families cross the same link: (ping/iperf3 flag, the CN address's variable,
+#: TCP payload of a 1500-byte packet with timestamps on: 1500 - IP header - 32).
+FAMILIES = {"ipv4": ("-4", "$CELLPERF_CN", 1448), "ipv6": ("-6", "$CELLPERF_CN6", 1428)}
+
+
+def _addresses(p: subprocess.CompletedProcess, family: str) -> tuple[str, str]:
+    """(MN, CN) address of user 0 in the emulator's --json statistics (the last line of its
+    output, after the command's)."""
+    stats = json.loads(p.stdout.strip().splitlines()[-1])
+    suffix = "6" if family == "ipv6" else ""
+    return stats[f"mn_addrs{suffix}"][0], stats[f"cn_addrs{suffix}"][0]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_constant_rate_tcp_throughput_within_5_percent(tmp_path, iperf3_server, family):
+    flag, cn_var, payload = FAMILIES[family]
     srv = iperf3_server()
-    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--queue", "packets=200", "--",
-                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-R", "-t", "8", "-O", "2", "-J")
-    got = iperf3_json(p)["end"]["sum_received"]["bits_per_second"]
-    # Goodput of 1500-byte packets carrying 1448 bytes of TCP payload (timestamps on).
-    expected = 10e6 * 1448 / 1500
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--queue", "packets=200", "--pcap-dir", str(tmp_path),
+                "--json", "--", "iperf3", flag, "-c", cn_var, "-p", str(srv.port), "-R", "-t", "8", "-O", "2", "-J",
+                "--logfile", str(tmp_path / "iperf3.json"))
+    assert p.returncode == 0, p.stderr
+    got = json.loads((tmp_path / "iperf3.json").read_text())["end"]["sum_received"]["bits_per_second"]
+    expected = 10e6 * payload / 1500
     assert abs(got / expected - 1) < 0.05, got
+    # Nothing of this family but the test's TCP packets crosses the link: for IPv6 no router
+    # solicitation, MLD report or neighbour discovery either.
+    mn, cn = _addresses(p, family)
+    version = int(flag[1])
+    for side in ("mn", "cn"):
+        fields = {(proto, frozenset((src, dst))) for v, src, dst, _, proto in
+                  (ip_fields(pkt) for _, pkt in read_pcap(tmp_path / f"{side}.pcap")) if v == version}
+        assert fields == {(6, frozenset((mn, cn)))}, (side, fields)
+    # The analysis reads the two captures as one two-sided run: the data flow is downlink
+    # (told by the hop limit), its packets matched across the link.
+    report = json.loads(subprocess.run([*CELLPERF, "analyze", "--mn", str(tmp_path / "mn.pcap"), "--cn", str(tmp_path / "cn.pcap"),
+                                        "--synced-clocks", "--json"], capture_output=True, text=True, check=True).stdout)
+    data = max(report["flows"], key=lambda f: f["bytes"])
+    assert (data["src"], data["dst"], data["direction"], data["direction_basis"]) == (cn, mn, "downlink", "ttl")
+    assert data["seen_at"] == ["mn", "cn"] and data["retransmissions"]["method"] == "two-sided"
+    assert data["tcp"]["data_matched"] >= 0.99 * data["tcp"]["data_packets"], data["tcp"]
 
 
-def test_delay_gives_ping_rtt_of_twice_the_delay():
-    p = emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
-                "ping", "-c", "20", "-i", "0.05", "$CELLPERF_CN")
+def _ping_rtts(p: subprocess.CompletedProcess) -> tuple[float, float, float]:
+    """min, avg and max RTT (ms) from ping's summary line."""
     assert p.returncode == 0, p.stderr
     line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
     rtt_min, rtt_avg, rtt_max = (float(x) for x in line.split("=")[1].split("/")[:3])
+    return rtt_min, rtt_avg, rtt_max
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_delay_gives_ping_rtt_of_twice_the_delay(family):
+    flag, cn_var, _ = FAMILIES[family]
+    rtt_min, rtt_avg, rtt_max = _ping_rtts(emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
+                                                   "ping", flag, "-c", "20", "-i", "0.05", cn_var))
     # RTT = 2 × delay within 1 ms: never below it, and on average within 1 ms of it. The
     # maximum is only bounded loosely: one ping of 20 may meet a scheduling hiccup of the
     # host (seen once at 51.1 ms in CI), which is not the emulator's delay.
-    assert 50.0 <= rtt_min and rtt_avg <= 51.0 and rtt_max <= 55.0, line
+    assert 50.0 <= rtt_min and rtt_avg <= 51.0 and rtt_max <= 55.0, (rtt_min, rtt_avg, rtt_max)
 
 
 def test_loss_within_binomial_bounds(iperf3_server):
@@ -54,9 +94,8 @@ def test_drop_tail_bounds_queueing_delay_at_buffer_over_rate(tmp_path, iperf3_se
            f"ping -c 20 -i 0.1 $CELLPERF_CN; wait")
     p = emulate("--downlink", "50mbit", "--uplink", "2mbit", "--queue", "bytes=50000", "--", "sh", "-c", cmd)
     assert p.returncode == 0, p.stderr
-    line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
-    rtt_max = float(line.split("=")[1].split("/")[2])
-    assert 180 <= rtt_max <= 215, line
+    rtt_max = _ping_rtts(p)[2]
+    assert 180 <= rtt_max <= 215, rtt_max
 
 
 def test_outage_shows_as_a_gap_of_its_duration(tmp_path, iperf3_server):
@@ -72,16 +111,45 @@ def test_outage_shows_as_a_gap_of_its_duration(tmp_path, iperf3_server):
     assert np.sort(gaps)[-2] < 0.1
 
 
-def test_ttl_decremented_once_across_the_link(tmp_path):
-    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--pcap-dir", str(tmp_path), "--",
-                "ping", "-c", "3", "-i", "0.2", "$CELLPERF_CN")
-    assert p.returncode == 0
-    mn, cn = read_pcap(tmp_path / "mn.pcap"), read_pcap(tmp_path / "cn.pcap")
-    assert len(mn) == len(cn) == 6
-    ttl = lambda recs, src_last: [r[1][8] for r in recs if r[1][15] == src_last]
-    # Requests leave the MN (.2) with 64 and reach the CN side with 63; replies the reverse.
-    assert ttl(mn, 2) == [64] * 3 and ttl(cn, 2) == [63] * 3
-    assert ttl(cn, 1) == [64] * 3 and ttl(mn, 1) == [63] * 3
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ttl_decremented_once_across_the_link(tmp_path, family):
+    flag, cn_var, _ = FAMILIES[family]
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--pcap-dir", str(tmp_path), "--json", "--",
+                "ping", flag, "-c", "3", "-i", "0.2", cn_var)
+    assert p.returncode == 0, p.stderr
+    mn_addr, _ = _addresses(p, family)
+    mn = [ip_fields(pkt) for _, pkt in read_pcap(tmp_path / "mn.pcap")]
+    cn = [ip_fields(pkt) for _, pkt in read_pcap(tmp_path / "cn.pcap")]
+    # The 3 requests and 3 replies, nothing else (no IPv6 router solicitation or MLD report).
+    assert len(mn) == len(cn) == 6 and {f[0] for f in mn + cn} == {int(flag[1])}
+    ttl = lambda fields, from_mn: [f[3] for f in fields if (f[1] == mn_addr) == from_mn]
+    # Requests leave the MN with 64 and reach the CN side with 63; replies the reverse.
+    assert ttl(mn, True) == [64] * 3 and ttl(cn, True) == [63] * 3
+    assert ttl(cn, False) == [64] * 3 and ttl(mn, False) == [63] * 3
+
+
+def test_probe_over_ipv6(tmp_path):
+    """`cellperf probe` at the CN's IPv6 address: a UDP stream down the emulated link, its
+    one-way delay the link's delay plus one packet's transmission time."""
+    token = tmp_path / "token"
+    token.write_text("emulate-test-token-0123456789\n")
+    token.chmod(0o600)
+    server = subprocess.Popen([*CELLPERF, "server", "--listen", "[::]:0", "--token-file", str(token), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1]
+        p = emulate("--downlink", "2mbit", "--uplink", "1mbit", "--delay", "20", "--", *CELLPERF, "probe",
+                    f"[$CELLPERF_CN6]:{port}", "-t", "udp-cbr", "--rate", "500k", "--duration", "3", "--direction", "down",
+                    "--token-file", str(token), "--json")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=10)
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout.strip().splitlines()[0])
+    assert result["server"].startswith("[fd00:cbf:") and result["direction"] == "down"
+    assert result["packets_sent"] == result["packets_received"] > 100
+    # 20 ms plus 1508 bytes (1460 payload + UDP + IPv6 headers) at 2 Mb/s = 6.03 ms.
+    assert 26.0 <= result["owd_ms"]["min"] <= 27.5, result["owd_ms"]
 
 
 def _anticorrelated(path, first_good: bool):
@@ -101,7 +169,6 @@ def test_shared_cell_two_users(tmp_path, iperf3_server, scheduler, request):
                 f"set -- {ports[0]} {ports[1]}; shift $CELLPERF_USER; "
                 f"iperf3 -c $CELLPERF_CN -p $1 -R -t 12 -O 2 -J > {tmp_path}/u$CELLPERF_USER.json")
     assert p.returncode == 0, p.stderr
-    import json
     rates = [json.loads((tmp_path / f"u{i}.json").read_text())["end"]["sum_received"]["bits_per_second"] for i in (0, 1)]
     request.config.cache.set(f"emulate/cell/{scheduler}", rates)
     jain = sum(rates) ** 2 / (2 * sum(r * r for r in rates))

@@ -50,12 +50,14 @@ def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages,
 
     Packets cross the link through TUN devices: the uplink and downlink are independent
     trace-driven bottlenecks with their own queue, loss and delay. The command finds the host
-    side of the link in $CELLPERF_CN (reach a server started outside the emulator there).
+    side of the link in $CELLPERF_CN, or $CELLPERF_CN6 over IPv6 (reach a server started
+    outside the emulator there).
     Needs root. Everything it creates is removed when it ends.
 
     \b
     Examples:
       sudo cellperf emulate --profile wibro-stationary -- ping -c 5 '$CELLPERF_CN'
+      sudo cellperf emulate --profile hsdpa-mobile -- iperf3 -6 -c '$CELLPERF_CN6' -R
       sudo cellperf emulate --downlink Verizon-LTE-short.down --uplink Verizon-LTE-short.up \\
            --delay 20 --pcap-dir run1 -- sh -c 'iperf3 -c $CELLPERF_CN -R -t 10'
       sudo cellperf emulate --downlink 10mbit --uplink 2mbit --queue packets=100 --loss 1%

@@ -20,8 +20,13 @@ from cellperf.errors import UserError
 
 NETNS_PREFIX = "cpemu"
 LOCK_PATH = "/run/cellperf-emulate.lock"
-# Link addresses come from 10.231.0.0/16, one /24 per emulator, one /30 per user.
+# The address block the next emulator tries first (see `plan_users`).
+NEXT_BLOCK_PATH = "/run/cellperf-emulate.next-block"
+# Link addresses come from 10.231.0.0/16, one /24 per emulator, one /30 per user. The IPv6
+# addresses follow from the IPv4 block (so one allocation, under one lock, serves both): the
+# emulator holding 10.231.B.0/24 gives user k the ULA prefix fd00:cbf:B:k::/64, CN ::1, MN ::2.
 ADDRESS_POOL = ipaddress.ip_network("10.231.0.0/16")
+IPV6_PREFIX = "fd00:cbf"
 MAX_USERS = 63
 
 
@@ -33,6 +38,8 @@ class UserNet:
     cn_tun: str
     mn_addr: str
     cn_addr: str
+    mn_addr6: str
+    cn_addr6: str
 
     def spec(self) -> dict:
         return {"mn_netns": f"/run/netns/{self.netns}", "mn_tun": self.mn_tun, "cn_tun": self.cn_tun}
@@ -81,16 +88,37 @@ def plan_users(users: int) -> list[UserNet]:
     """Names and addresses for `users` users (call under `Lock`)."""
     if not 1 <= users <= MAX_USERS:
         raise UserError(f"--users: must be between 1 and {MAX_USERS}, got {users}")
+    # Blocks are taken in turn, not lowest first: a host-side peer of the previous run may still
+    # retransmit to its MN address (a FIN, a last ACK) for seconds, and it would cross the next
+    # run's link, and appear in its captures, if that run had the same addresses.
     used = _used_subnets()
-    subnet = next((s for s in ADDRESS_POOL.subnets(new_prefix=24) if s not in used), None)
-    if subnet is None:
+    blocks = list(ADDRESS_POOL.subnets(new_prefix=24))
+    first = _next_block()
+    block = next((b % len(blocks) for b in range(first, first + len(blocks)) if blocks[b % len(blocks)] not in used), None)
+    if block is None:
         raise UserError("no free address block left in 10.231.0.0/16 for the emulated link")
+    subnet = blocks[block]
+    try:
+        with open(NEXT_BLOCK_PATH, "w") as f:
+            f.write(f"{(block + 1) % len(blocks)}\n")
+    except OSError:
+        pass  # only the order of allocation suffers
     pid = os.getpid()
     out = []
     for k in range(users):
         base = subnet.network_address + 4 * k
-        out.append(UserNet(k, f"{NETNS_PREFIX}{pid}-{k}", f"cpm{pid}u{k}", f"cpc{pid}u{k}", str(base + 2), str(base + 1)))
+        prefix6 = ipaddress.ip_network(f"{IPV6_PREFIX}:{block:x}:{k:x}::/64")
+        out.append(UserNet(k, f"{NETNS_PREFIX}{pid}-{k}", f"cpm{pid}u{k}", f"cpc{pid}u{k}", str(base + 2), str(base + 1),
+                           str(prefix6[2]), str(prefix6[1])))
     return out
+
+
+def _next_block() -> int:
+    try:
+        with open(NEXT_BLOCK_PATH) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 0
 
 
 def create_netns(u: UserNet) -> None:
@@ -98,23 +126,23 @@ def create_netns(u: UserNet) -> None:
     ip("-n", u.netns, "link", "set", "lo", "up")
 
 
-def _disable_ipv6(netns: str | None, dev: str) -> None:
-    # Keeps router solicitations and MLD reports of the new interfaces out of the captures.
-    cmd = ["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"]
-    if netns:
-        cmd = ["ip", "netns", "exec", netns, *cmd]
-    subprocess.run(cmd, capture_output=True)
-
-
 def configure(u: UserNet) -> None:
-    """Addresses and routes once the emulator has created the TUN devices."""
-    _disable_ipv6(None, u.cn_tun)
-    _disable_ipv6(u.netns, u.mn_tun)
-    ip("addr", "add", u.cn_addr, "peer", f"{u.mn_addr}/32", "dev", u.cn_tun)
-    ip("link", "set", u.cn_tun, "up")
-    ip("-n", u.netns, "addr", "add", u.mn_addr, "peer", f"{u.cn_addr}/32", "dev", u.mn_tun)
-    ip("-n", u.netns, "link", "set", u.mn_tun, "up")
+    """Addresses and routes (IPv4 and IPv6) once the emulator has created the TUN devices.
+
+    Only the link's own traffic should appear in the captures. The devices get no IPv6
+    link-local address (`addrgenmode none`): without one the kernel sends no router
+    solicitation and no MLD report, and a TUN device (no ARP) joins no solicited-node group.
+    The ULA addresses skip duplicate address detection (`nodad`): nobody else is on the link.
+    """
+    for ns, dev, local, peer in ((None, u.cn_tun, u.cn_addr, u.mn_addr), (u.netns, u.mn_tun, u.mn_addr, u.cn_addr)):
+        at = ("-n", ns) if ns else ()
+        ip(*at, "link", "set", dev, "addrgenmode", "none")
+        ip(*at, "addr", "add", local, "peer", f"{peer}/32", "dev", dev)
+        ip(*at, "link", "set", dev, "up")
+    ip("-6", "addr", "add", f"{u.cn_addr6}/64", "dev", u.cn_tun, "nodad")
+    ip("-n", u.netns, "-6", "addr", "add", f"{u.mn_addr6}/64", "dev", u.mn_tun, "nodad")
     ip("-n", u.netns, "route", "add", "default", "dev", u.mn_tun)
+    ip("-n", u.netns, "-6", "route", "add", "default", "dev", u.mn_tun)
 
 
 def delete_netns(netns: str) -> None:

@@ -23,6 +23,8 @@ class EmulationResult:
     stats: dict
     cn_addrs: list[str]
     mn_addrs: list[str]
+    cn_addrs6: list[str] = field(default_factory=list)
+    mn_addrs6: list[str] = field(default_factory=list)
     captures: dict[str, str] = field(default_factory=dict)
     radio_log: str | None = None
 
@@ -35,6 +37,8 @@ class EmulationResult:
             "exit_codes": self.exit_codes,
             "cn_addrs": self.cn_addrs,
             "mn_addrs": self.mn_addrs,
+            "cn_addrs6": self.cn_addrs6,
+            "mn_addrs6": self.mn_addrs6,
             "captures": self.captures,
             "radio_log": self.radio_log,
             **self.stats,
@@ -64,7 +68,7 @@ def check_environment(command: list[str]) -> None:
 def run_emulation(config: EmulationConfig, command: list[str], *, interactive: bool = False) -> EmulationResult:
     """Runs `command` in each user's namespace behind the emulated link and returns when all
     have exited. `$CELLPERF_CN` holds the host-side address, `$CELLPERF_MN` the namespace's
-    own, `$CELLPERF_USER` the user index."""
+    own (`$CELLPERF_CN6`, `$CELLPERF_MN6`: their IPv6 twins), `$CELLPERF_USER` the user index."""
     check_environment(command)
     config.check()
     if config.pcap_dir:
@@ -99,7 +103,8 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
         thread = threading.Thread(target=forward, name="cellperf-link", daemon=True)
         thread.start()
         for u in users:
-            values = {"CELLPERF_CN": u.cn_addr, "CELLPERF_MN": u.mn_addr, "CELLPERF_USER": str(u.index)}
+            values = {"CELLPERF_CN": u.cn_addr, "CELLPERF_MN": u.mn_addr, "CELLPERF_CN6": u.cn_addr6,
+                      "CELLPERF_MN6": u.mn_addr6, "CELLPERF_USER": str(u.index)}
             env = dict(os.environ, **values)
             procs.append(
                 subprocess.Popen(
@@ -138,6 +143,8 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
         stats=json.loads(result) if result else {},
         cn_addrs=[u.cn_addr for u in users],
         mn_addrs=[u.mn_addr for u in users],
+        cn_addrs6=[u.cn_addr6 for u in users],
+        mn_addrs6=[u.mn_addr6 for u in users],
         captures=captures,
         radio_log=config.radio_log,
     )
@@ -145,10 +152,12 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
 
 def _substitute(command: list[str], values: dict[str, str]) -> list[str]:
     """Expands a quoted `$CELLPERF_CN` (etc.) in the arguments, so `ping '$CELLPERF_CN'` works
-    without a shell."""
+    without a shell. Longer names first: `$CELLPERF_CN6` is not `$CELLPERF_CN` followed by 6."""
     out = []
+    names = sorted(values, key=len, reverse=True)
     for arg in command:
-        for name, value in values.items():
+        for name in names:
+            value = values[name]
             arg = arg.replace("${" + name + "}", value).replace("$" + name, value)
         out.append(arg)
     return out
