@@ -3,8 +3,8 @@
 Each module in `cellperf/commands/` defines a click command named `command`; the group
 finds them by listing the package, so adding a subcommand touches one new file only.
 
-Exit status: 0 success, 1 a problem with the input or environment (one line on stderr),
-2 a usage error (unknown option, missing argument).
+Exit status: 0 success, 1 a problem with the input or environment, 2 a usage error
+(unknown option, missing argument); either error is one line on stderr.
 """
 
 from __future__ import annotations
@@ -54,8 +54,13 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("cellperf: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as e:
+        # One line, like every other error; the command's --help has the usage.
+        command = e.ctx.command_path if e.ctx is not None else "cellperf"
+        click.echo(f"cellperf: error: {e.format_message()} (see '{command} --help')", err=True)
+        sys.exit(e.exit_code)
     except click.ClickException as e:
-        e.show()
+        click.echo(f"cellperf: error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
