@@ -6,10 +6,15 @@ Measured in one run on this machine:
      queue): Mb/s, packets/s, CPU seconds per second of each direction's thread;
   2. the same iperf3 runs over a veth pair between two namespaces (the kernel forwarding
      by itself, the peer) and the ratio emulator / veth;
-  3. release-time error (write time − due time from the model) percentiles at 100 Mb/s.
+  3. release-time error (write time − due time from the model) percentiles at 100 Mb/s;
+  4. with --mahimahi-scripts DIR (mahimahi's `scripts/` folder, e.g. of a checkout of
+     github.com/ravinet/mahimahi; not part of cellperf): the event logs of a TCP download over
+     a public LTE trace read by mahimahi's own mm-throughput-graph and mm-delay-graph, their
+     averages against the trace and the emulator's counts; and the forwarding rate with the
+     logs on, against the same run without.
 Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s.
 
-    sudo .venv/bin/python bench/emulate.py [--seconds 10]
+    sudo .venv/bin/python bench/emulate.py [--seconds 10] [--mahimahi-scripts DIR]
 """
 
 from __future__ import annotations
@@ -17,13 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 CELLPERF = str(Path(sys.executable).parent / "cellperf")
 PORT = 5399
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "mahimahi"
 
 
 def iperf3_args(udp: bool, seconds: int, host: str) -> list[str]:
@@ -31,10 +41,10 @@ def iperf3_args(udp: bool, seconds: int, host: str) -> list[str]:
     return args + (["-u", "-b", "0", "-l", "1472"] if udp else [])
 
 
-def emulated(udp: bool, seconds: int, rate: str) -> tuple[dict, dict]:
+def emulated(udp: bool, seconds: int, rate: str, *options: str) -> tuple[dict, dict]:
     cmd = " ".join(iperf3_args(udp, seconds, "$CELLPERF_CN"))
-    out = subprocess.run([CELLPERF, "emulate", "--downlink", rate, "--uplink", rate, "--json", "--", "sh", "-c", f"{cmd} > /tmp/cellperf-bench-iperf.json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([CELLPERF, "emulate", "--downlink", rate, "--uplink", rate, *options, "--json", "--", "sh", "-c",
+                          f"{cmd} > /tmp/cellperf-bench-iperf.json"], capture_output=True, text=True, check=True)
     stats = json.loads(out.stdout.strip().splitlines()[-1])
     return json.loads(Path("/tmp/cellperf-bench-iperf.json").read_text()), stats
 
@@ -65,9 +75,68 @@ def rate_of(doc: dict, udp: bool) -> float:
     return end["sum_received"]["bits_per_second"]
 
 
+def mahimahi_graph(script: Path, log: Path, *args: str) -> dict[str, float]:
+    """Runs one of mahimahi's graph scripts on `log` and returns the figures it prints on
+    stderr (its SVG goes to /dev/null). Drop lines are left out: mahimahi's scripts do not
+    know them yet (ravinet/mahimahi issue #136), though mm-link writes them."""
+    lines = [l for l in log.read_text().splitlines(keepends=True) if " d " not in l]
+    p = subprocess.run(["perl", str(script), *args], input="".join(lines), capture_output=True, text=True)
+    figures = {m[0]: float(m[1]) for m in re.findall(r"^(.*?): ([\d.]+)", p.stderr, re.M)}
+    if not figures:
+        raise SystemExit(f"{script.name} failed: {p.stderr.strip()}")
+    if p.returncode != 0:
+        figures["exit"] = p.returncode  # e.g. gnuplot missing: the figures come first
+    return figures
+
+
+def event_logs(scripts: Path, seconds: int) -> None:
+    trace = TRACES / "Verizon-LTE-short.down"
+    if not trace.exists():
+        print(f"mahimahi event logs: {trace} absent, skipped")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        down, up = Path(tmp) / "down.log", Path(tmp) / "up.log"
+        cmd = f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t {seconds} > /dev/null"
+        out = subprocess.run([CELLPERF, "emulate", "--downlink", str(trace), "--uplink", str(TRACES / "Verizon-LTE-short.up"),
+                              "--queue", "packets=100", "--downlink-log", str(down), "--uplink-log", str(up), "--json", "--",
+                              "sh", "-c", cmd], capture_output=True, text=True, check=True)
+        stats = json.loads(out.stdout.strip().splitlines()[-1])["downlink"]
+        tp = mahimahi_graph(scripts / "mm-throughput-graph", down, "500")
+        delay = mahimahi_graph(scripts / "mm-delay-graph", down)
+        # mm-throughput-graph averages over the log's span, first to last event (ms).
+        times = np.array([int(l.split()[0]) for l in down.read_text().splitlines() if not l.startswith("#")])
+        span_s = (times.max() - times.min()) / 1000
+        opportunities = np.loadtxt(trace, dtype=np.int64)
+        period = opportunities[-1]
+        looped = np.concatenate([opportunities + k * period for k in range(int(times.max() // period) + 1)])
+        capacity = np.count_nonzero((looped >= times.min()) & (looped <= times.max())) * 1500 * 8 / span_s / 1e6
+        throughput = stats["bytes_out"] * 8 / span_s / 1e6
+        print(f"mahimahi event logs, TCP download over {trace.name} ({seconds} s, {stats['packets_out']} packets, "
+              f"{stats['dropped_packets']} drops):")
+        print(f"  mm-throughput-graph capacity {tp['Average capacity']:.2f} Mb/s, trace over the log's span {capacity:.2f} Mb/s, "
+              f"ratio {tp['Average capacity'] / capacity:.3f}")
+        print(f"  mm-throughput-graph throughput {tp['Average throughput']:.2f} Mb/s, emulator's bytes out {throughput:.2f} Mb/s, "
+              f"ratio {tp['Average throughput'] / throughput:.3f}")
+        print(f"  mm-delay-graph: 95th percentile queueing delay {delay['95th percentile per-packet queueing delay']:.0f} ms, "
+              f"signal delay {delay['95th percentile signal delay']:.0f} ms"
+              + (" (graphs not drawn: gnuplot failed or is missing)" if "exit" in tp or "exit" in delay else ""))
+    # What the logs cost: UDP through a 1 Gb/s link with and without them, CPU time of the
+    # uplink thread per packet it forwarded.
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for options in ((), ("--downlink-log", f"{tmp}/d.log", "--uplink-log", f"{tmp}/u.log")):
+            _, stats = emulated(True, seconds, "1gbit", *options)
+            st = stats["uplink"]
+            runs.append((st["bytes_out"] * 8 / stats["duration_s"] / 1e6, st["cpu_s"] / st["packets_out"] * 1e6))
+        (mbps0, us0), (mbps1, us1) = runs
+        print(f"  UDP up a 1 Gb/s link: {mbps0:.0f} Mb/s, {us0:.2f} us CPU per packet without logs; {mbps1:.0f} Mb/s, "
+              f"{us1:.2f} us per packet with both logs (CPU ratio {us1 / us0:.2f}; the log holds every opportunity too)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--mahimahi-scripts", type=Path, metavar="DIR", help="mahimahi's scripts/ folder (mm-throughput-graph, mm-delay-graph)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/emulate.py needs root (namespaces)")
@@ -97,6 +166,8 @@ def main() -> None:
         print(f"release error at 100 Mb/s ({st['packets_out']} packets): p50 {p50:.0f} us, p90 {p90:.0f} us, "
               f"p99 {p99:.0f} us, p99.9 {p999:.0f} us, max {mx:.0f} us; target p99 ≤ 200 us: {'met' if p99 <= 200 else 'NOT met'}")
         print("mahimahi: not built here (no peer ratio).")
+        if a.mahimahi_scripts:
+            event_logs(a.mahimahi_scripts, a.seconds)
     finally:
         server.terminate()
         server.wait()

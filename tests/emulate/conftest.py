@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from tests.conftest import CELLPERF as _CELLPERF, MAHIMAHI_TRACES
@@ -152,6 +153,23 @@ def udp_packets(records, dport: int | None = None):
             if dport is None or struct.unpack_from("!H", p, ihl + 2)[0] == dport:
                 out.append((t, p))
     return out
+
+
+def read_event_log(path: Path) -> tuple[dict[str, str], pl.DataFrame]:
+    """A mahimahi-format link log, read from the format's description (mahimahi's
+    link_queue.cc): `# name: value` header lines, then `t + bytes`, `t - bytes delay`,
+    `t # bytes`, `t d packets bytes`. Returns the header and the events (t, event, a, b)."""
+    header = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            name, _, value = line[1:].partition(":")
+            header[name.strip()] = value.strip()
+    events = pl.read_csv(path, separator=" ", comment_prefix="#", has_header=False, new_columns=["t", "event", "a", "b"],
+                         schema_overrides={"t": pl.Int64, "event": pl.Utf8, "a": pl.Int64, "b": pl.Int64},
+                         truncate_ragged_lines=True)
+    return header, events
 
 
 def iperf3_json(proc: subprocess.CompletedProcess) -> dict:

@@ -2,7 +2,7 @@
 //! slotted scheduler (PF or RR, `cellperf_channel::SlotScheduler`, METHODS §8) serves one
 //! user per slot, each user with its own queue and channel.
 use crate::capacity::CapacityMeter;
-use crate::element::{Drops, Element, Nanos, Packet, Pipeline, NANOS_PER_SEC};
+use crate::element::{Drops, Element, LinkEvent, Nanos, Packet, Pipeline, NANOS_PER_SEC};
 use crate::outage::HandoffSchedule;
 use crate::queue::Queue;
 use cellperf_channel::SlotScheduler;
@@ -14,6 +14,9 @@ pub trait MultiUserLink: Send {
     fn release(&mut self, now: Nanos, out: &mut Vec<(usize, Packet)>);
     fn next_event(&self) -> Option<Nanos>;
     fn drops(&self) -> Drops;
+    /// The bottleneck events recorded so far (see `Element::take_events`); a shared cell
+    /// records none.
+    fn take_events(&mut self, _out: &mut Vec<LinkEvent>) {}
 }
 
 /// Users that do not share anything (the uplinks; the downlinks without `--users`).
@@ -46,6 +49,12 @@ impl MultiUserLink for Independent {
 
     fn drops(&self) -> Drops {
         self.links.iter().fold(Drops::default(), |a, l| a.merge(l.drops()))
+    }
+
+    fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
+        for link in &mut self.links {
+            link.take_events(out);
+        }
     }
 }
 

@@ -58,6 +58,17 @@ impl Drops {
     }
 }
 
+/// What happened at a bottleneck, for event logs in mahimahi's format (`emulator::mahimahi_log`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// A packet of `bytes` reached the queue.
+    Arrival { at: Nanos, bytes: usize },
+    /// A packet that arrived at `arrived` had its last byte sent at `at`.
+    Departure { at: Nanos, bytes: usize, arrived: Nanos },
+    /// Packets thrown away at `at` (queue full, CoDel, an outage in drop mode).
+    Drop { at: Nanos, packets: u64, bytes: u64 },
+}
+
 /// One effect of the link (rate, delay, loss, ...), as in mahimahi's packet queues:
 /// take a packet, give back the packets that are due, say when the next one will be.
 pub trait Element: Send {
@@ -73,6 +84,9 @@ pub trait Element: Send {
     fn drops(&self) -> Drops {
         Drops::default()
     }
+    /// Moves the events recorded so far to `out` (only a bottleneck asked to record them has any).
+    /// A departure may be recorded before it is due: it is known once its service starts.
+    fn take_events(&mut self, _out: &mut Vec<LinkEvent>) {}
 }
 
 /// Elements in series: packets released by one are accepted by the next at their due time.
@@ -122,6 +136,12 @@ impl Element for Pipeline {
 
     fn drops(&self) -> Drops {
         self.elements.iter().fold(Drops::default(), |acc, e| acc.merge(e.drops()))
+    }
+
+    fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
+        for e in &mut self.elements {
+            e.take_events(out);
+        }
     }
 }
 

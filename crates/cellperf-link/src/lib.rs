@@ -25,7 +25,7 @@ pub mod spec;
 
 pub use capacity::{Capacity, MahimahiTrace, Segment, SlotRates};
 pub use delay::Delay;
-pub use element::{Drops, Element, Nanos, Packet, Pipeline};
+pub use element::{Drops, Element, LinkEvent, Nanos, Packet, Pipeline};
 pub use error::LinkError;
 pub use loss::{Loss, LossSpec};
 pub use outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan};

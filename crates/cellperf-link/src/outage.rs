@@ -251,7 +251,7 @@ mod tests {
             Handoff { at: 50 * MS, bs_id: "1".into(), sector_id: "2".into(), outage: 30 * MS },
             Handoff { at: 500 * MS, bs_id: "2".into(), sector_id: "1".into(), outage: 0 },
         ]);
-        let mut plan = OutagePlan::new(&[(10 * MS, 5 * MS), (70 * MS, 20 * MS), (200 * MS, 1 * MS)], None, Some(handoffs));
+        let mut plan = OutagePlan::new(&[(10 * MS, 5 * MS), (70 * MS, 20 * MS), (200 * MS, MS)], None, Some(handoffs));
         assert_eq!(plan.window_ending_after(0), Some((10 * MS, 15 * MS)));
         assert_eq!(plan.window_ending_after(15 * MS), Some((50 * MS, 90 * MS)));
         assert!(plan.in_outage(60 * MS));

@@ -5,7 +5,7 @@
 //! or the previous packet's departure). Bytes left over in an instant opportunity serve the next
 //! packet if it was already waiting; unused capacity is lost, as on a radio link.
 use crate::capacity::{fluid_bytes, fluid_nanos, Capacity, Segment};
-use crate::element::{Drops, Element, Nanos, Packet};
+use crate::element::{Drops, Element, LinkEvent, Nanos, Packet};
 use crate::outage::{OutageMode, OutagePlan};
 use crate::queue::Queue;
 use std::collections::VecDeque;
@@ -23,6 +23,8 @@ pub struct RateServer {
     cursor: Nanos,
     in_service: Option<Packet>,
     done: VecDeque<Packet>,
+    /// Arrivals, departures and drops, when asked for (`record_events`).
+    events: Option<Vec<LinkEvent>>,
 }
 
 impl RateServer {
@@ -48,6 +50,27 @@ impl RateServer {
             cursor: 0,
             in_service: None,
             done: VecDeque::new(),
+            events: None,
+        }
+    }
+
+    /// Records every arrival, departure and drop for `take_events`.
+    pub fn record_events(mut self) -> Self {
+        self.events = Some(Vec::new());
+        self
+    }
+
+    fn log(&mut self, event: LinkEvent) {
+        if let Some(events) = &mut self.events {
+            events.push(event);
+        }
+    }
+
+    /// Logs what the queue dropped since it had dropped `before`.
+    fn log_queue_drops(&mut self, at: Nanos, before: Drops) {
+        let now = self.queue.drops();
+        if now.packets > before.packets {
+            self.log(LinkEvent::Drop { at, packets: now.packets - before.packets, bytes: now.bytes - before.bytes });
         }
     }
 
@@ -114,9 +137,13 @@ impl RateServer {
             if start > t {
                 return;
             }
-            let Some(mut p) = self.queue.dequeue(start) else { return };
+            let before = self.queue.drops();
+            let dequeued = self.queue.dequeue(start);
+            self.log_queue_drops(start, before);
+            let Some(mut p) = dequeued else { return };
             let finish = self.serve(start, p.len() as f64);
             self.cursor = finish;
+            self.log(LinkEvent::Departure { at: finish, bytes: p.len(), arrived: p.time });
             p.time = finish;
             self.in_service = Some(p);
         }
@@ -126,14 +153,18 @@ impl RateServer {
 impl Element for RateServer {
     fn accept(&mut self, packet: Packet) {
         self.advance(packet.time);
+        let (t, len) = (packet.time, packet.len());
+        self.log(LinkEvent::Arrival { at: t, bytes: len });
         if let Some(plan) = &mut self.drop_during {
-            if plan.in_outage(packet.time) {
-                self.outage_drops.add(packet.len());
+            if plan.in_outage(t) {
+                self.outage_drops.add(len);
+                self.log(LinkEvent::Drop { at: t, packets: 1, bytes: len as u64 });
                 return;
             }
         }
-        let t = packet.time;
+        let before = self.queue.drops();
         self.queue.enqueue(packet);
+        self.log_queue_drops(t, before);
         self.advance(t);
     }
 
@@ -148,6 +179,12 @@ impl Element for RateServer {
 
     fn drops(&self) -> Drops {
         self.queue.drops().merge(self.outage_drops)
+    }
+
+    fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
+        if let Some(events) = &mut self.events {
+            out.append(events);
+        }
     }
 }
 
@@ -242,5 +279,39 @@ mod tests {
         let out = run(&mut dropping, &arrivals, 100_000, 300 * MS);
         assert_eq!(dropping.drops().packets, 50);
         assert_eq!(out.len(), 50);
+    }
+
+    #[test]
+    fn recorded_events_account_for_every_packet() {
+        // A dropping outage over [10, 60) ms at 12 Mb/s; one 1500-byte packet per ms.
+        let plan = OutagePlan::new(&[(10 * MS, 50 * MS)], None, None);
+        let cap = Box::new(OutageClipped::new(Box::new(SlotRates::constant(12e6).unwrap()), plan.clone()));
+        let mut s = RateServer::new(cap, Queue::new(QueueSpec::Unbounded), Some((plan, OutageMode::Drop))).record_events();
+        let arrivals: Vec<(Nanos, usize)> = (0..100).map(|i| (i * MS, 1500)).collect();
+        let out = run(&mut s, &arrivals, 100_000, 300 * MS);
+        let mut events = Vec::new();
+        s.take_events(&mut events);
+        let arrived: Vec<Nanos> = events.iter().filter(|e| matches!(e, LinkEvent::Arrival { bytes: 1500, .. })).map(e_time).collect();
+        assert_eq!(arrived, (0..100).map(|i| i * MS).collect::<Vec<_>>());
+        let dropped: Vec<Nanos> = events.iter().filter(|e| matches!(e, LinkEvent::Drop { packets: 1, bytes: 1500, .. })).map(e_time).collect();
+        assert_eq!(dropped, (10..60).map(|i| i * MS).collect::<Vec<_>>());
+        // Departures are the released packets, at their release times, 1 ms after arrival.
+        let departed: Vec<(Nanos, usize)> = events
+            .iter()
+            .filter_map(|e| match *e {
+                LinkEvent::Departure { at, bytes, arrived } => {
+                    assert_eq!(at, arrived + MS);
+                    Some((at, bytes))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(departed, out);
+    }
+
+    fn e_time(e: &LinkEvent) -> Nanos {
+        match *e {
+            LinkEvent::Arrival { at, .. } | LinkEvent::Departure { at, .. } | LinkEvent::Drop { at, .. } => at,
+        }
     }
 }

@@ -308,18 +308,34 @@ pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Elemen
 }
 
 /// A whole direction: rate server (queue + capacity clipped by outages), loss, delay.
-/// Returns the pipeline and the rate source (for a meter).
-pub fn build_link(spec: &LinkSpec, outages: &OutagePlan, mode: OutageMode, seed: u64) -> Result<(Pipeline, RateSource), LinkError> {
+/// Returns the pipeline and the rate source (for a meter). With `record_events` the rate
+/// server records its arrivals, departures and drops (`Element::take_events`).
+pub fn build_link(spec: &LinkSpec, outages: &OutagePlan, mode: OutageMode, seed: u64, record_events: bool) -> Result<(Pipeline, RateSource), LinkError> {
     let source = RateSource::load(&spec.rate, seed)?;
     let queue = Queue::new(queue_spec(&spec.queue)?);
-    let server = if outages.is_empty() {
+    let mut server = if outages.is_empty() {
         RateServer::new(source.stream(), queue, None)
     } else {
         RateServer::new(Box::new(OutageClipped::new(source.stream(), outages.clone())), queue, Some((outages.clone(), mode)))
     };
+    if record_events {
+        server = server.record_events();
+    }
     let mut elements: Vec<Box<dyn Element>> = vec![Box::new(server)];
     elements.extend(after_bottleneck(spec, seed)?);
     Ok((Pipeline::new(elements), source))
+}
+
+/// Validates one direction's JSON (files readable, numbers valid) by building it; returns
+/// the mean capacity for trace and constant sources (`None` for Markov models).
+pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
+    let spec: LinkSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
+    let (_, source) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 0, false)?;
+    Ok(match source {
+        RateSource::Mahimahi(t) => Some(t.mean_bits_per_sec()),
+        RateSource::Slots(s) => Some(s.mean_bits_per_sec()),
+        RateSource::Markov(..) => None,
+    })
 }
 
 #[cfg(test)]
@@ -334,7 +350,7 @@ mod tests {
                 "delay_s": 0.01}"#,
         )
         .unwrap();
-        let (mut link, _) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1).unwrap();
+        let (mut link, _) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false).unwrap();
         let out = run(&mut link, &[(0, 1500), (0, 1500)], 100_000, 50_000_000);
         assert_eq!(out, vec![(11_000_000, 1500), (12_000_000, 1500)]);
     }
@@ -351,7 +367,7 @@ mod tests {
         ];
         for text in bad {
             let spec: LinkSpec = serde_json::from_str(text).unwrap();
-            let err = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1).err().expect(text).to_string();
+            let err = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false).err().expect(text).to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{err}");
         }
     }
@@ -366,16 +382,4 @@ mod tests {
         let bps = meter.offered_until(secs * 1_000_000_000) * 8.0 / secs as f64;
         assert!((bps - 550_000.0).abs() < 25_000.0, "{bps}");
     }
-}
-
-/// Validates one direction's JSON (files readable, numbers valid) by building it; returns
-/// the mean capacity for trace and constant sources (`None` for Markov models).
-pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
-    let spec: LinkSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
-    let (_, source) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 0)?;
-    Ok(match source {
-        RateSource::Mahimahi(t) => Some(t.mean_bits_per_sec()),
-        RateSource::Slots(s) => Some(s.mean_bits_per_sec()),
-        RateSource::Markov(..) => None,
-    })
 }

@@ -40,12 +40,15 @@ from cellperf.errors import UserError
 @click.option("--slot", metavar="T", help="Scheduler slot length (default 1/600 s, EV-DO).")
 @click.option("--pcap-dir", type=click.Path(file_okay=False), help="Write mn.pcap and cn.pcap (both sides of the link) here.")
 @click.option("--radio-log", type=click.Path(dir_okay=False), help="Write the radio log CSV here.")
+@click.option("--uplink-log", type=click.Path(dir_okay=False), help="Write the uplink bottleneck's events here, in mahimahi's link-log format (mm-throughput-graph reads it).")
+@click.option("--downlink-log", type=click.Path(dir_okay=False), help="Write the downlink bottleneck's events here (mahimahi format).")
 @click.option("--technology", help="Technology name written to the radio log.")
 @click.option("--seed", type=int, help="Seed of every random element (same seed, same link).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's statistics as one JSON document on stdout.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages, random_outages, outage_mode,
-            handoffs_file, users, scheduler, slot, pcap_dir, radio_log, technology, seed, as_json, command) -> None:
+            handoffs_file, users, scheduler, slot, pcap_dir, radio_log, uplink_log, downlink_log, technology, seed, as_json,
+            command) -> None:
     """Run COMMAND (default: a shell) in a network namespace behind an emulated cellular link.
 
     Packets cross the link through TUN devices: the uplink and downlink are independent
@@ -61,6 +64,8 @@ def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages,
       sudo cellperf emulate --downlink Verizon-LTE-short.down --uplink Verizon-LTE-short.up \\
            --delay 20 --pcap-dir run1 -- sh -c 'iperf3 -c $CELLPERF_CN -R -t 10'
       sudo cellperf emulate --downlink 10mbit --uplink 2mbit --queue packets=100 --loss 1%
+      sudo cellperf emulate --downlink Verizon-LTE-short.down --uplink 5mbit --downlink-log down.log \
+           -- iperf3 -c '$CELLPERF_CN' -R -t 10;  mm-throughput-graph 500 down.log > down.svg
       sudo cellperf emulate --users 2 --scheduler pf --downlink ge:good=1mbit,bad=100kbit,switch=1 \\
            --uplink 1mbit -- sh -c 'iperf3 -c $CELLPERF_CN -p $((5201+CELLPERF_USER)) -R -t 20'
     """
@@ -98,7 +103,7 @@ def command(profile_name, downlink, uplink, delay, jitter, loss, queue, outages,
     if scheduler and users < 2:
         raise UserError("--scheduler needs --users 2 or more (a shared cell)")
     changes = {"downlink": down, "uplink": up, "outages": outage_spec, "users": users, "scheduler": scheduler,
-               "pcap_dir": pcap_dir, "radio_log": radio_log}
+               "pcap_dir": pcap_dir, "radio_log": radio_log, "uplink_log": uplink_log, "downlink_log": downlink_log}
     if len(rates) > 1:
         changes["user_downlink_rates"] = rates
     if handoffs_file:

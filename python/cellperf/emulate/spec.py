@@ -60,6 +60,9 @@ class EmulationConfig:
     pcap_dir: str | None = None
     radio_log: str | None = None
     radio_log_interval_s: float = 0.1
+    # mahimahi-format event logs of each direction's bottleneck (docs/emulator.md).
+    uplink_log: str | None = None
+    downlink_log: str | None = None
     # One downlink rate source per user (a shared cell's users each have their own channel).
     user_downlink_rates: list[dict] | None = None
 
@@ -85,6 +88,10 @@ class EmulationConfig:
             spec["pcap_dir"] = self.pcap_dir
         if self.radio_log:
             spec["radio_log"] = self.radio_log
+        if self.uplink_log:
+            spec["uplink_log"] = self.uplink_log
+        if self.downlink_log:
+            spec["downlink_log"] = self.downlink_log
         return json.dumps(spec)
 
     def _downlink(self, user: int) -> DirectionConfig:
@@ -97,6 +104,13 @@ class EmulationConfig:
         is created on the machine."""
         if self.user_downlink_rates is not None and len(self.user_downlink_rates) != self.users:
             raise UserError(f"--downlink: given {len(self.user_downlink_rates)} times for {self.users} users (give it once, or once per user)")
+        for option, path in (("--radio-log", self.radio_log), ("--uplink-log", self.uplink_log), ("--downlink-log", self.downlink_log)):
+            folder = os.path.dirname(os.path.abspath(path)) if path else None
+            if folder and not os.path.isdir(folder):
+                raise UserError(f"{option}: folder {folder} does not exist")
+        if (self.uplink_log or self.downlink_log) and (self.users > 1 or self.scheduler):
+            option = "--uplink-log" if self.uplink_log else "--downlink-log"
+            raise UserError(f"{option}: a mahimahi event log describes one link; it needs --users 1")
         downlinks = [self._downlink(i) for i in range(self.users if self.user_downlink_rates else 1)]
         for name, d in [("--downlink", d) for d in downlinks] + [("--uplink", self.uplink)]:
             try:

@@ -7,19 +7,21 @@
 //! link is idle) and a stop eventfd. Every packet that crosses has its TTL / hop limit
 //! decremented, as a router's would, and is captured on both sides.
 pub mod hop;
+pub mod mahimahi_log;
 pub mod pcap;
 pub mod radio_log;
 pub mod tun;
 
 use crate::capacity::CapacityMeter;
 use crate::cell::{CellUser, Independent, MultiUserLink, SharedCell};
-use crate::element::{secs_to_nanos, Nanos, Pipeline};
+use crate::element::{secs_to_nanos, LinkEvent, Nanos, Pipeline};
 use crate::error::LinkError;
 use crate::outage::{OutageClipped, OutageMode, OutagePlan};
 use crate::queue::Queue;
 use crate::spec::{after_bottleneck, build_link, handoff_schedule, outage_plan, queue_spec, HandoffsJson, LinkSpec, OutagesJson, RateSource};
 use cellperf_channel::{Discipline, SlotScheduler};
 use hop::{decrement_hop_limit, Hop};
+use mahimahi_log::MahimahiLog;
 use pcap::PcapWriter;
 use radio_log::{RadioLog, UserRadio};
 use serde::{Deserialize, Serialize};
@@ -46,6 +48,11 @@ pub struct EmulatorSpec {
     pub radio_log: Option<String>,
     #[serde(default = "default_log_interval")]
     pub radio_log_interval_s: f64,
+    /// mahimahi-format event logs of each direction's bottleneck (one user only).
+    #[serde(default)]
+    pub uplink_log: Option<String>,
+    #[serde(default)]
+    pub downlink_log: Option<String>,
 }
 
 fn default_technology() -> String {
@@ -189,6 +196,9 @@ struct Direction {
     capture_out: Vec<Option<SharedPcap>>,
     radio_log: Option<RadioLog>,
     cell_slots: Option<Arc<Mutex<Vec<u64>>>>,
+    /// The event log's capacity reader until `run` opens the file, then the log.
+    event_meter: Option<CapacityMeter>,
+    event_log: Option<MahimahiLog>,
 }
 
 /// A built, not yet running emulator: the model is loaded and the TUN devices exist.
@@ -202,6 +212,32 @@ struct Prepared {
     downlink: Direction,
     uplink: Direction,
     radio: Option<(Vec<UserRadio>, Option<crate::outage::HandoffSchedule>)>,
+}
+
+/// How the event log's header names a direction's rate source and queue.
+fn describe_rate(rate: &crate::spec::RateSpec) -> String {
+    use crate::spec::RateSpec;
+    match rate {
+        RateSpec::Constant { bps } => format!("constant {bps} bit/s"),
+        RateSpec::Mahimahi { path } => format!("mahimahi trace {path}"),
+        RateSpec::Slots { path: Some(p), slot_s, .. } => format!("slot rates {p}, slot {slot_s} s"),
+        RateSpec::Slots { slot_s, .. } => format!("inline slot rates, slot {slot_s} s"),
+        RateSpec::Markov { path: Some(p), .. } => format!("Markov model {p}"),
+        RateSpec::Markov { .. } => "inline Markov model".into(),
+        RateSpec::GilbertElliott { good_bps, bad_bps, .. } => format!("Gilbert-Elliott {good_bps}/{bad_bps} bit/s"),
+    }
+}
+
+fn describe_queue(queue: &crate::spec::QueueJson) -> String {
+    use crate::spec::QueueJson;
+    match queue {
+        QueueJson::Unbounded => "infinite".into(),
+        QueueJson::Droptail { packets: Some(n), .. } => format!("droptail [packets={n}]"),
+        QueueJson::Droptail { bytes, .. } => format!("droptail [bytes={}]", bytes.unwrap_or(0)),
+        QueueJson::Codel { target_s, interval_s, packets } => {
+            format!("codel [target={}, interval={}, packets={packets}]", target_s * 1e3, interval_s * 1e3)
+        }
+    }
 }
 
 fn user_seed(seed: u64, user: usize, direction: u64) -> u64 {
@@ -218,6 +254,10 @@ impl Emulator {
         if !(spec.radio_log_interval_s > 0.0) {
             return Err(LinkError::spec("the radio log interval must be positive"));
         }
+        let event_logs = spec.uplink_log.is_some() || spec.downlink_log.is_some();
+        if event_logs && (spec.users.len() > 1 || spec.cell.is_some()) {
+            return Err(LinkError::spec("event logs (mahimahi format) describe one link: they need a single user and no shared cell"));
+        }
         let handoffs = spec.handoffs.as_ref().map(|h| handoff_schedule(h, spec.seed)).transpose()?;
         let (plan, mode) = outage_plan(&spec.outages, handoffs.clone(), spec.seed)?;
 
@@ -225,9 +265,14 @@ impl Emulator {
         let mut up_links = Vec::new();
         let mut radio_users = Vec::new();
         let mut cell_users = Vec::new();
+        let (mut down_meter, mut up_meter) = (None, None);
         for (i, u) in spec.users.iter().enumerate() {
-            let (down, source) = build_link(&u.downlink, &plan, mode, user_seed(spec.seed, i, 0))?;
-            let (up, _) = build_link(&u.uplink, &plan, mode, user_seed(spec.seed, i, 1))?;
+            let (down, source) = build_link(&u.downlink, &plan, mode, user_seed(spec.seed, i, 0), spec.downlink_log.is_some())?;
+            let (up, up_source) = build_link(&u.uplink, &plan, mode, user_seed(spec.seed, i, 1), spec.uplink_log.is_some())?;
+            if i == 0 {
+                down_meter = spec.downlink_log.as_ref().map(|_| meter(&source, &plan));
+                up_meter = spec.uplink_log.as_ref().map(|_| meter(&up_source, &plan));
+            }
             radio_users.push(UserRadio::new(meter(&source, &plan), plan.clone()));
             if spec.cell.is_some() {
                 let after = Pipeline::new(after_bottleneck(&u.downlink, user_seed(spec.seed, i, 0))?);
@@ -276,6 +321,8 @@ impl Emulator {
             capture_out: vec![None; n],
             radio_log: None,
             cell_slots,
+            event_meter: down_meter,
+            event_log: None,
         };
         let uplink = Direction {
             inputs: dup(&downlink.outputs).map_err(dup_err)?,
@@ -285,6 +332,8 @@ impl Emulator {
             capture_out: vec![None; n],
             radio_log: None,
             cell_slots: None,
+            event_meter: up_meter,
+            event_log: None,
         };
         // SAFETY: eventfd returns a new descriptor or -1 (checked).
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -323,6 +372,15 @@ impl Emulator {
         if let (Some(path), Some((users, handoffs))) = (&self.spec.radio_log, radio) {
             downlink.radio_log =
                 Some(RadioLog::create(path, users, handoffs, &self.spec.technology, secs_to_nanos(self.spec.radio_log_interval_s), clock.epoch(0))?);
+        }
+        for (dir, path, name, link) in [
+            (&mut downlink, &self.spec.downlink_log, "Downlink", &self.spec.users[0].downlink),
+            (&mut uplink, &self.spec.uplink_log, "Uplink", &self.spec.users[0].uplink),
+        ] {
+            if let (Some(path), Some(meter)) = (path, dir.event_meter.take()) {
+                let (rate, queue) = (describe_rate(&link.rate), describe_queue(&link.queue));
+                dir.event_log = Some(MahimahiLog::create(path, name, &rate, &queue, meter, clock.epoch(0) / 1_000_000)?);
+            }
         }
         let stop = self.stop.as_raw_fd();
         let (down, up) = std::thread::scope(|scope| {
@@ -414,8 +472,10 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
     let mut errors = Histogram::new();
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::new();
-    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+    let mut events: Vec<LinkEvent> = Vec::new();
+    let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 16];
     let mut armed: Option<Nanos> = None;
+    let mut stopping = false;
     loop {
         let now = clock.now();
         dir.link.release(now, &mut out);
@@ -433,6 +493,20 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
         }
         if let Some(log) = &mut dir.radio_log {
             log.write_due(now)?;
+        }
+        if let Some(log) = &mut dir.event_log {
+            dir.link.take_events(&mut events);
+            if stopping {
+                log.finish(now, events.drain(..))?;
+            } else {
+                log.write_until(now, events.drain(..))?;
+            }
+        }
+        if stopping {
+            // SAFETY: plain syscall on our own thread's clock.
+            stats.cpu_s = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9;
+            stats.release_error_us = [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| errors.quantile_us(q));
+            return Ok(stats);
         }
         let next = [dir.link.next_event(), dir.radio_log.as_ref().map(|l| l.due())].into_iter().flatten().min();
         let timeout = match next {
@@ -455,21 +529,17 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             None => -1,
         };
         // SAFETY: events is a valid buffer of the given length.
-        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
+        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), ready.as_mut_ptr(), ready.len() as i32, timeout) };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             return Err(os_error("epoll_wait"));
         }
-        for ev in &events[..n as usize] {
+        for ev in &ready[..n as usize] {
             match ev.u64 {
-                STOP_TOKEN => {
-                    // SAFETY: plain syscall on our own thread's clock.
-                    stats.cpu_s = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9;
-                    stats.release_error_us = [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| errors.quantile_us(q));
-                    return Ok(stats);
-                }
+                // One more pass releases what is due by now, then the loop returns.
+                STOP_TOKEN => stopping = true,
                 TIMER_TOKEN => {
                     let mut expirations = 0u64;
                     // SAFETY: reads 8 bytes into a u64 (drains the timer).
