@@ -104,9 +104,11 @@ class EmulationConfig:
         is created on the machine."""
         if self.user_downlink_rates is not None and len(self.user_downlink_rates) != self.users:
             raise UserError(f"--downlink: given {len(self.user_downlink_rates)} times for {self.users} users (give it once, or once per user)")
+        # The logs' folders must exist (the capture folder is created, so a log may go there).
+        created = os.path.abspath(self.pcap_dir) if self.pcap_dir else None
         for option, path in (("--radio-log", self.radio_log), ("--uplink-log", self.uplink_log), ("--downlink-log", self.downlink_log)):
             folder = os.path.dirname(os.path.abspath(path)) if path else None
-            if folder and not os.path.isdir(folder):
+            if folder and folder != created and not os.path.isdir(folder):
                 raise UserError(f"{option}: folder {folder} does not exist")
         if (self.uplink_log or self.downlink_log) and (self.users > 1 or self.scheduler):
             option = "--uplink-log" if self.uplink_log else "--downlink-log"
