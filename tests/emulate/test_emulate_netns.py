@@ -207,6 +207,41 @@ def test_public_trace_delivered_rate_follows_the_trace(tmp_path, traces, iperf3_
     assert np.allclose(delivered, capacity, rtol=0.05, atol=20_000), (delivered, capacity)
 
 
+def test_ipv6_tcp_download_shaped_by_the_trace_like_ipv4(tmp_path, traces, iperf3_server):
+    """The same TCP download through a public LTE trace over IPv4 and over IPv6: the bytes
+    delivered to the MN in each second follow the trace's capacity, and the two families
+    agree within the 5 % the constant-rate test allows. (TCP leaves a few per cent of a
+    second's capacity unused at times, the same over both families.)"""
+    name = "Verizon-LTE-short.down"
+    trace = np.loadtxt(traces / name, dtype=np.int64)
+    seconds = 6
+    delivered = {}
+    for family in FAMILIES:
+        flag, cn_var, _ = FAMILIES[family]
+        out = tmp_path / family
+        srv = iperf3_server()
+        p = emulate("--downlink", str(traces / name), "--uplink", "10mbit", "--queue", "packets=100",
+                    "--pcap-dir", str(out), "--radio-log", str(out / "radio.csv"), "--json", "--",
+                    "iperf3", flag, "-c", cn_var, "-p", str(srv.port), "-R", "-t", str(seconds + 1),
+                    "--logfile", str(tmp_path / f"iperf3-{family}.txt"))
+        assert p.returncode == 0, p.stderr
+        mn_addr, cn_addr = _addresses(p, family)
+        t0 = np.genfromtxt(out / "radio.csv", delimiter=",", names=True, dtype=None, encoding=None)["time_s"][0]
+        down = [(t, len(pkt)) for t, pkt in read_pcap(out / "mn.pcap") if ip_fields(pkt)[1:3] == (cn_addr, mn_addr)]
+        t = np.array([x for x, _ in down]) - t0
+        size = np.array([n for _, n in down])
+        # Whole seconds of the link's clock from the second after the first packet to the one
+        # before the last (slow start and the end of the transfer left out).
+        bins = np.arange(int(np.ceil(t[0])) + 1, int(t[-1]))
+        delivered[family] = {int(b): size[(t >= b) & (t < b + 1)].sum() * 8 for b in bins}
+    bins = sorted(set(delivered["ipv4"]) & set(delivered["ipv6"]))
+    assert len(bins) >= seconds - 3, delivered
+    capacity = np.array([np.count_nonzero(trace // 1000 == b) * 1500 * 8 for b in bins])
+    v4, v6 = (np.array([delivered[f][b] for b in bins]) for f in FAMILIES)
+    assert np.allclose(v6, v4, rtol=0.05, atol=20_000), (v4, v6)
+    assert np.allclose(v6, capacity, rtol=0.10, atol=20_000) and (v6 <= capacity + 20_000).all(), (v6, capacity)
+
+
 def test_bad_inputs_are_one_line_and_leave_nothing(tmp_path):
     dec = tmp_path / "dec.trace"
     dec.write_text("5\n3\n")
