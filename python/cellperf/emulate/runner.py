@@ -124,7 +124,7 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
             emulator.stop()
             if thread is not None:
                 thread.join()
-        del emulator
+        emulator = None  # closes the TUN devices before their namespaces go
         for name in created:
             netns.delete_netns(name)
         for s, h in previous.items():
