@@ -242,6 +242,8 @@ impl FlowAt {
 struct CapturePass {
     side: Side,
     flows: Vec<Option<FlowAt>>,
+    /// First and last timestamp of the whole capture.
+    span: (i64, i64),
 }
 
 /// Analyses one capture or two (one per side). See the crate docs.
@@ -394,7 +396,8 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             warning: warning.map(|w| w.to_string()),
         });
         flows.resize_with(table.len(), || None);
-        passes.push(CapturePass { side: input.side, flows });
+        let span = (first_ts.unwrap_or(0), last_ts.unwrap_or(0));
+        passes.push(CapturePass { side: input.side, flows, span });
     }
     for p in &mut passes {
         p.flows.resize_with(table.len(), || None);
@@ -412,6 +415,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
     let mut out = Assembler {
         opts,
+        spans: passes.iter().map(|p| (p.side, p.span)).collect(),
         cut_series: Vec::new(),
         interval_ns,
         owd_kind,
@@ -578,6 +582,8 @@ impl<'a> FlowCtx<'a> {
 
 struct Assembler<'o> {
     opts: &'o Options,
+    /// Each capture's first and last timestamp, by side.
+    spans: Vec<(Side, (i64, i64))>,
     /// Flows whose interval series was cut (see [`crate::MAX_INTERVALS`]): (flow, packets left out).
     cut_series: Vec<(u32, u64)>,
     interval_ns: i64,
@@ -746,7 +752,10 @@ impl Assembler<'_> {
             let mut owd_kind = self.owd_kind;
             let (packets, duplicates, losses_known, view) = match (at_sender, at_receiver) {
                 (Some(s), Some(rx)) => {
-                    let (p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
+                    let (mut p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
+                    if let Some(&(_, span)) = self.spans.iter().find(|(side, _)| *side == sender_side.other()) {
+                        keep_within_capture(&mut p, span);
+                    }
                     (p, dups, true, "two-sided")
                 }
                 (None, Some(rx)) => {
@@ -797,6 +806,27 @@ fn udp_key(r: &UdpRec) -> UdpKey {
 
 /// Matches a direction's datagrams across captures by (IP id, payload hash, length).
 /// Returns the stream in sending order and the number of extra copies received.
+/// Drops the datagrams at the start and at the end of a two-sided stream that the
+/// receiver's capture could not have seen: those due to arrive (send time plus the median
+/// one-way offset of the datagrams that did arrive) before it started or after it ended.
+/// They are neither delivered nor lost; counted as lost, they would turn two captures
+/// stopped a moment apart into loss.
+fn keep_within_capture(packets: &mut Vec<StreamPacket>, (start, end): (i64, i64)) {
+    let mut offsets: Vec<f64> =
+        packets.iter().filter_map(|p| Some(p.recv_ns?.saturating_sub(p.send_ns?) as f64)).collect();
+    let Some(offset) = Summary::of(&mut offsets).map(|s| s.median as i64) else { return };
+    let seen = |p: &StreamPacket| {
+        p.recv_ns.is_some() || p.send_ns.is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
+    };
+    let Some(last) = packets.iter().rposition(seen) else { return };
+    packets.truncate(last + 1);
+    let first = packets.iter().position(seen).unwrap_or(0);
+    packets.drain(..first);
+    for (i, p) in packets.iter_mut().enumerate() {
+        p.seq = i as u64;
+    }
+}
+
 fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
     let received: Vec<(UdpKey, i64)> = at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)).collect();
     let sent: Vec<&UdpRec> = at_sender.iter().filter(|r| r.dir == dir).collect();
@@ -888,4 +918,29 @@ fn udp_as_sent(recs: &[UdpRec], dir: Dir) -> Vec<StreamPacket> {
         .enumerate()
         .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
+        StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
+    }
+
+    #[test]
+    fn datagrams_the_receivers_capture_could_not_see_leave_the_stream() {
+        // Sent every 10 ms; the receiver's clock is 5 s ahead and the delay 20 ms. Its
+        // capture runs from 5035 to 5085 ms: #0, #1, #7 and #8 were due outside it (not
+        // lost, not delivered); #4 is lost inside it.
+        let mut p: Vec<StreamPacket> = (0..9)
+            .map(|i| {
+                let recv = (2..=6).contains(&i) && i != 4;
+                sent(i, i as i64 * 10, recv.then_some(5020 + i as i64 * 10))
+            })
+            .collect();
+        keep_within_capture(&mut p, (5_035_000_000, 5_085_000_000));
+        let kept: Vec<(u64, i64, bool)> = p.iter().map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some())).collect();
+        assert_eq!(kept, vec![(0, 20, true), (1, 30, true), (2, 40, false), (3, 50, true), (4, 60, true)]);
+    }
 }
