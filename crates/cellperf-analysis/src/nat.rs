@@ -17,7 +17,7 @@
 
 use ahash::AHashMap;
 
-use crate::flows::{Dir, FlowKey, PROTO_TCP};
+use crate::flows::{Dir, FlowKey, PROTO_TCP, PROTO_UDP};
 
 /// Datagrams at the start of each UDP flow whose payloads are indexed.
 pub const UDP_OPENING: usize = 16;
@@ -37,8 +37,8 @@ impl Signature {
     }
 
     /// A UDP datagram: the hash of its first bytes and its length.
-    pub fn datagram(proto: u8, payload_hash: u64, payload_len: u32) -> Signature {
-        Signature { proto, value: payload_hash, len: payload_len }
+    pub fn datagram(payload_hash: u64, payload_len: u32) -> Signature {
+        Signature { proto: PROTO_UDP, value: payload_hash, len: payload_len }
     }
 }
 
@@ -83,7 +83,7 @@ impl NatPairing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flows::{Endpoint, PROTO_UDP};
+    use crate::flows::Endpoint;
 
     fn ends() -> (Endpoint, Endpoint, Endpoint) {
         let private = Endpoint { addr: 0x0a00_0002, port: 40000 };
@@ -112,7 +112,7 @@ mod tests {
         let (private, public, server) = ends();
         let (mn_key, mn_dir) = FlowKey::new(PROTO_UDP, private, server);
         let mut nat = NatPairing::default();
-        let sig = Signature::datagram(PROTO_UDP, 0xfeed, 100);
+        let sig = Signature::datagram(0xfeed, 100);
         nat.note(sig, 0, mn_dir);
         let elsewhere = Endpoint { addr: 0x0a00_0909, port: 9 };
         let (both_changed, d) = FlowKey::new(PROTO_UDP, public, elsewhere);
@@ -120,7 +120,7 @@ mod tests {
         let (translated, d) = FlowKey::new(PROTO_UDP, public, server);
         assert_eq!(nat.find(&translated, sig, d, |_| mn_key, |_| false).map(|x| x.0), Some(0));
         // The same length but another payload is another datagram.
-        let other = Signature::datagram(PROTO_UDP, 0xbeef, 100);
+        let other = Signature::datagram(0xbeef, 100);
         assert_eq!(nat.find(&translated, other, d, |_| mn_key, |_| false), None);
     }
 }

@@ -73,8 +73,9 @@ impl TcpRecords {
     }
 }
 
+#[cfg(test)]
 impl FromIterator<TcpRec> for TcpRecords {
-    /// Records without SACK blocks (tests and sources that have none).
+    /// Records without SACK blocks.
     fn from_iter<I: IntoIterator<Item = TcpRec>>(iter: I) -> Self {
         let mut out = TcpRecords::default();
         for r in iter {

@@ -308,15 +308,19 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             }
             let f = flows[id as usize].get_or_insert_with(|| FlowAt::new(p.ts_ns, dir));
             f.count(p.ts_ns, dir, p.ip.ttl, p.ip.len);
+            // The openings of the MN's flows (a SYN; a UDP flow's first datagrams), which
+            // pair flows seen behind a NAT at the CN (see `nat`).
+            if two_sided && ci == 0 && f.udp_recs.len() < nat::UDP_OPENING {
+                if let Some(sig) = opening_signature(&p.transport) {
+                    nat.note(sig, id, dir);
+                }
+            }
             let mut probe_seq = None;
             match &p.transport {
                 Transport::Tcp(t) => {
                     let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
                     if rec.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
                         f.syn_dir.get_or_insert(dir);
-                        if two_sided && ci == 0 {
-                            nat.note(Signature::syn(t.seq), id, dir);
-                        }
                     }
                     let t0 = f.first_ts;
                     let sack = t.options.sack_blocks();
@@ -335,9 +339,6 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                 }
                 Transport::Udp(u) => {
                     let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);
-                    if two_sided && ci == 0 && f.udp_recs.len() < nat::UDP_OPENING {
-                        nat.note(Signature::datagram(PROTO_UDP, rec.payload_hash, rec.payload_len), id, dir);
-                    }
                     probe_seq = rec.probe.map(|h| h.seq);
                     f.udp_recs.push(rec);
                     if opts.tables {
@@ -475,7 +476,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
 fn opening_signature(t: &Transport<'_>) -> Option<Signature> {
     match t {
         Transport::Tcp(t) if t.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) => Some(Signature::syn(t.seq)),
-        Transport::Udp(u) => Some(Signature::datagram(PROTO_UDP, payload_hash(u), u.payload_len)),
+        Transport::Udp(u) => Some(Signature::datagram(payload_hash(u), u.payload_len)),
         _ => None,
     }
 }
@@ -754,7 +755,7 @@ impl Assembler<'_> {
                 (Some(s), Some(rx)) => {
                     let (mut p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
                     if let Some(&(_, span)) = self.spans.iter().find(|(side, _)| *side == sender_side.other()) {
-                        keep_within_capture(&mut p, span);
+                        udp_stream::keep_within_capture(&mut p, span);
                     }
                     (p, dups, true, "two-sided")
                 }
@@ -806,27 +807,6 @@ fn udp_key(r: &UdpRec) -> UdpKey {
 
 /// Matches a direction's datagrams across captures by (IP id, payload hash, length).
 /// Returns the stream in sending order and the number of extra copies received.
-/// Drops the datagrams at the start and at the end of a two-sided stream that the
-/// receiver's capture could not have seen: those due to arrive (send time plus the median
-/// one-way offset of the datagrams that did arrive) before it started or after it ended.
-/// They are neither delivered nor lost; counted as lost, they would turn two captures
-/// stopped a moment apart into loss.
-fn keep_within_capture(packets: &mut Vec<StreamPacket>, (start, end): (i64, i64)) {
-    let mut offsets: Vec<f64> =
-        packets.iter().filter_map(|p| Some(p.recv_ns?.saturating_sub(p.send_ns?) as f64)).collect();
-    let Some(offset) = Summary::of(&mut offsets).map(|s| s.median as i64) else { return };
-    let seen = |p: &StreamPacket| {
-        p.recv_ns.is_some() || p.send_ns.is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
-    };
-    let Some(last) = packets.iter().rposition(seen) else { return };
-    packets.truncate(last + 1);
-    let first = packets.iter().position(seen).unwrap_or(0);
-    packets.drain(..first);
-    for (i, p) in packets.iter_mut().enumerate() {
-        p.seq = i as u64;
-    }
-}
-
 fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
     let received: Vec<(UdpKey, i64)> = at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)).collect();
     let sent: Vec<&UdpRec> = at_sender.iter().filter(|r| r.dir == dir).collect();
@@ -920,27 +900,3 @@ fn udp_as_sent(recs: &[UdpRec], dir: Dir) -> Vec<StreamPacket> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sent(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
-        StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
-    }
-
-    #[test]
-    fn datagrams_the_receivers_capture_could_not_see_leave_the_stream() {
-        // Sent every 10 ms; the receiver's clock is 5 s ahead and the delay 20 ms. Its
-        // capture runs from 5035 to 5085 ms: #0, #1, #7 and #8 were due outside it (not
-        // lost, not delivered); #4 is lost inside it.
-        let mut p: Vec<StreamPacket> = (0..9)
-            .map(|i| {
-                let recv = (2..=6).contains(&i) && i != 4;
-                sent(i, i as i64 * 10, recv.then_some(5020 + i as i64 * 10))
-            })
-            .collect();
-        keep_within_capture(&mut p, (5_035_000_000, 5_085_000_000));
-        let kept: Vec<(u64, i64, bool)> = p.iter().map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some())).collect();
-        assert_eq!(kept, vec![(0, 20, true), (1, 30, true), (2, 40, false), (3, 50, true), (4, 60, true)]);
-    }
-}

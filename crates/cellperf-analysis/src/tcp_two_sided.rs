@@ -163,22 +163,13 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
     space.unwrap(first.seq);
     let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
     let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
-    // Each ACK's cumulative value and where its SACK blocks start in `sack_values`.
-    let mut sack_values: Vec<(u64, u64)> = Vec::new();
-    let ack_values: Vec<(u64, u32, u8)> = rx_acks
-        .iter()
-        .map(|r| {
-            let ack = space.unwrap(r.ack);
-            let at = sack_values.len() as u32;
-            let blocks = receiver.sack(r);
-            sack_values.extend(blocks.iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
-            (ack, at, blocks.len() as u8)
-        })
-        .collect();
+    let mut acks = ReceiverAcks::default();
+    for r in &rx_acks {
+        acks.push(r.ts_ns, space.unwrap(r.ack), receiver.sack(r).iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
+    }
     let ack_arrivals: Vec<(AckKey, i64)> =
         at_sender.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).map(|r| (ack_key(r), r.ts_ns)).collect();
-    let (ack_reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
-    let ack_times: Vec<i64> = rx_acks.iter().map(|r| r.ts_ns).collect();
+    (acks.reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
 
     let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
     let mut seq_space = Unwrapper::default();
@@ -203,9 +194,7 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
                     arrival[j],
                     (starts[j], starts[j] + sent[j].payload_len as u64),
                     arrival[i],
-                    &ack_times,
-                    (&ack_values, &sack_values),
-                    &ack_reached,
+                    &acks,
                 ),
             };
             out.retransmissions.push(ClassifiedRetx {
@@ -228,7 +217,7 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
             continue;
         }
         out.acks_sent += 1;
-        let Some(got) = ack_reached[i] else { continue };
+        let Some(got) = acks.reached[i] else { continue };
         out.acks_matched += 1;
         if let Some((ps, pr)) = prev {
             let dts = r.ts_ns - ps;
@@ -278,29 +267,53 @@ impl LatestBySeq {
     }
 }
 
+/// The ACKs the receiver sent, in its order: when, what they acknowledged (sequence
+/// positions unwrapped) and when each reached the sender's capture.
+#[derive(Default)]
+struct ReceiverAcks {
+    times: Vec<i64>,
+    cumulative: Vec<u64>,
+    /// Where each ACK's SACK blocks start in `sack_blocks`, and how many.
+    sack_at: Vec<(u32, u8)>,
+    sack_blocks: Vec<(u64, u64)>,
+    reached: Vec<Option<i64>>,
+}
+
+impl ReceiverAcks {
+    fn push(&mut self, ts_ns: i64, cumulative: u64, sack: impl Iterator<Item = (u64, u64)>) {
+        let at = self.sack_blocks.len();
+        self.sack_blocks.extend(sack);
+        self.sack_at.push((at as u32, (self.sack_blocks.len() - at) as u8));
+        self.times.push(ts_ns);
+        self.cumulative.push(cumulative);
+    }
+
+    /// ACK `i` acknowledges all of `start..end`, cumulatively or by SACK.
+    fn covers(&self, i: usize, start: u64, end: u64) -> bool {
+        let (at, n) = self.sack_at[i];
+        self.cumulative[i] >= end
+            || self.sack_blocks[at as usize..at as usize + n as usize].iter().any(|(l, r)| *l <= start && *r >= end)
+    }
+}
+
 fn classify(
     earlier_arrival: Option<i64>,
     (start, end): (u64, u64),
     retx_arrival: Option<i64>,
-    ack_times: &[i64],
-    (ack_values, sack_values): (&[(u64, u32, u8)], &[(u64, u64)]),
-    ack_reached: &[Option<i64>],
+    acks: &ReceiverAcks,
 ) -> RetxClass {
     let Some(arrived) = earlier_arrival else {
         return RetxClass::Normal;
     };
     let until = retx_arrival.unwrap_or(i64::MAX);
-    let from = ack_times.partition_point(|t| *t < arrived);
+    let from = acks.times.partition_point(|t| *t < arrived);
     let mut covering = false;
-    for i in (from..ack_times.len()).take(MAX_ACK_SCAN) {
-        if ack_times[i] >= until {
+    for i in (from..acks.times.len()).take(MAX_ACK_SCAN) {
+        if acks.times[i] >= until {
             break;
         }
-        let (ack, at, n) = ack_values[i];
-        let sack = &sack_values[at as usize..at as usize + n as usize];
-        let covers = ack >= end || sack.iter().any(|(l, r)| *l <= start && *r >= end);
-        if covers {
-            if ack_reached[i].is_some() {
+        if acks.covers(i, start, end) {
+            if acks.reached[i].is_some() {
                 return RetxClass::Spurious;
             }
             covering = true;

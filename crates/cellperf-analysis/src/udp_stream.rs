@@ -308,6 +308,32 @@ fn gaps_and_delay_periods(
     (Some(gaps), send_interval_ms.map(|_| dp))
 }
 
+/// The median of receive minus send time over the packets that have both: the one-way
+/// delay on the receiver's clock, clock offset included.
+fn median_offset(times: impl Iterator<Item = (Option<i64>, Option<i64>)>) -> Option<i64> {
+    let mut offsets: Vec<f64> = times.filter_map(|(send, recv)| Some(recv?.saturating_sub(send?) as f64)).collect();
+    Summary::of(&mut offsets).map(|s| s.median as i64)
+}
+
+/// Drops the datagrams at the start and at the end of a two-sided stream that the
+/// receiver's capture could not have seen: those due to arrive (send time plus the median
+/// one-way offset of the datagrams that did arrive) before it started or after it ended.
+/// They are neither delivered nor lost; counted as lost, they would turn two captures
+/// stopped a moment apart into loss.
+pub fn keep_within_capture(packets: &mut Vec<StreamPacket>, (start, end): (i64, i64)) {
+    let Some(offset) = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns))) else { return };
+    let seen = |p: &StreamPacket| {
+        p.recv_ns.is_some() || p.send_ns.is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
+    };
+    let Some(last) = packets.iter().rposition(seen) else { return };
+    packets.truncate(last + 1);
+    let first = packets.iter().position(seen).unwrap_or(0);
+    packets.drain(..first);
+    for (i, p) in packets.iter_mut().enumerate() {
+        p.seq = i as u64;
+    }
+}
+
 fn interval_rows(
     packets: &[PacketResult],
     first_rx: Option<i64>,
@@ -317,8 +343,7 @@ fn interval_rows(
     let Some(t0) = first_rx else { return (Vec::new(), 0) };
     // Losses are placed by send time, mapped onto the receiver's clock through the
     // median offset of received packets (so a clock offset between hosts does not matter).
-    let mut offsets: Vec<f64> = packets.iter().filter_map(|p| Some((p.recv_ns? - p.send_ns?) as f64)).collect();
-    let offset = Summary::of(&mut offsets).map(|s| s.median as i64);
+    let offset = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns)));
     let mut rows: Vec<IntervalRow> = Vec::new();
     let mut owd_n: Vec<u64> = Vec::new();
     let mut jit_n: Vec<u64> = Vec::new();
@@ -379,6 +404,22 @@ mod tests {
 
     fn p(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
         StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
+    }
+
+    #[test]
+    fn datagrams_the_receivers_capture_could_not_see_leave_the_stream() {
+        // Sent every 10 ms; the receiver's clock is 5 s ahead and the delay 20 ms. Its
+        // capture runs from 5035 to 5085 ms: #0, #1, #7 and #8 were due outside it (not
+        // lost, not delivered); #4 is lost inside it.
+        let mut pk: Vec<StreamPacket> = (0..9)
+            .map(|i| {
+                let recv = (2..=6).contains(&i) && i != 4;
+                p(i, i as i64 * 10, recv.then_some(5020 + i as i64 * 10))
+            })
+            .collect();
+        keep_within_capture(&mut pk, (5_035_000_000, 5_085_000_000));
+        let kept: Vec<(u64, i64, bool)> = pk.iter().map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some())).collect();
+        assert_eq!(kept, vec![(0, 20, true), (1, 30, true), (2, 40, false), (3, 50, true), (4, 60, true)]);
     }
 
     #[test]
