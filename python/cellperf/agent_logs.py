@@ -95,7 +95,7 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
 
     p = Path(path)
     df = _read(p)
-    server = _server_of(p)
+    mn, cn = "MN", _server_of(p) or "CN"
     flows, udp_packets, intervals = [], [], []
     groups = df.group_by(["flow_id", "step", "direction"], maintain_order=True)
     for i, ((name, step, direction), g) in enumerate(groups):
@@ -103,7 +103,6 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
             raise UserError(f"{p}: direction must be 'up' or 'down', not {direction!r} (flow {name})")
         firsts = g.unique("seq", keep="first", maintain_order=True).sort("seq")
         uplink = direction == "up"
-        mn, cn = "MN", server or "CN"
         flow = {
             "flow_id": i, "log_flow": name, "step": step, "proto": "udp",
             "src": mn if uplink else cn, "dst": cn if uplink else mn, "sport": None, "dport": None,

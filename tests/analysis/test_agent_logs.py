@@ -126,3 +126,5 @@ def test_bad_agent_logs_give_one_line(tmp_path):
     _crafted_log(good)
     r = cellperf("analyze", "--mn", good, "--cn", good, check=False)
     assert r.returncode == 1 and "analysed on its own" in r.stderr
+    r = cellperf("analyze", good, "--synced-clocks", check=False)
+    assert r.returncode == 1 and "apply to captures" in r.stderr and r.stderr.count("\n") == 1

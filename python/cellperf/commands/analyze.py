@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-
 from typing import TYPE_CHECKING
 
 import click
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
 from cellperf.errors import UserError
 from cellperf.units import format_rate
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _fmt_ms(summary: dict | None, key: str = "median") -> str:
@@ -109,11 +107,15 @@ def command(capture, mn, cn, side, interval, mn_addr, synced_clocks, out_dir, as
       cellperf analyze --mn mn.pcap --cn cn.pcap
       cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
       cellperf analyze trace.pcapng --side cn --interval 1 --out results/
+      cellperf analyze voip.parquet              # a probe's per-packet log
     """
     logs = [p for p in (capture, mn, cn) if p is not None and is_agent_log(p)]
     if logs and capture is None:
         raise UserError(f"{logs[0]}: an agent log is analysed on its own (cellperf analyze LOG): "
                         "the probe's log holds both directions")
+    if logs and (mn_addr or synced_clocks):
+        raise UserError(f"{logs[0]}: --mn-addr and --synced-clocks apply to captures; an agent log names its "
+                        "directions and says how its delays were measured")
     if logs:
         result = analyze_agent_log(capture, interval=interval, tables=out_dir is not None)
     else:
