@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,40 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cellperf.agents import run_probe
-from tests.conftest import CELLPERF as _CELLPERF
+from tests.agents.conftest import CELLPERF, TOKEN, Server
 from tests.conftest import cellperf_json
-
-TOKEN = b"correct horse battery staple"
-CELLPERF = [_CELLPERF]
-
-
-class Server:
-    def __init__(self, tmp: Path, *args: str, listen: str = "127.0.0.1:0"):
-        self.token_file = tmp / "token"
-        self.token_file.write_bytes(TOKEN + b"\n")
-        self.log_dir = tmp / "server-logs"
-        cmd = [
-            *CELLPERF, "server", "--listen", listen, "--token-file", str(self.token_file),
-            "--log-dir", str(self.log_dir), "--json", *args,
-        ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(self.proc.stderr.read())
-        self.address = json.loads(line)["listening"]
-
-    def probe(self, *args: str, token_file: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-        cmd = [*CELLPERF, "probe", self.address, "--token-file", str(token_file or self.token_file), *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
 
 
 @pytest.fixture

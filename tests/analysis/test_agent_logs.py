@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cellperf.agents.interop import LOG_SCHEMA
-from tests.agents.test_agents import Server
+from tests.agents.conftest import Server
 from tests.conftest import cellperf, cellperf_json
 
 
