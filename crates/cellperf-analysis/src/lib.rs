@@ -6,7 +6,8 @@
 //! - TCP: goodput, throughput series, RTT (Karn), retransmission classes (two captures:
 //!   normal / spurious / unavoidable / serial; one capture: fast / RTO / spurious and said so),
 //!   ACK compression (two captures), duplicate ACKs, zero windows, out-of-order;
-//! - UDP: probe-stream metrics from [`udp_stream`] (loss, jitter, OWD, gaps, delay periods).
+//! - UDP: probe-stream metrics from [`udp_stream`] (loss, jitter, OWD, gaps, delay periods);
+//!   for an echoed flow, round trips and half-RTT OWD from [`udp_echo`].
 //!
 //! Uplink is MN→CN. Which endpoint is the MN is decided per flow, in this order:
 //! `--mn-addr`; the TTL (a packet's TTL is highest at the capture of its sender, since every
@@ -22,6 +23,7 @@ pub mod stats;
 pub mod tables;
 pub mod tcp_one_sided;
 pub mod tcp_two_sided;
+pub mod udp_echo;
 pub mod udp_stream;
 
 mod report;

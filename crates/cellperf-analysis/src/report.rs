@@ -17,6 +17,7 @@ use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, R
 use crate::tcp_one_sided::TcpOneSided;
 use crate::matching::match_in_order;
 use crate::tcp_two_sided::{self, AckCompression};
+use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::{for_each_packet, PassCounts};
 
@@ -163,6 +164,9 @@ pub struct FlowReport {
     pub udp: Option<StreamSummary>,
     /// "two-sided", "receiver" or "sender": which captures the UDP metrics come from.
     pub udp_view: Option<&'static str>,
+    /// An echoed UDP flow's requests and echoes (see `udp_echo`), the same in the reports
+    /// of both its directions.
+    pub echo: Option<EchoSummary>,
     pub series: SeriesReport,
 }
 
@@ -576,6 +580,7 @@ impl<'a> FlowCtx<'a> {
             owd_ms: None,
             udp: None,
             udp_view: None,
+            echo: None,
             series: SeriesReport { interval_s: 0.0, intervals: 0, throughput_bps: None, variability: None },
         }
     }
@@ -740,7 +745,36 @@ impl Assembler<'_> {
         self.reports.push(r);
     }
 
+    /// An echoed flow's round trips (see `udp_echo`), paired at the requester's capture
+    /// when it holds the flow, else at the echoer's; their samples go to the rtt table.
+    fn udp_echo(&mut self, flow: &FlowCtx<'_>) -> Option<FlowEcho> {
+        let found: Vec<(Vantage, udp_echo::EchoFlow)> = flow
+            .at
+            .iter()
+            .filter_map(|&(side, f)| {
+                let end = self.spans.iter().find(|(s, _)| *s == side).map_or(i64::MAX, |(_, span)| span.1);
+                let e = udp_echo::find_echo(&f.udp_recs, echo_key(&f.udp_recs), end)?;
+                let at_requester = flow.side_of(e.request_dir) == side;
+                Some((if at_requester { Vantage::Requester } else { Vantage::Echoer }, e))
+            })
+            .collect();
+        let (vantage, e) = found.iter().find(|(v, _)| *v == Vantage::Requester).or(found.first())?;
+        let at_requester = *vantage == Vantage::Requester;
+        if self.opts.tables && at_requester {
+            for (ts, ms) in e.deltas() {
+                self.rtt.flow_id.push(flow.id);
+                self.rtt.ts.push(ts);
+                self.rtt.rtt_ms.push(ms);
+            }
+        }
+        Some(FlowEcho {
+            summary: e.summary(*vantage),
+            half_rtt: (at_requester && flow.at.len() == 1).then(|| e.half_rtt()).flatten(),
+        })
+    }
+
     fn udp_flow(&mut self, flow: &FlowCtx<'_>) {
+        let echo = self.udp_echo(flow);
         for dir in [Dir::AtoB, Dir::BtoA] {
             if flow.at.iter().all(|(_, f)| f.packets[dir.index()] == 0) {
                 continue;
@@ -778,6 +812,16 @@ impl Assembler<'_> {
             r.loss_rate = s.loss_rate;
             r.jitter_ms = s.jitter_ms;
             r.owd_ms = s.owd_ms;
+            if let Some(e) = &echo {
+                r.rtt_ms = e.summary.rtt_ms;
+                if e.half_rtt.is_some() {
+                    // One capture, at the requester: no two-sided OWD or loss per direction;
+                    // half the round trip and the round-trip loss are the flow's.
+                    r.owd_ms = e.half_rtt;
+                    r.loss_rate = e.summary.loss_rate;
+                }
+                r.echo = Some(e.summary.clone());
+            }
             r.goodput_bps = Some(s.throughput_bps);
             let bins: Vec<u64> = a.intervals.iter().map(|i| i.bytes).collect();
             r.series = self.series(&bins, s.duration_s);
@@ -792,6 +836,27 @@ impl Assembler<'_> {
             r.udp_view = Some(view);
             self.reports.push(r);
         }
+    }
+}
+
+/// An echoed flow's figures for the reports of both its directions.
+struct FlowEcho {
+    summary: EchoSummary,
+    /// Only when the requester's capture alone holds the flow.
+    half_rtt: Option<OwdSummary>,
+}
+
+/// Echoes pair by the cellperf probe header's sequence number when both directions are
+/// probe streams, else by payload.
+fn echo_key(recs: &[UdpRec]) -> MatchBy {
+    let probe_stream = |d: Dir| {
+        let recs: Vec<&UdpRec> = recs.iter().filter(|r| r.dir == d).collect();
+        stream_header_kind(&recs) == Some(HeaderKind::Cellperf)
+    };
+    if probe_stream(Dir::AtoB) && probe_stream(Dir::BtoA) {
+        MatchBy::CellperfSeq
+    } else {
+        MatchBy::Payload
     }
 }
 

@@ -33,6 +33,10 @@ pub enum OwdKind {
     Raw,
     /// Raw OWD minus its minimum over the run: cancels a constant clock offset.
     Excess,
+    /// Half the round trip of an echoed datagram, on one host's clock (no offset at all);
+    /// from the pairing of requests with their echoes (`udp_echo`), never from one stream:
+    /// [`analyze`] asked for it gives no OWD.
+    HalfRtt,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -163,11 +167,10 @@ pub fn analyze(
     let min_raw = raw.iter().flatten().min().copied();
     let owd_ms: Vec<Option<f64>> = raw
         .iter()
-        .map(|o| {
-            o.map(|v| match owd_kind {
-                OwdKind::Raw => v as f64 / 1e6,
-                OwdKind::Excess => (v - min_raw.unwrap_or(0)) as f64 / 1e6,
-            })
+        .map(|o| match owd_kind {
+            OwdKind::Raw => o.map(|v| v as f64 / 1e6),
+            OwdKind::Excess => o.map(|v| (v - min_raw.unwrap_or(0)) as f64 / 1e6),
+            OwdKind::HalfRtt => None,
         })
         .collect();
 
