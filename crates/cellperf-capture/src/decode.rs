@@ -181,6 +181,7 @@ fn be32(b: &[u8], f: field::Field) -> u32 {
 }
 
 /// Decodes one frame. Never panics, whatever the bytes.
+#[inline]
 pub fn decode_frame<'a>(frame: &Frame<'a>) -> Result<Packet<'a>, Skip> {
     let data = frame.data;
     let (ether_type, start) = match frame.linktype {

@@ -393,6 +393,7 @@ impl<'a> Frames<'a> {
 impl<'a> Iterator for Frames<'a> {
     type Item = Frame<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<Frame<'a>> {
         if self.done {
             return None;
