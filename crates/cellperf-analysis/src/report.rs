@@ -751,6 +751,7 @@ impl Assembler<'_> {
         let found: Vec<(Vantage, udp_echo::EchoFlow)> = flow
             .at
             .iter()
+            .filter(|(_, f)| f.packets.iter().all(|n| *n > 0))
             .filter_map(|&(side, f)| {
                 let end = self.spans.iter().find(|(s, _)| *s == side).map_or(i64::MAX, |(_, span)| span.1);
                 let e = udp_echo::find_echo(&f.udp_recs, echo_key(&f.udp_recs), end)?;
