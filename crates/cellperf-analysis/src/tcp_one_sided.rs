@@ -83,7 +83,7 @@ struct DirState {
 pub struct TcpOneSided {
     dirs: [DirState; 2],
     t0: i64,
-    interval_ns: i64,
+    bins: IntervalClock,
     retransmissions: Vec<Retransmission>,
     /// Index of a retransmission in `retransmissions` by (direction, start), for D-SACK.
     by_start: AHashMap<(u8, u64), usize>,
@@ -91,6 +91,35 @@ pub struct TcpOneSided {
     rtt_samples: Vec<(i64, Dir, f64)>,
     /// Data packets later than [`MAX_INTERVALS`] intervals after `t0`, not in the series.
     past_series: u64,
+}
+
+/// The interval a timestamp falls in, counted from `t0`. It remembers the last interval's
+/// span: packets come in time order, so nearly all of them skip a 64-bit division.
+#[derive(Debug, Clone)]
+struct IntervalClock {
+    t0: i64,
+    interval_ns: i64,
+    /// The last interval: its index and [start, end).
+    last: (usize, i64, i64),
+}
+
+impl IntervalClock {
+    fn new(t0: i64, interval_ns: i64) -> Self {
+        let interval_ns = interval_ns.max(1);
+        IntervalClock { t0, interval_ns, last: (0, t0, t0.saturating_add(interval_ns)) }
+    }
+
+    /// Interval index of `ts` (0 for anything before `t0`).
+    fn index(&mut self, ts: i64) -> usize {
+        let (i, start, end) = self.last;
+        if ts >= start && ts < end {
+            return i;
+        }
+        let i = ts.saturating_sub(self.t0).max(0) / self.interval_ns;
+        let start = self.t0.saturating_add(i.saturating_mul(self.interval_ns));
+        self.last = (i as usize, start, start.saturating_add(self.interval_ns));
+        i as usize
+    }
 }
 
 /// Results of one direction of data.
@@ -117,7 +146,7 @@ impl TcpOneSided {
         TcpOneSided {
             dirs: [DirState::default(), DirState::default()],
             t0,
-            interval_ns: interval_ns.max(1),
+            bins: IntervalClock::new(t0, interval_ns),
             retransmissions: Vec::new(),
             by_start: AHashMap::new(),
             keep_rtt_samples,
@@ -270,7 +299,7 @@ impl TcpOneSided {
             new_bytes -= 1;
         }
         st.unique_bytes += new_bytes;
-        let bin = ((r.ts_ns - self.t0).max(0) / self.interval_ns) as usize;
+        let bin = self.bins.index(r.ts_ns);
         if bin < MAX_INTERVALS {
             if st.interval_bytes.len() <= bin {
                 st.interval_bytes.resize(bin + 1, 0);
@@ -381,6 +410,18 @@ fn two<T>(v: &mut [T; 2], a: usize, b: usize) -> (&mut T, &mut T) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn interval_clock_agrees_with_division_in_any_order() {
+        let (t0, iv) = (1_000, 300);
+        let mut c = IntervalClock::new(t0, iv);
+        for ts in [1_000, 1_299, 1_300, 2_000, 1_100, 0, 999, 1_599, 1_600, 1 << 62] {
+            assert_eq!(c.index(ts), ((ts - t0).max(0) / iv) as usize, "ts {ts}");
+        }
+        // An interval longer than the clock's range saturates instead of overflowing.
+        let mut c = IntervalClock::new(5, i64::MAX);
+        assert_eq!((c.index(5), c.index(1 << 62), c.index(0)), (0, 0, 0));
+    }
 
     pub fn seg(ts_ms: i64, dir: Dir, seq: u32, len: u32, ack: u32, flags: u16) -> TcpRec {
         TcpRec {
