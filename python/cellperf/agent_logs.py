@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from cellperf.analysis import Analysis, analyze_stream
 from cellperf.errors import UserError
+
+# On the path of every `cellperf analyze`: pathlib, polars and pyarrow are imported by the
+# functions that read a log, not here.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: What the files start with: Parquet's magic, or the CSV log's header.
 _PARQUET_MAGIC = b"PAR1"
@@ -40,7 +45,7 @@ def is_agent_log(path: str | os.PathLike) -> bool:
     """Whether `path` is meant as an agent log: by its first bytes, or by its name
     (`.parquet`, `.csv`), so that a damaged log is reported as a damaged log."""
     head = _head(path)
-    named = Path(path).suffix.lower() in (".parquet", ".csv")
+    named = os.path.splitext(path)[1].lower() in (".parquet", ".csv")
     return head.startswith(_PARQUET_MAGIC) or head.startswith(_CSV_HEADER) or (named and os.path.exists(path))
 
 
@@ -90,6 +95,8 @@ def _server_of(path: Path) -> str | None:
 
 def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables: bool = False) -> Analysis:
     """One report for the whole log: a flow per (flow, step, direction), in the log's order."""
+    from pathlib import Path
+
     import polars as pl
     import pyarrow as pa
 

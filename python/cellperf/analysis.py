@@ -13,27 +13,30 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cellperf import _native
 from cellperf.errors import UserError
 
+# `cellperf analyze` imports this module: what it imports at top level is start-up time of
+# every analysis, so no dataclasses (inspect), typing, pathlib, tempfile or shutil here.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:  # pyarrow is imported only when tables are asked for (it costs ~0.1 s)
+    from pathlib import Path
+
     import pyarrow as pa
 
 TABLE_NAMES = ("packets", "intervals", "udp_packets", "tcp_retransmissions", "ack_compression", "rtt")
 
 
-@dataclass
 class Analysis:
-    """The result of analysing one capture or a two-sided pair."""
+    """The result of analysing one capture or a two-sided pair: the `report` document and
+    the Arrow `tables` by name (empty unless asked for)."""
 
-    report: dict
-    tables: dict[str, "pa.Table"] = field(default_factory=dict)
+    __slots__ = ("report", "tables")
+
+    def __init__(self, report: dict, tables: dict[str, pa.Table] | None = None) -> None:
+        self.report = report
+        self.tables = {} if tables is None else tables
 
     @property
     def warnings(self) -> list[str]:
@@ -45,6 +48,10 @@ class Analysis:
         Files are written in a temporary folder beside `out_dir` and moved in only when
         all are complete, so an interrupted run never leaves half-written results.
         """
+        import shutil
+        import tempfile
+        from pathlib import Path
+
         import pyarrow.parquet as pq
 
         out = Path(out_dir)
@@ -70,7 +77,7 @@ class Analysis:
 
 
 def analyze_stream(
-    packets: "pa.Table",
+    packets: pa.Table,
     *,
     flow_id: int = 0,
     uplink: bool = True,
