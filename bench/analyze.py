@@ -12,7 +12,7 @@ capture (to show it does not grow with the capture).
 Every tool but tshark runs `--repeat` times (alternating) and the median is reported, with
 its CPU time (user + system) beside the wall time, so that a busy machine shows. The line
 "cellperf engine" is the native analysis alone (the `_native.analyze_captures` call, timed
-inside a Python process): the CLI adds the interpreter's and click's start-up to it.
+inside a Python process): the CLI adds the interpreter's start-up and its imports to it.
 
     .venv/bin/python bench/analyze.py [--seconds 15] [--rate 600mbit] [--snaplen 128] [--repeat 3] [--keep DIR]
 """

@@ -1,69 +1,232 @@
-"""`cellperf` command line: one group, one module per subcommand in `cellperf.commands`.
+"""`cellperf` command line: one module per subcommand in `cellperf.commands`, on argparse.
 
-Each module in `cellperf/commands/` defines a click command named `command`; the group
-finds them by listing the package, so adding a subcommand touches one new file only.
+Each module in `cellperf/commands/` is one subcommand, found by listing the package, so adding
+a subcommand touches one new file only. A command module has
+- a docstring: the description in `cellperf CMD --help` (with examples); its first line is the
+  command's summary in `cellperf --help`;
+- `add_arguments(parser)`: declares the arguments on an argparse parser (a `Parser`);
+- `run(args)`: does the work with the parsed arguments.
 
-Exit status: 0 success, 1 a problem with the input or environment, 2 a usage error
-(unknown option, missing argument); either error is one line on stderr.
+`cellperf CMD` imports only that command's module, and `cellperf --help` reads the summaries
+from the modules' source without importing them. Start-up is part of every measurement a
+campaign or benchmark makes of a short analysis, so command modules import at top level only
+what declaring their arguments needs; heavy libraries (rich, polars, pyarrow, duckdb, plotly)
+are imported inside the functions that use them.
+
+Exit status: 0 success, 1 a problem with the input or environment (`UserError`), 2 a usage
+error (unknown option or command, missing or malformed argument), 130 interrupted. Every error
+is one line on stderr: `cellperf: error: MSG`, for a usage error followed by
+`(see 'cellperf CMD --help')`.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
-import pkgutil
+import os
 import sys
-
-import click
 
 from cellperf import __version__, commands
 from cellperf.errors import UserError
 
+DESCRIPTION = """\
+Measure, emulate and explain cellular data links.
 
-class _Group(click.Group):
-    """Loads subcommands lazily so `cellperf analyze` does not import the report stack."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(commands.__path__))
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in self.list_commands(ctx):
-            return None
-        module = importlib.import_module(f"cellperf.commands.{name.replace('-', '_')}")
-        return module.command
+Examples:
+  cellperf demo                          # emulated testbed, campaign, report
+  cellperf analyze --mn mn.pcap --cn cn.pcap --json
+  cellperf analyze capture.pcapng
+  cellperf analyze --help                # a command's options and examples
+"""
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cellperf")
-def cli() -> None:
-    """Measure, emulate and explain cellular data links.
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions keep their layout (paragraphs and examples as written); an option's help
+    ends with its default, when it has one worth showing."""
 
-    \b
-    Examples:
-      cellperf demo                          # emulated testbed, campaign, report
-      cellperf analyze --mn mn.pcap --cn cn.pcap --json
-      cellperf analyze capture.pcapng
-    """
+    def __init__(self, prog: str, **kwargs) -> None:
+        # argparse would ask shutil for the terminal width on every add_argument (it builds a
+        # formatter to check metavars); importing shutil costs more than cellperf's own start-up.
+        kwargs.setdefault("width", _terminal_width() - 2)
+        kwargs.setdefault("max_help_position", 32)
+        super().__init__(prog, **kwargs)
+
+    def add_usage(self, usage, actions, groups, prefix=None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        # `is`, not `in`: 0 and 0.0 equal False but are defaults worth showing.
+        if (action.option_strings and not any(default is v for v in (None, False, argparse.SUPPRESS))
+                and not isinstance(default, list) and "%(default)" not in text):
+            text += " [default: %(default)s]"
+        return text
 
 
-def main() -> None:
+def _terminal_width() -> int:
+    """What shutil.get_terminal_size() says: $COLUMNS, else the terminal's, else 80."""
     try:
-        cli.main(standalone_mode=False)
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line naming the help to read, exit 2."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        # Strict at every level: argparse hands a subcommand's leftover arguments to its parent,
+        # whose error would then name the parent's --help instead of the subcommand's.
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str):
+        sys.stderr.write(f"cellperf: error: {message} (see '{self.prog} --help')\n")
+        sys.exit(2)
+
+
+def add_subcommand(subparsers, name: str, function) -> Parser:
+    """A subcommand (`cellperf channel stats`) of a command module: `function(args)` runs it,
+    its docstring is the subcommand's description and its first line the summary."""
+    first, _, rest = (function.__doc__ or "").strip().partition("\n")
+    import textwrap
+
+    parser = subparsers.add_parser(name, help=first, description=f"{first}\n{textwrap.dedent(rest)}")
+    parser.set_defaults(subcommand=function)
+    return parser
+
+
+def add_subcommands(parser: Parser):
+    """The subcommands of a command module; `run(args)` of that module calls `args.subcommand(args)`."""
+    return parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+
+# Argument types shared by the command modules (argparse reports their errors as usage errors).
+
+
+def file_path(convert=str):
+    """A path that, if it exists, is not a folder."""
+
+    def check(text: str):
+        if os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"'{text}' is a folder, not a file")
+        return convert(text)
+
+    return check
+
+
+def folder_path(convert=str):
+    """A path that, if it exists, is a folder."""
+
+    def check(text: str):
+        if os.path.exists(text) and not os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"'{text}' is a file, not a folder")
+        return convert(text)
+
+    return check
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def iso_date(text: str):
+    """A day, YYYY-MM-DD, as a `datetime.date`."""
+    import datetime
+
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a date (YYYY-MM-DD)") from None
+
+
+# The command line itself.
+
+
+def command_names() -> list[str]:
+    """Every subcommand: the modules of `cellperf.commands` (`_` in a module name is `-`)."""
+    return sorted(
+        name[:-3].replace("_", "-")
+        for name in os.listdir(commands.__path__[0])
+        if name.endswith(".py") and not name.startswith("_")
+    )
+
+
+def _module_file(name: str) -> str:
+    return os.path.join(commands.__path__[0], name.replace("-", "_") + ".py")
+
+
+def summary(name: str) -> str:
+    """The first line of a command module's docstring, read from its source (no import)."""
+    import ast
+    import tokenize
+
+    with open(_module_file(name), "rb") as f:
+        for token in tokenize.tokenize(f.readline):
+            if token.type == tokenize.STRING:
+                return ast.literal_eval(token.string).strip().partition("\n")[0]
+            if token.type not in (tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                break
+    return ""
+
+
+def root_parser() -> Parser:
+    """`cellperf [--version] COMMAND`: used for `cellperf --help` and to report a bad command."""
+    names = command_names()
+    width = max(map(len, names))
+    listing = "\n".join(f"  {name:{width}}  {summary(name)}" for name in names)
+    parser = Parser(prog="cellperf", usage="%(prog)s [-h] [--version] COMMAND [ARGS ...]", description=DESCRIPTION,
+                    epilog=f"Commands:\n{listing}\n\nRun 'cellperf COMMAND --help' for a command's options and examples.")
+    parser.add_argument("--version", action="version", version=f"cellperf, version {__version__}")
+    parser.add_argument("command", metavar="COMMAND", choices=names, help="One of the commands below.")
+    return parser
+
+
+def command_parser(name: str):
+    """The command's module and its parser (`prog` is `cellperf NAME`)."""
+    module = importlib.import_module(f"cellperf.commands.{name.replace('-', '_')}")
+    parser = Parser(prog=f"cellperf {name}", description=module.__doc__)
+    module.add_arguments(parser)
+    return module, parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if argv and argv[0] in command_names():
+            name, rest = argv[0], argv[1:]
+        else:
+            # Prints the help or the version, or reports a missing or unknown command.
+            name, rest = root_parser().parse_args(argv).command, []
+        module, parser = command_parser(name)
+        module.run(parser.parse_args(rest))
+        # Output still buffered would meet a closed pipe after this try, at the interpreter's exit.
+        sys.stdout.flush()
     except UserError as e:
-        click.echo(f"cellperf: error: {e}", err=True)
+        sys.stderr.write(f"cellperf: error: {e}\n")
         sys.exit(1)
-    except click.exceptions.Abort:
-        click.echo("cellperf: interrupted", err=True)
-        sys.exit(130)
-    except click.UsageError as e:
-        # One line, like every other error; the command's --help has the usage.
-        command = e.ctx.command_path if e.ctx is not None else "cellperf"
-        click.echo(f"cellperf: error: {e.format_message()} (see '{command} --help')", err=True)
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        click.echo(f"cellperf: error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
     except BrokenPipeError:
+        # The reader went away (`cellperf ... | head`): nothing more to say. Python flushes
+        # stdout once more at exit; pointing it at /dev/null keeps that flush quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except KeyboardInterrupt:
-        click.echo("cellperf: interrupted", err=True)
+        sys.stderr.write("cellperf: interrupted\n")
         sys.exit(130)

@@ -1,1 +1,2 @@
-"""One module per `cellperf` subcommand; each defines `command` (a click command)."""
+"""One module per `cellperf` subcommand: a docstring (the help; its first line the summary),
+`add_arguments(parser)` and `run(args)`. See `cellperf.cli`."""

@@ -1,17 +1,32 @@
-"""`cellperf analyze`: captures in, TCP/UDP metrics out (METHODS §3–§4)."""
+"""Analyse captures or agent logs: throughput, RTT, loss, jitter, delay.
+
+Flows, throughput series, RTT, loss, jitter, one-way delay, TCP retransmission classes and ACK
+compression (METHODS §3–§4). Give the two captures of a run (--mn and --cn) for the full
+analysis, or one CAPTURE for what one vantage point can tell. pcap and pcapng; Ethernet, Linux
+SLL/SLL2, raw IP and loopback link types. CAPTURE can also be a per-packet log of cellperf's
+agents (`cellperf probe --log F.parquet|F.csv`, or a server log): each of its UDP streams is
+measured like one found in captures.
+
+Examples:
+  cellperf analyze --mn mn.pcap --cn cn.pcap
+  cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
+  cellperf analyze trace.pcapng --side cn --interval 1 --out results/
+  cellperf analyze voip.parquet              # a probe's per-packet log
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
-from typing import TYPE_CHECKING
-
-import click
+import sys
 
 from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
+from cellperf.cli import file_path, folder_path
 from cellperf.errors import UserError
 from cellperf.units import format_rate
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -79,56 +94,43 @@ def _print_human(report: dict, console: Console) -> None:
         console.print(f"[dim]{n}[/]")
 
 
-@click.command()
-@click.argument("capture", required=False, type=click.Path(dir_okay=False))
-@click.option("--mn", "mn", type=click.Path(dir_okay=False), help="Capture taken at the mobile node.")
-@click.option("--cn", "cn", type=click.Path(dir_okay=False), help="Capture taken at the correspondent node.")
-@click.option("--side", type=click.Choice(["mn", "cn"]), default="mn", show_default=True,
-              help="Where a single CAPTURE was taken.")
-@click.option("--interval", type=float, default=5.0, show_default=True, help="Series interval, seconds.")
-@click.option("--mn-addr", help="The MN's IP address (else told by TTL, else by who opened the flow).")
-@click.option("--synced-clocks", is_flag=True,
-              help="The capture clocks agree (GPS/PTP/same host): report raw one-way delay, not excess.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False),
-              help="Write report.json and the tables as Parquet into this folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(capture, mn, cn, side, interval, mn_addr, synced_clocks, out_dir, as_json) -> None:
-    """Analyse packet captures: flows, throughput, RTT, loss, jitter, one-way delay,
-    TCP retransmission classes and ACK compression.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("capture", metavar="CAPTURE", nargs="?", type=file_path(),
+                        help="One capture (pcap, pcapng) or an agent's per-packet log (.parquet, .csv).")
+    parser.add_argument("--mn", metavar="FILE", type=file_path(), help="Capture taken at the mobile node.")
+    parser.add_argument("--cn", metavar="FILE", type=file_path(), help="Capture taken at the correspondent node.")
+    parser.add_argument("--side", choices=["mn", "cn"], default="mn", help="Where a single CAPTURE was taken.")
+    parser.add_argument("--interval", metavar="SECONDS", type=float, default=5.0, help="Series interval, seconds.")
+    parser.add_argument("--mn-addr", metavar="ADDR", help="The MN's IP address (else told by TTL, else by who opened the flow).")
+    parser.add_argument("--synced-clocks", action="store_true",
+                        help="The capture clocks agree (GPS/PTP/same host): report raw one-way delay, not excess.")
+    parser.add_argument("--out", dest="out_dir", metavar="DIR", type=folder_path(),
+                        help="Write report.json and the tables as Parquet into this folder.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
-    Give the two captures of a run (--mn and --cn) for the full analysis, or one CAPTURE
-    for what one vantage point can tell. pcap and pcapng; Ethernet, Linux SLL/SLL2, raw
-    IP and loopback link types. CAPTURE can also be a per-packet log of cellperf's agents
-    (`cellperf probe --log F.parquet|F.csv`, or a server log): each of its UDP streams is
-    measured like one found in captures.
 
-    \b
-    Examples:
-      cellperf analyze --mn mn.pcap --cn cn.pcap
-      cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
-      cellperf analyze trace.pcapng --side cn --interval 1 --out results/
-      cellperf analyze voip.parquet              # a probe's per-packet log
-    """
-    logs = [p for p in (capture, mn, cn) if p is not None and is_agent_log(p)]
+def run(args: argparse.Namespace) -> None:
+    capture, out_dir = args.capture, args.out_dir
+    logs = [p for p in (capture, args.mn, args.cn) if p is not None and is_agent_log(p)]
     if logs and capture is None:
         raise UserError(f"{logs[0]}: an agent log is analysed on its own (cellperf analyze LOG): "
                         "the probe's log holds both directions")
-    if logs and (mn_addr or synced_clocks):
+    if logs and (args.mn_addr or args.synced_clocks):
         raise UserError(f"{logs[0]}: --mn-addr and --synced-clocks apply to captures; an agent log names its "
                         "directions and says how its delays were measured")
     if logs:
-        result = analyze_agent_log(capture, interval=interval, tables=out_dir is not None)
+        result = analyze_agent_log(capture, interval=args.interval, tables=out_dir is not None)
     else:
         result = analyze(
-            capture, mn=mn, cn=cn, side=side, interval=interval, mn_addr=mn_addr,
-            synced_clocks=synced_clocks, tables=out_dir is not None,
+            capture, mn=args.mn, cn=args.cn, side=args.side, interval=args.interval, mn_addr=args.mn_addr,
+            synced_clocks=args.synced_clocks, tables=out_dir is not None,
         )
     for w in result.warnings:
-        click.echo(f"cellperf: warning: {w}", err=True)
+        print(f"cellperf: warning: {w}", file=sys.stderr)
     if out_dir is not None:
         result.write(out_dir)
-    if as_json:
-        click.echo(json.dumps(result.report, indent=2))
+    if args.as_json:
+        print(json.dumps(result.report, indent=2))
     else:
         # rich costs ~0.1 s to import; machines asking for --json do not pay it.
         from rich.console import Console

@@ -1,56 +1,37 @@
-"""`cellperf channel`: statistics and Markov models of per-slot channel-rate traces
-(METHODS §7, seed 002 §5): `stats`, `fit`, `generate`. Formats and definitions: docs/channel.md.
+"""Channel-rate traces: statistics, Markov models, synthetic traces.
+
+METHODS §7, seed 002 §5. Formats and definitions: docs/channel.md.
+
+Examples:
+  cellperf channel stats drc.csv --rate-table drc
+  cellperf channel stats Verizon-EVDO-driving.down --slot-ms 10 --json
+  cellperf channel fit drc.csv --rate-table drc -o model.json
+  cellperf channel generate model.json --slots 2160000 --seed 1 -o synth.parquet --mahimahi synth.down
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-import click
-from rich import box
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
-
-from cellperf.channel import read_trace, write_trace
-from cellperf.channel.analysis import describe_model, figure_tables, fit_model, generate, trace_stats
-from cellperf.channel.traces import atomic_write
+from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path
 from cellperf.errors import UserError
 
 TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
 
 
-def trace_options(f):
-    f = click.option("--rate-table", metavar="drc|FILE", help="Map the state column to rates: 'drc' (EV-DO DRC) or a CSV state,rate_bps.")(f)
-    f = click.option("--slot-ms", type=float, default=None, help="Slot length in ms (default 1.667, EV-DO).")(f)
-    return f
+def trace_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate-table", metavar="drc|FILE",
+                        help="Map the state column to rates: 'drc' (EV-DO DRC) or a CSV state,rate_bps.")
+    parser.add_argument("--slot-ms", metavar="MS", type=float, default=None, help="Slot length in ms (default 1.667, EV-DO).")
 
 
 def _fmt(x, spec=".3f", none="–"):
     return none if x is None else format(x, spec)
 
 
-@click.group()
-def command() -> None:
-    """Statistics and Markov models of per-slot channel-rate traces.
-
-    \b
-    Examples:
-      cellperf channel stats drc.csv --rate-table drc
-      cellperf channel stats Verizon-EVDO-driving.down --slot-ms 10 --json
-      cellperf channel fit drc.csv --rate-table drc -o model.json
-      cellperf channel generate model.json --slots 2160000 --seed 1 -o synth.parquet --mahimahi synth.down
-    """
-
-
-@command.command()
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@trace_options
-@click.option("--window", "window_s", type=float, default=3600.0, show_default=True, help="Window length in seconds for per-window statistics.")
-@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), help="Write the data behind 002 Figs. 1–5 as CSV files into this directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
+def stats(args: argparse.Namespace) -> None:
     """Mean, spread, modal fraction, entropy, sojourns, Markov depth and memory of each trace.
 
     Per trace and per window: mean and std of the rate, modal fraction, entropy H(X),
@@ -58,25 +39,34 @@ def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
     n = 1..4 and for lags 1..1000 slots, SINR–rate correlation (if the trace has sinr_db),
     and the one-step Markov fit's sojourn RMSE (002 eq. 4).
 
-    \b
     Examples:
       cellperf channel stats day.parquet --rate-table drc --window 3600
       cellperf channel stats a.csv b.csv --figures figs/ --json
     """
+    from rich import box
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from cellperf.channel import read_trace
+    from cellperf.channel.analysis import figure_tables, trace_stats
+    from cellperf.channel.traces import atomic_write
+
+    figures_dir = args.figures_dir
     results = []
     stderr = Console(stderr=True)
     # Only on a terminal: a non-interactive run's stderr keeps just the error line, if any.
     with Progress(transient=True, console=stderr, disable=not stderr.is_terminal) as bar:
-        for path in bar.track(traces, description="channel statistics"):
-            trace = read_trace(path, slot_ms=slot_ms, rate_table=rate_table)
-            results.append(trace_stats(trace, window_s=window_s))
+        for path in bar.track(args.traces, description="channel statistics"):
+            trace = read_trace(path, slot_ms=args.slot_ms, rate_table=args.rate_table)
+            results.append(trace_stats(trace, window_s=args.window_s))
     if figures_dir:
         directory = Path(figures_dir)
         directory.mkdir(parents=True, exist_ok=True)
         for name, table in figure_tables(results).items():
             atomic_write(directory / f"{name}.csv", table.write_csv)
-    if as_json:
-        click.echo(json.dumps({"traces": results}))
+    if args.as_json:
+        print(json.dumps({"traces": results}))
         return
     console = Console()
     for r in results:
@@ -108,34 +98,36 @@ def stats(traces, rate_table, slot_ms, window_s, figures_dir, as_json) -> None:
         console.print(f"figure data written to {figures_dir}/")
 
 
-@command.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
-@trace_options
-@click.option("--order", type=int, default=1, show_default=True, help="Markov order (slots of history).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
-@click.option("--json", "as_json", is_flag=True, help="Print the model's summary as JSON.")
-def fit(trace, rate_table, slot_ms, order, output, as_json) -> None:
+def fit(args: argparse.Namespace) -> None:
     """Fit a Markov rate model to a trace and write it as a model file (JSON, version 1).
 
     The model feeds `cellperf channel generate` and the emulator (`cellperf emulate`).
 
-    \b
     Examples:
       cellperf channel fit drc.csv --rate-table drc -o evdo.json
       cellperf channel fit Verizon-EVDO-driving.down --slot-ms 10 --order 2 -o vz.json
     """
-    t = read_trace(trace, slot_ms=slot_ms, rate_table=rate_table)
-    text = fit_model(t, order)
+    from cellperf.channel import read_trace
+    from cellperf.channel.analysis import describe_model, fit_model
+    from cellperf.channel.traces import atomic_write
+
+    output = args.output
+    t = read_trace(args.trace, slot_ms=args.slot_ms, rate_table=args.rate_table)
+    text = fit_model(t, args.order)
     info = describe_model(text, output)
     atomic_write(Path(output), lambda tmp: Path(tmp).write_text(text))
     summary = {"model": output, "trace": t.name, "slots": t.slots, **info}
-    if as_json:
-        click.echo(json.dumps(summary))
+    if args.as_json:
+        print(json.dumps(summary))
         return
     _print_model(summary, f"{output}: order-{info['order']} model of {t.name} ({t.slots} slots)")
 
 
 def _print_model(info: dict, title: str, observed: dict | None = None) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=title, box=box.SIMPLE)
     for col in ("state", "rate kb/s", "fitted share", "stationary", "sojourn 1/(1-Pii)"):
         table.add_column(col, justify="right")
@@ -154,24 +146,20 @@ def _print_model(info: dict, title: str, observed: dict | None = None) -> None:
     Console().print(table)
 
 
-@command.command(name="generate")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--slots", type=int, required=True, help="Number of slots to generate.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same trace).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace to write: .csv or .parquet (slot,time_s,state,rate_bps).")
-@click.option("--mahimahi", type=click.Path(dir_okay=False), help="Also write the trace in mahimahi format (one ms per 1500-byte opportunity).")
-@click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
-def generate_command(model, slots, seed, output, mahimahi, as_json) -> None:
+def generate_command(args: argparse.Namespace) -> None:
     """Generate a synthetic trace from a model file, seeded.
 
     The summary compares the generated trace with the model (state shares, sojourns):
     they agree within sampling error.
 
-    \b
     Examples:
       cellperf channel generate evdo.json --slots 600000 --seed 7 -o synth.csv
       cellperf channel generate evdo.json --slots 60000 -o s.parquet --mahimahi s.down
     """
+    from cellperf.channel import write_trace
+    from cellperf.channel.analysis import describe_model, generate, trace_stats
+
+    model, slots, seed, output, mahimahi = args.model, args.slots, args.seed, args.output, args.mahimahi
     path = Path(model)
     if not path.is_file():
         raise UserError(f"{model}: no such file")
@@ -197,8 +185,41 @@ def generate_command(model, slots, seed, output, mahimahi, as_json) -> None:
         "model_stationary": info["stationary"],
         "model_sojourn_slots": info["markov_sojourn_slots"],
     }
-    if as_json:
-        click.echo(json.dumps(summary))
+    if args.as_json:
+        print(json.dumps(summary))
         return
     _print_model(info, f"{output}: {slots} slots from {model}, seed {seed}", observed)
-    click.echo(f"mean rate {st['mean_rate_bps'] / 1e3:,.1f} kb/s (model {summary['model_mean_rate_bps'] / 1e3:,.1f} kb/s)")
+    print(f"mean rate {st['mean_rate_bps'] / 1e3:,.1f} kb/s (model {summary['model_mean_rate_bps'] / 1e3:,.1f} kb/s)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    subcommands = add_subcommands(parser)
+    p = add_subcommand(subcommands, "stats", stats)
+    p.add_argument("traces", metavar="TRACE", nargs="+", type=file_path(), help=TRACE_HELP)
+    trace_options(p)
+    p.add_argument("--window", dest="window_s", metavar="SECONDS", type=float, default=3600.0,
+                   help="Window length in seconds for per-window statistics.")
+    p.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
+                   help="Write the data behind 002 Figs. 1–5 as CSV files into this directory.")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
+
+    p = add_subcommand(subcommands, "fit", fit)
+    p.add_argument("trace", metavar="TRACE", type=file_path(), help=TRACE_HELP)
+    trace_options(p)
+    p.add_argument("--order", type=int, default=1, help="Markov order (slots of history).")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", type=file_path(), help="Model file to write (JSON).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the model's summary as JSON.")
+
+    p = add_subcommand(subcommands, "generate", generate_command)
+    p.add_argument("model", metavar="MODEL", type=file_path(), help="Model file (JSON) of `cellperf channel fit`.")
+    p.add_argument("--slots", type=int, required=True, help="Number of slots to generate.")
+    p.add_argument("--seed", type=int, default=0, help="Random seed (same seed, same trace).")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", type=file_path(),
+                   help="Trace to write: .csv or .parquet (slot,time_s,state,rate_bps).")
+    p.add_argument("--mahimahi", metavar="FILE", type=file_path(),
+                   help="Also write the trace in mahimahi format (one ms per 1500-byte opportunity).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print a summary as JSON.")
+
+
+def run(args: argparse.Namespace) -> None:
+    args.subcommand(args)

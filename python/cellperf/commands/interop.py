@@ -1,15 +1,22 @@
-"""`cellperf interop`: iperf3 and D-ITG results into cellperf's tables."""
+"""Read iperf3 and D-ITG results into cellperf's result tables.
+
+The probe's result document, the per-interval series, and for D-ITG the per-packet log, so
+campaigns measured with those tools analyse like cellperf's own.
+
+Examples:
+  cellperf interop iperf3 run-17.json
+  cellperf interop iperf3 run-17.json --json --out imported/run-17
+  cellperf interop ditg recv.txt --direction down --date 2009-05-14 --out imported/voip-3
+"""
 
 from __future__ import annotations
 
-import datetime as dt
+import argparse
 import json
 from pathlib import Path
 
-import click
-
 from cellperf.agents.interop import DEFAULT_INTERVAL_S, Imported, read_ditg, read_iperf3, write_imported
-from cellperf.errors import UserError
+from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path, iso_date, positive_float
 from cellperf.units import format_rate
 
 
@@ -17,7 +24,7 @@ def _show(imported: Imported, as_json: bool, out: Path | None) -> None:
     files = write_imported(imported, out) if out is not None else []
     doc = imported.document
     if as_json:
-        click.echo(json.dumps(doc))
+        print(json.dumps(doc))
         return
     from rich.console import Console
     from rich.table import Table
@@ -44,63 +51,50 @@ def _show(imported: Imported, as_json: bool, out: Path | None) -> None:
     Console().print(t)
 
 
-_OUT = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-                    help="Write result.json, intervals.parquet (and agent_log.parquet) here.")
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result document as one JSON line.")
+def iperf3(args: argparse.Namespace) -> None:
+    """Read `iperf3 -c SERVER -J` output (TCP or UDP, -R, --bidir, -P).
 
+    FILE is the output of `iperf3 -c SERVER -J`. The client is the mobile node: what it sent
+    is `up`.
 
-@click.group()
-def command() -> None:
-    """Read iperf3 and D-ITG results into cellperf's tables (the probe's result document,
-    the per-interval series, and for D-ITG the per-packet log), so campaigns measured with
-    those tools analyse like cellperf's own.
-
-    \b
-    Examples:
-      cellperf interop iperf3 run-17.json
-      cellperf interop iperf3 run-17.json --json --out imported/run-17
-      cellperf interop ditg recv.txt --direction down --date 2009-05-14 --out imported/voip-3
-    """
-
-
-@command.command("iperf3")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@_JSON
-@_OUT
-def iperf3(file: Path, as_json: bool, out: Path | None) -> None:
-    """FILE is the output of `iperf3 -c SERVER -J` (TCP or UDP, -R, --bidir, -P). The client
-    is the mobile node: what it sent is `up`.
-
-    \b
     Examples:
       iperf3 -c cn -u -b 2M -t 60 -R -J > down.json && cellperf interop iperf3 down.json
       cellperf interop iperf3 down.json --out imported/down
     """
-    _show(read_iperf3(file), as_json, out)
+    _show(read_iperf3(args.file), args.as_json, args.out)
 
 
-@command.command("ditg")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--direction", default="up", show_default=True, type=click.Choice(["up", "down"]),
-              help="up: D-ITG's sender was the mobile node; down: its receiver was.")
-@click.option("--date", "date_text", help="Day the test started, YYYY-MM-DD (D-ITG logs times of day; default: the file's date).")
-@click.option("--interval", default=DEFAULT_INTERVAL_S, show_default=True, type=float, help="Interval series, seconds.")
-@_JSON
-@_OUT
-def ditg(file: Path, direction: str, date_text: str | None, interval: float, as_json: bool, out: Path | None) -> None:
-    """FILE is the per-packet text of `ITGDec RECV_LOG -l FILE` (the receiver's log).
+def ditg(args: argparse.Namespace) -> None:
+    """Read D-ITG's per-packet text (`ITGDec RECV_LOG -l FILE`, the receiver's log).
 
-    \b
+    FILE is the per-packet text of `ITGDec RECV_LOG -l FILE`.
+
     Examples:
       ITGDec recv.log -l recv.txt && cellperf interop ditg recv.txt --date 2009-05-14
       cellperf interop ditg recv.txt --direction down --json --out imported/voip-3
     """
-    date = None
-    if date_text is not None:
-        try:
-            date = dt.date.fromisoformat(date_text)
-        except ValueError:
-            raise UserError(f"--date: '{date_text}' is not a date (YYYY-MM-DD)") from None
-    if interval <= 0:
-        raise UserError(f"--interval: must be positive, not {interval}")
-    _show(read_ditg(file, date=date, direction=direction, interval_s=interval), as_json, out)
+    _show(read_ditg(args.file, date=args.date, direction=args.direction, interval_s=args.interval), args.as_json, args.out)
+
+
+def _common(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("file", metavar="FILE", type=file_path(Path), help=what)
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the result document as one JSON line.")
+    parser.add_argument("--out", metavar="DIR", type=folder_path(Path),
+                        help="Write result.json, intervals.parquet (and agent_log.parquet) here.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    subcommands = add_subcommands(parser)
+    _common(add_subcommand(subcommands, "iperf3", iperf3), "iperf3's JSON output.")
+    p = add_subcommand(subcommands, "ditg", ditg)
+    _common(p, "ITGDec's per-packet text.")
+    p.add_argument("--direction", default="up", choices=["up", "down"],
+                   help="up: D-ITG's sender was the mobile node; down: its receiver was.")
+    p.add_argument("--date", type=iso_date, metavar="YYYY-MM-DD",
+                   help="Day the test started (D-ITG logs times of day; default: the file's date).")
+    p.add_argument("--interval", metavar="SECONDS", default=DEFAULT_INTERVAL_S, type=positive_float,
+                   help="Interval series, seconds.")
+
+
+def run(args: argparse.Namespace) -> None:
+    args.subcommand(args)

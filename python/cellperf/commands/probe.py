@@ -1,17 +1,29 @@
-"""`cellperf probe`: the traffic agent at the mobile node (MN)."""
+"""Run one test against a `cellperf server` (agent at the mobile node).
+
+SERVER is HOST[:PORT], default port 5250. Tests (METHODS §2): udp-cbr, tcp-bulk, voip (echoed,
+per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per
+100 ms: gaps and delay periods), window-sweep (TCP throughput vs window or MSS, BDP).
+
+Examples:
+  cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
+  cellperf probe cn.example.net -t voip --codec g729 --log voip.parquet --json
+  cellperf probe cn -t udp-cbr --direction both --log mn.parquet --server-log cn.parquet
+  cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
+  cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
+  cellperf probe cn -t ping-sweep --count 20 --interval 0.5
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
-import click
-
 from cellperf.agents import TESTS, check_log_path, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.cli import file_path
 from cellperf.errors import UserError
 from cellperf.units import format_rate
-
 
 
 def _fmt_ms(s: dict | None) -> str:
@@ -55,75 +67,62 @@ def _summary(doc: dict) -> None:
     Console().print(t)
 
 
-@click.command()
-@click.argument("server")
-@click.option("--test", "-t", "test", required=True, help=f"One of: {', '.join(TESTS)}.")
-@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help="Shared token (else $CELLPERF_TOKEN).")
-@click.option("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk).")
-@click.option("--rate", help="udp-cbr payload rate, bit/s (k/M/G). Default 1M.")
-@click.option("--payload", type=int, help="UDP payload bytes (default 1460; the header takes 20).")
-@click.option("--duration", type=float, help="Seconds (default 10; voip/min-delay 30, sparse 60).")
-@click.option("--bytes", "nbytes", help="tcp-bulk: stop after this many bytes (K/M/G).")
-@click.option("--congestion", help="TCP congestion control (e.g. cubic, reno, bbr).")
-@click.option("--window", help="TCP socket buffer at both ends (K/M), e.g. 64K.")
-@click.option("--mss", type=int, help="TCP maximum segment size, bytes.")
-@click.option("--streams", "-P", type=int, help="Parallel TCP streams.")
-@click.option("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
-@click.option("--sizes", help="ping-sweep payload sizes (default 128,256,512,1024,1500).")
-@click.option("--count", type=int, help="ping-sweep probes per size (default 100).")
-@click.option("--interval", type=float, help="Seconds between packets (ping-sweep 1, sparse 0.1).")
-@click.option("--timeout", type=float, help="Seconds to wait for late packets (default 2; ping-sweep 10).")
-@click.option("--windows", help="window-sweep windows (default 16K..1024K).")
-@click.option("--mss-values", help="window-sweep MSS values instead of windows.")
-@click.option("--owd", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Per-packet log of both ends, merged (.parquet or .csv).")
-@click.option("--server-log", "server_log_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The server's own per-packet log of this run, fetched over the control connection (.parquet or .csv).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(server, test, token_file, direction, rate, payload, duration, nbytes, congestion, window, mss, streams,
-            codec, sizes, count, interval, timeout, windows, mss_values, owd, log_path, server_log_path, as_json) -> None:
-    """Run one test against a `cellperf server` at SERVER (HOST[:PORT], default port 5250).
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("server", metavar="SERVER", help="The server, HOST[:PORT] (default port 5250).")
+    parser.add_argument("-t", "--test", required=True, metavar="TEST", help=f"One of: {', '.join(TESTS)}.")
+    parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
+    parser.add_argument("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk).")
+    parser.add_argument("--rate", help="udp-cbr payload rate, bit/s (k/M/G). Default 1M.")
+    parser.add_argument("--payload", type=int, metavar="BYTES", help="UDP payload bytes (default 1460; the header takes 20).")
+    parser.add_argument("--duration", type=float, metavar="SECONDS", help="Seconds (default 10; voip/min-delay 30, sparse 60).")
+    parser.add_argument("--bytes", dest="nbytes", metavar="BYTES", help="tcp-bulk: stop after this many bytes (K/M/G).")
+    parser.add_argument("--congestion", metavar="NAME", help="TCP congestion control (e.g. cubic, reno, bbr).")
+    parser.add_argument("--window", metavar="BYTES", help="TCP socket buffer at both ends (K/M), e.g. 64K.")
+    parser.add_argument("--mss", type=int, metavar="BYTES", help="TCP maximum segment size, bytes.")
+    parser.add_argument("-P", "--streams", type=int, metavar="N", help="Parallel TCP streams.")
+    parser.add_argument("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
+    parser.add_argument("--sizes", metavar="LIST", help="ping-sweep payload sizes (default 128,256,512,1024,1500).")
+    parser.add_argument("--count", type=int, metavar="N", help="ping-sweep probes per size (default 100).")
+    parser.add_argument("--interval", type=float, metavar="SECONDS", help="Seconds between packets (ping-sweep 1, sparse 0.1).")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
+    parser.add_argument("--windows", metavar="LIST", help="window-sweep windows (default 16K..1024K).")
+    parser.add_argument("--mss-values", metavar="LIST", help="window-sweep MSS values instead of windows.")
+    parser.add_argument("--owd", metavar="KIND", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
+    parser.add_argument("--log", dest="log_path", metavar="FILE", type=file_path(Path),
+                        help="Per-packet log of both ends, merged (.parquet or .csv).")
+    parser.add_argument("--server-log", dest="server_log_path", metavar="FILE", type=file_path(Path),
+                        help="The server's own per-packet log of this run, fetched over the control connection (.parquet or .csv).")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
-    Tests (METHODS §2): udp-cbr, tcp-bulk, voip (echoed, per-packet RTT), min-delay
-    (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per 100 ms: gaps and
-    delay periods), window-sweep (TCP throughput vs window or MSS, BDP).
 
-    \b
-    Examples:
-      cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
-      cellperf probe cn.example.net -t voip --codec g729 --log voip.parquet --json
-      cellperf probe cn -t udp-cbr --direction both --log mn.parquet --server-log cn.parquet
-      cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
-      cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
-      cellperf probe cn -t ping-sweep --count 20 --interval 0.5
-    """
+def run(args: argparse.Namespace) -> None:
+    log_path, server_log_path, as_json = args.log_path, args.server_log_path, args.as_json
     for path, option in ((log_path, "--log"), (server_log_path, "--server-log")):
         if path is not None:
             check_log_path(path, option)
     if log_path is not None and server_log_path is not None and log_path.resolve() == server_log_path.resolve():
         raise UserError(f"--server-log {server_log_path}: the same file as --log")
-    token = read_token(token_file)
+    token = read_token(args.token_file)
     options: dict = {}
     for key, value in (
-        ("direction", direction), ("payload", payload), ("duration_s", duration), ("congestion", congestion),
-        ("mss", mss), ("streams", streams), ("codec", codec), ("count", count), ("interval_s", interval),
-        ("timeout_s", timeout), ("owd", owd),
+        ("direction", args.direction), ("payload", args.payload), ("duration_s", args.duration),
+        ("congestion", args.congestion), ("mss", args.mss), ("streams", args.streams), ("codec", args.codec),
+        ("count", args.count), ("interval_s", args.interval), ("timeout_s", args.timeout), ("owd", args.owd),
     ):
         if value is not None:
             options[key] = value
-    if rate is not None:
-        options["rate_bps"] = parse_rate(rate, "--rate")
-    if nbytes is not None:
-        options["bytes"] = parse_size(nbytes, "--bytes")
-    if window is not None:
-        options["window"] = parse_size(window, "--window")
-    if sizes is not None:
-        options["sizes"] = parse_list(sizes, "--sizes")
-    if windows is not None:
-        options["windows"] = parse_list(windows, "--windows")
-    if mss_values is not None:
-        options["mss_values"] = parse_list(mss_values, "--mss-values")
+    if args.rate is not None:
+        options["rate_bps"] = parse_rate(args.rate, "--rate")
+    if args.nbytes is not None:
+        options["bytes"] = parse_size(args.nbytes, "--bytes")
+    if args.window is not None:
+        options["window"] = parse_size(args.window, "--window")
+    if args.sizes is not None:
+        options["sizes"] = parse_list(args.sizes, "--sizes")
+    if args.windows is not None:
+        options["windows"] = parse_list(args.windows, "--windows")
+    if args.mss_values is not None:
+        options["mss_values"] = parse_list(args.mss_values, "--mss-values")
     for key in ("payload", "mss", "streams", "count"):
         if key in options and options[key] < 0:
             raise UserError(f"--{key.replace('_', '-')}: must not be negative")
@@ -145,7 +144,7 @@ def command(server, test, token_file, direction, rate, payload, duration, nbytes
         return True
 
     try:
-        result = run_probe(server, token, test, options, progress)
+        result = run_probe(args.server, token, args.test, options, progress)
     finally:
         if status is not None:
             status.stop()
@@ -156,10 +155,10 @@ def command(server, test, token_file, direction, rate, payload, duration, nbytes
         write_log(result.server_log, server_log_path, result.document, "--server-log")
     if result.error is not None and result.error != "interrupted":
         if as_json:
-            click.echo(json.dumps({**result.document, "error": result.error}))
+            print(json.dumps({**result.document, "error": result.error}))
         raise UserError(result.error)
     if as_json:
-        click.echo(json.dumps(result.document))
+        print(json.dumps(result.document))
     else:
         _summary(result.document)
     if result.error == "interrupted":

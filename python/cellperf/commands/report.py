@@ -1,39 +1,44 @@
-"""`cellperf report`: results store → self-contained HTML report (and PNG/PDF figures)."""
+"""Make the HTML report of a results store (and PNG/PDF figures).
+
+The report of a campaign's results store (DIR, default the current folder): one HTML file with
+interactive figures that opens offline, after seed 000 chapter 4 — throughput series with
+handoffs, IQR box plots, second-order difference plots, jitter and loss CDFs, TCP
+box-whiskers, ACK compression, retransmission classes, VoIP delay/loss/R series and R CDFs,
+and a summary table per network.
+
+Examples:
+  cellperf report results/
+  cellperf report results/ -o ~/campaign.html --figures paper-figures/
+  cellperf report --json
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-import click
-
-from cellperf.report import build_report
+from cellperf.cli import file_path, folder_path
 
 
-@click.command()
-@click.argument("store_dir", required=False, default=".", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
-              help="HTML file to write (default: DIR/report.html).")
-@click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write each figure as PNG and PDF here (needs Chromium).")
-@click.option("--json", "as_json", is_flag=True, help="Print what was written as one JSON document.")
-def command(store_dir, output, figures_dir, as_json) -> None:
-    """Make the report of a campaign's results store (DIR, default the current folder):
-    one HTML file with interactive figures that opens offline, after seed 000 chapter 4 —
-    throughput series with handoffs, IQR box plots, second-order difference plots, jitter and
-    loss CDFs, TCP box-whiskers, ACK compression, retransmission classes, VoIP delay/loss/R
-    series and R CDFs, and a summary table per network.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("store_dir", metavar="DIR", nargs="?", default=Path("."), type=Path,
+                        help="The campaign's results folder (its --out). [default: .]")
+    parser.add_argument("-o", "--output", metavar="FILE", type=file_path(Path),
+                        help="HTML file to write (default: DIR/report.html).")
+    parser.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(Path),
+                        help="Also write each figure as PNG and PDF here (needs Chromium).")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print what was written as one JSON document.")
 
-    \b
-    Examples:
-      cellperf report results/
-      cellperf report results/ -o ~/campaign.html --figures paper-figures/
-      cellperf report --json
-    """
-    result = build_report(store_dir, output, figures_dir=figures_dir)
-    if as_json:
-        click.echo(json.dumps(result))
+
+def run(args: argparse.Namespace) -> None:
+    # The report stack (plotly, duckdb, polars) costs ~0.5 s to import: not for --help.
+    from cellperf.report import build_report
+
+    result = build_report(args.store_dir, args.output, figures_dir=args.figures_dir)
+    if args.as_json:
+        print(json.dumps(result))
     else:
-        click.echo(f"report: {result['report']} ({len(result['items'])} figures and tables)")
-        if figures_dir is not None:
-            click.echo(f"figures: {len(result['figures'])} files in {figures_dir}/")
+        print(f"report: {result['report']} ({len(result['items'])} figures and tables)")
+        if args.figures_dir is not None:
+            print(f"figures: {len(result['figures'])} files in {args.figures_dir}/")

@@ -1,20 +1,36 @@
-"""`cellperf run`: run a measurement campaign into a results store, resumably."""
+"""Run a measurement campaign into a results store, resumably.
+
+Every test of a campaign: capture both ends, collect the radio log, analyse each run as it
+finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in OUT/runs/). Kill
+it at any moment and start it again: finished runs are kept and skipped, failed ones are tried
+again. Exit status 3 when a run failed. The campaign format is in docs/campaigns.md.
+
+Examples:
+  sudo cellperf run campaign.toml --out results/
+  cellperf run campaign.toml --check
+  sudo cellperf run campaign.toml --out results/ --json > summary.json
+  cellperf report results/ -o report.html
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
-import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from cellperf.cli import file_path, folder_path
 
-from cellperf.campaign import Summary, load_campaign, run_campaign
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cellperf.campaign import Summary
 
 
 def print_summary(summary: Summary, console: Console) -> None:
+    from rich.table import Table
+
     done = sum(r.status == "ok" for r in summary.finished)
     console.print(f"[bold]{summary.total}[/] runs: {done} done now, {summary.skipped} already stored, "
                   f"{len(summary.failed)} failed")
@@ -30,6 +46,11 @@ def print_summary(summary: Summary, console: Console) -> None:
 
 def execute(campaign_file: Path, out_dir: Path | None, as_json: bool) -> Summary:
     """Loads, runs and reports a campaign (shared with `cellperf demo`)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from cellperf.campaign import load_campaign, run_campaign
+
     campaign = load_campaign(campaign_file)
     out = out_dir or Path(campaign.name)
     err = Console(stderr=True)
@@ -54,38 +75,32 @@ def execute(campaign_file: Path, out_dir: Path | None, as_json: bool) -> Summary
     return summary
 
 
-@click.command()
-@click.argument("campaign_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Results folder (default: the campaign's name). Run again with the same folder to resume.")
-@click.option("--check", is_flag=True, help="Validate the campaign file and list its runs; run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
-def command(campaign_file, out_dir, check, as_json) -> None:
-    """Run every test of a campaign: capture both ends, collect the radio log, analyse each
-    run as it finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in
-    OUT/runs/). Kill it at any moment and start it again: finished runs are kept and
-    skipped, failed ones are tried again. The campaign format is in docs/campaigns.md.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("campaign_file", metavar="CAMPAIGN_FILE", type=file_path(Path), help="The campaign (TOML).")
+    parser.add_argument("--out", dest="out_dir", metavar="DIR", type=folder_path(Path),
+                        help="Results folder (default: the campaign's name). Run again with the same folder to resume.")
+    parser.add_argument("--check", action="store_true", help="Validate the campaign file and list its runs; run nothing.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the summary as one JSON document.")
 
-    \b
-    Examples:
-      sudo cellperf run campaign.toml --out results/
-      cellperf run campaign.toml --check
-      sudo cellperf run campaign.toml --out results/ --json > summary.json
-      cellperf report results/ -o report.html
-    """
-    if check:
-        campaign = load_campaign(campaign_file)
-        if as_json:
-            click.echo(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
-                                   "planned_s": sum(r.duration_s for r in campaign.runs)}))
+
+def run(args: argparse.Namespace) -> None:
+    if args.check:
+        from cellperf.campaign import load_campaign
+
+        campaign = load_campaign(args.campaign_file)
+        if args.as_json:
+            print(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
+                              "planned_s": sum(r.duration_s for r in campaign.runs)}))
         else:
-            click.echo(f"{campaign_file}: valid; {len(campaign.runs)} runs, "
-                       f"{sum(r.duration_s for r in campaign.runs):.0f} s of tests")
+            print(f"{args.campaign_file}: valid; {len(campaign.runs)} runs, "
+                  f"{sum(r.duration_s for r in campaign.runs):.0f} s of tests")
         return
-    summary = execute(campaign_file, out_dir, as_json)
-    if as_json:
-        click.echo(json.dumps(summary.to_json()))
+    summary = execute(args.campaign_file, args.out_dir, args.as_json)
+    if args.as_json:
+        print(json.dumps(summary.to_json()))
     else:
+        from rich.console import Console
+
         print_summary(summary, Console())
     if summary.failed:
         sys.exit(3)

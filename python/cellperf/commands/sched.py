@@ -1,64 +1,71 @@
-"""`cellperf sched`: trace-driven, full-buffer Proportional Fair vs Round Robin
-(METHODS §8, seed 002 §6)."""
+"""Compare PF and RR scheduling on rate traces, users always backlogged.
+
+Trace-driven, full-buffer Proportional Fair vs Round Robin (METHODS §8, seed 002 §6). Reports
+per-user and system throughput, the gain T_PF/T_RR and Jain's fairness for 1..N users. With
+handoffs (from --handoffs, from bs_id/sector_id columns in the traces, or --handoff-interval),
+also the PF gain when each handoff resets the user's average, as a new sector would.
+
+Examples:
+  cellperf sched drc1.csv drc2.csv drc3.csv drc4.csv --rate-table drc --users 1..4
+  cellperf sched mobile.parquet --handoffs radio.csv --json
+  cellperf sched synth.csv --handoff-interval 25 --repeats 10 --seed 1
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-import click
-import polars as pl
-from rich import box
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
-
-from cellperf.channel import read_trace
-from cellperf.channel.sched import DEFAULT_REPEATS, compare, handoff_slots_for, handoff_times_from_file
-from cellperf.channel.traces import atomic_write
+from cellperf.channel.sched import DEFAULT_REPEATS
+from cellperf.cli import file_path, folder_path
+from cellperf.commands.channel import TRACE_HELP, trace_options
 
 
 def _parse_users(text: str) -> int:
     lo, sep, hi = text.partition("..")
     try:
         if sep and int(lo) != 1:
-            raise click.BadParameter("the range starts at 1 (e.g. 1..8)")
+            raise argparse.ArgumentTypeError("the range starts at 1 (e.g. 1..8)")
         return int(hi if sep else lo)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not N or 1..N") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not N or 1..N") from None
 
 
-@click.command()
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--users", "users_text", default="1..4", show_default=True, help="Compare for 1..N users (N or 1..N). User u follows trace u mod T.")
-@click.option("--alpha", type=float, default=1 / 1000, show_default=True, help="PF averaging weight α.")
-@click.option("--slots", type=int, default=None, help="Slots per run (default: the shortest trace, at most 1,000,000 as in 002).")
-@click.option("--repeats", type=int, default=DEFAULT_REPEATS, show_default=True, help="Runs with fresh random start slots, averaged.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random start slots.")
-@click.option("--handoffs", "handoffs_file", type=click.Path(dir_okay=False), help="Radio log (bs_id,sector_id changes) or CSV of handoff instants (time_s): reset a user's PF average at each.")
-@click.option("--handoff-interval", "handoff_interval_s", type=float, help="Instead: reset each user's PF average every this many seconds (002: 20–30 s between handoffs).")
-@click.option("--rate-table", metavar="drc|FILE", help="Map the state column to rates: 'drc' (EV-DO DRC) or a CSV state,rate_bps.")
-@click.option("--slot-ms", type=float, default=None, help="Slot length in ms (default 1.667, EV-DO).")
-@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), help="Write gain_vs_users.csv (002 Fig. 6) into this directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(traces, users_text, alpha, slots, repeats, seed, handoffs_file, handoff_interval_s, rate_table, slot_ms, figures_dir, as_json) -> None:
-    """Compare PF and RR slot scheduling on rate traces, every user always backlogged.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", metavar="TRACE", nargs="+", type=file_path(), help=TRACE_HELP)
+    parser.add_argument("--users", dest="max_users", metavar="N|1..N", default="1..4", type=_parse_users,
+                        help="Compare for 1..N users (N or 1..N). User u follows trace u mod T.")
+    parser.add_argument("--alpha", type=float, default=1 / 1000, help="PF averaging weight α.")
+    parser.add_argument("--slots", type=int, default=None,
+                        help="Slots per run (default: the shortest trace, at most 1,000,000 as in 002).")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="Runs with fresh random start slots, averaged.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the random start slots.")
+    handoffs = parser.add_mutually_exclusive_group()
+    handoffs.add_argument("--handoffs", dest="handoffs_file", metavar="FILE", type=file_path(),
+                          help="Radio log (bs_id,sector_id changes) or CSV of handoff instants (time_s): "
+                          "reset a user's PF average at each.")
+    handoffs.add_argument("--handoff-interval", dest="handoff_interval_s", metavar="SECONDS", type=float,
+                          help="Instead: reset each user's PF average every this many seconds (002: 20–30 s between handoffs).")
+    trace_options(parser)
+    parser.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
+                        help="Write gain_vs_users.csv (002 Fig. 6) into this directory.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
-    Reports per-user and system throughput, the gain T_PF/T_RR and Jain's fairness for
-    1..N users. With handoffs (from --handoffs, from bs_id/sector_id columns in the
-    traces, or --handoff-interval), also the PF gain when each handoff resets the user's
-    average, as a new sector would.
 
-    \b
-    Examples:
-      cellperf sched drc1.csv drc2.csv drc3.csv drc4.csv --rate-table drc --users 1..4
-      cellperf sched mobile.parquet --handoffs radio.csv --json
-      cellperf sched synth.csv --handoff-interval 25 --repeats 10 --seed 1
-    """
-    max_users = _parse_users(users_text)
-    if handoffs_file and handoff_interval_s is not None:
-        raise click.UsageError("give --handoffs or --handoff-interval, not both")
-    loaded = [read_trace(p, slot_ms=slot_ms, rate_table=rate_table) for p in traces]
+def run(args: argparse.Namespace) -> None:
+    import polars as pl
+    from rich import box
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from cellperf.channel import read_trace
+    from cellperf.channel.sched import compare, handoff_slots_for, handoff_times_from_file
+    from cellperf.channel.traces import atomic_write
+
+    alpha, repeats, handoffs_file, figures_dir = args.alpha, args.repeats, args.handoffs_file, args.figures_dir
+    loaded = [read_trace(p, slot_ms=args.slot_ms, rate_table=args.rate_table) for p in args.traces]
     handoff_slots = [t.handoff_slots for t in loaded]
     if handoffs_file:
         times = handoff_times_from_file(handoffs_file)
@@ -69,13 +76,13 @@ def command(traces, users_text, alpha, slots, repeats, seed, handoffs_file, hand
         task = bar.add_task("PF vs RR runs", total=None)
         result = compare(
             loaded,
-            max_users=max_users,
+            max_users=args.max_users,
             alpha=alpha,
-            slots=slots,
+            slots=args.slots,
             repeats=repeats,
-            seed=seed,
+            seed=args.seed,
             handoff_slots=handoff_slots,
-            handoff_interval_s=handoff_interval_s,
+            handoff_interval_s=args.handoff_interval_s,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     result["handoffs_per_trace"] = [int(h.size) for h in handoff_slots]
@@ -91,8 +98,8 @@ def command(traces, users_text, alpha, slots, repeats, seed, handoffs_file, hand
                 pl.Series("jain_pf_handoff", result["handoff"]["jain_pf"], dtype=pl.Float64),
             )
         atomic_write(directory / "gain_vs_users.csv", table.write_csv)
-    if as_json:
-        click.echo(json.dumps(result))
+    if args.as_json:
+        print(json.dumps(result))
         return
     title = (
         f"PF (α={alpha:g}) vs RR: {result['slots']} slots of {result['slot_s'] * 1000:g} ms, "

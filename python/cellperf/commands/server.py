@@ -1,39 +1,42 @@
-"""`cellperf server`: the traffic agent at the correspondent node (CN)."""
+"""Serve `cellperf probe` tests until stopped: the agent at the CN.
+
+Each client authenticates with the shared token (HMAC challenge; the token never crosses the
+network), and each test is held to --max-rate, --max-duration and --max-tests. Data goes only
+to the address of the control connection that asked. Stop it with Ctrl-C.
+
+Examples:
+  cellperf server --token-file /etc/cellperf/token
+  CELLPERF_TOKEN=s3cret cellperf server --listen 0.0.0.0:5250 --max-rate 50M
+  cellperf server --token-file t --log-dir /var/log/cellperf
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
-import click
-
 from cellperf.agents import DEFAULT_PORT, parse_rate, read_token, serve
+from cellperf.cli import file_path, folder_path
 from cellperf.errors import UserError
 
 
-@click.command()
-@click.option("--listen", default=f"[::]:{DEFAULT_PORT}", show_default=True, help="Control address; [::] takes IPv4 too.")
-@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help="Shared token (else $CELLPERF_TOKEN).")
-@click.option("--max-rate", default="100M", show_default=True, help="Per test and direction, bit/s (k/M/G).")
-@click.option("--max-duration", default=600.0, show_default=True, type=float, help="Longest test, seconds.")
-@click.option("--max-tests", default=16, show_default=True, type=int, help="Tests running at once.")
-@click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), help="Write a per-packet CSV log per test here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the listening address as one JSON line.")
-def command(listen, token_file, max_rate, max_duration, max_tests, log_dir, as_json) -> None:
-    """Serve `cellperf probe` tests until stopped (Ctrl-C).
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", metavar="HOST:PORT", default=f"[::]:{DEFAULT_PORT}",
+                        help="Control address; [::] takes IPv4 too.")
+    parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
+    parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test and direction, bit/s (k/M/G).")
+    parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=float, help="Longest test, seconds.")
+    parser.add_argument("--max-tests", metavar="N", default=16, type=int, help="Tests running at once.")
+    parser.add_argument("--log-dir", metavar="DIR", type=folder_path(Path), help="Write a per-packet CSV log per test here.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the listening address as one JSON line.")
 
-    Each client authenticates with the shared token (HMAC challenge; the token never
-    crosses the network), and each test is held to --max-rate, --max-duration and
-    --max-tests. Data goes only to the address of the control connection that asked.
 
-    \b
-    Examples:
-      cellperf server --token-file /etc/cellperf/token
-      CELLPERF_TOKEN=s3cret cellperf server --listen 0.0.0.0:5250 --max-rate 50M
-      cellperf server --token-file t --log-dir /var/log/cellperf
-    """
-    token = read_token(token_file)
-    rate = parse_rate(max_rate, "--max-rate")
+def run(args: argparse.Namespace) -> None:
+    token = read_token(args.token_file)
+    rate = parse_rate(args.max_rate, "--max-rate")
+    max_duration, max_tests, log_dir = args.max_duration, args.max_tests, args.log_dir
     if max_duration <= 0:
         raise UserError(f"--max-duration: must be positive, not {max_duration}")
     if max_tests < 1:
@@ -45,12 +48,14 @@ def command(listen, token_file, max_rate, max_duration, max_tests, log_dir, as_j
             raise UserError(f"--log-dir {log_dir}: cannot create ({e.strerror})") from None
 
     def ready(address: str) -> None:
-        if as_json:
-            click.echo(json.dumps({"listening": address, "max_rate_bps": rate, "max_duration_s": max_duration, "max_tests": max_tests}))
+        if args.as_json:
+            print(json.dumps({"listening": address, "max_rate_bps": rate, "max_duration_s": max_duration,
+                              "max_tests": max_tests}), flush=True)
         else:
-            click.echo(f"cellperf server listening on {address} (max {rate:.3g} bit/s, {max_duration:g} s, {max_tests} tests)")
+            print(f"cellperf server listening on {address} (max {rate:.3g} bit/s, {max_duration:g} s, {max_tests} tests)",
+                  flush=True)
 
     try:
-        serve(listen, token, rate, max_duration, max_tests, log_dir, ready)
+        serve(args.listen, token, rate, max_duration, max_tests, log_dir, ready)
     except KeyboardInterrupt:
-        click.echo("cellperf server: stopped", err=True)
+        print("cellperf server: stopped", file=sys.stderr)

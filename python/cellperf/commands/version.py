@@ -1,22 +1,21 @@
-"""`cellperf version`: versions of cellperf and its native core, for bug reports."""
+"""Print the versions of cellperf, its compiled core and Python.
 
+Examples:
+  cellperf version
+  cellperf version --json       # for bug reports and campaign records
+"""
+
+import argparse
 import json
 import platform
-
-import click
 
 from cellperf import _native
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(as_json: bool) -> None:
-    """Print the versions of cellperf, its compiled core and Python.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
-    \b
-    Examples:
-      cellperf version
-      cellperf version --json       # for bug reports and campaign records
-    """
+
+def run(args: argparse.Namespace) -> None:
     info = {"cellperf": _native.__version__, "python": platform.python_version()}
-    click.echo(json.dumps(info) if as_json else "\n".join(f"{k} {v}" for k, v in info.items()))
+    print(json.dumps(info) if args.as_json else "\n".join(f"{k} {v}" for k, v in info.items()))

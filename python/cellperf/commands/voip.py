@@ -1,28 +1,34 @@
-"""`cellperf voip`: ITU-T G.107 E-model voice quality from numbers or from a packet stream.
+"""Voice quality (E-model R, MOS, G.109 band) from numbers or a stream.
 
-Two modes:
+The ITU-T G.107 E-model (or its simplified form), in two modes:
 - numbers: one delay and one loss rate → R, MOS and the G.109 satisfaction band;
 - stream: a per-packet table (the `udp_packets` table of `cellperf analyze`, or an agent log with
   the same columns) → R and MOS per window and per direction; with a radio log, handoffs and a
   comparison of the windows near them with all others.
+In stream mode each flow (direction) is cut into windows by sending time; a window with no
+packets is reported as no_data (R null), one where every packet was lost as all_lost (R 0).
 The models and their sources are in docs/voice.md.
+
+Examples:
+  cellperf voip --delay-ms 150 --loss 0.01                 # R 86.41 (simplified, G.711)
+  cellperf voip --delay-ms 150 --loss 0.02 --model g107 --codec g729a --burst-ratio 2 --json
+  cellperf voip --stream udp_packets.parquet --window 5 --json
+  cellperf voip --stream echo.csv --half-rtt --radio-log radio.csv --clock-offset -0.25
+  cellperf voip --stream udp_packets.parquet --out windows.parquet
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import click
+# cellperf.voice, whose codec and model names the options list, loads numpy and polars anyway.
 import numpy as np
 import polars as pl
 import polars.selectors as cs
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from cellperf.errors import UserError
 from cellperf.handoffs import (
@@ -50,7 +56,7 @@ from cellperf.voice import (
 HANDOFF_METRICS = ("r", "mean_delay_ms", "loss")
 
 
-def _parse_params(pairs: tuple[str, ...]) -> G107Params:
+def _parse_params(pairs: list[str]) -> G107Params:
     params = G107Params()
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -111,6 +117,8 @@ def _write_atomically(df: pl.DataFrame, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
         raise UserError(f"--out {path}: expected a .parquet or .csv file name")
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
     os.close(fd)
     try:
@@ -197,6 +205,10 @@ def _percent(share, spec: str = ".0f") -> str:
 
 
 def _print_stream(doc: dict) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     delay_label = {"half_rtt": "half-RTT", "excess_one_way": "excess one-way delay"}.get(doc["delay_kind"], "one-way delay")
     table = Table(
@@ -252,67 +264,63 @@ def _print_stream(doc: dict) -> None:
         console.print(t)
 
 
-@click.command()
-@click.option("--delay-ms", type=float, help="One-way (mouth-to-ear network) delay in ms.")
-@click.option("--loss", type=float, help="Packet loss as a fraction in [0, 1] (0.01 = 1 %).")
-@click.option("--burst-ratio", type=float, default=1.0, show_default=True, help="G.107 BurstR (1 = random loss); g107 model only.")
-@click.option("--stream", "stream", type=click.Path(path_type=Path), help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
-@click.option("--window", "window_s", type=float, default=5.0, show_default=True, help="Window length in seconds (stream mode).")
-@click.option("--half-rtt", is_flag=True, help="Echoed stream: use (recv_ts − send_ts)/2 as delay instead of owd_ms.")
-@click.option("--model", metavar="simple|g107", default="simple", show_default=True, help="simple: Cole–Rosenbluth (the thesis); g107: full ITU-T G.107.")
-@click.option("--codec", metavar="CODEC", default="g711", show_default=True, help=f"Codec: {', '.join(CODECS)} (G.113 Ie and Bpl).")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a G.107 default, e.g. --param a=10 (g107 model; names in docs/voice.md).")
-@click.option("--radio-log", type=click.Path(path_type=Path), help="Radio log (CSV/JSONL: time_s, bs_id, sector_id[, technology]) to compare windows near handoffs.")
-@click.option("--clock-offset", "clock_offset_s", type=float, default=0.0, show_default=True, help="Seconds added to radio-log times to match the stream's clock.")
-@click.option("--handoff-window", "handoff_window_s", type=float, default=5.0, show_default=True, help="Windows within ± this many seconds of a handoff count as near it.")
-@click.option("--out", type=click.Path(path_type=Path), help="Also write the per-window table (.parquet or .csv).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(
-    delay_ms, loss, burst_ratio, stream, window_s, half_rtt, model, codec, params, radio_log, clock_offset_s, handoff_window_s, out, as_json
-) -> None:
-    """Voice quality (ITU-T G.107 E-model R, MOS, G.109 band) from numbers or a stream.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--delay-ms", metavar="MS", type=float, help="One-way (mouth-to-ear network) delay in ms.")
+    parser.add_argument("--loss", metavar="FRACTION", type=float, help="Packet loss as a fraction in [0, 1] (0.01 = 1 %%).")
+    parser.add_argument("--burst-ratio", metavar="R", type=float, default=1.0,
+                        help="G.107 BurstR (1 = random loss); g107 model only.")
+    parser.add_argument("--stream", metavar="FILE", type=Path, help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
+    parser.add_argument("--window", dest="window_s", metavar="SECONDS", type=float, default=5.0,
+                        help="Window length in seconds (stream mode).")
+    parser.add_argument("--half-rtt", action="store_true", help="Echoed stream: use (recv_ts − send_ts)/2 as delay instead of owd_ms.")
+    parser.add_argument("--model", metavar="simple|g107", default="simple",
+                        help="simple: Cole–Rosenbluth (the thesis); g107: full ITU-T G.107.")
+    parser.add_argument("--codec", metavar="CODEC", default="g711", help=f"Codec: {', '.join(CODECS)} (G.113 Ie and Bpl).")
+    parser.add_argument("--param", dest="params", metavar="NAME=VALUE", action="append", default=[],
+                        help="Override a G.107 default, e.g. --param a=10 (g107 model; names in docs/voice.md).")
+    parser.add_argument("--radio-log", metavar="FILE", type=Path,
+                        help="Radio log (CSV/JSONL: time_s, bs_id, sector_id[, technology]) to compare windows near handoffs.")
+    parser.add_argument("--clock-offset", dest="clock_offset_s", metavar="SECONDS", type=float, default=0.0,
+                        help="Seconds added to radio-log times to match the stream's clock.")
+    parser.add_argument("--handoff-window", dest="handoff_window_s", metavar="SECONDS", type=float, default=5.0,
+                        help="Windows within ± this many seconds of a handoff count as near it.")
+    parser.add_argument("--out", metavar="FILE", type=Path, help="Also write the per-window table (.parquet or .csv).")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
-    \b
-    Examples:
-      cellperf voip --delay-ms 150 --loss 0.01                 # R 86.41 (simplified, G.711)
-      cellperf voip --delay-ms 150 --loss 0.02 --model g107 --codec g729a --burst-ratio 2 --json
-      cellperf voip --stream udp_packets.parquet --window 5 --json
-      cellperf voip --stream echo.csv --half-rtt --radio-log radio.csv --clock-offset -0.25
-      cellperf voip --stream udp_packets.parquet --out windows.parquet
 
-    In stream mode each flow (direction) is cut into windows by sending time; a window with no
-    packets is reported as no_data (R null), one where every packet was lost as all_lost (R 0).
-    """
+def run(args: argparse.Namespace) -> None:
+    delay_ms, loss, burst_ratio, model, codec, out = args.delay_ms, args.loss, args.burst_ratio, args.model, args.codec, args.out
     if model not in MODELS:
         raise UserError(f"--model {model}: unknown model; choose one of {', '.join(MODELS)}")
     if codec not in CODECS:
         raise UserError(f"--codec {codec}: unknown codec; choose one of {', '.join(CODECS)}")
-    g107 = _parse_params(params)
-    if stream is not None:
+    g107 = _parse_params(args.params)
+    if args.stream is not None:
         if delay_ms is not None or loss is not None:
             raise UserError("give either --stream or --delay-ms/--loss, not both")
         if burst_ratio != 1.0:
             raise UserError("--burst-ratio is measured from the stream's loss pattern; drop it with --stream")
         doc, windows = _analyse_stream(
-            stream, window_s, half_rtt, model, codec, g107, radio_log, clock_offset_s, handoff_window_s
+            args.stream, args.window_s, args.half_rtt, model, codec, g107, args.radio_log, args.clock_offset_s,
+            args.handoff_window_s,
         )
         if out is not None:
             _write_atomically(windows, out)
-        if as_json:
-            click.echo(json.dumps(doc))
+        if args.as_json:
+            print(json.dumps(doc))
         else:
             _print_stream(doc)
         return
     if delay_ms is None or loss is None:
         raise UserError("give --delay-ms and --loss, or --stream FILE (see cellperf voip --help)")
-    for flag, value in (("--radio-log", radio_log), ("--out", out), ("--half-rtt", half_rtt or None)):
+    for flag, value in (("--radio-log", args.radio_log), ("--out", out), ("--half-rtt", args.half_rtt or None)):
         if value is not None:
             raise UserError(f"{flag} needs --stream")
     doc = _rate_numbers(delay_ms, loss, model, codec, burst_ratio, g107)
-    if as_json:
-        click.echo(json.dumps(doc))
+    if args.as_json:
+        print(json.dumps(doc))
     else:
-        click.echo(
+        print(
             f"R {doc['r']:.2f}  MOS {doc['mos']:.2f}  {doc['band']}  "
             f"({model} model, {codec}, {delay_ms:g} ms, {100 * loss:g} % loss"
             + (f", burst ratio {burst_ratio:g})" if model == "g107" else ")")
