@@ -327,7 +327,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
                         f.syn_dir.get_or_insert(dir);
                     }
                     let t0 = f.first_ts;
-                    let sack = t.options.sack_blocks();
+                    let sack = &*t.options.sack_blocks();
                     f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec, sack);
                     if two_sided {
                         f.tcp_recs.push(rec, sack);
