@@ -422,6 +422,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         opts,
         spans: passes.iter().map(|p| (p.side, p.span)).collect(),
         cut_series: Vec::new(),
+        stray_numbers: Vec::new(),
         interval_ns,
         owd_kind,
         reports: Vec::new(),
@@ -450,6 +451,12 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             "flow {id}: {n} packets lie more than {} intervals after the flow's start (a timestamp far \
              ahead?); they are left out of its interval series",
             crate::MAX_INTERVALS
+        ));
+    }
+    for (id, span, received) in &out.stray_numbers {
+        warnings.push(format!(
+            "flow {id}: the sequence numbers of its {received} probe headers span {span} (stray or damaged \
+             headers?); its losses are not counted"
         ));
     }
     let mut tables = Tables::default();
@@ -592,6 +599,9 @@ struct Assembler<'o> {
     spans: Vec<(Side, (i64, i64))>,
     /// Flows whose interval series was cut (see [`crate::MAX_INTERVALS`]): (flow, packets left out).
     cut_series: Vec<(u32, u64)>,
+    /// Flows whose probe headers' sequence numbers were no stream's (see [`MAX_LOST`]):
+    /// (flow, span of the numbers, datagrams).
+    stray_numbers: Vec<(u32, u64, u64)>,
     interval_ns: i64,
     owd_kind: OwdKind,
     reports: Vec<FlowReport>,
@@ -796,6 +806,9 @@ impl Assembler<'_> {
                 }
                 (None, Some(rx)) => {
                     let st = udp_from_receiver(&rx.udp_recs, dir);
+                    if let Some((span, received)) = st.stray_numbers {
+                        self.stray_numbers.push((flow.id, span, received));
+                    }
                     if !st.wall_clock_sends {
                         // Send stamps from a monotonic clock (iperf3): only differences mean anything.
                         owd_kind = OwdKind::Excess;
@@ -913,20 +926,32 @@ struct ReceiverStream {
     losses_known: bool,
     /// The send times are on a clock comparable with the capture's (not a monotonic one).
     wall_clock_sends: bool,
+    /// (span, datagrams) of header sequence numbers too far apart to be one stream's.
+    stray_numbers: Option<(u64, u64)>,
 }
+
+/// Sequence numbers missing from a stream seen at its receiver are its losses, unless there
+/// would be more than this many and more than [`MAX_LOST_PER_RECEIVED`] per datagram
+/// received (so a stream that lost up to 4 M datagrams, or delivered one in a hundred, is
+/// counted in full): then the numbers are no stream's but a stray or damaged header's, and
+/// an entry for every number between them would take memory without end.
+const MAX_LOST: u64 = 1 << 22;
+const MAX_LOST_PER_RECEIVED: u64 = 100;
 
 /// A stream seen at its receiver only: sequence numbers and send times come from probe
 /// headers when the stream has them; otherwise losses are unknown.
 fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     let recs: Vec<&UdpRec> = recs.iter().filter(|r| r.dir == dir).collect();
-    let Some(kind) = stream_header_kind(&recs) else {
+    // Without usable headers: the arrivals, losses unknown.
+    let unnumbered = |stray_numbers| {
         let packets = recs
             .iter()
             .enumerate()
             .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
             .collect();
-        return ReceiverStream { packets, duplicates: 0, losses_known: false, wall_clock_sends: false };
+        ReceiverStream { packets, duplicates: 0, losses_known: false, wall_clock_sends: false, stray_numbers }
     };
+    let Some(kind) = stream_header_kind(&recs) else { return unnumbered(None) };
     let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> = std::collections::BTreeMap::new();
     let mut duplicates = 0u64;
     let mut offsets = Vec::new();
@@ -942,10 +967,15 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     const DAY_NS: f64 = 86_400e9;
     let wall_clock_sends = Summary::of(&mut offsets).is_some_and(|s| s.median.abs() < DAY_NS);
     let (Some(&lo), Some(&hi)) = (by_seq.keys().next(), by_seq.keys().next_back()) else {
-        return ReceiverStream { packets: Vec::new(), duplicates, losses_known: true, wall_clock_sends };
+        return ReceiverStream { packets: Vec::new(), duplicates, losses_known: true, wall_clock_sends, stray_numbers: None };
     };
+    let received = by_seq.len() as u64;
+    let span = (hi - lo).saturating_add(1);
+    if span - received > MAX_LOST.max(MAX_LOST_PER_RECEIVED.saturating_mul(received)) {
+        return unnumbered(Some((span, received)));
+    }
     // Missing sequence numbers are losses; their send times are not known.
-    let mut packets = Vec::with_capacity((hi - lo + 1) as usize);
+    let mut packets = Vec::with_capacity(span as usize);
     let mut it = by_seq.into_values().peekable();
     for s in lo..=hi {
         let lost = StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 };
@@ -954,7 +984,7 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
             _ => packets.push(lost),
         }
     }
-    ReceiverStream { packets, duplicates, losses_known: true, wall_clock_sends }
+    ReceiverStream { packets, duplicates, losses_known: true, wall_clock_sends, stray_numbers: None }
 }
 
 /// A stream seen at its sender only: its sending rate and spacing, nothing about delivery.
