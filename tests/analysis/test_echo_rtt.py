@@ -30,9 +30,12 @@ DELAY_MS, JITTER_MS, LOSS = 25, 2, 0.05
 PER_REQUEST_MS, MEDIAN_MS = 5.0, 1.0
 
 #: Runs inside the emulated MN: tcpdump on every interface (waiting until it listens),
-#: the probe's echo test, then tcpdump stopped once the last echo is in.
+#: the probe's echo test, then tcpdump stopped once the last echo is in. The capture keeps
+#: the control connection too, as a phone's would: it closes after the test, so the
+#: capture shows it ran on past the last request (a request left unanswered at the very
+#: end of a capture is not counted lost).
 MN_SCRIPT = """
-tcpdump -i any -n -U --immediate-mode -w "$1/mn.pcap" udp 2> "$1/tcpdump.err" &
+tcpdump -i any -n -U --immediate-mode -w "$1/mn.pcap" 2> "$1/tcpdump.err" &
 dump=$!
 while ! grep -q listening "$1/tcpdump.err"; do sleep 0.05; done
 "$2" probe "$CELLPERF_CN:$3" --token-file "$4" -t "$5" --duration "$6" --log "$1/probe.parquet" --json > "$1/probe.json"

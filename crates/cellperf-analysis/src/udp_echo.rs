@@ -23,16 +23,19 @@
 //! answered (two with payload keys, where a single identical datagram each way proves
 //! little). A plain bidirectional flow fails the first test: its two directions carry
 //! different payloads. **Limit**: two cellperf streams sent each way on one 5-tuple with
-//! the same sequence numbers and sizes (`udp-cbr --direction both`) match by key; the
-//! CN's capture sees the server's datagram *k* leave before the probe's *k* arrives (both
-//! agents pace the same schedule and the server starts first), so it is not taken for an
-//! echo there, but at the MN every returning *k* may come after the outgoing *k*, and such
-//! a capture cannot be told from an echo by any timing of its own.
+//! the same sequence numbers and sizes (`udp-cbr --direction both`) match by key. At the
+//! CN the server's datagram *k* leaves before the probe's *k* arrives (both agents pace the
+//! same schedule and the server starts first), so the probe's are no echoes, and the
+//! server's are none either since the probe's hello opened the flow; but at the MN every
+//! returning *k* may come after the outgoing *k*, and such a capture cannot be told from
+//! an echo by any timing of its own.
 //!
 //! **Vantage.** At the requester (the MN in cellperf's tests), echo time − request time
 //! is the round trip, and a request without echo is a round-trip loss. At the echoer, the
 //! same difference is only the echoer's turnaround, and an echo's fate after it left is
 //! unknown; [`EchoSummary`] reports each as what it is.
+
+use std::collections::hash_map::Entry;
 
 use ahash::AHashMap;
 use serde::Serialize;
@@ -162,24 +165,50 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
         return None;
     }
     // In time order: a capture's file order can differ from it (`tcpdump -i any`).
-    let mut order: Vec<usize> = (0..recs.len()).collect();
-    order.sort_by_key(|&i| recs[i].ts_ns);
+    let by_time: Vec<UdpRec>;
+    let recs = if recs.is_sorted_by_key(|r| r.ts_ns) {
+        recs
+    } else {
+        by_time = {
+            let mut v = recs.to_vec();
+            v.sort_by_key(|r| r.ts_ns);
+            v
+        };
+        &by_time
+    };
     let mut misses = [0u64; 2];
     let mut firsts = [Firsts::default(), Firsts::default()];
-    for &i in &order {
+    let mut opened = [false; 2];
+    for r in recs {
         if !possible.iter().any(|p| *p) {
             return None;
         }
-        let r = &recs[i];
-        let Some(k) = key(r) else { continue };
         let d = r.dir.index();
-        let own = &mut firsts[d];
-        if own.index.contains_key(&k) {
-            own.repeats += 1;
+        // The requests go the way the flow opened (a cellperf probe's hello, a client's
+        // first request), not counting echoes of requests sent before the capture began:
+        // a datagram that is neither (no key) going `d` before anything came the other way
+        // rules out requests from the other end. Two streams sent each way from the same
+        // instant (the server's #k may leave before the probe's #k arrives) would
+        // otherwise pass for requests from the far end.
+        let Some(k) = key(r) else {
+            if !opened[1 - d] {
+                possible[1 - d] = false;
+            }
+            opened[d] = true;
             continue;
+        };
+        opened[d] = true;
+        let own = &mut firsts[d];
+        match own.index.entry(k) {
+            Entry::Occupied(_) => {
+                own.repeats += 1;
+                continue;
+            }
+            Entry::Vacant(v) => {
+                v.insert(own.seen.len());
+                own.seen.push((r.ts_ns, r.payload_len));
+            }
         }
-        own.index.insert(k, own.seen.len());
-        own.seen.push((r.ts_ns, r.payload_len));
         // The first copy of `k` going `d`: for requests going the other way, an echo if
         // that way already had `k`, else a miss; for requests going `d`, a key already
         // seen returning means an echo came before its request.
@@ -195,17 +224,6 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
     }
     let d = possible.iter().position(|p| *p)?;
     let (requests, echoes) = (&firsts[d], &firsts[1 - d]);
-    // The requests go the way the flow opened (a cellperf probe's hello, a client's first
-    // request), not counting echoes of requests sent before the capture began. Two
-    // streams sent each way from the same instant (the server's #k may leave before the
-    // probe's #k arrives) would otherwise pass for requests from the far end.
-    let opener = order
-        .iter()
-        .map(|&i| &recs[i])
-        .find(|r| r.dir.index() == d || key(r).is_none_or(|k| requests.index.contains_key(&k)));
-    if opener.is_none_or(|r| r.dir.index() != d) {
-        return None;
-    }
     // Requests nearly all distinct; enough of them answered.
     if requests.repeats as f64 > (1.0 - ECHO_SHARE) * total[d] as f64 {
         return None;
