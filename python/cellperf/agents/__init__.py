@@ -15,12 +15,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Callable
 
 from cellperf import _native
 from cellperf.errors import UserError
+
+if TYPE_CHECKING:  # pyarrow costs ~0.15 s to import: every `cellperf probe`/`server` would pay it
+    import pyarrow as pa
 
 TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep")
 DEFAULT_PORT = 5250
@@ -105,6 +106,8 @@ def run_probe(
         raise UserError(str(e)) from None
 
     def table(b) -> pa.Table | None:
+        import pyarrow as pa
+
         return pa.Table.from_batches([b]) if b is not None else None
 
     return ProbeResult(json.loads(doc), table(batch), table(server_batch), error)
