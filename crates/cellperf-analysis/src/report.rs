@@ -815,7 +815,7 @@ impl Assembler<'_> {
                     }
                     (st.packets, st.duplicates, st.losses_known, "receiver")
                 }
-                (Some(s), None) => (udp_as_sent(&s.udp_recs, dir), 0, false, "sender"),
+                (Some(s), None) => (in_capture_order(s.udp_recs.iter().filter(|r| r.dir == dir)), 0, false, "sender"),
                 (None, None) => continue,
             };
             let a = udp_stream::analyze(&packets, duplicates, losses_known, owd_kind, self.interval_ns);
@@ -943,13 +943,12 @@ const MAX_LOST_PER_RECEIVED: u64 = 100;
 fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     let recs: Vec<&UdpRec> = recs.iter().filter(|r| r.dir == dir).collect();
     // Without usable headers: the arrivals, losses unknown.
-    let unnumbered = |stray_numbers| {
-        let packets = recs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
-            .collect();
-        ReceiverStream { packets, duplicates: 0, losses_known: false, wall_clock_sends: false, stray_numbers }
+    let unnumbered = |stray_numbers| ReceiverStream {
+        packets: in_capture_order(recs.iter().copied()),
+        duplicates: 0,
+        losses_known: false,
+        wall_clock_sends: false,
+        stray_numbers,
     };
     let Some(kind) = stream_header_kind(&recs) else { return unnumbered(None) };
     let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> = std::collections::BTreeMap::new();
@@ -987,12 +986,11 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     ReceiverStream { packets, duplicates, losses_known: true, wall_clock_sends, stray_numbers: None }
 }
 
-/// A stream seen at its sender only: its sending rate and spacing, nothing about delivery.
-fn udp_as_sent(recs: &[UdpRec], dir: Dir) -> Vec<StreamPacket> {
-    recs.iter()
-        .filter(|r| r.dir == dir)
-        .enumerate()
+/// Datagrams numbered in the order the capture saw them, each "received" when seen: a
+/// stream without usable sequence numbers (at its receiver: arrivals, losses unknown), or
+/// one seen at its sender only (its sending rate and spacing, nothing about delivery).
+fn in_capture_order<'r>(recs: impl Iterator<Item = &'r UdpRec>) -> Vec<StreamPacket> {
+    recs.enumerate()
         .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
         .collect()
 }
-

@@ -300,16 +300,7 @@ impl EchoFlow {
     /// (METHODS §1, §5); meaningful at the requester only.
     pub fn half_rtt(&self) -> Option<OwdSummary> {
         let mut half: Vec<f64> = self.deltas().map(|(_, ms)| ms / 2.0).collect();
-        let mean = half.iter().sum::<f64>() / half.len().max(1) as f64;
-        Summary::of(&mut half).map(|s| OwdSummary {
-            kind: OwdKind::HalfRtt,
-            min: s.min,
-            median: s.median,
-            p95: s.p95,
-            max: s.max,
-            mean,
-            samples: s.samples,
-        })
+        OwdSummary::of(OwdKind::HalfRtt, &mut half)
     }
 }
 

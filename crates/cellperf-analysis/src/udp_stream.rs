@@ -50,6 +50,22 @@ pub struct OwdSummary {
     pub samples: u64,
 }
 
+impl OwdSummary {
+    /// The summary of one-way delays `ms` (reordered), labelled `kind`; `None` when empty.
+    pub fn of(kind: OwdKind, ms: &mut [f64]) -> Option<OwdSummary> {
+        let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
+        Summary::of(ms).map(|s| OwdSummary {
+            kind,
+            min: s.min,
+            median: s.median,
+            p95: s.p95,
+            max: s.max,
+            mean,
+            samples: s.samples,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct JitterSummary {
     /// Of |(r[i]−r[i−1]) − (s[i]−s[i−1])| over consecutive received packets, in ms.
@@ -205,20 +221,7 @@ pub fn analyze(
         })
     };
     let mut owd_vals: Vec<f64> = owd_ms.iter().flatten().copied().collect();
-    let owd = if owd_vals.is_empty() {
-        None
-    } else {
-        let mean = owd_vals.iter().sum::<f64>() / owd_vals.len() as f64;
-        Summary::of(&mut owd_vals).map(|s| OwdSummary {
-            kind: owd_kind,
-            min: s.min,
-            median: s.median,
-            p95: s.p95,
-            max: s.max,
-            mean,
-            samples: s.samples,
-        })
-    };
+    let owd = OwdSummary::of(owd_kind, &mut owd_vals);
 
     let first_rx = by_arrival.first().and_then(|i| packets[*i].recv_ns);
     let last_rx = by_arrival.last().and_then(|i| packets[*i].recv_ns);

@@ -111,18 +111,13 @@ def run(args: argparse.Namespace) -> None:
     ):
         if value is not None:
             options[key] = value
-    if args.rate is not None:
-        options["rate_bps"] = parse_rate(args.rate, "--rate")
-    if args.nbytes is not None:
-        options["bytes"] = parse_size(args.nbytes, "--bytes")
-    if args.window is not None:
-        options["window"] = parse_size(args.window, "--window")
-    if args.sizes is not None:
-        options["sizes"] = parse_list(args.sizes, "--sizes")
-    if args.windows is not None:
-        options["windows"] = parse_list(args.windows, "--windows")
-    if args.mss_values is not None:
-        options["mss_values"] = parse_list(args.mss_values, "--mss-values")
+    for key, text, option, parse in (
+        ("rate_bps", args.rate, "--rate", parse_rate), ("bytes", args.nbytes, "--bytes", parse_size),
+        ("window", args.window, "--window", parse_size), ("sizes", args.sizes, "--sizes", parse_list),
+        ("windows", args.windows, "--windows", parse_list), ("mss_values", args.mss_values, "--mss-values", parse_list),
+    ):
+        if text is not None:
+            options[key] = parse(text, option)
     for key in ("payload", "mss", "streams", "count"):
         if key in options and options[key] < 0:
             raise UserError(f"--{key.replace('_', '-')}: must not be negative")
