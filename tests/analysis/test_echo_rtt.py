@@ -145,8 +145,10 @@ def test_at_the_cn_alone_only_the_servers_turnaround(veth_captures):
         e = f["echo"]
         assert (e["vantage"], e["requests"], e["echoed"], e["lost"]) == ("echoer", probe["packets_sent"], probe["packets_received"], None)
         assert f["rtt_ms"] is None and e["rtt_ms"] is None
-        # The server echoes at once: its turnaround is far below the path's round trip.
-        assert 0 < e["turnaround_ms"]["median"] < probe["rtt_ms"]["min"]
+        # Each request's turnaround at the CN lies inside its round trip at the MN, so the
+        # median turnaround cannot exceed the probe's median RTT. (Not its minimum: on a bare
+        # veth the round trip is ~0.1 ms, and one quick round trip may beat a slow turnaround.)
+        assert 0 < e["turnaround_ms"]["median"] <= probe["rtt_ms"]["median"]
     (up,) = [f for f in udp if f["direction"] == "uplink"]
     assert up["owd_ms"]["kind"] == "excess" and up["udp_view"] == "receiver"
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
+import statistics
 import subprocess
 import time
 
@@ -58,23 +60,25 @@ def test_constant_rate_tcp_throughput_within_5_percent(tmp_path, iperf3_server, 
     assert data["tcp"]["data_matched"] >= 0.99 * data["tcp"]["data_packets"], data["tcp"]
 
 
-def _ping_rtts(p: subprocess.CompletedProcess) -> tuple[float, float, float]:
-    """min, avg and max RTT (ms) from ping's summary line."""
+def _ping_times(p: subprocess.CompletedProcess) -> list[float]:
+    """The RTT (ms) of every reply ping printed, in order."""
     assert p.returncode == 0, p.stderr
-    line = next(l for l in p.stdout.splitlines() if "min/avg/max" in l)
-    rtt_min, rtt_avg, rtt_max = (float(x) for x in line.split("=")[1].split("/")[:3])
-    return rtt_min, rtt_avg, rtt_max
+    times = [float(m) for m in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+    assert times, p.stdout
+    return times
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_delay_gives_ping_rtt_of_twice_the_delay(family):
     flag, cn_var, _ = FAMILIES[family]
-    rtt_min, rtt_avg, rtt_max = _ping_rtts(emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
-                                                   "ping", flag, "-c", "20", "-i", "0.05", cn_var))
-    # RTT = 2 × delay within 1 ms: never below it, and on average within 1 ms of it. The
-    # maximum is only bounded loosely: one ping of 20 may meet a scheduling hiccup of the
-    # host (seen once at 51.1 ms in CI), which is not the emulator's delay.
-    assert 50.0 <= rtt_min and rtt_avg <= 51.0 and rtt_max <= 55.0, (rtt_min, rtt_avg, rtt_max)
+    times = _ping_times(emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
+                                "ping", flag, "-c", "20", "-i", "0.05", cn_var))
+    # RTT = 2 × delay: never below it, and the median within 1 ms of it. A ping may meet a
+    # scheduling hiccup of the busy 2-core host (seen at 51.1 and 55.4 ms in CI), which is
+    # not the emulator's delay, so only 18 of the 20 must be within 1 ms; a delay applied
+    # wrongly (once per direction missing, or added twice) moves them all by 25 ms.
+    assert len(times) == 20 and min(times) >= 50.0, times
+    assert statistics.median(times) <= 51.0 and sum(t <= 51.0 for t in times) >= 18, times
 
 
 def test_loss_within_binomial_bounds(iperf3_server):
@@ -94,7 +98,7 @@ def test_drop_tail_bounds_queueing_delay_at_buffer_over_rate(tmp_path, iperf3_se
            f"ping -c 20 -i 0.1 $CELLPERF_CN; wait")
     p = emulate("--downlink", "50mbit", "--uplink", "2mbit", "--queue", "bytes=50000", "--", "sh", "-c", cmd)
     assert p.returncode == 0, p.stderr
-    rtt_max = _ping_rtts(p)[2]
+    rtt_max = max(_ping_times(p))
     assert 180 <= rtt_max <= 215, rtt_max
 
 
