@@ -38,7 +38,9 @@ MN_SCRIPT = """
 tcpdump -i any -n -U --immediate-mode -w "$1/mn.pcap" 2> "$1/tcpdump.err" &
 dump=$!
 while ! grep -q listening "$1/tcpdump.err"; do sleep 0.05; done
-"$2" probe "$CELLPERF_CN:$3" --token-file "$4" -t "$5" --duration "$6" --log "$1/probe.parquet" --json > "$1/probe.json"
+dir=$1 exe=$2 port=$3 token=$4
+shift 4
+"$exe" probe "$CELLPERF_CN:$port" --token-file "$token" --log "$dir/probe.parquet" --json "$@" > "$dir/probe.json"
 status=$?
 sleep 0.5
 kill -INT $dump
@@ -47,20 +49,26 @@ exit $status
 """
 
 
-@pytest.mark.parametrize(("test", "duration_s"), [("voip", 5), ("min-delay", 6)])
-def test_round_trips_from_the_mn_capture_agree_with_the_probe(tmp_path, test, duration_s):
+def _probe_at_emulated_mn(tmp_path, link_args: list[str], probe_args: list[str]) -> dict:
+    """Runs `cellperf probe PROBE_ARGS` behind the emulated link (DELAY_MS each way, and
+    LINK_ARGS) with tcpdump at the MN writing tmp_path/mn.pcap; the probe's document."""
     server = Server(tmp_path, listen="0.0.0.0:0")
     try:
         port = server.address.rsplit(":", 1)[1]
         script = tmp_path / "mn.sh"
         script.write_text(MN_SCRIPT)
-        p = emulate("--delay", str(DELAY_MS), "--jitter", str(JITTER_MS), "--loss", str(LOSS),
-                    "--downlink", "10mbit", "--uplink", "10mbit", "--", "sh", str(script), str(tmp_path),
-                    *CELLPERF, port, str(server.token_file), test, str(duration_s))
+        p = emulate("--delay", str(DELAY_MS), *link_args, "--", "sh", str(script), str(tmp_path),
+                    *CELLPERF, port, str(server.token_file), *probe_args)
     finally:
         server.stop()
     assert p.returncode == 0, p.stderr
-    probe = json.loads((tmp_path / "probe.json").read_text())
+    return json.loads((tmp_path / "probe.json").read_text())
+
+
+@pytest.mark.parametrize(("test", "duration_s"), [("voip", 5), ("min-delay", 6)])
+def test_round_trips_from_the_mn_capture_agree_with_the_probe(tmp_path, test, duration_s):
+    probe = _probe_at_emulated_mn(tmp_path, ["--jitter", str(JITTER_MS), "--loss", str(LOSS), "--downlink", "10mbit", "--uplink", "10mbit"],
+                                  ["-t", test, "--duration", str(duration_s)])
     assert probe["packets_sent"] > 0 and 0 < probe["packets_received"] < probe["packets_sent"]  # losses both ways
 
     rep = cellperf_json("analyze", tmp_path / "mn.pcap", "--out", tmp_path / "out")
@@ -161,3 +169,37 @@ def test_streams_both_ways_are_not_an_echo_at_the_cn(veth_captures):
     streams = probe["streams"]
     assert len(udp) == 2 and sum(f["packets"] for f in udp) == streams["up"]["packets_received"] + 1 + streams["down"]["packets_sent"]
     assert all(f["echo"] is None and f["rtt_ms"] is None for f in udp)
+
+
+def test_streams_both_ways_are_not_an_echo_at_the_mn(veth_captures):
+    # Each returning #k may arrive after the outgoing #k left, as an echo would: only the
+    # echo mark (CPE1, absent here) tells them apart.
+    mn, _, probe = veth_captures["both"]
+    rep = cellperf_json("analyze", mn, "--side", "mn")
+    udp = [f for f in rep["flows"] if f["proto"] == "udp"]
+    streams = probe["streams"]
+    assert len(udp) == 2 and sum(f["packets"] for f in udp) == streams["up"]["packets_sent"] + 1 + streams["down"]["packets_received"]
+    assert all(f["echo"] is None and f["rtt_ms"] is None for f in udp)
+    (down,) = [f for f in udp if f["direction"] == "downlink"]
+    assert down["udp_view"] == "receiver" and down["loss_rate"] == 0.0
+
+
+def test_streams_both_ways_behind_a_delay_are_not_an_echo_at_the_mn(tmp_path):
+    # The server starts its stream one link delay before the probe starts its own (when the
+    # server's go-ahead reaches it): at the MN the server's #k arrives about when the
+    # probe's #k leaves. A slow downlink (7.5 ms per datagram at 200 kbit/s, longer than the
+    # go-ahead takes) makes every #k arrive after it (checked below), as an echo would.
+    probe = _probe_at_emulated_mn(tmp_path, ["--downlink", "200kbit", "--uplink", "10mbit"],
+                                  ["-t", "udp-cbr", "--direction", "both", "--rate", "64k", "--payload", "160", "--duration", "3"])
+    rep = cellperf_json("analyze", tmp_path / "mn.pcap", "--out", tmp_path / "out")
+    udp = [f for f in rep["flows"] if f["proto"] == "udp"]
+    assert len(udp) == 2 and all(f["echo"] is None and f["rtt_ms"] is None for f in udp)
+    streams = probe["streams"]
+    assert sum(f["packets"] for f in udp) == streams["up"]["packets_sent"] + 1 + streams["down"]["packets_received"]
+    # The case no timing of one capture could tell from an echo: every #k back after #k out.
+    pk = pl.read_parquet(tmp_path / "out" / "packets.parquet").filter(pl.col("probe_seq").is_not_null())
+    out = pk.filter(pl.col("uplink")).select("probe_seq", out_ts="ts")
+    back = pk.filter(~pl.col("uplink")).select("probe_seq", back_ts="ts")
+    both = out.join(back, on="probe_seq")
+    assert both.height >= 0.9 * streams["down"]["packets_received"]
+    assert (both["back_ts"] > both["out_ts"]).all()

@@ -114,7 +114,7 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Ar
             let n = due.min(max_batch as u64).min(spec.count - seq) as usize;
             let send_ns = realtime_ns();
             for (i, segment) in buf.chunks_exact_mut(payload).take(n).enumerate() {
-                write_cellperf(segment, seq + i as u64, send_ns);
+                write_cellperf(segment, seq + i as u64, send_ns, false);
             }
             let sent = if n > 1 { send_segments(&sock, &buf[..n * payload], payload) } else { send_retrying(&sock, &buf[..payload]) };
             match sent {
@@ -356,7 +356,7 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
                 ctl.last_seq.store(h.seq, Ordering::Relaxed);
                 if echo && d.len() >= CELLPERF_HEADER_LEN {
                     let send_ns = realtime_ns();
-                    write_cellperf(d, h.seq, send_ns);
+                    write_cellperf(d, h.seq, send_ns, true);
                     if send_retrying(&sock, d).is_ok() {
                         out.echoed.push(Record { seq: h.seq, send_ns: Some(send_ns), recv_ns: None, bytes: d.len() as u32 });
                     }
@@ -417,6 +417,24 @@ mod tests {
         assert_eq!(at_echo.received[17].send_ns, sent.records[17].send_ns);
     }
 
+    #[test]
+    fn echoes_are_marked_on_the_wire_and_keep_the_request_number() {
+        let (a, b) = pair();
+        let ctl = ReceiveControl::new();
+        let echo = spawn_receiver(b, 1, true, ctl.clone());
+        let mut p = [0u8; 40];
+        write_cellperf(&mut p, 0, 1_000, false);
+        a.send(&p).unwrap();
+        a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = [0u8; 64];
+        let n = a.recv(&mut got).unwrap();
+        ctl.peer_done(1, 0);
+        echo.join().unwrap();
+        let h = parse_cellperf(&got[..n]).unwrap();
+        assert_eq!((&got[..4], n, h.seq, h.echo), (&b"CPE1"[..], 40, 0, true));
+        assert_eq!(&got[20..n], &p[20..], "the payload after the header comes back as it went");
+    }
+
     /// A sender far behind its schedule sends in GSO batches: the kernel cuts each into
     /// datagrams with their own headers, and the (GRO) receiver gets every one, once, whole.
     #[test]
@@ -448,7 +466,7 @@ mod tests {
         let rx = spawn_receiver(b, 10, false, ctl.clone());
         let mut p = [0u8; 30];
         for seq in [3u64, 3, 11, 4] {
-            write_cellperf(&mut p, seq, 1_000);
+            write_cellperf(&mut p, seq, 1_000, false);
             a.send(&p).unwrap();
         }
         a.send(b"not a probe packet").unwrap();

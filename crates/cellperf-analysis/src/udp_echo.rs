@@ -4,9 +4,10 @@
 //!
 //! **What an echo looks like on the wire.** `cellperf server` returns each probe datagram
 //! on the same 5-tuple with the ports swapped, the same length and the same bytes, except
-//! the probe header's send time, which it rewrites with its own clock (so the returning
-//! stream's one-way delay and jitter can be measured too). The sequence number survives.
-//! A classic echo service returns the payload unchanged.
+//! the probe header's magic, `CPE1` instead of `CPF1` (the echo mark), and its send time,
+//! which it rewrites with its own clock (so the returning stream's one-way delay and
+//! jitter can be measured too). The sequence number survives. A classic echo service
+//! returns the payload unchanged.
 //!
 //! **Matching key.** For a flow whose two directions are cellperf probe streams, the
 //! header's sequence number and the datagram's length ([`MatchBy::CellperfSeq`]);
@@ -22,13 +23,11 @@
 //! are not more than twice as many echoes as requests, and at least one request was
 //! answered (two with payload keys, where a single identical datagram each way proves
 //! little). A plain bidirectional flow fails the first test: its two directions carry
-//! different payloads. **Limit**: two cellperf streams sent each way on one 5-tuple with
-//! the same sequence numbers and sizes (`udp-cbr --direction both`) match by key. At the
-//! CN the server's datagram *k* leaves before the probe's *k* arrives (both agents pace the
-//! same schedule and the server starts first), so the probe's are no echoes, and the
-//! server's are none either since the probe's hello opened the flow; but at the MN every
-//! returning *k* may come after the outgoing *k*, and such a capture cannot be told from
-//! an echo by any timing of its own.
+//! different payloads. Cellperf probe streams must also carry the echo mark one way (the
+//! echoes, nearly all marked) and not the other: two streams sent each way on one 5-tuple
+//! (`udp-cbr --direction both`) carry the same sequence numbers and sizes, and at the MN
+//! every returning *k* may come after the outgoing *k*, so no timing of one capture could
+//! tell them from an echo; the mark does.
 //!
 //! **Vantage.** At the requester (the MN in cellperf's tests), echo time − request time
 //! is the round trip, and a request without echo is a round-trip loss. At the echoer, the
@@ -161,6 +160,18 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
     // far more echoes than requests) rule the orientation out.
     let budget = |n: u64| ((1.0 - ECHO_SHARE) * n as f64).floor() as u64;
     let mut possible = [0usize, 1].map(|d| total[d] > 0 && total[1 - d] > 0 && total[1 - d] <= 2 * total[d]);
+    if by == MatchBy::CellperfSeq {
+        // Echoes go the marked way, requests the other.
+        let mut marked = [0u64; 2];
+        for r in recs {
+            if r.probe.is_some_and(|h| h.echo) {
+                marked[r.dir.index()] += 1;
+            }
+        }
+        for d in 0..2 {
+            possible[d] &= marked[1 - d] as f64 >= ECHO_SHARE * total[1 - d] as f64 && marked[d] <= budget(total[d]);
+        }
+    }
     if !possible.iter().any(|p| *p) {
         return None;
     }
@@ -314,8 +325,17 @@ mod tests {
     /// The echoer's clock, an hour ahead: header send times are never used for pairing.
     const ECHOER_CLOCK: i64 = 3_600_000 * MS;
 
-    /// A cellperf probe datagram seen at `at_ms`; `dir` AtoB is the MN's requests.
+    /// A cellperf probe datagram seen at `at_ms`; `dir` AtoB is the MN's.
     fn cpf(at_ms: i64, dir: Dir, seq: u64, len: u32) -> UdpRec {
+        cellperf(at_ms, dir, seq, len, false)
+    }
+
+    /// The echo (marked `CPE1`) of request `seq`, seen at `at_ms`.
+    fn cpe(at_ms: i64, dir: Dir, seq: u64, len: u32) -> UdpRec {
+        cellperf(at_ms, dir, seq, len, true)
+    }
+
+    fn cellperf(at_ms: i64, dir: Dir, seq: u64, len: u32, echo: bool) -> UdpRec {
         let send_ns = if dir == Dir::AtoB { at_ms * MS } else { at_ms * MS + ECHOER_CLOCK };
         UdpRec {
             ts_ns: at_ms * MS,
@@ -324,7 +344,7 @@ mod tests {
             payload_len: len,
             // The echoer rewrites the send time, so the payload hash changes.
             payload_hash: seq ^ send_ns as u64,
-            probe: Some(ProbeHeader { kind: HeaderKind::Cellperf, seq, send_ns }),
+            probe: Some(ProbeHeader { kind: HeaderKind::Cellperf, seq, send_ns, echo }),
         }
     }
 
@@ -338,7 +358,7 @@ mod tests {
         for (seq, rtt) in rtt_ms.iter().enumerate() {
             recs.push(cpf(seq as i64 * 20, Dir::AtoB, seq as u64, 160));
             if let Some(r) = rtt {
-                recs.push(cpf(seq as i64 * 20 + r, Dir::BtoA, seq as u64, 160));
+                recs.push(cpe(seq as i64 * 20 + r, Dir::BtoA, seq as u64, 160));
             }
         }
         recs.sort_by_key(|r| r.ts_ns);
@@ -382,7 +402,7 @@ mod tests {
         for seq in [0u64, 1, 3, 4] {
             let t = seq as i64 * 20 * MS;
             recs.push(UdpRec { dir: Dir::BtoA, ..cpf(0, Dir::AtoB, seq, 40) }.at(t));
-            recs.push(UdpRec { dir: Dir::AtoB, ..cpf(0, Dir::BtoA, seq, 40) }.at(t + MS / 10));
+            recs.push(UdpRec { dir: Dir::AtoB, ..cpe(0, Dir::BtoA, seq, 40) }.at(t + MS / 10));
         }
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
         assert_eq!(e.request_dir, Dir::BtoA);
@@ -402,7 +422,7 @@ mod tests {
     #[test]
     fn a_duplicate_echo_is_counted_and_the_first_copy_timed() {
         let mut recs = voip(&[Some(40), Some(40), Some(40)]);
-        recs.push(cpf(20 + 52, Dir::BtoA, 1, 160)); // a second copy of #1's echo, 12 ms later
+        recs.push(cpe(20 + 52, Dir::BtoA, 1, 160)); // a second copy of #1's echo, 12 ms later
         recs.sort_by_key(|r| r.ts_ns);
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
         let s = e.summary(Vantage::Requester);
@@ -478,33 +498,38 @@ mod tests {
     }
 
     #[test]
-    fn cellperf_streams_both_ways_are_no_echo_where_their_order_shows_it() {
-        // `udp-cbr --direction both` at the CN: the server's #k leaves 15 ms before the
-        // probe's #k arrives (same schedule, server started first). The server's datagrams
-        // would pass for requests and the probe's for their echoes, but the probe's hello
-        // opened the flow.
+    fn cellperf_streams_both_ways_are_no_echo_in_any_order() {
+        // `udp-cbr --direction both` at the MN: the server's #k arrives 2 ms after the
+        // probe's #k left, every time, as an echo's would. Unmarked, it is no echo.
+        let mut mn: Vec<UdpRec> = (0..50u64)
+            .flat_map(|k| [cpf(k as i64 * 20, Dir::AtoB, k, 1460), cpf(k as i64 * 20 + 2, Dir::BtoA, k, 1460)])
+            .collect();
+        mn.push(hello(-10));
+        mn.sort_by_key(|r| r.ts_ns);
+        assert!(find_echo(&mn, MatchBy::CellperfSeq, END).is_none());
+        // The same at the CN, where the server's #k leaves 15 ms before the probe's arrives.
         let mut cn: Vec<UdpRec> = (0..50u64)
             .flat_map(|k| [cpf(k as i64 * 20 + 15, Dir::AtoB, k, 1460), cpf(k as i64 * 20, Dir::BtoA, k, 1460)])
             .collect();
         cn.push(hello(-10));
         cn.sort_by_key(|r| r.ts_ns);
         assert!(find_echo(&cn, MatchBy::CellperfSeq, END).is_none());
-        // The same datagrams opened by a request from the CN's side are an echo.
-        cn.retain(|r| r.probe.is_some());
-        assert_eq!(find_echo(&cn, MatchBy::CellperfSeq, END).unwrap().request_dir, Dir::BtoA);
-        // At the MN the server's #k arrives around when the probe's #k leaves: once one
-        // arrives first, it is no echo.
-        let mut mn: Vec<UdpRec> = (0..50u64)
-            .flat_map(|k| {
-                [
-                    cpf(k as i64 * 20, Dir::AtoB, k, 1460),
-                    cpf(k as i64 * 20 + if k == 30 { -1 } else { 2 }, Dir::BtoA, k, 1460),
-                ]
-            })
-            .collect();
-        mn.push(hello(-10));
-        mn.sort_by_key(|r| r.ts_ns);
-        assert!(find_echo(&mn, MatchBy::CellperfSeq, END).is_none());
+        // Marked the same, the MN's returning datagrams are echoes.
+        let marked: Vec<UdpRec> = mn.iter().map(|r| if r.dir == Dir::BtoA { cpe(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 1460) } else { *r }).collect();
+        let e = find_echo(&marked, MatchBy::CellperfSeq, END).unwrap();
+        assert_eq!((e.request_dir, e.pairs.len()), (Dir::AtoB, 50));
+    }
+
+    #[test]
+    fn the_mark_says_which_way_the_echoes_go() {
+        // Echo marks on both ways, or on the requests' way: not cellperf's echo test.
+        let both: Vec<UdpRec> = voip(&[Some(40); 10]).iter().map(|r| cpe(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 160)).collect();
+        assert!(find_echo(&both, MatchBy::CellperfSeq, END).is_none());
+        // One echo in ten left unmarked (ECHO_SHARE of them marked) still pairs.
+        let mut one_unmarked = voip(&[Some(40); 10]);
+        let i = one_unmarked.iter().position(|r| r.dir == Dir::BtoA).unwrap();
+        one_unmarked[i] = cpf(one_unmarked[i].ts_ns / MS, Dir::BtoA, one_unmarked[i].probe.unwrap().seq, 160);
+        assert_eq!(find_echo(&one_unmarked, MatchBy::CellperfSeq, END).unwrap().pairs.len(), 10);
     }
 
     #[test]
@@ -541,7 +566,7 @@ mod tests {
     fn sequence_numbers_far_up_and_an_echo_at_the_same_instant() {
         let base = u64::MAX - 3;
         let recs: Vec<UdpRec> = (0..3u64)
-            .flat_map(|i| [cpf(i as i64, Dir::AtoB, base + i, 40), cpf(i as i64 + i as i64, Dir::BtoA, base + i, 40)])
+            .flat_map(|i| [cpf(i as i64, Dir::AtoB, base + i, 40), cpe(i as i64 + i as i64, Dir::BtoA, base + i, 40)])
             .collect();
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
         assert_eq!(e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(), vec![0.0, 1.0, 2.0]);
