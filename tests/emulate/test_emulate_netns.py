@@ -98,8 +98,11 @@ def test_drop_tail_bounds_queueing_delay_at_buffer_over_rate(tmp_path, iperf3_se
            f"ping -c 20 -i 0.1 $CELLPERF_CN; wait")
     p = emulate("--downlink", "50mbit", "--uplink", "2mbit", "--queue", "bytes=50000", "--", "sh", "-c", cmd)
     assert p.returncode == 0, p.stderr
-    rtt_max = max(_ping_times(p))
-    assert 180 <= rtt_max <= 215, rtt_max
+    # Every ping after the first second meets a full queue: the median is its 200 ms (an
+    # unbounded queue, filling at 2 Mb/s, would add 250 ms per second), and none but one
+    # that met a scheduling hiccup of the host waits longer.
+    times = _ping_times(p)
+    assert 180 <= statistics.median(times) <= 215 and sum(t > 215 for t in times) <= 1, times
 
 
 def test_outage_shows_as_a_gap_of_its_duration(tmp_path, iperf3_server):
