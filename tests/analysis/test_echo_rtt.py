@@ -176,9 +176,10 @@ def test_streams_both_ways_are_not_an_echo(veth_captures, side):
 def test_streams_both_ways_behind_a_delay_are_not_an_echo_at_the_mn(tmp_path):
     # The server starts its stream one link delay before the probe starts its own (when the
     # server's go-ahead reaches it): at the MN the server's #k arrives about when the
-    # probe's #k leaves. A slow downlink (7.5 ms per datagram at 200 kbit/s, longer than the
-    # go-ahead takes) makes every #k arrive after it (checked below), as an echo would.
-    probe = _probe_at_emulated_mn(tmp_path, ["--downlink", "200kbit", "--uplink", "10mbit"],
+    # probe's #k leaves. A slow downlink (15 ms per 188-byte datagram at 100 kbit/s, ~9 ms
+    # longer than the go-ahead takes, so a late send of the probe on a busy host does not
+    # undo it) makes every #k arrive after it (checked below), as an echo would.
+    probe = _probe_at_emulated_mn(tmp_path, ["--downlink", "100kbit", "--uplink", "10mbit"],
                                   ["-t", "udp-cbr", "--direction", "both", "--rate", "64k", "--payload", "160", "--duration", "3"])
     rep = cellperf_json("analyze", tmp_path / "mn.pcap", "--out", tmp_path / "out")
     udp = [f for f in rep["flows"] if f["proto"] == "udp"]
