@@ -73,12 +73,14 @@ def test_delay_gives_ping_rtt_of_twice_the_delay(family):
     flag, cn_var, _ = FAMILIES[family]
     times = _ping_times(emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
                                 "ping", flag, "-c", "20", "-i", "0.05", cn_var))
-    # RTT = 2 × delay: never below it, and the median within 1 ms of it. A ping may meet a
-    # scheduling hiccup of the busy 2-core host (seen at 51.1 and 55.4 ms in CI), which is
-    # not the emulator's delay, so only 18 of the 20 must be within 1 ms; a delay applied
-    # wrongly (once per direction missing, or added twice) moves them all by 25 ms.
+    # RTT = 2 × delay: never below it, and the median within 1 ms of it. On an idle host
+    # 99 of 100 pings are within 1 ms (50.4-50.8 ms, one 51.3), but a stall of the CI
+    # machine delays the pings sent during it, several in a row at 50 ms spacing (seen: one
+    # at 55.4 ms; three of 20 at 51.1-53.0 ms), which is not the emulator's delay. So 15 of
+    # 20 must be within 1 ms; a delay applied wrongly (missing one way, or added twice)
+    # moves them all by 25 ms, and jitter of the emulator's own would show in more than 5.
     assert len(times) == 20 and min(times) >= 50.0, times
-    assert statistics.median(times) <= 51.0 and sum(t <= 51.0 for t in times) >= 18, times
+    assert statistics.median(times) <= 51.0 and sum(t <= 51.0 for t in times) >= 15, times
 
 
 def test_loss_within_binomial_bounds(iperf3_server):
@@ -99,10 +101,10 @@ def test_drop_tail_bounds_queueing_delay_at_buffer_over_rate(tmp_path, iperf3_se
     p = emulate("--downlink", "50mbit", "--uplink", "2mbit", "--queue", "bytes=50000", "--", "sh", "-c", cmd)
     assert p.returncode == 0, p.stderr
     # Every ping after the first second meets a full queue: the median is its 200 ms (an
-    # unbounded queue, filling at 2 Mb/s, would add 250 ms per second), and none but one
-    # that met a scheduling hiccup of the host waits longer.
+    # unbounded queue, filling at 2 Mb/s, would add 250 ms per second), and none but the
+    # few sent during a stall of the host (see above) waits longer.
     times = _ping_times(p)
-    assert 180 <= statistics.median(times) <= 215 and sum(t > 215 for t in times) <= 1, times
+    assert 180 <= statistics.median(times) <= 215 and sum(t > 215 for t in times) <= 3, times
 
 
 def test_outage_shows_as_a_gap_of_its_duration(tmp_path, iperf3_server):
