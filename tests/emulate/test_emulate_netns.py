@@ -73,14 +73,15 @@ def test_delay_gives_ping_rtt_of_twice_the_delay(family):
     flag, cn_var, _ = FAMILIES[family]
     times = _ping_times(emulate("--downlink", "100mbit", "--uplink", "100mbit", "--delay", "25", "--",
                                 "ping", flag, "-c", "20", "-i", "0.05", cn_var))
-    # RTT = 2 × delay: never below it, and the median within 1 ms of it. On an idle host
-    # 99 of 100 pings are within 1 ms (50.4-50.8 ms, one 51.3), but a stall of the CI
-    # machine delays the pings sent during it, several in a row at 50 ms spacing (seen: one
-    # at 55.4 ms; three of 20 at 51.1-53.0 ms), which is not the emulator's delay. So 15 of
-    # 20 must be within 1 ms; a delay applied wrongly (missing one way, or added twice)
-    # moves them all by 25 ms, and jitter of the emulator's own would show in more than 5.
+    # RTT = 2 × delay plus the emulator's own handling: never below 2 × delay, and within
+    # 1.5 ms of it at the median. Its handling adds 0.4-0.8 ms on an idle host (199 of 200
+    # pings at 50.4-50.8 ms) and more in CI (one run: median 50.9 ms, 7 of 20 above 51). A stall
+    # of the CI machine also delays the several pings sent during it, 50 ms apart (seen:
+    # one at 55.4 ms; three of 20 at 51.1-53.0 ms), which is not the emulator. So 15 of 20
+    # must be within 2 ms; a delay applied wrongly (missing one way, or added twice) moves
+    # them all by 25 ms, and jitter of the emulator's own would show in more than 5.
     assert len(times) == 20 and min(times) >= 50.0, times
-    assert statistics.median(times) <= 51.0 and sum(t <= 51.0 for t in times) >= 15, times
+    assert statistics.median(times) <= 51.5 and sum(t <= 52.0 for t in times) >= 15, times
 
 
 def test_loss_within_binomial_bounds(iperf3_server):
