@@ -30,7 +30,8 @@ DELAY_MS, JITTER_MS, LOSS = 25, 2, 0.05
 PER_REQUEST_MS, MEDIAN_MS = 5.0, 1.0
 
 #: Runs inside the emulated MN: tcpdump on every interface (waiting until it listens),
-#: the probe's echo test, then tcpdump stopped once the last echo is in. The capture keeps
+#: `cellperf probe` with the arguments after the first four, then tcpdump stopped once the
+#: last echo or datagram is in. The capture keeps
 #: the control connection too, as a phone's would: it closes after the test, so the
 #: capture shows it ran on past the last request (a request left unanswered at the very
 #: end of a capture is not counted lost).

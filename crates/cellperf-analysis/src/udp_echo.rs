@@ -149,10 +149,12 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
             MatchBy::Payload => Some((r.payload_hash, r.payload_len)),
         }
     };
-    let mut total = [0u64; 2];
+    // Keyed datagrams each way, and those of them carrying cellperf's echo mark.
+    let (mut total, mut marked) = ([0u64; 2], [0u64; 2]);
     for r in recs {
         if key(r).is_some() {
             total[r.dir.index()] += 1;
+            marked[r.dir.index()] += u64::from(r.probe.is_some_and(|h| h.echo));
         }
     }
     // Orientations still possible: requests going `d`, echoes the other way. A returning
@@ -161,13 +163,7 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
     let budget = |n: u64| ((1.0 - ECHO_SHARE) * n as f64).floor() as u64;
     let mut possible = [0usize, 1].map(|d| total[d] > 0 && total[1 - d] > 0 && total[1 - d] <= 2 * total[d]);
     if by == MatchBy::CellperfSeq {
-        // Echoes go the marked way, requests the other.
-        let mut marked = [0u64; 2];
-        for r in recs {
-            if r.probe.is_some_and(|h| h.echo) {
-                marked[r.dir.index()] += 1;
-            }
-        }
+        // Echoes go the marked way (nearly all marked), requests the other (nearly none).
         for d in 0..2 {
             possible[d] &= marked[1 - d] as f64 >= ECHO_SHARE * total[1 - d] as f64 && marked[d] <= budget(total[d]);
         }
@@ -522,9 +518,16 @@ mod tests {
 
     #[test]
     fn the_mark_says_which_way_the_echoes_go() {
-        // Echo marks on both ways, or on the requests' way: not cellperf's echo test.
-        let both: Vec<UdpRec> = voip(&[Some(40); 10]).iter().map(|r| cpe(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 160)).collect();
-        assert!(find_echo(&both, MatchBy::CellperfSeq, END).is_none());
+        // Echo marks on both ways, or on the requests' way only: not cellperf's echo test.
+        let remark = |echo_dir: Option<Dir>| -> Vec<UdpRec> {
+            voip(&[Some(40); 10])
+                .iter()
+                .map(|r| cellperf(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 160, echo_dir.is_none_or(|d| d == r.dir)))
+                .collect()
+        };
+        assert!(find_echo(&remark(None), MatchBy::CellperfSeq, END).is_none());
+        assert!(find_echo(&remark(Some(Dir::AtoB)), MatchBy::CellperfSeq, END).is_none());
+        assert_eq!(find_echo(&remark(Some(Dir::BtoA)), MatchBy::CellperfSeq, END).unwrap().pairs.len(), 10);
         // One echo in ten left unmarked (ECHO_SHARE of them marked) still pairs.
         let mut one_unmarked = voip(&[Some(40); 10]);
         let i = one_unmarked.iter().position(|r| r.dir == Dir::BtoA).unwrap();
