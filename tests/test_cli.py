@@ -212,7 +212,7 @@ class _Command:
     (KeyboardInterrupt(), 130, "cellperf: interrupted\n"),
 ])
 def test_errors_of_a_command(monkeypatch, capsys, error, status, line):
-    monkeypatch.setattr(cli, "command_parser", lambda name: (_Command(error), argparse.ArgumentParser()))
+    monkeypatch.setattr(cli, "command_parser", lambda name: (_Command(error), cli.Parser()))
     with pytest.raises(SystemExit) as e:
         cli.main(["version"])
     assert e.value.code == status

@@ -89,9 +89,27 @@ class Parser(argparse.ArgumentParser):
         # Strict at every level: argparse hands a subcommand's leftover arguments to its parent,
         # whose error would then name the parent's --help instead of the subcommand's.
         namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
+        if extras and not self._intermixing:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
+
+    _intermixing = False
+
+    def parse_anywhere(self, args: list[str]) -> argparse.Namespace:
+        """Options before, between or after positionals (`query DIR --json SQL`), as users
+        of other commands expect; argparse's plain parse binds an optional positional early.
+        Sub-commands and arguments after `--` (`emulate ... -- COMMAND`) keep the plain
+        parse: argparse cannot intermix those."""
+        if "--" in args or any(a.nargs in (argparse.REMAINDER, argparse.PARSER) for a in self._actions):
+            return self.parse_args(args)
+        self._intermixing = True
+        try:
+            namespace, extras = self.parse_known_intermixed_args(args)
+        finally:
+            self._intermixing = False
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
 
     def error(self, message: str):
         sys.stderr.write(f"cellperf: error: {message} (see '{self.prog} --help')\n")
@@ -218,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
             # Prints the help or the version, or reports a missing or unknown command.
             name, rest = root_parser().parse_args(argv).command, []
         module, parser = command_parser(name)
-        module.run(parser.parse_args(rest))
+        module.run(parser.parse_anywhere(rest))
         # Output still buffered would meet a closed pipe after this try, at the interpreter's exit.
         sys.stdout.flush()
     except UserError as e:

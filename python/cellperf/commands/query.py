@@ -2,8 +2,9 @@
 
 Tables of the store in STORE_DIR: campaign, runs, flows, intervals, tcp_retransmissions,
 ack_compression, voip_windows, handoffs, channel_stats; per-packet views over the runs' Parquet
-files: packets, udp_packets, rtt, agent_log, server_log. Schema: docs/store.md. Read-only
-unless --upgrade.
+files: packets, udp_packets, rtt, agent_log, server_log. Schema: docs/store.md. The SQL runs
+read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
+than the store's own; --upgrade migrates an older store first.
 
 Examples:
   cellperf query results/ --tables
@@ -39,14 +40,18 @@ def run(args: argparse.Namespace) -> None:
     sql = args.sql
     if not sql and not args.list_tables and not args.upgrade:
         raise UserError("give an SQL query, or --tables")
-    with Store.open(args.store_dir, read_only=not args.upgrade) as store:
+    if args.upgrade:
+        with Store.open(args.store_dir) as store:
+            print(f"{store.db_file}: schema version {store.version}")
+        if not sql and not args.list_tables:
+            return
+    # The query itself always runs on a read-only, confined connection (docs/store.md).
+    with Store.open(args.store_dir, read_only=True) as store:
         if args.list_tables:
             sql = ("SELECT table_name AS name, 'TABLE' AS kind, estimated_size AS rows "
                    "FROM duckdb_tables() WHERE schema_name = 'main' UNION ALL "
                    "SELECT view_name, 'VIEW', NULL FROM duckdb_views() WHERE NOT internal ORDER BY 1")
-        if args.upgrade and not sql:
-            print(f"{store.db_file}: schema version {store.version}")
-            return
+        store.check_read_only_sql(sql)
         try:
             frame = store.frame(sql)
         except duckdb.Error as e:

@@ -79,7 +79,11 @@ class Store:
             except OSError as e:
                 raise UserError(f"{db_file.parent}: cannot create the results folder ({e.strerror})") from None
         try:
-            con = duckdb.connect(str(db_file), read_only=read_only)
+            # Extensions never load behind the user's back: a read-only store must not fetch or
+            # run code (`query` takes SQL from the command line and runs as root).
+            con = duckdb.connect(str(db_file), read_only=read_only,
+                                 config={"autoinstall_known_extensions": False,
+                                         "autoload_known_extensions": False})
         except duckdb.IOException as e:
             msg = str(e).splitlines()[0]
             if "lock" in msg.lower():
@@ -90,7 +94,9 @@ class Store:
         store = cls(db_file, con, read_only)
         try:
             store._migrate()
-            store._register_parquet_views()
+            parquet_files = store._register_parquet_views()
+            if read_only:
+                store._confine(parquet_files)
         except BaseException:
             con.close()
             raise
@@ -136,16 +142,30 @@ class Store:
                 self.con.execute("ROLLBACK")
                 raise
 
-    def _register_parquet_views(self) -> None:
+    def _register_parquet_views(self) -> list[Path]:
         """Temporary views over the per-run Parquet files, so SQL can join them with the
-        tables (plain DuckDB: `SELECT * FROM 'runs/*/packets.parquet'` in the folder)."""
+        tables (plain DuckDB: `SELECT * FROM 'runs/*/packets.parquet'` in the folder).
+        Returns the files the views read."""
+        every_file = []
         for name in PARQUET_TABLES:
             files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet"))
             if not files:
                 continue
+            every_file += files
             listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
             self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS "
                              f"SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+        return every_file
+
+    def _confine(self, parquet_files: list[Path]) -> None:
+        """Shuts a read-only connection off from the file system except the store's own
+        Parquet files, then locks the settings so SQL cannot undo it. The database file itself
+        is read-only by `duckdb.connect`; this stops `COPY ... TO`, `EXPORT DATABASE`,
+        `ATTACH`, `read_csv('/etc/...')`, `glob(...)` and extension loading. Writing into the
+        allowed Parquet files is stopped by `check_read_only_sql`, which admits only queries."""
+        self.con.execute("SET allowed_paths = ?", [[str(f.resolve()) for f in parquet_files]])
+        self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
 
     # -- reading -------------------------------------------------------------------------
 
@@ -155,6 +175,20 @@ class Store:
 
     def table(self, name: str) -> duckdb.DuckDBPyRelation:
         return self.con.table(name)
+
+    def check_read_only_sql(self, query: str) -> None:
+        """Refuses SQL other than one query (SELECT, FROM, WITH, VALUES, DESCRIBE, SHOW,
+        SUMMARIZE, EXPLAIN): `query` runs what a user typed, as root, next to research data."""
+        try:
+            statements = self.con.extract_statements(query)
+        except duckdb.Error as e:
+            raise UserError(f"query: {str(e).splitlines()[0]}") from None
+        if len(statements) != 1:
+            raise UserError(f"query: give exactly one statement (got {len(statements)})")
+        kind = statements[0].type
+        if kind not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+            raise UserError(f"query: only queries are allowed on a store (got {kind.name}); "
+                            "the store is read-only")
 
     def frame(self, query: str, params: list | None = None) -> pl.DataFrame:
         """Query result as a polars DataFrame."""

@@ -1,0 +1,99 @@
+"""`cellperf query` is read-only for real (issue 18 item 1): no statement a user types can
+write the store, its Parquet files or anything else, nor read files outside the store."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+
+import duckdb
+import polars as pl
+import pytest
+
+from cellperf.store import RunRecord, Store, write_parquet
+from conftest import cellperf
+
+
+def make_store(root):
+    with Store.open(root, create=True) as s:
+        staging = s.staging_dir("r1")
+        write_parquet(pl.DataFrame({"ts": [1.0, 2.0, 3.0], "size": [60, 1500, 1500]}), staging / "packets.parquet")
+        row = {"run_id": "r1", "network": "WiBro", "scenario": "mobile", "test": "bulk", "test_type": "tcp-bulk",
+               "repetition": 1, "config": {}, "config_sha256": "x", "status": "ok",
+               "started_at": datetime(2026, 11, 24, tzinfo=timezone.utc)}
+        s.commit_run(RunRecord(row, {}, staging))
+    return root
+
+
+def digest(root):
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def query(*args):
+    return cellperf("query", *map(str, args), check=False, timeout=60)
+
+
+def test_queries_still_read_tables_and_the_runs_parquet(tmp_path):
+    store = make_store(tmp_path / "out")
+    p = query(store, "--json", "SELECT count(*) AS n, sum(size)::BIGINT AS bytes FROM packets")
+    assert p.returncode == 0, p.stderr
+    assert '"n":3' in p.stdout.replace(" ", "") and '"bytes":3060' in p.stdout.replace(" ", "")
+    p = query(store, "SELECT run_id, status FROM runs")
+    assert p.returncode == 0 and "r1" in p.stdout
+
+
+@pytest.mark.parametrize("sql", [
+    "COPY (SELECT 1) TO '{store}/results.duckdb'",
+    "COPY (SELECT 42 AS size) TO '{store}/runs/r1/packets.parquet' (FORMAT parquet)",
+    "COPY runs TO '{tmp}/leak.csv'",
+    "EXPORT DATABASE '{tmp}/export'",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM glob('/root/*')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "ATTACH '{tmp}/other.duckdb' (READ_WRITE)",
+    "SET enable_external_access = true",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "CREATE TABLE evil AS SELECT 1",
+    "DROP TABLE runs",
+    "DELETE FROM runs",
+    "SELECT 1; COPY (SELECT 1) TO '{tmp}/two.csv'",
+])
+def test_writes_and_outside_reads_are_refused_and_the_store_unchanged(tmp_path, sql):
+    store = make_store(tmp_path / "out")
+    other = duckdb.connect(str(tmp_path / "other.duckdb"))
+    other.execute("CREATE TABLE keep AS SELECT 1 AS a")
+    other.close()
+    before = digest(tmp_path)
+    p = query(store, sql.format(store=store, tmp=tmp_path))
+    assert p.returncode == 1, p.stdout
+    assert "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "query" in p.stderr
+    assert digest(tmp_path) == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["other.duckdb", "out"]
+    # The store still opens and answers.
+    assert query(store, "SELECT count(*) FROM runs").returncode == 0
+
+
+def test_options_are_accepted_after_the_folder(tmp_path):
+    store = make_store(tmp_path / "out")
+    p = query(store, "--json", "SELECT run_id FROM runs")
+    assert p.returncode == 0, p.stderr
+    assert '"run_id":"r1"' in p.stdout.replace(" ", "")
+    p = query("--csv", store, "SELECT run_id FROM runs")
+    assert p.returncode == 0 and p.stdout.splitlines() == ["run_id", "r1"]
+
+
+def test_timestamps_read_with_plain_duckdb(tmp_path):
+    """docs/store.md: the store is plain DuckDB; TIMESTAMPTZ columns convert to Python (pytz)."""
+    store = make_store(tmp_path / "out")
+    con = duckdb.connect(str(store / "results.duckdb"), read_only=True)
+    rows = con.execute("SELECT run_id, started_at FROM runs").fetchall()
+    assert rows[0][0] == "r1" and rows[0][1].year == 2026
+    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+        con.execute(f'SELECT * FROM "{table}"').fetchall()
+    con.close()
