@@ -209,3 +209,19 @@ def test_capture_off_measures_udp_tests_from_the_agents_log(tmp_path):
         assert flows["goodput_bps"][0] == pytest.approx(2e6, rel=0.05) and flows["loss_rate"][0] == 0.0
         n = dict(s.frame("SELECT r.test, count(*) FROM intervals i JOIN runs r USING (run_id) GROUP BY 1").rows())
         assert n["udp-cbr-down"] == 4 and n["voip"] == 2 * 4  # 4 one-second intervals per stream
+
+
+def test_run_folder_name_is_never_shell_code(tmp_path):
+    """Issue 18 item 4: `--out` is a name, not shell text: `$(...)`, a `"` and a space in it
+    neither run anything nor break the run (the runner is root)."""
+    text = CAMPAIGN.replace("parallel = 4", "parallel = 1").replace(
+        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').replace("duration = 4", "duration = 2")
+    text = text.split("[[networks]]\nname = \"EV-DO\"")[0] + '[[tests]]\ntype = "voip"\n'
+    path = write_campaign(tmp_path, text)
+    marker = tmp_path / "INJECTED"
+    out = tmp_path / f'o$(touch {marker}) "q'
+    cellperf("run", path, "--out", out, "--json", timeout=300)
+    assert not marker.exists()
+    with Store.open(out, read_only=True) as s:
+        assert s.frame("SELECT status FROM runs")["status"].to_list() == ["ok"]
+        assert (s.runs_dir / "WiBro.stationary.voip.1" / "probe.json").stat().st_size > 0

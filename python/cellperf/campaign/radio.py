@@ -26,6 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
+from cellperf.campaign.argv import command_argv
 from cellperf.errors import UserError
 from cellperf.handoffs import read_radio_log
 
@@ -71,7 +72,8 @@ class CommandPoller:
     writes the rows it could parse to `path` on `stop()`."""
 
     def __init__(self, command: str, fmt: str, interval_s: float, path: Path):
-        self.command, self.parse, self.interval_s, self.path = command, PARSERS[fmt], interval_s, path
+        self.command = command_argv(command, "radio_log.command")
+        self.parse, self.interval_s, self.path = PARSERS[fmt], interval_s, path
         self.rows: list[tuple] = []
         self.failures: list[str] = []
         self._stop = threading.Event()
@@ -85,7 +87,7 @@ class CommandPoller:
         while not self._stop.is_set():
             t = time.time()
             try:
-                p = subprocess.run(self.command, shell=True, capture_output=True, text=True,
+                p = subprocess.run(self.command, capture_output=True, text=True,
                                    timeout=max(5.0, 2 * self.interval_s))
                 cell = self.parse(p.stdout) if p.returncode == 0 else None
                 if cell is None:
@@ -93,6 +95,8 @@ class CommandPoller:
                 self.rows.append((t, *(cell or (None, None, None))))
             except subprocess.TimeoutExpired:
                 self.failures.append("timed out")
+            except OSError as e:
+                self.failures.append(f"cannot start {self.command[0]!r} ({e.strerror})")
             self._stop.wait(max(0.0, self.interval_s - (time.time() - t)))
 
     def stop(self) -> str | None:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cellperf.campaign.argv import command_argv
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import Campaign, RunSpec, probe_args
 from cellperf.errors import UserError
@@ -145,8 +146,10 @@ class EmulatedTestbed:
         if run.scenario == "mobile" and run.network.handoffs is not None:
             cmd += ["--handoffs", str(run.network.handoffs)]
         # The probe's result goes to a file: the emulator's own stdout is its statistics.
-        cmd += ["--", "sh", "-c", f'"$@" >"{folder}/probe.json" 2>"{folder}/probe.err"; rc=$?; {DRAIN_SH}; exit $rc',
-                "sh", *probe]
+        # The file names are arguments of the script, never part of its text: a run folder named
+        # `o$(touch x)` or holding a `"` must stay a name (the runner is root).
+        cmd += ["--", "sh", "-c", f'out=$1 err=$2; shift 2; "$@" >"$out" 2>"$err"; rc=$?; {DRAIN_SH}; exit $rc',
+                "sh", str(folder / "probe.json"), str(folder / "probe.err"), *probe]
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
@@ -206,9 +209,12 @@ class RealTestbed:
                                     f"{line.strip() or 'no output'}")
             if self.tb.cn_capture:
                 # Its own process group, so that stopping it reaches tcpdump (or ssh) under the shell.
+                argv = command_argv(self.tb.cn_capture, "testbed.cn_capture")
                 with open(folder / "cn.pcap", "wb") as f:
-                    cn = subprocess.Popen(self.tb.cn_capture, shell=True, stdout=f, stderr=subprocess.PIPE,
-                                          start_new_session=True)
+                    try:
+                        cn = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, start_new_session=True)
+                    except OSError as e:
+                        raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({e.strerror})") from None
                 procs.append((cn, True))
                 time.sleep(1.0)  # no portable "ready" signal from a remote capture
                 if cn.poll() is not None:

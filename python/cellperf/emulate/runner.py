@@ -49,8 +49,32 @@ class _Terminated(Exception):
     pass
 
 
-def _raise_terminated(signum, frame):
-    raise _Terminated()
+class _Signals:
+    """SIGTERM and SIGHUP end the emulation like Ctrl-C, once. Signals that arrive while the
+    namespaces are being removed are only noted: `cellperf run` and the parent-death signal
+    together send two SIGTERMs milliseconds apart, and a second exception raised inside the
+    cleanup would abandon it and leave the namespaces behind."""
+
+    def __init__(self):
+        self.cleaning = False
+        self.noted: int | None = None
+        self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def _handle(self, signum, frame):
+        if self.cleaning:
+            self.noted = self.noted or signum
+            return
+        self.cleaning = True  # one exception per emulation
+        raise _Terminated()
+
+    def cleaning_up(self) -> None:
+        self.cleaning = True
+        if signal.SIGINT not in self.previous:
+            self.previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._handle)
+
+    def restore(self) -> None:
+        for s, h in self.previous.items():
+            signal.signal(s, h)
 
 
 def check_environment(command: list[str]) -> None:
@@ -73,7 +97,7 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
     config.check()
     if config.pcap_dir:
         os.makedirs(config.pcap_dir, exist_ok=True)
-    previous = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    signals = _Signals()
     users: list[netns.UserNet] = []
     created: list[str] = []
     emulator = None
@@ -116,9 +140,10 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
             )
         codes = [p.wait() for p in procs]
     except (KeyboardInterrupt, _Terminated):
-        _terminate(procs)
+        signals.cleaning_up()
         raise KeyboardInterrupt from None
     finally:
+        signals.cleaning_up()
         _terminate(procs)
         if emulator is not None:
             emulator.stop()
@@ -127,8 +152,9 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
         emulator = None  # closes the TUN devices before their namespaces go
         for name in created:
             netns.delete_netns(name)
-        for s, h in previous.items():
-            signal.signal(s, h)
+        signals.restore()
+    if signals.noted is not None:
+        raise KeyboardInterrupt  # a signal that came during a normal end still ends with 130
     result = outcome[0] if outcome else None
     if isinstance(result, Exception):
         raise UserError(f"the emulator stopped: {result}")
