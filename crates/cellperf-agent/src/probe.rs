@@ -329,6 +329,13 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
                     g.error.get_or_insert(format!("protocol error: server {} returned more records than the test's {} packets", c.server, spec.count));
                     break;
                 }
+                if let Some(r) = records.iter().find(|r| r.seq >= spec.count) {
+                    g.error.get_or_insert(format!(
+                        "protocol error: server {} returned a record with sequence number {} outside the test's {} packets",
+                        c.server, r.seq, spec.count
+                    ));
+                    break;
+                }
                 into.extend(records);
             }
             Ok(Some(Frame::Message(Message::Report { report }))) => {
@@ -644,18 +651,16 @@ fn kind_name(choice: OwdChoice) -> &'static str {
 }
 
 /// Lines up the sender's list with the receiver's by sequence number: one entry per sent
-/// packet, received or not.
+/// packet, received or not. Works on sorted copies, so memory follows the lists' lengths
+/// whatever numbers they carry.
 fn merge(sent: &[Record], received: &[Record]) -> Vec<StreamPacket> {
-    let mut rx: Vec<Option<i64>> = Vec::new();
-    for r in received {
-        let i = r.seq as usize;
-        if i >= rx.len() {
-            rx.resize(i + 1, None);
-        }
-        rx[i] = r.recv_ns;
-    }
+    let mut rx: Vec<(u64, Option<i64>)> = received.iter().map(|r| (r.seq, r.recv_ns)).collect();
+    // Stable: of two records with one number, the first stays first.
+    rx.sort_by_key(|&(seq, _)| seq);
+    rx.dedup_by_key(|&mut (seq, _)| seq);
+    let recv_of = |seq: u64| rx.binary_search_by_key(&seq, |&(s, _)| s).ok().and_then(|i| rx[i].1);
     sent.iter()
-        .map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: rx.get(s.seq as usize).copied().flatten(), bytes: s.bytes })
+        .map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: recv_of(s.seq), bytes: s.bytes })
         .collect()
 }
 
@@ -673,14 +678,12 @@ fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGa
         samples: s.samples,
     });
     // Round trips, on the probe's clock alone (echo tests).
-    let mut rtt_by_seq: Vec<Option<f64>> = Vec::new();
+    // (sequence number, round trip) in the sender's order, which is by number.
+    let mut rtt_by_seq: Vec<(u64, Option<f64>)> = Vec::new();
     if spec.direction == Direction::Echo {
         let back = merge(&g.sent, &g.received);
-        rtt_by_seq = vec![None; g.sent.len()];
-        for (i, p) in back.iter().enumerate() {
-            rtt_by_seq[i] = p.recv_ns.zip(p.send_ns).map(|(r, s)| (r - s) as f64 / 1e6);
-        }
-        let mut rtts: Vec<f64> = rtt_by_seq.iter().flatten().copied().collect();
+        rtt_by_seq = back.iter().map(|p| (p.seq, p.recv_ns.zip(p.send_ns).map(|(r, s)| (r - s) as f64 / 1e6))).collect();
+        let mut rtts: Vec<f64> = rtt_by_seq.iter().filter_map(|&(_, r)| r).collect();
         let mut half: Vec<f64> = rtts.iter().map(|r| r / 2.0).collect();
         res.rtt_ms = Summary::of(&mut rtts);
         res.half_rtt_ms = Summary::of(&mut half);
@@ -689,7 +692,7 @@ fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGa
     let mut stream = |dir: &'static str, packets: Vec<StreamPacket>, duplicates: u64, losses_known: bool| {
         let a = udp_stream::analyze(&packets, duplicates, losses_known, kind, INTERVAL_NS);
         for p in &a.packets {
-            let rtt = rtt_by_seq.get(p.seq as usize).copied().flatten();
+            let rtt = rtt_by_seq.binary_search_by_key(&p.seq, |&(seq, _)| seq).ok().and_then(|i| rtt_by_seq[i].1);
             let (owd_ms, owd_kind) = match owd {
                 OwdChoice::HalfRtt => (rtt.map(|r| r / 2.0), "half_rtt"),
                 _ => (p.owd_ms, kind_name(owd)),

@@ -1,7 +1,10 @@
 //! `cellperf server`: the daemon at the correspondent node.
 //!
-//! One thread per control connection. A connection must authenticate within
-//! [`HANDSHAKE_TIMEOUT`]; then it may ask for clock probes and tests, one at a time. Each
+//! One thread per control connection. A connection must send its hello within
+//! [`HELLO_TIMEOUT`] and authenticate within [`HANDSHAKE_TIMEOUT`]; until then it holds a
+//! place in [`crate::admission`] (limited per source, oldest closed first), so idle
+//! connections cannot keep a real client out. Then it may ask for clock probes and tests,
+//! one at a time. Each
 //! test is checked against the server's limits (rate, duration, concurrent tests) before any
 //! data socket opens; data sockets bind to the address the control connection arrived on
 //! and accept (and send to) only the control connection's peer address, so the server
@@ -14,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::admission::{Admission, Ticket};
 use crate::auth;
 use crate::clock::{mono_ns, realtime_ns};
 use crate::log::{server_view_rows, write_csv};
@@ -21,6 +25,8 @@ use crate::tcp;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
+/// Time allowed from connect to the client's `hello` (one trip across the path).
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 /// Time allowed from connect to a verified `auth`.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// An authenticated connection idle this long between tests is closed.
@@ -58,10 +64,17 @@ pub struct ServerStats {
     pub redirects_refused: AtomicU64,
     pub active_tests: AtomicUsize,
     pub open_connections: AtomicUsize,
+    /// Connections past their handshake.
+    pub authenticated_connections: AtomicUsize,
+    /// Connections refused for their source's unauthenticated ones ([`crate::admission`]).
+    pub handshakes_refused: AtomicU64,
+    /// Handshakes in progress closed to make room for a newer connection.
+    pub handshakes_evicted: AtomicU64,
 }
 
 pub struct Server {
     listener: TcpListener,
+    admission: Admission,
     cfg: Arc<ServerConfig>,
     stop: Arc<AtomicBool>,
     pub stats: Arc<ServerStats>,
@@ -75,7 +88,7 @@ impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Server> {
         let listener = TcpListener::bind(cfg.listen)?;
         listener.set_nonblocking(true)?;
-        Ok(Server { listener, cfg: Arc::new(cfg), stop: Arc::new(AtomicBool::new(false)), stats: Arc::default() })
+        Ok(Server { listener, admission: Admission::default(), cfg: Arc::new(cfg), stop: Arc::new(AtomicBool::new(false)), stats: Arc::default() })
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -91,22 +104,30 @@ impl Server {
     /// Accepts control connections until the stop flag is set (or `keep_going` says no;
     /// it is called about every 100 ms, e.g. to let Python handle Ctrl-C).
     pub fn serve(&self, keep_going: &mut dyn FnMut() -> bool) -> io::Result<()> {
-        // More simultaneous control connections than this are turned away at once.
-        let max_connections = self.cfg.max_tests * 2 + 32;
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((stream, peer)) => {
                     self.stats.connections.fetch_add(1, Ordering::Relaxed);
                     let _ = stream.set_nonblocking(false);
-                    if self.stats.open_connections.load(Ordering::Relaxed) >= max_connections {
-                        let mut s = stream;
-                        let _ = send_message(&mut s, &Message::Error { reason: "server busy: too many connections".into() });
-                        continue;
+                    let admitted = match self.admission.admit(&stream, peer.ip()) {
+                        Ok(a) => a,
+                        Err(reason) => {
+                            self.stats.handshakes_refused.fetch_add(1, Ordering::Relaxed);
+                            let mut s = stream;
+                            // A fresh socket's buffer takes this small frame without blocking.
+                            let _ = send_message(&mut s, &Message::Error { reason });
+                            continue;
+                        }
+                    };
+                    if admitted.evicted {
+                        self.stats.handshakes_evicted.fetch_add(1, Ordering::Relaxed);
                     }
+                    let ticket = admitted.ticket;
                     self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
                     let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
                     std::thread::spawn(move || {
-                        if let Err(e) = Session::new(stream, peer, cfg, stats.clone()).map_err(SessionError::from).and_then(|mut s| s.run()) {
+                        let session = Session::new(stream, peer, cfg, stats.clone(), ticket);
+                        if let Err(e) = session.map_err(SessionError::from).and_then(|mut s| s.run()) {
                             eprintln!("cellperf server: {peer}: {e}");
                         }
                         stats.open_connections.fetch_sub(1, Ordering::Relaxed);
@@ -169,8 +190,20 @@ impl Drop for TestSlot {
     }
 }
 
+/// Holds one of the server's authenticated-connection places while alive.
+struct AuthenticatedSlot(Arc<ServerStats>);
+
+impl Drop for AuthenticatedSlot {
+    fn drop(&mut self) {
+        self.0.authenticated_connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct Session {
     ctrl: TcpStream,
+    /// The place in the handshake pool, until authenticated; then the authenticated place.
+    ticket: Option<Ticket>,
+    authenticated: Option<AuthenticatedSlot>,
     reader: FrameReader,
     peer: SocketAddr,
     local_ip: IpAddr,
@@ -189,7 +222,7 @@ struct Outcome {
 }
 
 impl Session {
-    fn new(ctrl: TcpStream, peer: SocketAddr, cfg: Arc<ServerConfig>, stats: Arc<ServerStats>) -> io::Result<Session> {
+    fn new(ctrl: TcpStream, peer: SocketAddr, cfg: Arc<ServerConfig>, stats: Arc<ServerStats>, ticket: Ticket) -> io::Result<Session> {
         ctrl.set_read_timeout(Some(Duration::from_millis(100)))?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
         ctrl.set_nodelay(true)?;
@@ -197,7 +230,7 @@ impl Session {
         let mut reader = FrameReader::new(MAX_CLIENT_FRAME);
         reader.frame_deadline = HANDSHAKE_TIMEOUT;
         let id = format!("{}-{}", realtime_ns() / 1_000_000, Cookie::random()?.0.iter().take(3).map(|b| format!("{b:02x}")).collect::<String>());
-        Ok(Session { ctrl, reader, peer, local_ip, cfg, stats, tests: 0, id })
+        Ok(Session { ctrl, ticket: Some(ticket), authenticated: None, reader, peer, local_ip, cfg, stats, tests: 0, id })
     }
 
     fn send(&mut self, m: &Message) -> io::Result<()> {
@@ -249,7 +282,7 @@ impl Session {
     fn handshake(&mut self) -> Result<(), SessionError> {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let left = || deadline.saturating_duration_since(Instant::now());
-        let client_nonce = match self.reader.read_message(&mut self.ctrl, left()) {
+        let client_nonce = match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
             Ok(Message::Hello { version, client_nonce }) if version == PROTOCOL_VERSION => client_nonce,
             Ok(Message::Hello { version, .. }) => {
                 return Err(self.fail(format!("protocol version {version} not supported (server speaks {PROTOCOL_VERSION})")))
@@ -276,6 +309,14 @@ impl Session {
             std::thread::sleep(Duration::from_millis(200));
             return Err(self.fail("authentication failed: wrong token".into()));
         }
+        // Authenticated clients are trusted with a generous cap of their own.
+        let max_authenticated = self.cfg.max_tests * 2 + 32;
+        let n = self.stats.authenticated_connections.fetch_add(1, Ordering::AcqRel);
+        self.authenticated = Some(AuthenticatedSlot(self.stats.clone()));
+        if n >= max_authenticated {
+            return Err(self.fail(format!("server busy: {max_authenticated} connections open")));
+        }
+        self.ticket = None;
         self.send(&Message::AuthOk { mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce) })?;
         // After the handshake a frame may take as long as any idle period.
         self.reader.frame_deadline = Duration::from_secs(10);

@@ -286,6 +286,47 @@ impl ReceiveControl {
     }
 }
 
+/// The distinct packets a receiver has seen, in arrival order: memory grows with what
+/// arrived, never with the sequence numbers a peer writes (a far number costs one record,
+/// not a table up to it).
+#[derive(Debug, Default)]
+pub struct Arrivals {
+    records: Vec<Record>,
+    /// Sequence numbers seen, to tell duplicates (randomly keyed: a peer cannot pick
+    /// numbers that collide).
+    seen: ahash::AHashSet<u64>,
+}
+
+impl Arrivals {
+    /// Keeps the first copy of a packet; `false` for a duplicate.
+    pub fn insert(&mut self, r: Record) -> bool {
+        if !self.seen.insert(r.seq) {
+            return false;
+        }
+        self.records.push(r);
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Heap bytes held, for the tests that bound it.
+    pub fn heap_bytes(&self) -> usize {
+        self.records.capacity() * std::mem::size_of::<Record>() + self.seen.capacity() * (std::mem::size_of::<u64>() + 1)
+    }
+
+    /// The records in sequence order.
+    pub fn into_sorted(mut self) -> Vec<Record> {
+        self.records.sort_unstable_by_key(|r| r.seq);
+        self.records
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct ReceiveOutcome {
     /// One record per distinct packet received, in sequence order; `send_ns` is the
@@ -305,11 +346,8 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
     std::thread::spawn(move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
         enable_gro(&sock);
-        let mut recv_ns: Vec<i64> = Vec::new();
-        let mut hdr_send_ns: Vec<i64> = Vec::new();
-        let mut sizes: Vec<u32> = Vec::new();
+        let mut arrivals = Arrivals::default();
         let mut out = ReceiveOutcome::default();
-        let mut unique = 0u64;
         // Room for the largest coalesced read (GRO stops at 64 datagrams and 64 KiB).
         let mut buf = vec![0u8; 256 * 1024];
         loop {
@@ -317,7 +355,7 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
                 break;
             }
             let peer_sent = ctl.peer_sent.load(Ordering::Relaxed);
-            if peer_sent != u64::MAX && (unique >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
+            if peer_sent != u64::MAX && (arrivals.len() as u64 >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
                 break;
             }
             let (n, segment) = match recv_coalesced(&sock, &mut buf) {
@@ -337,20 +375,10 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
                     out.foreign += 1;
                     continue;
                 }
-                let i = h.seq as usize;
-                if i >= recv_ns.len() {
-                    recv_ns.resize(i + 1, i64::MIN);
-                    hdr_send_ns.resize(i + 1, i64::MIN);
-                    sizes.resize(i + 1, 0);
-                }
-                if recv_ns[i] != i64::MIN {
+                if !arrivals.insert(Record { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(now), bytes: d.len() as u32 }) {
                     out.duplicates += 1;
                     continue;
                 }
-                recv_ns[i] = now;
-                hdr_send_ns[i] = h.send_ns;
-                sizes[i] = d.len() as u32;
-                unique += 1;
                 got += 1;
                 got_bytes += d.len() as u64;
                 ctl.last_seq.store(h.seq, Ordering::Relaxed);
@@ -368,10 +396,7 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
                 ctl.last_recv_ns.store(now, Ordering::Relaxed);
             }
         }
-        out.received = (0..recv_ns.len())
-            .filter(|&i| recv_ns[i] != i64::MIN)
-            .map(|i| Record { seq: i as u64, send_ns: Some(hdr_send_ns[i]), recv_ns: Some(recv_ns[i]), bytes: sizes[i] })
-            .collect();
+        out.received = arrivals.into_sorted();
         out
     })
 }
@@ -475,5 +500,34 @@ mod tests {
         let out = rx.join().unwrap();
         assert_eq!(out.received.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
         assert_eq!((out.duplicates, out.foreign), (1, 2));
+    }
+
+    /// A peer that writes the highest number the test allows (as a hostile client of a
+    /// 64 Mi-packet test would) costs one record, not a table up to that number.
+    #[test]
+    fn far_sequence_numbers_cost_one_record_each() {
+        let (a, b) = pair();
+        let max_count = 64 << 20;
+        let ctl = ReceiveControl::new();
+        let rx = spawn_receiver(b, max_count, false, ctl.clone());
+        let mut p = [0u8; 20];
+        for seq in [max_count - 1, 0, max_count / 2, max_count - 1, max_count] {
+            write_cellperf(&mut p, seq, 1_000, false);
+            a.send(&p).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        ctl.peer_done(3, 0);
+        let out = rx.join().unwrap();
+        assert_eq!(out.received.iter().map(|r| r.seq).collect::<Vec<_>>(), [0, max_count / 2, max_count - 1]);
+        assert_eq!((out.duplicates, out.foreign), (1, 1));
+        assert!(out.received.capacity() < 64, "{} records kept", out.received.capacity());
+
+        let mut arrivals = Arrivals::default();
+        for seq in [u64::MAX, 1 << 62, (64 << 20) - 1] {
+            assert!(arrivals.insert(Record { seq, send_ns: Some(1), recv_ns: Some(2), bytes: 20 }));
+        }
+        assert!(!arrivals.insert(Record { seq: 1 << 62, send_ns: None, recv_ns: None, bytes: 0 }));
+        assert_eq!(arrivals.len(), 3);
+        assert!(arrivals.heap_bytes() < 4096, "{} heap bytes for 3 packets", arrivals.heap_bytes());
     }
 }
