@@ -97,3 +97,16 @@ def test_timestamps_read_with_plain_duckdb(tmp_path):
     for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
         con.execute(f'SELECT * FROM "{table}"').fetchall()
     con.close()
+
+
+@pytest.mark.parametrize("command", [("report",), ("query", "SELECT * FROM runs")])
+def test_a_truncated_store_is_one_line(tmp_path, command):
+    """Issue 18 item 8: a store cut to half its size opens, and fails where a block is missing:
+    one line naming the file, exit 1, no traceback."""
+    store = make_store(tmp_path / "out")
+    db = store / "results.duckdb"
+    with open(db, "r+b") as f:
+        f.truncate(db.stat().st_size // 2)
+    p = cellperf(command[0], store, *command[1:], check=False, timeout=60)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "results.duckdb" in p.stderr, p.stderr

@@ -192,7 +192,12 @@ class Store:
 
     def frame(self, query: str, params: list | None = None) -> pl.DataFrame:
         """Query result as a polars DataFrame."""
-        return self.con.sql(query, params=params or None).pl()
+        try:
+            return self.con.sql(query, params=params or None).pl()
+        except duckdb.IOException as e:
+            # A damaged file opens and fails only when a damaged block is read.
+            raise UserError(f"{self.db_file}: cannot read the store, damaged or truncated? "
+                            f"({str(e).splitlines()[0]})") from None
 
     def run_states(self) -> dict[str, tuple[str, str]]:
         """run_id → (status, config_sha256) of every stored run."""
