@@ -127,14 +127,14 @@ def test_bad_command_is_one_line(args, message):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ("analyze --interval x a.pcap", "argument --interval: invalid float value: 'x'"),
+    ("analyze --interval x a.pcap", "argument --interval: expected a finite number of seconds > 0 and ≤ 86,400, got 'x'"),
     ("analyze --side up a.pcap", "argument --side: invalid choice: 'up' (choose from 'mn', 'cn')"),
     ("analyze {folder}", "argument CAPTURE: '{folder}' is a folder, not a file"),
     ("analyze a.pcap --out {file}", "argument --out: '{file}' is a file, not a folder"),
     ("probe cn", "the following arguments are required: -t/--test"),
     ("import {folder} --network X --date 2009-13-01", "argument --date: '2009-13-01' is not a date (YYYY-MM-DD)"),
-    ("import {folder} --network X --interval 0", "argument --interval: must be positive, not 0"),
-    ("interop ditg f.txt --interval -1", "argument --interval: must be positive, not -1"),
+    ("import {folder} --network X --interval 0", "argument --interval: expected a finite number of seconds > 0 and ≤ 86,400, got '0'"),
+    ("interop ditg f.txt --interval -1", "argument --interval: expected a finite number of seconds > 0 and ≤ 86,400, got '-1'"),
     ("sched a.csv --users 2..4", "argument --users: the range starts at 1 (e.g. 1..8)"),
     ("sched a.csv --handoffs r.csv --handoff-interval 20", "argument --handoff-interval: not allowed with argument --handoffs"),
     ("emulate --outage-mode pause", "argument --outage-mode: invalid choice: 'pause' (choose from 'buffer', 'drop')"),

@@ -157,16 +157,6 @@ def folder_path(convert=str):
     return check
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-    return value
-
-
 def iso_date(text: str):
     """A day, YYYY-MM-DD, as a `datetime.date`."""
     import datetime

@@ -54,9 +54,9 @@ window = "128K"
 type = "voip"
 
 [[tests]]
-name = "oversize"
-type = "sparse"
-payload = 100000
+name = "bad-cc"
+type = "tcp-bulk"
+congestion = "no-such-cc"
 """
 
 
@@ -77,13 +77,13 @@ def e2e_store(tmp_path_factory):
 
 def test_campaign_end_to_end(e2e_store):
     out, proc = e2e_store
-    # Runs that fail (the oversize test) make exit status 3; the others are all done.
+    # Runs that fail (the bad-cc test) make exit status 3; the others are all done.
     assert proc.returncode == 3, proc.stderr
     with Store.open(out, read_only=True) as s:
         runs = s.frame("SELECT run_id, network, scenario, test, status, reason FROM runs")
         assert runs.height == 2 * 2 * 4
         failed = runs.filter(pl.col("status") == "failed")
-        assert sorted(failed["test"].unique()) == ["oversize"] and failed.height == 4
+        assert sorted(failed["test"].unique()) == ["bad-cc"] and failed.height == 4
         assert all("payload" in r for r in failed["reason"])
         # Every good run has its own traffic analysed from both captures.
         data = s.frame("""SELECT r.run_id, r.test, count(f.flow_id) AS flows FROM runs r
@@ -140,12 +140,12 @@ def test_json_summary_lists_failures(e2e_store):
     summary = json.loads(proc.stdout)
     assert summary["runs_total"] == 16 and summary["runs_done"] == 12
     assert sorted(r["run_id"] for r in summary["runs_failed"]) == sorted(
-        f"{n}.{s}.oversize.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
+        f"{n}.{s}.bad-cc.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
 
 
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     text = CAMPAIGN.replace("parallel = 4", "parallel = 1").replace("duration = 4", "duration = 2").replace(
-        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[tests]]\nname = \"oversize\"")[0]
+        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[tests]]\nname = \"bad-cc\"")[0]
     path = write_campaign(tmp_path, text)
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("cellperf")

@@ -49,8 +49,8 @@ type = "voip"
 
 [[tests]]
 name = "refused"
-type = "udp-cbr"
-payload = 100000
+type = "tcp-bulk"
+congestion = "no-such-cc"
 """
 
 

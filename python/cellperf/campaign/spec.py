@@ -18,12 +18,18 @@ from pathlib import Path
 from cellperf.agents import TESTS, parse_rate, parse_size
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError
+from cellperf.validate import looks_binary, number, plain_text
 
 SCENARIOS = ("stationary", "mobile")
 FAMILIES = sorted({p.rsplit("-", 1)[0] for p in PROFILE_NAMES})
 TESTBEDS = ("emulated", "real")
 RADIO_FORMATS = ("mmcli", "qmicli")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]{0,39}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,39}")
+#: Bounds of a campaign's numbers: a day for times, and the most runs one campaign may expand
+#: to (`repetitions = 100000000000` must be refused, not expanded into memory).
+MAX_SECONDS = 86400.0
+MAX_COUNT = 10**9
+MAX_RUNS = 100_000
 
 
 class _Locator:
@@ -167,15 +173,28 @@ def _file_digest(path: Path) -> str:
 
 # Test options: campaign key → (probe option, parser to check it, tests it applies to or None for all).
 def _positive(value, where):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("must be a positive number")
-    return value
+    return number(value, lo=0, lo_open=True, hi=MAX_SECONDS)
 
 
 def _count(value, where):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number ≥ 1")
-    return value
+    return number(value, lo=1, hi=MAX_COUNT, integer=True)
+
+
+def _payload(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number of bytes")
+    # The probe's 20-byte header up to the largest UDP payload over IPv4 (what the agents accept).
+    return number(value, lo=20, hi=65507, integer=True, unit="bytes")
+
+
+def _seed(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    return number(value, lo=0, hi=2**32 - 1, integer=True)
 
 
 def _rate(value, where):
@@ -208,7 +227,7 @@ def _choice(*allowed):
 def _text(value, where):
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string")
-    return value
+    return plain_text(value)
 
 
 def parse_duration(value, where) -> float:
@@ -226,7 +245,7 @@ TEST_OPTIONS = {
     "direction": ("--direction", _choice("up", "down", "both"), ("udp-cbr", "tcp-bulk")),
     "duration": ("--duration", parse_duration, None),
     "rate": ("--rate", _rate, ("udp-cbr",)),
-    "payload": ("--payload", _count, ("udp-cbr", "sparse", "min-delay")),
+    "payload": ("--payload", _payload, ("udp-cbr", "sparse", "min-delay")),
     "bytes": ("--bytes", _size, ("tcp-bulk",)),
     "congestion": ("--congestion", _text, ("tcp-bulk", "window-sweep")),
     "window": ("--window", _size, ("tcp-bulk",)),
@@ -297,6 +316,8 @@ def load_campaign(path: str | Path) -> Campaign:
         raise UserError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
     try:
         doc = tomllib.loads(text)
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: tables or arrays nested too deep") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         reason = re.sub(r"\s*\(at line.*\)", "", str(e))
@@ -377,7 +398,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                                              "each is run as -stationary and -mobile)")
         elif profile is not None:
             c.fail(where + ("profile",), "profiles are for the emulated testbed; a real network has none")
-        seed = c.value(n, where, "seed", _whole, default=1)
+        seed = c.value(n, where, "seed", _seed, default=1)
         handoffs = c.value(n, where, "handoffs", _text)
         handoff_path = None
         if handoffs is not None:
@@ -386,6 +407,13 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             handoff_path = path.parent / handoffs
             if not handoff_path.is_file():
                 c.fail(where + ("handoffs",), f"{handoff_path}: no such file")
+            try:
+                with open(handoff_path, "rb") as f:
+                    binary = looks_binary(f.read(8192))
+            except OSError as e:
+                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({e.strerror})")
+            if binary:
+                c.fail(where + ("handoffs",), f"{handoff_path}: not a text file (a CSV of time_s,bs_id,...)")
             from cellperf.emulate.spec import read_handoffs
 
             try:
@@ -400,6 +428,11 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             overrides[tname] = _test_options(c, w, by_name[tname].type, opts)
         networks.append(Network(nname, profile, seed, handoff_path, overrides))
 
+    n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
+    if n_runs > MAX_RUNS:
+        c.fail(("campaign", "repetitions") if "repetitions" in camp else ("campaign",),
+               f"{repetitions:,} repetitions × {len(networks)} networks × {len(scenarios)} scenarios × "
+               f"{len(tests)} tests is {n_runs:,} runs, more than the {MAX_RUNS:,} a campaign may hold")
     campaign = Campaign(path, text, name, description, testbed, radio, capture, repetitions, interval_s,
                         parallel, scenarios, networks, tests)
     campaign.runs = expand(campaign, default_duration)
@@ -462,7 +495,7 @@ def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
 
 
 def _name_check(value, where):
-    if not isinstance(value, str) or not _NAME.match(value):
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
         raise ValueError("must be 1–40 letters, digits, '_', '+' or '-', starting with a letter or digit")
     return value
 
@@ -470,18 +503,12 @@ def _name_check(value, where):
 def _text_any(value, where):
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    return value
+    return value  # free text (a description): newlines are fine
 
 
 def _bool(value, where):
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
-    return value
-
-
-def _whole(value, where):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("must be a whole number")
     return value
 
 

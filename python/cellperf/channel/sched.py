@@ -56,6 +56,10 @@ def _run(rates, starts, resets, run_slots, slot_s, discipline, alpha) -> tuple[n
     return np.asarray(per_user), system
 
 
+#: The most user-slots (users × slots, summed over runs and both schedulers) one call may take.
+MAX_USER_SLOTS = 2 * 10**10
+
+
 def compare(
     traces: list[SlotTrace],
     *,
@@ -83,6 +87,13 @@ def compare(
     run_slots = slots if slots is not None else min(DEFAULT_SLOTS, min(t.slots for t in traces))
     if run_slots < 1:
         raise UserError(f"--slots must be >= 1, got {run_slots}")
+    # Each of PF and RR serves n users for run_slots slots, for n = 1..max_users, `repeats`
+    # times: refuse what would run for hours rather than start it (issue 18 item 7).
+    user_slots = 2 * repeats * run_slots * max_users * (max_users + 1) // 2
+    if user_slots > MAX_USER_SLOTS:
+        raise UserError(f"--users {max_users} × --slots {run_slots} × --repeats {repeats} is {user_slots:.2e} "
+                        f"user-slots to schedule, above the {MAX_USER_SLOTS:.0e} this command takes "
+                        "(a few minutes at ~1e8 per second); give fewer users, slots or repeats")
     interval_slots = None
     if handoff_interval_s is not None:
         if not handoff_interval_s > 0:

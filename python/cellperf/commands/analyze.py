@@ -23,6 +23,7 @@ import sys
 from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
 from cellperf.cli import file_path, folder_path
+from cellperf.validate import number_arg
 from cellperf.errors import UserError
 from cellperf.units import format_rate
 
@@ -100,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mn", metavar="FILE", type=file_path(), help="Capture taken at the mobile node.")
     parser.add_argument("--cn", metavar="FILE", type=file_path(), help="Capture taken at the correspondent node.")
     parser.add_argument("--side", choices=["mn", "cn"], default="mn", help="Where a single CAPTURE was taken.")
-    parser.add_argument("--interval", metavar="SECONDS", type=float, default=5.0, help="Series interval, seconds.")
+    parser.add_argument("--interval", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=86400, unit="seconds"), default=5.0, help="Series interval, seconds.")
     parser.add_argument("--mn-addr", metavar="ADDR", help="The MN's IP address (else told by TTL, else by who opened the flow).")
     parser.add_argument("--synced-clocks", action="store_true",
                         help="The capture clocks agree (GPS/PTP/same host): report raw one-way delay, not excess.")

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path
+from cellperf.validate import number_arg
 from cellperf.errors import UserError
 
 TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
@@ -24,7 +25,7 @@ TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_d
 def trace_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate-table", metavar="drc|FILE",
                         help="Map the state column to rates: 'drc' (EV-DO DRC) or a CSV state,rate_bps.")
-    parser.add_argument("--slot-ms", metavar="MS", type=float, default=None, help="Slot length in ms (default 1.667, EV-DO).")
+    parser.add_argument("--slot-ms", metavar="MS", type=number_arg(lo=0, lo_open=True, hi=60000, unit="ms"), default=None, help="Slot length in ms (default 1.667, EV-DO).")
 
 
 def _fmt(x, spec=".3f", none="–"):
@@ -197,7 +198,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = add_subcommand(subcommands, "stats", stats)
     p.add_argument("traces", metavar="TRACE", nargs="+", type=file_path(), help=TRACE_HELP)
     trace_options(p)
-    p.add_argument("--window", dest="window_s", metavar="SECONDS", type=float, default=3600.0,
+    p.add_argument("--window", dest="window_s", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=1e7, unit="seconds"), default=3600.0,
                    help="Window length in seconds for per-window statistics.")
     p.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
                    help="Write the data behind 002 Figs. 1–5 as CSV files into this directory.")
@@ -206,14 +207,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = add_subcommand(subcommands, "fit", fit)
     p.add_argument("trace", metavar="TRACE", type=file_path(), help=TRACE_HELP)
     trace_options(p)
-    p.add_argument("--order", type=int, default=1, help="Markov order (slots of history).")
+    p.add_argument("--order", type=number_arg(lo=1, hi=8, integer=True), default=1, help="Markov order (slots of history).")
     p.add_argument("-o", "--output", required=True, metavar="FILE", type=file_path(), help="Model file to write (JSON).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the model's summary as JSON.")
 
     p = add_subcommand(subcommands, "generate", generate_command)
     p.add_argument("model", metavar="MODEL", type=file_path(), help="Model file (JSON) of `cellperf channel fit`.")
-    p.add_argument("--slots", type=int, required=True, help="Number of slots to generate.")
-    p.add_argument("--seed", type=int, default=0, help="Random seed (same seed, same trace).")
+    p.add_argument("--slots", type=number_arg(lo=1, hi=1e10, integer=True), required=True, help="Number of slots to generate.")
+    p.add_argument("--seed", type=number_arg(lo=0, hi=2**63 - 1, integer=True), default=0, help="Random seed (same seed, same trace).")
     p.add_argument("-o", "--output", required=True, metavar="FILE", type=file_path(),
                    help="Trace to write: .csv or .parquet (slot,time_s,state,rate_bps).")
     p.add_argument("--mahimahi", metavar="FILE", type=file_path(),

@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 
 from cellperf.agents.interop import DEFAULT_INTERVAL_S
-from cellperf.cli import file_path, folder_path, iso_date, positive_float
+from cellperf.cli import file_path, folder_path, iso_date
+from cellperf.validate import number_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="D-ITG: up if its sender was the mobile node, down if its receiver was.")
     parser.add_argument("--date", type=iso_date, metavar="YYYY-MM-DD",
                         help="D-ITG: day the test started (default: the file's date).")
-    parser.add_argument("--interval", metavar="SECONDS", default=DEFAULT_INTERVAL_S, type=positive_float,
+    parser.add_argument("--interval", metavar="SECONDS", default=DEFAULT_INTERVAL_S, type=number_arg(lo=0, lo_open=True, hi=86400, unit="seconds"),
                         help="D-ITG: interval of the series, seconds (iperf3 keeps its own -i intervals).")
     parser.add_argument("--campaign", dest="campaign_name", metavar="NAME",
                         help="Campaign name when STORE_DIR has no store yet (default: its folder name).")

@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 from cellperf.agents.interop import DEFAULT_INTERVAL_S, Imported, read_ditg, read_iperf3, write_imported
-from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path, iso_date, positive_float
+from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path, iso_date
+from cellperf.validate import number_arg
 from cellperf.units import format_rate
 
 
@@ -92,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="up: D-ITG's sender was the mobile node; down: its receiver was.")
     p.add_argument("--date", type=iso_date, metavar="YYYY-MM-DD",
                    help="Day the test started (D-ITG logs times of day; default: the file's date).")
-    p.add_argument("--interval", metavar="SECONDS", default=DEFAULT_INTERVAL_S, type=positive_float,
+    p.add_argument("--interval", metavar="SECONDS", default=DEFAULT_INTERVAL_S, type=number_arg(lo=0, lo_open=True, hi=86400, unit="seconds"),
                    help="Interval series, seconds.")
 
 

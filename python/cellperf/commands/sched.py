@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cellperf.channel.sched import DEFAULT_REPEATS
 from cellperf.cli import file_path, folder_path
+from cellperf.validate import number_arg
 from cellperf.commands.channel import TRACE_HELP, trace_options
 
 
@@ -36,16 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("traces", metavar="TRACE", nargs="+", type=file_path(), help=TRACE_HELP)
     parser.add_argument("--users", dest="max_users", metavar="N|1..N", default="1..4", type=_parse_users,
                         help="Compare for 1..N users (N or 1..N). User u follows trace u mod T.")
-    parser.add_argument("--alpha", type=float, default=1 / 1000, help="PF averaging weight α.")
-    parser.add_argument("--slots", type=int, default=None,
+    parser.add_argument("--alpha", type=number_arg(lo=0, lo_open=True, hi=1), default=1 / 1000, help="PF averaging weight α.")
+    parser.add_argument("--slots", type=number_arg(lo=1, hi=1e10, integer=True), default=None,
                         help="Slots per run (default: the shortest trace, at most 1,000,000 as in 002).")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="Runs with fresh random start slots, averaged.")
-    parser.add_argument("--seed", type=int, default=0, help="Seed of the random start slots.")
+    parser.add_argument("--repeats", type=number_arg(lo=1, hi=100000, integer=True), default=DEFAULT_REPEATS, help="Runs with fresh random start slots, averaged.")
+    parser.add_argument("--seed", type=number_arg(lo=0, hi=2**63 - 1, integer=True), default=0, help="Seed of the random start slots.")
     handoffs = parser.add_mutually_exclusive_group()
     handoffs.add_argument("--handoffs", dest="handoffs_file", metavar="FILE", type=file_path(),
                           help="Radio log (bs_id,sector_id changes) or CSV of handoff instants (time_s): "
                           "reset a user's PF average at each.")
-    handoffs.add_argument("--handoff-interval", dest="handoff_interval_s", metavar="SECONDS", type=float,
+    handoffs.add_argument("--handoff-interval", dest="handoff_interval_s", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=1e7, unit="seconds"),
                           help="Instead: reset each user's PF average every this many seconds (002: 20–30 s between handoffs).")
     trace_options(parser)
     parser.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),

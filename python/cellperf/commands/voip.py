@@ -31,6 +31,7 @@ import polars as pl
 import polars.selectors as cs
 
 from cellperf.errors import UserError
+from cellperf.validate import number, number_arg
 from cellperf.handoffs import (
     compare_near_handoffs,
     describe,
@@ -64,21 +65,16 @@ def _parse_params(pairs: list[str]) -> G107Params:
         if not sep or name not in G107Params.names():
             raise UserError(f"--param {pair!r}: expected NAME=VALUE with NAME one of {', '.join(G107Params.names())}")
         try:
-            params = replace(params, **{name: float(value)})
-        except ValueError:
-            raise UserError(f"--param {pair!r}: {value!r} is not a number") from None
+            # G.107's parameters are levels in dB, delays in ms and factors: all well inside ±1000.
+            params = replace(params, **{name: number(value, lo=-1000, hi=1000)})
+        except ValueError as e:
+            raise UserError(f"--param {pair!r}: {e}") from None
     if params.qdu <= 0 or params.mt <= 0 or params.st <= 0:
         raise UserError("--param: qdu, mt and st must be > 0")
     return params
 
 
 def _rate_numbers(delay_ms: float, loss: float, model: str, codec: str, burst_ratio: float, params: G107Params) -> dict:
-    if delay_ms < 0:
-        raise UserError(f"--delay-ms must be >= 0, got {delay_ms:g}")
-    if not 0 <= loss <= 1:
-        raise UserError(f"--loss is a fraction in [0, 1] (0.01 = 1 %), got {loss:g}")
-    if burst_ratio <= 0:
-        raise UserError(f"--burst-ratio must be > 0, got {burst_ratio:g}")
     if model == "simple":
         if burst_ratio != 1:
             raise UserError("--burst-ratio needs --model g107 (the simplified model assumes random loss)")
@@ -91,6 +87,9 @@ def _rate_numbers(delay_ms: float, loss: float, model: str, codec: str, burst_ra
     else:
         c = CODECS[codec]
         parts = g107_components(delay_ms, delay_ms, 2 * delay_ms, 100 * loss, burst_ratio, c.ie, c.bpl, params)
+    if not np.isfinite(parts["r"]):
+        raise UserError("--param: these G.107 parameters give no rating (R is not a number); "
+                        "check them against G.107's ranges")
     r = float(np.clip(parts["r"], 0, 100))
     doc = {
         "model": model,
@@ -265,12 +264,12 @@ def _print_stream(doc: dict) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--delay-ms", metavar="MS", type=float, help="One-way (mouth-to-ear network) delay in ms.")
-    parser.add_argument("--loss", metavar="FRACTION", type=float, help="Packet loss as a fraction in [0, 1] (0.01 = 1 %%).")
-    parser.add_argument("--burst-ratio", metavar="R", type=float, default=1.0,
+    parser.add_argument("--delay-ms", metavar="MS", type=number_arg(lo=0, hi=1e5, unit="ms"), help="One-way (mouth-to-ear network) delay in ms.")
+    parser.add_argument("--loss", metavar="FRACTION", type=number_arg(lo=0, hi=1), help="Packet loss as a fraction in [0, 1] (0.01 = 1 %%).")
+    parser.add_argument("--burst-ratio", metavar="R", type=number_arg(lo=0, lo_open=True, hi=1000), default=1.0,
                         help="G.107 BurstR (1 = random loss); g107 model only.")
     parser.add_argument("--stream", metavar="FILE", type=Path, help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
-    parser.add_argument("--window", dest="window_s", metavar="SECONDS", type=float, default=5.0,
+    parser.add_argument("--window", dest="window_s", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=86400, unit="seconds"), default=5.0,
                         help="Window length in seconds (stream mode).")
     parser.add_argument("--half-rtt", action="store_true", help="Echoed stream: use (recv_ts − send_ts)/2 as delay instead of owd_ms.")
     parser.add_argument("--model", metavar="simple|g107", default="simple",
@@ -280,9 +279,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Override a G.107 default, e.g. --param a=10 (g107 model; names in docs/voice.md).")
     parser.add_argument("--radio-log", metavar="FILE", type=Path,
                         help="Radio log (CSV/JSONL: time_s, bs_id, sector_id[, technology]) to compare windows near handoffs.")
-    parser.add_argument("--clock-offset", dest="clock_offset_s", metavar="SECONDS", type=float, default=0.0,
+    parser.add_argument("--clock-offset", dest="clock_offset_s", metavar="SECONDS", type=number_arg(lo=-1e9, hi=1e9, unit="seconds"), default=0.0,
                         help="Seconds added to radio-log times to match the stream's clock.")
-    parser.add_argument("--handoff-window", dest="handoff_window_s", metavar="SECONDS", type=float, default=5.0,
+    parser.add_argument("--handoff-window", dest="handoff_window_s", metavar="SECONDS", type=number_arg(lo=0, hi=86400, unit="seconds"), default=5.0,
                         help="Windows within ± this many seconds of a handoff count as near it.")
     parser.add_argument("--out", metavar="FILE", type=Path, help="Also write the per-window table (.parquet or .csv).")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
