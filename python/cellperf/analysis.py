@@ -15,7 +15,7 @@ import json
 import os
 
 from cellperf import _native
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 # `cellperf analyze` imports this module: what it imports at top level is start-up time of
 # every analysis, so no dataclasses (inspect), typing, pathlib, tempfile or shutil here.
@@ -58,7 +58,7 @@ class Analysis:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise UserError(f"{out}: cannot create output folder ({e.strerror})") from None
+            raise UserError(f"{out}: cannot create output folder ({os_reason(e)})") from None
         staging = Path(tempfile.mkdtemp(prefix=".cellperf-", dir=out))
         try:
             written = []
@@ -71,7 +71,7 @@ class Analysis:
                 os.replace(staging / name, out / name)
             return [out / n for n in written]
         except OSError as e:
-            raise UserError(f"{out}: cannot write results ({e.strerror})") from None
+            raise UserError(f"{out}: cannot write results ({os_reason(e)})") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

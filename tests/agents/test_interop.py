@@ -162,6 +162,8 @@ def test_ditg_losses_midnight_and_date(tmp_path):
     ("iperf3", '{"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}',
      "iperf3 reported an error: unable to connect"),
     ("iperf3", '{"a": 1}', "not iperf3 JSON output"),
+    ("iperf3", '{"start": {"test_start": {}}, "intervals": [{"sum": {"bits_per_second": NaN}}], "end": {"x": 1}}',
+     "intervals[0].sum.bits_per_second is nan, not a number"),
     ("ditg", "Flow>0001 Seq> 1 garbage\n", "line 1 is not ITGDec per-packet text"),
     ("ditg", "", "empty"),
     ("ditg", b"\x00\x01\xff\xfe binary", "binary file"),

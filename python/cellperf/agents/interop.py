@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 
 from cellperf.analysis import analyze_stream
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 #: Default interval of the per-interval series, as `cellperf analyze` (METHODS §3).
 DEFAULT_INTERVAL_S = 5.0
@@ -66,11 +67,24 @@ class Imported:
 # ---------------------------------------------------------------------------------- iperf3
 
 
+def _non_finite(doc, where: str = "") -> tuple[str, float] | None:
+    """The first field holding NaN or ±Infinity (Python's json reads them) and its value; the
+    field as `end.sum_sent.bits_per_second` or `intervals[3].sum.bytes`."""
+    if isinstance(doc, float) and not math.isfinite(doc):
+        return where, doc
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        found = _non_finite(value, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
+
+
 def _load_iperf3(path: Path) -> dict:
     try:
         text = path.read_text()
     except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not iperf3 JSON output (binary file)") from None
     try:
@@ -80,6 +94,9 @@ def _load_iperf3(path: Path) -> dict:
         raise UserError(f"{path}: {what} (line {e.lineno}: {e.msg})") from None
     if not isinstance(doc, dict) or not {"start", "intervals", "end"} <= doc.keys():
         raise UserError(f"{path}: not iperf3 JSON output (no start/intervals/end; was it made with iperf3 -J?)")
+    bad = _non_finite(doc)
+    if bad is not None:
+        raise UserError(f"{path}: {bad[0]} is {bad[1]}, not a number (damaged iperf3 output?)")
     if doc.get("error"):
         raise UserError(f"{path}: iperf3 reported an error: {doc['error']}")
     test_start = (doc["start"] or {}).get("test_start")
@@ -230,7 +247,7 @@ def read_ditg(path: str | os.PathLike, *, date: dt.date | None = None, direction
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
@@ -319,7 +336,7 @@ def write_imported(imported: Imported, out: Path) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserError(f"--out {out}: cannot create ({e.strerror})") from None
+        raise UserError(f"--out {out}: cannot create ({os_reason(e)})") from None
     files = [(out / "result.json", None), (out / "intervals.parquet", imported.intervals)]
     if imported.log is not None:
         files.append((out / "agent_log.parquet", imported.log))
@@ -337,5 +354,5 @@ def write_imported(imported: Imported, out: Path) -> list[Path]:
     except OSError as e:
         for tmp in written:
             tmp.unlink(missing_ok=True)
-        raise UserError(f"--out {out}: cannot write ({e.strerror})") from None
+        raise UserError(f"--out {out}: cannot write ({os_reason(e)})") from None
     return [t for t, _ in files]

@@ -29,7 +29,7 @@ from cellperf import __version__
 from cellperf.agents.interop import DEFAULT_INTERVAL_S, Imported, read_ditg, read_iperf3
 from cellperf.campaign.analyse import _with_direction
 from cellperf.campaign.spec import SCENARIOS, _name_check
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.store import RunRecord, Store, write_parquet
 
 TOOLS = ("iperf3", "ditg")
@@ -154,7 +154,7 @@ def _record(store: Store, run_id: str, source: Source, imported: Imported, diges
     try:
         shutil.copyfile(source.path, folder / source.path.name)
     except OSError as e:
-        raise UserError(f"{folder}: cannot copy {source.path} ({e.strerror})") from None
+        raise UserError(f"{folder}: cannot copy {source.path} ({os_reason(e)})") from None
     tables = {"intervals": intervals.with_columns(run_id=pl.lit(run_id), near_handoff=pl.lit(False)),
               "flows": _flow_rows(imported, source.tool).with_columns(run_id=pl.lit(run_id))}
     if imported.log is not None:

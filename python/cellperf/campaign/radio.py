@@ -27,7 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from cellperf.campaign.argv import command_argv
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.handoffs import read_radio_log
 
 COLUMNS = ("time_s", "bs_id", "sector_id", "technology")
@@ -96,7 +96,7 @@ class CommandPoller:
             except subprocess.TimeoutExpired:
                 self.failures.append("timed out")
             except OSError as e:
-                self.failures.append(f"cannot start {self.command[0]!r} ({e.strerror})")
+                self.failures.append(f"cannot start {self.command[0]!r} ({os_reason(e)})")
             self._stop.wait(max(0.0, self.interval_s - (time.time() - t)))
 
     def stop(self) -> str | None:
@@ -119,4 +119,4 @@ def cut_csv(source: Path, start_s: float, end_s: float, path: Path) -> None:
     try:
         pl.concat([before, inside]).write_csv(path)
     except OSError as e:
-        raise UserError(f"{path}: cannot write ({e.strerror})") from None
+        raise UserError(f"{path}: cannot write ({os_reason(e)})") from None

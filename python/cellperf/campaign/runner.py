@@ -26,7 +26,7 @@ from cellperf.campaign.analyse import analyse_run
 from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
 from cellperf.campaign.testbed import Outcome, testbed_for
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.store import RunRecord, Store, disk_full
 
 #: Seconds of set-up and analysis expected per run beyond its test duration (for the ETA).
@@ -104,7 +104,7 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
     except OSError as e:
         if e.errno == errno.ENOSPC:
             raise disk_full(store.root) from None
-        reason = f"{e.filename or folder}: {e.strerror}"
+        reason = f"{e.filename or folder}: {os_reason(e)}"
     except Exception as e:  # a bug: keep the run's files and the traceback for the report
         reason = f"internal error: {type(e).__name__}: {e}"
         (folder / "error.txt").write_text(traceback.format_exc())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cellperf.agents import TESTS, parse_rate, parse_size
 from cellperf.emulate.profiles import PROFILE_NAMES
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.validate import looks_binary, number, plain_text
 
 SCENARIOS = ("stationary", "mobile")
@@ -411,7 +411,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                 with open(handoff_path, "rb") as f:
                     binary = looks_binary(f.read(8192))
             except OSError as e:
-                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({e.strerror})")
+                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({os_reason(e)})")
             if binary:
                 c.fail(where + ("handoffs",), f"{handoff_path}: not a text file (a CSV of time_s,bs_id,...)")
             from cellperf.emulate.spec import read_handoffs

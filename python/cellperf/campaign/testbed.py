@@ -25,7 +25,7 @@ from pathlib import Path
 from cellperf.campaign.argv import command_argv
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import Campaign, RunSpec, probe_args
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 #: Seconds a run may take beyond its test duration (set-up, clock probes, tear-down).
 RUN_OVERHEAD_S = 30.0
@@ -186,7 +186,7 @@ class RealTestbed:
         try:
             self.server_ip = socket.getaddrinfo(host, None)[0][4][0]
         except socket.gaierror as e:
-            raise UserError(f"testbed.server: cannot resolve {host!r} ({e.strerror})") from None
+            raise UserError(f"testbed.server: cannot resolve {host!r} ({os_reason(e)})") from None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -214,7 +214,7 @@ class RealTestbed:
                     try:
                         cn = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, start_new_session=True)
                     except OSError as e:
-                        raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({e.strerror})") from None
+                        raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({os_reason(e)})") from None
                 procs.append((cn, True))
                 time.sleep(1.0)  # no portable "ready" signal from a remote capture
                 if cn.poll() is not None:

@@ -30,7 +30,8 @@ import numpy as np
 import polars as pl
 import polars.selectors as cs
 
-from cellperf.errors import UserError
+from cellperf.cli import file_path
+from cellperf.errors import UserError, os_reason
 from cellperf.validate import number, number_arg
 from cellperf.handoffs import (
     compare_near_handoffs,
@@ -127,7 +128,7 @@ def _write_atomically(df: pl.DataFrame, path: Path) -> None:
             df.write_csv(tmp)
         os.replace(tmp, path)
     except OSError as e:
-        raise UserError(f"--out {path}: cannot write ({e.strerror})") from None
+        raise UserError(f"--out {path}: cannot write ({os_reason(e)})") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -268,7 +269,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", metavar="FRACTION", type=number_arg(lo=0, hi=1), help="Packet loss as a fraction in [0, 1] (0.01 = 1 %%).")
     parser.add_argument("--burst-ratio", metavar="R", type=number_arg(lo=0, lo_open=True, hi=1000), default=1.0,
                         help="G.107 BurstR (1 = random loss); g107 model only.")
-    parser.add_argument("--stream", metavar="FILE", type=Path, help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
+    parser.add_argument("--stream", metavar="FILE", type=file_path(Path), help="Per-packet stream table (.parquet or .csv, udp_packets schema).")
     parser.add_argument("--window", dest="window_s", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=86400, unit="seconds"), default=5.0,
                         help="Window length in seconds (stream mode).")
     parser.add_argument("--half-rtt", action="store_true", help="Echoed stream: use (recv_ts − send_ts)/2 as delay instead of owd_ms.")
@@ -277,13 +278,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec", metavar="CODEC", default="g711", help=f"Codec: {', '.join(CODECS)} (G.113 Ie and Bpl).")
     parser.add_argument("--param", dest="params", metavar="NAME=VALUE", action="append", default=[],
                         help="Override a G.107 default, e.g. --param a=10 (g107 model; names in docs/voice.md).")
-    parser.add_argument("--radio-log", metavar="FILE", type=Path,
+    parser.add_argument("--radio-log", metavar="FILE", type=file_path(Path),
                         help="Radio log (CSV/JSONL: time_s, bs_id, sector_id[, technology]) to compare windows near handoffs.")
     parser.add_argument("--clock-offset", dest="clock_offset_s", metavar="SECONDS", type=number_arg(lo=-1e9, hi=1e9, unit="seconds"), default=0.0,
                         help="Seconds added to radio-log times to match the stream's clock.")
     parser.add_argument("--handoff-window", dest="handoff_window_s", metavar="SECONDS", type=number_arg(lo=0, hi=86400, unit="seconds"), default=5.0,
                         help="Windows within ± this many seconds of a handoff count as near it.")
-    parser.add_argument("--out", metavar="FILE", type=Path, help="Also write the per-window table (.parquet or .csv).")
+    parser.add_argument("--out", metavar="FILE", type=file_path(Path), help="Also write the per-window table (.parquet or .csv).")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 

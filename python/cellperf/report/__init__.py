@@ -21,7 +21,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from cellperf import __version__
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
 from cellperf.report.figures import SECTIONS, Item
 from cellperf.store import Store
@@ -108,7 +108,7 @@ def build_report(store_dir: str | os.PathLike, out: str | os.PathLike | None = N
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a report is for sharing
         os.replace(tmp, out_path)
     except OSError as e:
-        raise UserError(f"{out_path}: cannot write the report ({e.strerror})") from None
+        raise UserError(f"{out_path}: cannot write the report ({os_reason(e)})") from None
     figures = [i for _, items in sections for i in items if i.figure is not None]
     written = export_figures(figures, Path(figures_dir)) if figures_dir is not None else []
     return {"report": str(out_path), "figures": [str(p) for p in written],

@@ -18,7 +18,7 @@ from pathlib import Path
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: Flags for a quiet, offline, throw-away browser (no sandbox: we run as root in CI).
@@ -59,7 +59,7 @@ def export_figures(items, out_dir: Path) -> list[Path]:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserError(f"--figures {out_dir}: cannot create ({e.strerror})") from None
+        raise UserError(f"--figures {out_dir}: cannot create ({os_reason(e)})") from None
     with tempfile.TemporaryDirectory(prefix="cellperf-figures-") as tmp:
         work = Path(tmp)
         (work / "plotly.min.js").write_text(get_plotlyjs())

@@ -27,7 +27,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES, RUN_TABLES, SCHEMA_VERSION
 
 DB_NAME = "results.duckdb"
@@ -77,7 +77,7 @@ class Store:
             try:
                 db_file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise UserError(f"{db_file.parent}: cannot create the results folder ({e.strerror})") from None
+                raise UserError(f"{db_file.parent}: cannot create the results folder ({os_reason(e)})") from None
         try:
             # Extensions never load behind the user's back: a read-only store must not fetch or
             # run code (`query` takes SQL from the command line and runs as root).
@@ -294,7 +294,7 @@ def disk_full(where: Path) -> UserError:
 
 
 def _write_error(where: Path, e: OSError) -> UserError:
-    return disk_full(where) if e.errno == errno.ENOSPC else UserError(f"{where}: cannot write ({e.strerror})")
+    return disk_full(where) if e.errno == errno.ENOSPC else UserError(f"{where}: cannot write ({os_reason(e)})")
 
 
 def write_parquet(table: pa.Table | pl.DataFrame, path: Path) -> None:
