@@ -312,8 +312,10 @@ def load_campaign(path: str | Path) -> Campaign:
         text = path.read_text()
     except FileNotFoundError:
         raise UserError(f"{path}: no such campaign file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a campaign file (binary; expected TOML)") from None
     try:
         doc = tomllib.loads(text)
     except RecursionError:

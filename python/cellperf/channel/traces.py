@@ -32,7 +32,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from cellperf import _native
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
+from cellperf.validate import looks_binary
 
 native = _native.channel
 
@@ -132,6 +133,13 @@ def read_trace(path: str | Path, *, slot_ms: float | None = None, rate_table: st
     if slot_ms is not None and not (slot_ms > 0 and np.isfinite(slot_ms)):
         raise UserError(f"--slot-ms must be > 0, got {slot_ms}")
     slot_s = (slot_ms if slot_ms is not None else DEFAULT_SLOT_MS) / 1000.0
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
+    if not head.startswith(b"PAR1") and looks_binary(head):
+        raise UserError(f"{path}: not a trace (a binary file; expected CSV, mahimahi text or Parquet)")
     try:
         if _looks_like_mahimahi(path):
             if rate_table is not None:

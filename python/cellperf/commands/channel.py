@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path
 from cellperf.validate import number_arg
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
 
@@ -166,8 +166,10 @@ def generate_command(args: argparse.Namespace) -> None:
         raise UserError(f"{model}: no such file")
     try:
         text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{model}: cannot read ({e})") from None
+    except OSError as e:
+        raise UserError(f"{model}: cannot read ({os_reason(e)})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{model}: not a model file (binary; expected the JSON of `cellperf channel fit`)") from None
     trace = generate(text, slots, seed, model)
     write_trace(output, trace, mahimahi=mahimahi)
     info = describe_model(text, model)
