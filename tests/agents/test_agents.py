@@ -292,3 +292,63 @@ def test_live_progress_each_second_and_stop_on_request(server):
                   lambda p: False)
     assert r.error == "interrupted"
     assert 0 < r.log.num_rows < 428
+
+
+@pytest.mark.parametrize(("args", "text"), [
+    (["--max-duration", "nan"], "--max-duration: nan is not a number of seconds in (0, 86400]"),
+    (["--max-duration", "inf"], "--max-duration: inf is not a number of seconds in (0, 86400]"),
+    (["--max-duration", "1e308"], "--max-duration: 1e+308 is not a number of seconds in (0, 86400]"),
+    (["--max-duration", "-1"], "--max-duration: -1 is not a number of seconds in (0, 86400]"),
+    (["--max-tests", "99999999999999999999"], "--max-tests: 99999999999999999999 is outside 1..1024"),
+    (["--max-tests", "0"], "--max-tests: 0 is outside 1..1024"),
+    (["--max-rate", "1e400"], "--max-rate: '1e400' is over 1 Tbit/s"),
+    (["--max-rate", "9" * 40 + "G"], "is over 1 Tbit/s"),
+])
+def test_server_caps_that_would_not_cap_are_refused(tmp_path, args, text):
+    """Issue 18 item 6: NaN, infinite and huge caps disabled the cap (or gave a traceback)."""
+    token = tmp_path / "token"
+    token.write_bytes(TOKEN)
+    r = subprocess.run([*CELLPERF, "server", "--listen", "127.0.0.1:0", "--token-file", str(token), *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [f"cellperf: error: {text}"] or (
+        len(r.stderr.strip().splitlines()) == 1 and text in r.stderr), r.stderr
+
+
+@pytest.mark.parametrize(("args", "text"), [
+    (["-t", "udp-cbr", "--duration", "nan"], "--duration: nan is not a number of seconds in (0, 86400]"),
+    (["-t", "udp-cbr", "--duration", "inf"], "--duration: inf is not a number of seconds in (0, 86400]"),
+    (["-t", "udp-cbr", "--duration", "1e308"], "--duration: 1e+308 is not a number of seconds in (0, 86400]"),
+    (["-t", "sparse", "--interval", "nan"], "--interval: nan is not a number of seconds in (0, 86400]"),
+    (["-t", "sparse", "--interval=-inf"], "--interval: -inf is not a number of seconds in (0, 86400]"),
+    (["-t", "voip", "--timeout", "inf"], "--timeout: inf is not a number of seconds in (0, 86400]"),
+    (["-t", "voip", "--timeout", "31"], "--timeout: 31 s is over 30 s"),
+    (["-t", "ping-sweep", "--count", "99999999999999999999"], "--count: 99999999999999999999 is outside 0..18446744073709551615"),
+    (["-t", "udp-cbr", "--payload", "99999999999"], "--payload: 99999999999 is outside 0..4294967295"),
+    (["-t", "ping-sweep", "--count", "9999999999"], "--count: 9999999999 outside 1..67108864"),
+    (["-t", "udp-cbr", "--rate", "1e400"], "--rate: '1e400' is over 1 Tbit/s"),
+])
+def test_probe_times_and_counts_that_json_cannot_carry_are_refused(server, args, text):
+    """Issue 18: these gave serde's "expected value at line 1 column 16" or were accepted."""
+    r = server.probe(*args)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [f"cellperf: error: {text}"], r.stderr
+
+
+def test_run_probe_refuses_non_finite_options_before_sending(server):
+    from cellperf.errors import UserError
+
+    for options, text in (({"duration_s": float("nan")}, "--duration: nan is not a finite number"),
+                          ({"sizes": [64, 2**40]}, "--sizes: 1099511627776 is outside 0..4294967295")):
+        with pytest.raises(UserError, match=text.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            run_probe(server.address, TOKEN, "udp-cbr", options)
+
+
+def test_max_rate_holds_tcp_up_over_all_streams(tmp_path):
+    """Issue 18 item 6: --max-rate 10M let 20-39 Gbit/s of TCP up in."""
+    s = Server(tmp_path, "--max-rate", "10M")
+    try:
+        doc = _json(s.probe("-t", "tcp-bulk", "--direction", "up", "-P", "4", "--duration", "2", "--json"))
+        assert 5e6 < doc["up_bps"] < 11e6, doc["up_bps"]
+    finally:
+        s.stop()

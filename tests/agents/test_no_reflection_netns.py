@@ -110,7 +110,7 @@ class Control:
 
     def authenticate(self) -> None:
         client_nonce = os.urandom(32)
-        self.send({"type": "hello", "version": 1, "client_nonce": client_nonce.hex()})
+        self.send({"type": "hello", "version": 2, "client_nonce": client_nonce.hex()})
         challenge = self.recv()
         server_nonce = bytes.fromhex(challenge["server_nonce"])
         mac = hmac.new(TOKEN, b"cellperf-agent v1 client proof" + server_nonce + client_nonce, hashlib.sha256)

@@ -19,6 +19,8 @@
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::{Arc, Mutex};
 
+use crate::wire::SERVER_BUSY;
+
 /// Handshakes in progress from one source.
 pub const PER_SOURCE: usize = 8;
 /// Handshakes in progress in all; the oldest gives way to a new one beyond this.
@@ -81,7 +83,7 @@ impl Admission {
         let source = source_of(peer);
         let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if pool.pending.iter().filter(|p| p.source == source).count() >= PER_SOURCE {
-            return Err(format!("server busy: {PER_SOURCE} connections from {source} have not authenticated yet"));
+            return Err(format!("{SERVER_BUSY}: {PER_SOURCE} connections from {source} have not authenticated yet"));
         }
         let evicted = pool.pending.len() >= MAX_PENDING;
         if evicted {

@@ -121,6 +121,54 @@ fn positive(name: &str, v: f64) -> Result<f64, String> {
     }
 }
 
+/// A positive number of seconds no longer than the longest test a server allows.
+fn seconds(name: &str, v: f64) -> Result<f64, String> {
+    let v = positive(name, v)?;
+    if v > crate::server::MAX_DURATION_S {
+        return Err(format!("--{name}: {v} s is over {} s (a day)", crate::server::MAX_DURATION_S));
+    }
+    Ok(v)
+}
+
+impl Options {
+    /// Reads the options the CLI passes as JSON; an error names the option and its value
+    /// (not a JSON line and column).
+    pub fn from_json(text: &str) -> Result<Options, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("probe options are not valid JSON ({e})"))?;
+        let serde_json::Value::Object(fields) = value else { return Err("probe options must be a JSON object".into()) };
+        // Each field alone, so the one that does not fit is named.
+        for (key, v) in &fields {
+            let one = serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
+            if let Err(e) = serde_json::from_value::<Options>(one) {
+                let option = match key.as_str() {
+                    "rate_bps" => "rate",
+                    "duration_s" => "duration",
+                    "interval_s" => "interval",
+                    "timeout_s" => "timeout",
+                    "mss_values" => "mss-values",
+                    k => k,
+                };
+                return Err(if e.to_string().starts_with("unknown field") {
+                    format!("probe options: unknown option {key:?}")
+                } else {
+                    format!("--{option}: {v} is not a valid value (expected {})", expected_of(&e.to_string()))
+                });
+            }
+        }
+        serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| format!("probe options: {e}"))
+    }
+}
+
+/// The kind of value serde wanted, from its message ("invalid type: …, expected u32").
+fn expected_of(serde_message: &str) -> &str {
+    serde_message.rsplit_once("expected ").map_or("another value", |(_, want)| match want {
+        "u32" => "a whole number below 2^32",
+        "u64" => "a whole number below 2^64",
+        "f64" => "a number",
+        w => w,
+    })
+}
+
 fn direction(o: &Options, default: Direction, allow_both: bool) -> Result<Direction, String> {
     match o.direction.as_deref() {
         None => Ok(default),
@@ -140,7 +188,7 @@ fn payload(o: &Options, default: u32) -> Result<u32, String> {
 }
 
 fn drain_ms(o: &Options, default_s: f64) -> Result<u64, String> {
-    let t = positive("timeout", o.timeout_s.unwrap_or(default_s))?;
+    let t = seconds("timeout", o.timeout_s.unwrap_or(default_s))?;
     if t > 30.0 {
         return Err(format!("--timeout: {t} s is over 30 s"));
     }
@@ -154,11 +202,14 @@ fn stream(direction: Direction, payload: u32, interval_s: f64, duration_s: f64, 
         return Err("--rate: too high (less than 1 ns between packets)".into());
     }
     let count = ((duration_s / interval_s).round() as u64).max(1);
+    if count > crate::server::MAX_PACKETS {
+        return Err(format!("--duration: {duration_s} s at one packet every {interval_s} s is {count} packets, over the limit of {}", crate::server::MAX_PACKETS));
+    }
     Ok(UdpSpec { direction, payload_bytes: payload, interval_ns, count, drain_ms })
 }
 
 fn tcp_spec(o: &Options, direction: Direction, window: Option<u32>, mss: Option<u32>) -> Result<TcpSpec, String> {
-    let duration_s = positive("duration", o.duration_s.unwrap_or(10.0))?;
+    let duration_s = seconds("duration", o.duration_s.unwrap_or(10.0))?;
     let streams = o.streams.unwrap_or(1);
     if !(1..=crate::server::MAX_STREAMS).contains(&streams) {
         return Err(format!("--streams: {streams} outside 1..{}", crate::server::MAX_STREAMS));
@@ -210,7 +261,10 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             let dir = direction(o, Direction::Up, true)?;
             let p = payload(o, 1460)?;
             let rate = positive("rate", o.rate_bps.unwrap_or(1e6))?;
-            let d = positive("duration", o.duration_s.unwrap_or(10.0))?;
+            if rate > crate::server::MAX_RATE_BPS {
+                return Err(format!("--rate: {rate} bit/s is over {:e} bit/s", crate::server::MAX_RATE_BPS));
+            }
+            let d = seconds("duration", o.duration_s.unwrap_or(10.0))?;
             Ok(single(Step::Udp(stream(dir, p, p as f64 * 8.0 / rate, d, drain_ms(o, 2.0)?)?), dir))
         }
         "voip" => {
@@ -219,17 +273,17 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 .iter()
                 .find(|c| c.0 == name)
                 .ok_or_else(|| format!("--codec: unknown codec '{name}' (one of g711, g729)"))?;
-            let d = positive("duration", o.duration_s.unwrap_or(30.0))?;
+            let d = seconds("duration", o.duration_s.unwrap_or(30.0))?;
             Ok(single(Step::Udp(stream(Direction::Echo, *size, *ms as f64 / 1e3, d, drain_ms(o, 2.0)?)?), Direction::Echo))
         }
         "min-delay" => {
-            let d = positive("duration", o.duration_s.unwrap_or(30.0))?;
+            let d = seconds("duration", o.duration_s.unwrap_or(30.0))?;
             Ok(single(Step::Udp(stream(Direction::Echo, 40, 0.040, d, drain_ms(o, 2.0)?)?), Direction::Echo))
         }
         "sparse" => {
             let dir = direction(o, Direction::Down, false)?;
-            let i = positive("interval", o.interval_s.unwrap_or(0.1))?;
-            let d = positive("duration", o.duration_s.unwrap_or(60.0))?;
+            let i = seconds("interval", o.interval_s.unwrap_or(0.1))?;
+            let d = seconds("duration", o.duration_s.unwrap_or(60.0))?;
             Ok(single(Step::Udp(stream(dir, payload(o, 1460)?, i, d, drain_ms(o, 2.0)?)?), dir))
         }
         "ping-sweep" => {
@@ -238,10 +292,13 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 return Err("--sizes: give at least one size".into());
             }
             let count = o.count.unwrap_or(100);
-            if count == 0 {
-                return Err("--count: must be positive".into());
+            if count == 0 || count > crate::server::MAX_PACKETS {
+                return Err(format!("--count: {count} outside 1..{}", crate::server::MAX_PACKETS));
             }
-            let i = positive("interval", o.interval_s.unwrap_or(1.0))?;
+            let i = seconds("interval", o.interval_s.unwrap_or(1.0))?;
+            if count as f64 * i > crate::server::MAX_DURATION_S {
+                return Err(format!("--count: {count} probes every {i} s take over a day"));
+            }
             let drain = drain_ms(o, 10.0)?;
             let mut steps = Vec::new();
             for s in sizes {
@@ -320,5 +377,34 @@ mod tests {
         assert!(e("udp-cbr", Options { owd: Some("half-rtt".into()), ..Default::default() }).starts_with("--owd"));
         assert!(e("tcp-bulk", Options { streams: Some(99), ..Default::default() }).starts_with("--streams"));
         assert!(e("sparse", Options { direction: Some("both".into()), ..Default::default() }).starts_with("--direction"));
+    }
+
+    /// NaN, infinite and huge durations, intervals and timeouts are refused naming the option
+    /// (a duration of 1e308 s asked for u64::MAX packets and overflowed count × interval).
+    #[test]
+    fn non_finite_and_huge_times_are_refused_by_name() {
+        let bad = |test: &str, o: Options| plan(test, &o).err().unwrap_or_else(|| panic!("{test} {o:?} accepted"));
+        for v in [f64::NAN, f64::INFINITY, 1e308, -1.0, 0.0, 86_401.0] {
+            assert!(bad("udp-cbr", Options { duration_s: Some(v), ..Default::default() }).starts_with("--duration:"), "{v}");
+            assert!(bad("tcp-bulk", Options { duration_s: Some(v), ..Default::default() }).starts_with("--duration:"), "{v}");
+            assert!(bad("sparse", Options { interval_s: Some(v), ..Default::default() }).starts_with("--interval:"), "{v}");
+            assert!(bad("voip", Options { timeout_s: Some(v), ..Default::default() }).starts_with("--timeout:"), "{v}");
+        }
+        let e = bad("udp-cbr", Options { rate_bps: Some(1e9), payload: Some(20), duration_s: Some(86_400.0), ..Default::default() });
+        assert!(e.starts_with("--duration:") && e.contains("over the limit of 67108864"), "{e}");
+        assert!(bad("ping-sweep", Options { count: Some(u64::MAX), ..Default::default() }).starts_with("--count:"));
+        assert!(bad("udp-cbr", Options { rate_bps: Some(1e300), ..Default::default() }).starts_with("--rate:"));
+    }
+
+    #[test]
+    fn options_json_errors_name_the_option_not_a_column() {
+        let e = Options::from_json(r#"{"direction": "up", "count": 1e308}"#).unwrap_err();
+        assert_eq!(e, "--count: 1e+308 is not a valid value (expected a whole number below 2^64)");
+        let e = Options::from_json(r#"{"payload": 99999999999}"#).unwrap_err();
+        assert_eq!(e, "--payload: 99999999999 is not a valid value (expected a whole number below 2^32)");
+        assert_eq!(Options::from_json(r#"{"duration_s": "x"}"#).unwrap_err(), r#"--duration: "x" is not a valid value (expected a number)"#);
+        assert!(Options::from_json(r#"{"duration_s": NaN}"#).unwrap_err().starts_with("probe options are not valid JSON"));
+        assert_eq!(Options::from_json(r#"{"launch": 1}"#).unwrap_err(), r#"probe options: unknown option "launch""#);
+        assert_eq!(Options::from_json(r#"{"duration_s": 2.5}"#).unwrap().duration_s, Some(2.5));
     }
 }

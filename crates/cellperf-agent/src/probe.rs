@@ -77,8 +77,28 @@ pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("server {server}: no address"))
 }
 
+/// How long a probe keeps retrying a server that is busy with handshakes (many probes
+/// starting at once behind one address, or a flood of idle connections).
+const BUSY_RETRY: Duration = Duration::from_secs(10);
+
 impl Client {
+    /// Connects and authenticates; a server busy with other handshakes is asked again after
+    /// a random pause (20-200 ms), for up to [`BUSY_RETRY`].
     fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
+        let give_up = Instant::now() + BUSY_RETRY;
+        loop {
+            match Client::connect_once(server, token) {
+                Err(e) if e.starts_with(&format!("server {server}: {SERVER_BUSY}")) && Instant::now() < give_up => {
+                    let mut r = [0u8; 1];
+                    let _ = getrandom::fill(&mut r);
+                    std::thread::sleep(Duration::from_millis(20 + r[0] as u64 * 180 / 255));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
         ctrl.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
@@ -157,6 +177,8 @@ struct UdpGathered {
     lateness_ns: Vec<i64>,
     received: Vec<Record>,
     duplicates: u64,
+    /// Datagrams this side dropped for lacking the test's token.
+    spoofed: u64,
     server_up: Option<Vec<Record>>,
     server_down: Option<Vec<Record>>,
     report: Option<ServerReport>,
@@ -216,11 +238,12 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
         }
     };
     udp::enlarge_buffers(&sock);
+    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let ctl = ReceiveControl::new();
     let receiver = spec
         .direction
         .server_sends()
-        .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, false, ctl.clone()));
+        .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, token, false, ctl.clone()));
     // Open the server's data socket: hellos until it says ready.
     let hello = udp::hello_datagram(&cookie);
     let deadline = Instant::now() + Duration::from_secs(6);
@@ -252,8 +275,8 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
     let start_mono = mono_ns() + udp::START_LEAD_NS;
     let start_real = realtime_ns() + udp::START_LEAD_NS;
     let stop = Arc::new(AtomicBool::new(false));
-    let mut sender = spec.direction.probe_sends().then(|| udp::spawn_sender(sock, spec.clone(), start_mono, stop.clone()));
-    let over_time = start_mono + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 15_000) * 1_000_000;
+    let mut sender = spec.direction.probe_sends().then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
+    let over_time = start_mono + spec.count.saturating_mul(spec.interval_ns).min(i64::MAX as u64 / 2) as i64 + (spec.drain_ms as i64 + 15_000) * 1_000_000;
     let mut ticker = Ticker::new();
     let mut server_counts = (0u64, 0u64);
     let mut up_records: Vec<Record> = Vec::new();
@@ -368,6 +391,7 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
         if let Ok(out) = h.join() {
             g.received = out.received;
             g.duplicates = out.duplicates;
+            g.spoofed = out.spoofed;
         }
     }
     // Records count only with the report that closes them (a vanished server sends none).
@@ -441,9 +465,9 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
     let stop = Arc::new(AtomicBool::new(false));
     let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let budget = spec.bytes.map(|b| b.div_ceil(spec.streams as u64));
-    let mut senders: Vec<_> = ups.into_iter().map(|s| tcp::spawn_sender(s, end, budget, stop.clone(), sent.clone())).collect();
+    let mut senders: Vec<_> = ups.into_iter().map(|s| tcp::spawn_sender(s, end, budget, None, stop.clone(), sent.clone())).collect();
     let mut receivers: Vec<_> =
-        downs.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, stop.clone(), received.clone())).collect();
+        downs.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, None, stop.clone(), received.clone())).collect();
     let mut ticker = Ticker::new();
     let mut next_sample = Instant::now();
     let mut server_bytes = 0u64;
@@ -560,6 +584,8 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     let mut log = Vec::new();
     let mut server_log = Vec::new();
     let mut steps_out = Vec::new();
+    // Datagrams either end dropped for lacking the test's token (forged into the test).
+    let mut spoofed = 0u64;
     let mut error = clock.as_ref().err().cloned();
     let n = plan.steps.len();
     if error.is_none() {
@@ -568,6 +594,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
             let (out, step_error) = match &step.step {
                 Step::Udp(spec) => {
                     let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
+                    spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
                     if let (Some(up), Some(down)) = (&g.server_up, &g.server_down) {
                         server_log.extend(server_view_rows(&format!("{run_id}/{i}"), i as u32, up, down));
@@ -589,6 +616,9 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         let _ = client.send(&Message::Bye {});
     }
     crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
+    if spoofed > 0 {
+        doc["spoofed_datagrams"] = json!(spoofed);
+    }
     ProbeRun { document: doc, log, server_log, error }
 }
 

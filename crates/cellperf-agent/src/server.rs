@@ -31,6 +31,10 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// An authenticated connection idle this long between tests is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a refused connection stays open for its client to read why.
+const REFUSED_LINGER: Duration = Duration::from_secs(1);
+/// Most refused connections kept open at once (each holds a descriptor).
+const MAX_REFUSED_LINGERING: usize = 256;
 /// Time for the probe to open its data sockets after `accepted`.
 pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest drain (waiting for stragglers) a probe may ask for.
@@ -39,6 +43,13 @@ pub const MAX_DRAIN_MS: u64 = 30_000;
 pub const MAX_STREAMS: u32 = 16;
 /// Most packets in one UDP stream (bounds the memory of a test's log).
 pub const MAX_PACKETS: u64 = 64 << 20;
+
+/// Longest test a server may allow (`--max-duration`): a day.
+pub const MAX_DURATION_S: f64 = 86_400.0;
+/// Most tests a server may run at once (`--max-tests`): each takes a few threads.
+pub const MAX_TESTS: usize = 1024;
+/// Highest cap a server may set (`--max-rate`): 1 Tbit/s, beyond any link it serves.
+pub const MAX_RATE_BPS: f64 = 1e12;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -49,6 +60,24 @@ pub struct ServerConfig {
     pub max_duration_s: f64,
     pub max_tests: usize,
     pub log_dir: Option<PathBuf>,
+}
+
+impl ServerConfig {
+    /// Refuses limits that would not limit (NaN and infinite durations disabled the cap and
+    /// let count × interval overflow); the reason names the option and the value. An
+    /// infinite rate means no rate cap (for the library's own tests; the CLI refuses it).
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.max_duration_s > 0.0 && self.max_duration_s <= MAX_DURATION_S) {
+            return Err(format!("--max-duration: {} s is not a number of seconds in (0, {MAX_DURATION_S}]", self.max_duration_s));
+        }
+        if !(self.max_rate_bps > 0.0 && (self.max_rate_bps <= MAX_RATE_BPS || self.max_rate_bps == f64::INFINITY)) {
+            return Err(format!("--max-rate: {} bit/s is not a rate in (0, {MAX_RATE_BPS:e}]", self.max_rate_bps));
+        }
+        if !(1..=MAX_TESTS).contains(&self.max_tests) {
+            return Err(format!("--max-tests: {} is outside 1..{MAX_TESTS}", self.max_tests));
+        }
+        Ok(())
+    }
 }
 
 /// Counters a caller (and the tests) can read while the server runs.
@@ -86,6 +115,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Server> {
+        cfg.check().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let listener = TcpListener::bind(cfg.listen)?;
         listener.set_nonblocking(true)?;
         Ok(Server { listener, admission: Admission::default(), cfg: Arc::new(cfg), stop: Arc::new(AtomicBool::new(false)), stats: Arc::default() })
@@ -104,7 +134,14 @@ impl Server {
     /// Accepts control connections until the stop flag is set (or `keep_going` says no;
     /// it is called about every 100 ms, e.g. to let Python handle Ctrl-C).
     pub fn serve(&self, keep_going: &mut dyn FnMut() -> bool) -> io::Result<()> {
+        // Refused connections, kept open (their write side shut) for a moment so the client
+        // reads the reason before the close: closing with its hello unread would reset the
+        // connection, and the reset can discard the reason at the client.
+        let mut refused: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
         while !self.stop.load(Ordering::Relaxed) {
+            while refused.front().is_some_and(|(t, _)| t.elapsed() > REFUSED_LINGER) || refused.len() > MAX_REFUSED_LINGERING {
+                refused.pop_front();
+            }
             match self.listener.accept() {
                 Ok((stream, peer)) => {
                     self.stats.connections.fetch_add(1, Ordering::Relaxed);
@@ -116,6 +153,8 @@ impl Server {
                             let mut s = stream;
                             // A fresh socket's buffer takes this small frame without blocking.
                             let _ = send_message(&mut s, &Message::Error { reason });
+                            let _ = s.shutdown(std::net::Shutdown::Write);
+                            refused.push_back((Instant::now(), s));
                             continue;
                         }
                     };
@@ -314,7 +353,7 @@ impl Session {
         let n = self.stats.authenticated_connections.fetch_add(1, Ordering::AcqRel);
         self.authenticated = Some(AuthenticatedSlot(self.stats.clone()));
         if n >= max_authenticated {
-            return Err(self.fail(format!("server busy: {max_authenticated} connections open")));
+            return Err(self.fail(format!("{SERVER_BUSY}: {max_authenticated} connections open")));
         }
         self.ticket = None;
         self.send(&Message::AuthOk { mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce) })?;
@@ -337,7 +376,7 @@ impl Session {
         }
         let Some(slot) = TestSlot::take(&self.stats, self.cfg.max_tests) else {
             self.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
-            let reason = format!("server busy: {} tests running (limit {})", self.cfg.max_tests, self.cfg.max_tests);
+            let reason = format!("{SERVER_BUSY}: {} tests running (limit {})", self.cfg.max_tests, self.cfg.max_tests);
             self.send(&Message::Error { reason })?;
             return Ok(());
         };
@@ -383,16 +422,17 @@ impl Session {
         sock.connect(probe_addr)?;
         self.send(&Message::Ready {})?;
 
+        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
         let sender = (spec.direction == Direction::Down || spec.direction == Direction::Both)
-            .then(|| udp::spawn_sender(sock.try_clone().expect("clone UDP socket"), spec.clone(), start, stop.clone()));
+            .then(|| udp::spawn_sender(sock.try_clone().expect("clone UDP socket"), spec.clone(), token, start, stop.clone()));
         let ctl = ReceiveControl::new();
         let receiver = spec
             .direction
             .probe_sends()
-            .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, spec.direction == Direction::Echo, ctl.clone()));
+            .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, token, spec.direction == Direction::Echo, ctl.clone()));
         let over_time = start + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 10_000) * 1_000_000;
 
         let mut sender = sender;
@@ -450,6 +490,7 @@ impl Session {
                 packets_received: recv_out.received.len() as u64,
                 duplicates: recv_out.duplicates,
                 foreign: recv_out.foreign,
+                spoofed: recv_out.spoofed,
                 tcp: None,
                 error: error.or(sent_out.error),
             },
@@ -520,6 +561,8 @@ impl Session {
                     return Err(self.fail(reason));
                 }
             }
+            // The cap itself is the rate limit below; kernel pacing spreads each stream's
+            // share over time instead of in bursts at line rate.
             if self.cfg.max_rate_bps.is_finite() {
                 let _ = tcp::set_max_pacing_rate(s, (self.cfg.max_rate_bps / 8.0 / downs.len() as f64) as u64);
             }
@@ -533,9 +576,16 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
         let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let budget = spec.bytes.map(|b| b.div_ceil(per_dir as u64));
-        let senders: Vec<_> = downs.into_iter().map(|s| tcp::spawn_sender(s, end, budget, stop.clone(), sent.clone())).collect();
+        // --max-rate holds each direction, all its streams together.
+        let limit = || self.cfg.max_rate_bps.is_finite().then(|| tcp::RateLimit::new(self.cfg.max_rate_bps));
+        let (down_limit, up_limit) = (limit(), limit());
+        let senders: Vec<_> =
+            downs.into_iter().map(|s| tcp::spawn_sender(s, end, budget, down_limit.clone(), stop.clone(), sent.clone())).collect();
+        // Stragglers may take 10 s to come in; under a cap, what the probe queued beyond it
+        // is not waited for (reading it at the cap would stretch the test by seconds).
+        let give_up = end + if up_limit.is_some() { 1_000_000_000 } else { 10_000_000_000 };
         let receivers: Vec<_> =
-            ups.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, stop.clone(), received.clone())).collect();
+            ups.into_iter().map(|s| tcp::spawn_receiver(s, give_up, up_limit.clone(), stop.clone(), received.clone())).collect();
 
         let mut side = TcpSide {
             congestion: info_socks.first().and_then(tcp::congestion_of),

@@ -5,9 +5,9 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
@@ -64,6 +64,66 @@ pub fn set_max_pacing_rate(sock: &TcpStream, bytes_per_s: u64) -> io::Result<()>
     }
 }
 
+/// A byte budget shared by all streams of one direction of a test (the server's
+/// `--max-rate`): a token bucket refilled at the rate, holding at most [`RateLimit::burst`].
+/// Senders write only what it grants; receivers read only what it grants, so the peer's
+/// sender is held back by TCP flow control.
+#[derive(Debug)]
+pub struct RateLimit {
+    bytes_per_s: f64,
+    burst: f64,
+    /// (bytes available, when last refilled)
+    state: Mutex<(f64, Instant)>,
+}
+
+/// Longest a [`RateLimit::take`] sleeps before returning empty-handed, so callers notice
+/// their stop flag and deadline.
+const LIMIT_WAIT: Duration = Duration::from_millis(20);
+
+impl RateLimit {
+    pub fn new(bits_per_s: f64) -> Arc<RateLimit> {
+        let bytes_per_s = bits_per_s / 8.0;
+        // 20 ms of data, at least 16 KiB so slow caps still write whole segments.
+        let burst = (bytes_per_s * 0.02).max(16_384.0);
+        Arc::new(RateLimit { bytes_per_s, burst, state: Mutex::new((0.0, Instant::now())) })
+    }
+
+    pub fn burst(&self) -> usize {
+        self.burst as usize
+    }
+
+    /// Grants up to `want` bytes, waiting (at most [`LIMIT_WAIT`]) until a useful amount is
+    /// available; 0 when it is not yet.
+    pub fn take(&self, want: usize) -> usize {
+        let need = (want as f64).min(self.burst / 2.0);
+        let wait = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            st.0 = (st.0 + now.duration_since(st.1).as_secs_f64() * self.bytes_per_s).min(self.burst);
+            st.1 = now;
+            if st.0 >= need {
+                let n = (want as f64).min(st.0).floor();
+                st.0 -= n;
+                return n as usize;
+            }
+            Duration::from_secs_f64((need - st.0) / self.bytes_per_s)
+        };
+        std::thread::sleep(wait.min(LIMIT_WAIT));
+        0
+    }
+
+    /// Returns bytes granted but not moved (a short write or read).
+    pub fn give_back(&self, n: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 = (st.0 + n as f64).min(self.burst);
+    }
+}
+
+/// Asks `limit` (if any) for up to `want` bytes.
+fn grant(limit: &Option<Arc<RateLimit>>, want: usize) -> usize {
+    limit.as_ref().map_or(want, |l| l.take(want))
+}
+
 /// The kernel's view of a connection.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TcpInfo {
@@ -91,12 +151,13 @@ pub fn tcp_info(sock: &TcpStream) -> Option<TcpInfo> {
     })
 }
 
-/// Writes until `deadline_mono_ns`, `budget` bytes, or `stop`; then half-closes so the
-/// receiver sees the end. Returns the bytes written.
+/// Writes until `deadline_mono_ns`, `budget` bytes, or `stop`, no faster than `limit`
+/// allows; then half-closes so the receiver sees the end. Returns the bytes written.
 pub fn spawn_sender(
     mut s: TcpStream,
     deadline_mono_ns: i64,
     budget: Option<u64>,
+    limit: Option<Arc<RateLimit>>,
     stop: Arc<AtomicBool>,
     sent: Arc<AtomicU64>,
 ) -> JoinHandle<io::Result<u64>> {
@@ -110,7 +171,15 @@ pub fn spawn_sender(
             if want == 0 {
                 break;
             }
-            match s.write(&buf[..want]) {
+            let granted = grant(&limit, want);
+            if granted == 0 {
+                continue;
+            }
+            let written = s.write(&buf[..granted]);
+            if let Some(l) = &limit {
+                l.give_back(granted - written.as_ref().map_or(0, |&n| n));
+            }
+            match written {
                 Ok(n) => {
                     total += n as u64;
                     sent.fetch_add(n as u64, Ordering::Relaxed);
@@ -124,11 +193,13 @@ pub fn spawn_sender(
     })
 }
 
-/// Reads until EOF, `stop` or `give_up_mono_ns`, counting bytes into `received`.
+/// Reads until EOF, `stop` or `give_up_mono_ns`, no faster than `limit` allows (the
+/// peer's sender then waits on a full window), counting bytes into `received`.
 /// Returns (bytes, monotonic time of the last byte).
 pub fn spawn_receiver(
     mut s: TcpStream,
     give_up_mono_ns: i64,
+    limit: Option<Arc<RateLimit>>,
     stop: Arc<AtomicBool>,
     received: Arc<AtomicU64>,
 ) -> JoinHandle<io::Result<(u64, i64)>> {
@@ -141,7 +212,15 @@ pub fn spawn_receiver(
             if stop.load(Ordering::Relaxed) || mono_ns() > give_up_mono_ns {
                 break;
             }
-            match s.read(&mut buf) {
+            let granted = grant(&limit, CHUNK);
+            if granted == 0 {
+                continue;
+            }
+            let read = s.read(&mut buf[..granted]);
+            if let Some(l) = &limit {
+                l.give_back(granted - read.as_ref().map_or(0, |&n| n));
+            }
+            match read {
                 Ok(0) => break,
                 Ok(n) => {
                     total += n as u64;

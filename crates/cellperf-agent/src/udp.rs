@@ -3,7 +3,9 @@
 //!
 //! Every datagram starts with the cellperf probe header (`CPF1`, sequence number, realtime
 //! send time; `cellperf_capture::probe_header`), so a capture of agent traffic can be
-//! analysed by `cellperf analyze` as well as the agents' own logs.
+//! analysed by `cellperf analyze` as well as the agents' own logs. Where the payload has
+//! room (28 bytes or more), the 8 bytes after the header are the test's [`DataToken`]; a
+//! receiver drops and counts datagrams without it (spoofed, or another test's).
 
 use std::io;
 use std::net::UdpSocket;
@@ -39,6 +41,36 @@ const UDP_GRO: libc::c_int = 104;
 const MAX_SEGMENTS: usize = 64;
 /// Largest UDP payload of one datagram, and so of one GSO send (IPv4's 16-bit length).
 const MAX_DATAGRAM: usize = 65_507;
+
+/// Where a data packet carries its test's token: right after the probe header.
+const TOKEN_AT: usize = CELLPERF_HEADER_LEN;
+/// Smallest payload that carries a token; smaller ones (G.729's 20 bytes) go without.
+pub const TOKEN_MIN_PAYLOAD: u32 = (TOKEN_AT + 8) as u32;
+
+/// 8 bytes of a test's cookie that its data packets carry, so that a receiver can tell them
+/// from datagrams forged with the peer's address and port by someone off the path (who never
+/// saw the cookie). Someone on the path sees it, in the hello and in every packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataToken([u8; 8]);
+
+impl DataToken {
+    /// The token of a test with `payload_bytes`-byte packets, if they have room for it.
+    pub fn for_test(cookie: &Cookie, payload_bytes: u32) -> Option<DataToken> {
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&cookie.0[8..]);
+        (payload_bytes >= TOKEN_MIN_PAYLOAD).then_some(DataToken(t))
+    }
+
+    fn stamp(&self, datagram: &mut [u8]) {
+        if let Some(at) = datagram.get_mut(TOKEN_AT..TOKEN_AT + 8) {
+            at.copy_from_slice(&self.0);
+        }
+    }
+
+    fn carried_by(&self, datagram: &[u8]) -> bool {
+        datagram.get(TOKEN_AT..TOKEN_AT + 8) == Some(&self.0[..])
+    }
+}
 
 pub fn hello_datagram(cookie: &Cookie) -> [u8; 20] {
     let mut d = [0u8; 20];
@@ -76,7 +108,7 @@ pub struct SendOutcome {
 /// as one UDP GSO send (`UDP_SEGMENT`: the kernel cuts it into equal datagrams, each with
 /// its own probe header), the way fast tools reach line rate; where GSO is unavailable
 /// (old kernel, a payload above the path MTU) they leave one by one.
-pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Arc<AtomicBool>) -> JoinHandle<SendOutcome> {
+pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, token: Option<DataToken>, start_mono_ns: i64, stop: Arc<AtomicBool>) -> JoinHandle<SendOutcome> {
     std::thread::spawn(move || {
         tighten_timer_slack();
         if spec.interval_ns >= REALTIME_MIN_INTERVAL_NS {
@@ -97,6 +129,9 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, start_mono_ns: i64, stop: Ar
         let max_batch = MAX_SEGMENTS.min(MAX_DATAGRAM / payload).max(1);
         let mut gso = max_batch > 1;
         let mut buf = vec![0u8; payload * max_batch];
+        if let Some(t) = token {
+            buf.chunks_exact_mut(payload).for_each(|d| t.stamp(d));
+        }
         let mut refused = 0u32;
         let mut seq = 0u64;
         while seq < spec.count {
@@ -337,12 +372,21 @@ pub struct ReceiveOutcome {
     pub duplicates: u64,
     /// Datagrams that were not probe packets of this test (wrong magic, sequence out of range).
     pub foreign: u64,
+    /// Probe packets without the test's token (forged, or from another test): dropped.
+    pub spoofed: u64,
 }
 
-/// Receives probe packets with sequence numbers below `max_count` until `ctl` says to stop,
-/// all the peer's packets are in, or the drain deadline passes. With `echo`, returns each
-/// first copy to the sender at once, its header send time replaced by this host's.
-pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<ReceiveControl>) -> JoinHandle<ReceiveOutcome> {
+/// Receives probe packets with sequence numbers below `max_count` (carrying `token`, if the
+/// test has one) until `ctl` says to stop, all the peer's packets are in, or the drain
+/// deadline passes. With `echo`, returns each first copy to the sender at once, its header
+/// send time replaced by this host's.
+pub fn spawn_receiver(
+    sock: UdpSocket,
+    max_count: u64,
+    token: Option<DataToken>,
+    echo: bool,
+    ctl: Arc<ReceiveControl>,
+) -> JoinHandle<ReceiveOutcome> {
     std::thread::spawn(move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
         enable_gro(&sock);
@@ -373,6 +417,10 @@ pub fn spawn_receiver(sock: UdpSocket, max_count: u64, echo: bool, ctl: Arc<Rece
                 };
                 if h.seq >= max_count {
                     out.foreign += 1;
+                    continue;
+                }
+                if token.is_some_and(|t| !t.carried_by(d)) {
+                    out.spoofed += 1;
                     continue;
                 }
                 if !arrivals.insert(Record { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(now), bytes: d.len() as u32 }) {
@@ -421,10 +469,10 @@ mod tests {
         let (a, b) = pair();
         let spec = UdpSpec { direction: Direction::Echo, payload_bytes: 40, interval_ns: 200_000, count: 200, drain_ms: 500 };
         let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(a.try_clone().unwrap(), spec.count, false, back.clone());
+        let back_rx = spawn_receiver(a.try_clone().unwrap(), spec.count, None, false, back.clone());
         let fwd = ReceiveControl::new();
-        let echo = spawn_receiver(b, spec.count, true, fwd.clone());
-        let sent = spawn_sender(a, spec.clone(), mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        let echo = spawn_receiver(b, spec.count, None, true, fwd.clone());
+        let sent = spawn_sender(a, spec.clone(), None, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
         assert_eq!(sent.records.len(), 200);
         assert!(sent.error.is_none());
         fwd.peer_done(200, 1000);
@@ -446,7 +494,7 @@ mod tests {
     fn echoes_are_marked_on_the_wire_and_keep_the_request_number() {
         let (a, b) = pair();
         let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(b, 1, true, ctl.clone());
+        let echo = spawn_receiver(b, 1, None, true, ctl.clone());
         let mut p = [0u8; 40];
         write_cellperf(&mut p, 0, 1_000, false);
         a.send(&p).unwrap();
@@ -469,8 +517,8 @@ mod tests {
         // thread does not run until the end.
         let spec = UdpSpec { direction: Direction::Up, payload_bytes: 1000, interval_ns: 1, count: 3000, drain_ms: 2000 };
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, spec.count, false, ctl.clone());
-        let sent = spawn_sender(a, spec.clone(), mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
+        let sent = spawn_sender(a, spec.clone(), None, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
         assert!(sent.error.is_none(), "{:?}", sent.error);
         ctl.peer_done(sent.records.len() as u64, 2000);
         let got = rx.join().unwrap();
@@ -488,7 +536,7 @@ mod tests {
     fn foreign_out_of_range_and_duplicate_datagrams_are_counted_not_logged() {
         let (a, b) = pair();
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, 10, false, ctl.clone());
+        let rx = spawn_receiver(b, 10, None, false, ctl.clone());
         let mut p = [0u8; 30];
         for seq in [3u64, 3, 11, 4] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -509,7 +557,7 @@ mod tests {
         let (a, b) = pair();
         let max_count = 64 << 20;
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, max_count, false, ctl.clone());
+        let rx = spawn_receiver(b, max_count, None, false, ctl.clone());
         let mut p = [0u8; 20];
         for seq in [max_count - 1, 0, max_count / 2, max_count - 1, max_count] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -529,5 +577,40 @@ mod tests {
         assert!(!arrivals.insert(Record { seq: 1 << 62, send_ns: None, recv_ns: None, bytes: 0 }));
         assert_eq!(arrivals.len(), 3);
         assert!(arrivals.heap_bytes() < 4096, "{} heap bytes for 3 packets", arrivals.heap_bytes());
+    }
+
+    /// Datagrams from the peer's own address and port (as a spoofer would forge them) without
+    /// the test's token are dropped and counted; the token's packets are all taken, echoed
+    /// with the token kept.
+    #[test]
+    fn datagrams_without_the_tests_token_are_dropped_and_counted() {
+        let (a, b) = pair();
+        let cookie = Cookie([7; 16]);
+        let token = DataToken::for_test(&cookie, 100);
+        assert!(token.is_some() && DataToken::for_test(&cookie, 27).is_none());
+        let spec = UdpSpec { direction: Direction::Echo, payload_bytes: 100, interval_ns: 100_000, count: 50, drain_ms: 500 };
+        let ctl = ReceiveControl::new();
+        let echo = spawn_receiver(b, spec.count, token, true, ctl.clone());
+        // Forged: right header and numbers, no token, another cookie's token, a short packet.
+        let mut forged = [0u8; 100];
+        for seq in 0..10u64 {
+            write_cellperf(&mut forged, seq, 1_000, false);
+            a.send(&forged).unwrap();
+        }
+        DataToken::for_test(&Cookie([8; 16]), 100).unwrap().stamp(&mut forged);
+        a.send(&forged).unwrap();
+        a.send(&forged[..24]).unwrap();
+        let back = ReceiveControl::new();
+        let back_rx = spawn_receiver(a.try_clone().unwrap(), spec.count, token, false, back.clone());
+        let sent = spawn_sender(a, spec.clone(), token, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        assert_eq!(sent.records.len(), 50);
+        ctl.peer_done(50, 1000);
+        back.peer_done(50, 1000);
+        let at_echo = echo.join().unwrap();
+        assert_eq!((at_echo.received.len(), at_echo.spoofed, at_echo.duplicates), (50, 12, 0));
+        // The forged copies of numbers 0..10 came first, yet the real ones were taken.
+        assert!(at_echo.received.iter().take(10).all(|r| r.send_ns != Some(1_000)));
+        let returned = back_rx.join().unwrap();
+        assert_eq!((returned.received.len(), returned.spoofed), (50, 0));
     }
 }

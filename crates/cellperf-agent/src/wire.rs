@@ -15,8 +15,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+/// How an `error` that may pass if asked again begins (too many handshakes, connections or
+/// tests at the server).
+pub const SERVER_BUSY: &str = "server busy";
+
 /// Version of the protocol; a mismatch is refused at `hello`.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: data packets carry the test's token (`udp::DataToken`); reports count `spoofed`.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest frame body a server reads: every client message is small.
 pub const MAX_CLIENT_FRAME: usize = 16 * 1024;
 /// Largest frame body a probe reads: record batches and reports from the server.
@@ -164,6 +169,8 @@ pub struct ServerReport {
     pub duplicates: u64,
     /// Datagrams that were not cellperf probe packets of this test.
     pub foreign: u64,
+    /// Probe packets without the test's token (forged, or another test's): not counted.
+    pub spoofed: u64,
     pub tcp: Option<TcpSide>,
     /// Set when the server ended the test early (peer vanished, over time).
     pub error: Option<String>,

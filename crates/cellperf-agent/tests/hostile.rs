@@ -144,3 +144,41 @@ fn idle_connections_from_many_addresses_do_not_lock_out_probes() {
     assert_eq!(f.probes, vec![None; 5], "{} attack connections", f.opened);
     assert!(f.opened as usize > 2 * MAX_PENDING && f.evicted > 0, "opened {}, evicted {}", f.opened, f.evicted);
 }
+
+/// Many probes starting at once behind one address (a campaign's, or one NAT's) exceed the
+/// per-source handshake limit for a moment: the refused ones are told the server is busy
+/// and ask again, so every one is served.
+#[test]
+fn many_probes_starting_at_once_from_one_address_are_all_served() {
+    use cellperf_agent::admission::PER_SOURCE;
+    use cellperf_agent::server::{Server, ServerConfig};
+    use std::sync::atomic::Ordering;
+
+    let s = Server::bind(ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: b"k".to_vec(),
+        max_rate_bps: 1e8,
+        max_duration_s: 10.0,
+        max_tests: 64,
+        log_dir: None,
+    })
+    .unwrap();
+    let (addr, stats, stop) = (s.local_addr().unwrap(), s.stats.clone(), s.stop_flag());
+    let serving = std::thread::spawn(move || s.serve(&mut || true).unwrap());
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(4 * PER_SOURCE));
+    let probes: Vec<_> = (0..4 * PER_SOURCE)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let p = plan("min-delay", &Options { duration_s: Some(0.2), timeout_s: Some(0.5), ..Default::default() }).unwrap();
+                barrier.wait();
+                probe::run(&addr.to_string(), b"k", &p, &mut |_| true).error
+            })
+        })
+        .collect();
+    let errors: Vec<Option<String>> = probes.into_iter().map(|t| t.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    serving.join().unwrap();
+    assert_eq!(errors, vec![None; 4 * PER_SOURCE]);
+    eprintln!("{} handshakes refused and asked again", stats.handshakes_refused.load(Ordering::Relaxed));
+}

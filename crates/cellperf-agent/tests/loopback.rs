@@ -236,3 +236,20 @@ fn late_send_done_between_tests_is_ignored() {
     assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::TimeReply { t1_ns: 7, .. }));
     assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 0);
 }
+
+/// `--max-rate` holds TCP too, all streams of a direction together (issue 18 item 6: 20-39
+/// Gbit/s went up under a 10 Mbit/s cap, and 12.5 Mbit/s down over 8 streams): the server
+/// writes only what the cap grants and reads only as fast, so TCP flow control holds the
+/// probe's sender back.
+#[test]
+fn max_rate_caps_tcp_up_and_down_over_all_streams() {
+    let srv = server(10e6, 4);
+    for (direction, streams) in [("up", 4), ("down", 8)] {
+        let o = Options { direction: Some(direction.into()), duration_s: Some(1.5), streams: Some(streams), ..Default::default() };
+        let r = run(&srv, b"s3cret", "tcp-bulk", o);
+        assert_eq!(r.error, None, "{direction}");
+        let bps = r.document[format!("{direction}_bps")].as_f64().unwrap();
+        eprintln!("{direction} over {streams} streams: {bps:.0} bit/s under a 10 Mbit/s cap");
+        assert!((5e6..11e6).contains(&bps), "{direction} over {streams} streams: {bps} bit/s under a 10 Mbit/s cap");
+    }
+}

@@ -23,7 +23,7 @@ fn agent_probe(
     options_json: String,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(String, Option<Py<PyAny>>, Option<Py<PyAny>>, Option<String>)> {
-    let opts: Options = serde_json::from_str(&options_json).map_err(|e| AgentError::new_err(format!("probe options: {e}")))?;
+    let opts = Options::from_json(&options_json).map_err(AgentError::new_err)?;
     let plan = plan(&test, &opts).map_err(AgentError::new_err)?;
     let run = py.detach(|| {
         cellperf_agent::probe::run(&server, &token, &plan, &mut |p| {
@@ -68,6 +68,7 @@ fn agent_serve(
         .parse()
         .map_err(|_| AgentError::new_err(format!("--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)")))?;
     let cfg = ServerConfig { listen: addr, token, max_rate_bps, max_duration_s, max_tests, log_dir };
+    cfg.check().map_err(AgentError::new_err)?;
     let server = Server::bind(cfg).map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
     let bound = server.local_addr().map_err(|e| AgentError::new_err(e.to_string()))?;
     if let Some(cb) = on_ready {

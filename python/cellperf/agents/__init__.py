@@ -11,6 +11,7 @@ module parses user-facing quantities, runs a probe test, and writes per-packet l
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -28,6 +29,19 @@ DEFAULT_PORT = 5250
 TOKEN_ENV = "CELLPERF_TOKEN"
 
 _SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
+# The Rust side's limits (crate cellperf-agent, server.rs), checked here first so that a bad
+# value gets one line naming its option before anything is serialised.
+MAX_RATE_BPS = 1e12
+MAX_DURATION_S = 86_400.0
+MAX_TESTS = 1024
+# Probe options by their JSON key: the command-line option, and the largest integer the
+# Rust side reads (u32 or u64).
+_PROBE_OPTIONS = {
+    "rate_bps": "--rate", "duration_s": "--duration", "interval_s": "--interval", "timeout_s": "--timeout",
+    "payload": "--payload", "mss": "--mss", "streams": "--streams", "window": "--window", "count": "--count",
+    "bytes": "--bytes", "sizes": "--sizes", "windows": "--windows", "mss_values": "--mss-values",
+}
+_U32_OPTIONS = {"payload", "mss", "streams", "window", "sizes", "windows", "mss_values"}
 _BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -39,7 +53,31 @@ def parse_rate(text: str, option: str) -> float:
     value = float(m.group(1)) * _SI[m.group(2)]
     if value <= 0:
         raise UserError(f"{option}: rate must be positive, not '{text}'")
+    if value > MAX_RATE_BPS:
+        raise UserError(f"{option}: '{text}' is over 1 Tbit/s")
     return value
+
+
+def check_seconds(value: float, option: str, most: float = MAX_DURATION_S) -> float:
+    """A positive, finite number of seconds up to `most` (a day unless told)."""
+    if not (math.isfinite(value) and 0 < value <= most):
+        raise UserError(f"{option}: {value:g} is not a number of seconds in (0, {most:g}]")
+    return value
+
+
+def check_probe_options(options: dict) -> None:
+    """Refuses what JSON or the Rust side's integers cannot carry (NaN, infinities, integers
+    out of range), naming the option; the ranges of each test are checked by the plan."""
+    for key, value in options.items():
+        option = _PROBE_OPTIONS.get(key, f"--{key}")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise UserError(f"{option}: {v} is not a finite number")
+            if isinstance(v, int) and not isinstance(v, bool):
+                most = 2**32 - 1 if key in _U32_OPTIONS else 2**64 - 1
+                if not 0 <= v <= most:
+                    raise UserError(f"{option}: {v} is outside 0..{most}")
 
 
 def parse_size(text: str, option: str) -> int:
@@ -100,6 +138,7 @@ def run_probe(
     def on_progress(text: str) -> bool:
         return progress is None or progress(json.loads(text)) is not False
 
+    check_probe_options(options)
     try:
         doc, batch, server_batch, error = _native.agent_probe(server, token, test, json.dumps(options), on_progress)
     except _native.AgentError as e:

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from cellperf.agents import TESTS, check_log_path, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.agents import TESTS, check_log_path, check_seconds, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
 from cellperf.cli import file_path
 from cellperf.errors import UserError
 from cellperf.units import format_rate
@@ -121,6 +121,9 @@ def run(args: argparse.Namespace) -> None:
     for key in ("payload", "mss", "streams", "count"):
         if key in options and options[key] < 0:
             raise UserError(f"--{key.replace('_', '-')}: must not be negative")
+    for key, option in (("duration_s", "--duration"), ("interval_s", "--interval"), ("timeout_s", "--timeout")):
+        if key in options:
+            check_seconds(options[key], option)
 
     live = sys.stdout.isatty() and not as_json
     status = None

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from cellperf.agents import DEFAULT_PORT, parse_rate, read_token, serve
+from cellperf.agents import DEFAULT_PORT, MAX_TESTS, check_seconds, parse_rate, read_token, serve
 from cellperf.cli import file_path, folder_path
 from cellperf.errors import UserError
 
@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", default=f"[::]:{DEFAULT_PORT}",
                         help="Control address; [::] takes IPv4 too.")
     parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
-    parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test and direction, bit/s (k/M/G).")
-    parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=float, help="Longest test, seconds.")
-    parser.add_argument("--max-tests", metavar="N", default=16, type=int, help="Tests running at once.")
+    parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test and direction, bit/s (k/M/G), up to 1T; TCP included (all streams).")
+    parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=float, help="Longest test, seconds (at most 86400).")
+    parser.add_argument("--max-tests", metavar="N", default=16, type=int, help="Tests running at once (1..1024).")
     parser.add_argument("--log-dir", metavar="DIR", type=folder_path(Path), help="Write a per-packet CSV log per test here.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the listening address as one JSON line.")
 
@@ -36,11 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     token = read_token(args.token_file)
     rate = parse_rate(args.max_rate, "--max-rate")
-    max_duration, max_tests, log_dir = args.max_duration, args.max_tests, args.log_dir
-    if max_duration <= 0:
-        raise UserError(f"--max-duration: must be positive, not {max_duration}")
-    if max_tests < 1:
-        raise UserError(f"--max-tests: must be at least 1, not {max_tests}")
+    max_duration = check_seconds(args.max_duration, "--max-duration")
+    max_tests, log_dir = args.max_tests, args.log_dir
+    if not 1 <= max_tests <= MAX_TESTS:
+        raise UserError(f"--max-tests: {max_tests} is outside 1..{MAX_TESTS}")
     if log_dir is not None:
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
