@@ -10,12 +10,14 @@
 // Positivity checks are written `!(x > 0.0)` on purpose: NaN must fail them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod arq;
 pub mod capacity;
 pub mod cell;
 pub mod delay;
 pub mod element;
 pub mod emulator;
 pub mod error;
+pub mod frames;
 pub mod loss;
 pub mod outage;
 pub mod queue;

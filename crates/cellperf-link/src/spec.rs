@@ -1,10 +1,12 @@
 //! The link description the emulator (and any other driver) is built from, as JSON, and the
 //! functions that turn it into elements. The Python front writes this JSON from the command
 //! line and the profiles; the format is documented in `docs/emulator.md`.
+use crate::arq::{Arq, ArqParams};
 use crate::capacity::{two_state_model_json, Capacity, MahimahiTrace, MarkovRates, SlotRates};
 use crate::delay::Delay;
 use crate::element::{secs_to_nanos, Element, Pipeline};
 use crate::error::LinkError;
+use crate::frames::{FrameParams, UplinkFrames};
 use crate::loss::{Loss, LossSpec};
 use crate::outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan, RandomHandoffs, RandomOutages};
 use crate::queue::{Queue, QueueSpec};
@@ -25,6 +27,49 @@ pub struct LinkSpec {
     pub delay_s: f64,
     #[serde(default)]
     pub jitter_s: f64,
+    /// Link-layer retransmission (HARQ then RLP/RLC ARQ) after the bottleneck.
+    #[serde(default)]
+    pub arq: Option<ArqJson>,
+    /// Sending only in granted frames (the uplink's MAC).
+    #[serde(default)]
+    pub frames: Option<FramesJson>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArqJson {
+    pub block_error: f64,
+    #[serde(default)]
+    pub harq_error: Option<f64>,
+    #[serde(default)]
+    pub harq_retries: u32,
+    #[serde(default)]
+    pub harq_rtt_s: f64,
+    #[serde(default)]
+    pub arq_retries: u32,
+    #[serde(default)]
+    pub arq_delay_s: f64,
+    /// Deep fades (correlated errors): mean interval and mean duration, 0 for none.
+    #[serde(default)]
+    pub fade_every_s: f64,
+    #[serde(default)]
+    pub fade_s: f64,
+    #[serde(default = "one")]
+    pub fade_error: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FramesJson {
+    pub frame_s: f64,
+    #[serde(default)]
+    pub frame_bytes: usize,
+    #[serde(default)]
+    pub grant_s: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -293,13 +338,53 @@ pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, 
     })
 }
 
-/// The elements after the bottleneck: loss then delay.
+pub fn arq_params(a: &ArqJson) -> Result<ArqParams, LinkError> {
+    let harq_error = a.harq_error.unwrap_or(a.block_error);
+    if ![a.block_error, harq_error, a.fade_error].iter().all(|p| (0.0..=1.0).contains(p)) {
+        return Err(LinkError::spec(format!("ARQ error probabilities must lie between 0 and 1, got {} and {harq_error}", a.block_error)));
+    }
+    check_seconds("HARQ round trip", a.harq_rtt_s)?;
+    check_seconds("ARQ status delay", a.arq_delay_s)?;
+    check_seconds("fade interval", a.fade_every_s)?;
+    check_seconds("fade duration", a.fade_s)?;
+    if a.harq_retries > 64 || a.arq_retries > 64 {
+        return Err(LinkError::spec("ARQ and HARQ retry limits must be at most 64"));
+    }
+    Ok(ArqParams {
+        block_error: a.block_error,
+        harq_error,
+        harq_retries: a.harq_retries,
+        harq_rtt: secs_to_nanos(a.harq_rtt_s),
+        arq_retries: a.arq_retries,
+        arq_delay: secs_to_nanos(a.arq_delay_s),
+        fade_every: secs_to_nanos(a.fade_every_s),
+        fade_mean: secs_to_nanos(a.fade_s),
+        fade_error: a.fade_error,
+    })
+}
+
+pub fn frame_params(f: &FramesJson) -> Result<FrameParams, LinkError> {
+    // Below 0.1 ms a frame is no longer a radio frame, and the emulator would wake per frame.
+    if !(f.frame_s.is_finite() && f.frame_s >= 1e-4 && f.frame_s <= 1.0) {
+        return Err(LinkError::spec(format!("uplink frame length must be between 0.1 ms and 1 s, got {} s", f.frame_s)));
+    }
+    check_seconds("grant delay", f.grant_s)?;
+    Ok(FrameParams { frame: secs_to_nanos(f.frame_s), frame_bytes: f.frame_bytes, grant_delay: secs_to_nanos(f.grant_s) })
+}
+
+/// The elements after the bottleneck: loss, link-layer retransmission, uplink frames, delay.
 pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Element>>, LinkError> {
     check_seconds("delay", spec.delay_s)?;
     check_seconds("jitter", spec.jitter_s)?;
     let mut elements: Vec<Box<dyn Element>> = Vec::new();
     if let Some(l) = &spec.loss {
         elements.push(Box::new(Loss::new(loss_spec(l)?, seed ^ 0x6c6f_7373)));
+    }
+    if let Some(a) = &spec.arq {
+        elements.push(Box::new(Arq::new(arq_params(a)?, seed ^ 0x6172_7121)));
+    }
+    if let Some(f) = &spec.frames {
+        elements.push(Box::new(UplinkFrames::new(frame_params(f)?)));
     }
     if spec.delay_s > 0.0 || spec.jitter_s > 0.0 {
         elements.push(Box::new(Delay::new(secs_to_nanos(spec.delay_s), secs_to_nanos(spec.jitter_s), seed ^ 0x6a69_7474)));
@@ -363,6 +448,10 @@ mod tests {
             r#"{"rate": {"kind": "constant", "bps": 1e6}, "loss": {"kind": "iid", "p": 1.5}}"#,
             r#"{"rate": {"kind": "constant", "bps": 1e6}, "delay_s": -1}"#,
             r#"{"rate": {"kind": "mahimahi", "path": "/nonexistent/trace"}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "arq": {"block_error": 1.5}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "arq": {"block_error": 0.1, "arq_delay_s": -1}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "frames": {"frame_s": 0}}"#,
+            r#"{"rate": {"kind": "constant", "bps": 1e6}, "frames": {"frame_s": 1e-9}}"#,
             r#"{"rate": {"kind": "gilbert_elliott", "good_bps": 0, "bad_bps": 0, "good_to_bad_per_s": 1, "bad_to_good_per_s": 1, "slot_s": 0.001}}"#,
         ];
         for text in bad {

@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", metavar="P", help="Loss per direction: 0.01, 1%%, or ge:p=0.01,r=0.3[,good=0,bad=1] (Gilbert-Elliott).")
     parser.add_argument("--queue", metavar="SPEC", help="Bottleneck queue per direction: packets=N, bytes=N (e.g. 1126KB), "
                         "codel[,target=5ms,interval=100ms], unbounded.")
+    parser.add_argument("--downlink-arq", metavar="SPEC",
+                        help="Link-layer retransmission on the downlink: bler=P,harq=N,harq-rtt=T[,harq-bler=P],"
+                        "arq=N,arq-delay=T (ms unless a unit is given), or off. In-order delivery.")
+    parser.add_argument("--uplink-arq", metavar="SPEC", help="The same for the uplink.")
+    parser.add_argument("--uplink-frames", metavar="SPEC",
+                        help="Uplink sent only in granted frames: frame=T[,grant=T][,bytes=N], or off.")
     parser.add_argument("--outage", dest="outages", metavar="START:DUR", action="append", default=[],
                         help="Scheduled connectivity gap, e.g. 10s:2s (repeatable).")
     parser.add_argument("--random-outages", metavar="every=T,duration=T", help="Random gaps (exponential interval and duration).")
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> None:
     from cellperf.emulate.spec import (
         DirectionConfig,
         EmulationConfig,
+        parse_arq,
+        parse_frames,
         parse_link,
         parse_loss,
         parse_outage,
@@ -97,6 +105,12 @@ def run(args: argparse.Namespace) -> None:
         if value is not None and value != "" and value is not False:
             down = DirectionConfig(**{**down.__dict__, key: value})
             up = DirectionConfig(**{**up.__dict__, key: value})
+    if args.downlink_arq is not None:
+        down = DirectionConfig(**{**down.__dict__, "arq": parse_arq(args.downlink_arq, "--downlink-arq")})
+    if args.uplink_arq is not None:
+        up = DirectionConfig(**{**up.__dict__, "arq": parse_arq(args.uplink_arq, "--uplink-arq")})
+    if args.uplink_frames is not None:
+        up = DirectionConfig(**{**up.__dict__, "frames": parse_frames(args.uplink_frames, "--uplink-frames")})
     if args.loss is not None:
         lost = parse_loss(args.loss)
         down = DirectionConfig(**{**down.__dict__, "loss": lost})

@@ -68,16 +68,41 @@ def _random_handoffs(every_s: float, inter_bs: float, bs_outage_s: float, sector
     }
 
 
+def _arq(bler: float, harq: int, harq_rtt_s: float, harq_bler: float, arq: int, arq_delay_s: float,
+         fade_every_s: float, fade_s: float) -> dict:
+    """Link-layer retransmission (docs/emulator.md "Link-layer ARQ"): first-transmission error
+    `bler`, HARQ retransmissions every `harq_rtt_s` failing with `harq_bler` (soft combining),
+    then RLP/RLC rounds every `arq_delay_s`; deep fades every ~`fade_every_s` lasting ~`fade_s`."""
+    return {"block_error": bler, "harq_retries": harq, "harq_rtt_s": harq_rtt_s, "harq_error": harq_bler,
+            "arq_retries": arq, "arq_delay_s": arq_delay_s, "fade_every_s": fade_every_s, "fade_s": fade_s}
+
+
+# Deep fades (choice, calibrated against seed 000 Table 4.2): rare and short when stationary,
+# longer and twice as frequent on the move. They are what makes a delay spike outlast TCP's
+# retransmission timer (spurious timeouts, 000 §4.2) and, on the move, several of its
+# backed-off timers (serial retransmissions).
+STATIONARY_FADES = (10.0, 0.6)
+MOBILE_FADES = (5.0, 0.9)
+
+
 def _evdo(mobile: bool) -> EmulationConfig:
     # Downlink: DRC chain. Stationary: dominant state near the 2 Mb/s CDG stationary average
     # (000 §2), rate held for a few hundred ms (002 §1). Mobile: ~600 kb/s average (000 §2),
     # rate changing within 100 ms (002 §1). Per-user base-station buffer 64 KB (002 §3).
     chain = drc_chain(614_400, 0.03, 0.03, 0.7) if mobile else drc_chain(1_843_200, 0.005, 0.0017, 0.9)
+    # Forward link H-ARQ: a packet's slots are 4 slots (6.67 ms) apart, at most 4 slots
+    # (IS-856 Rev. A); RLP NAK round 100 ms, 3 rounds (choice). First-slot error 10 %, later
+    # slots 30 % (choice: early termination is the common case).
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
     down = DirectionConfig(
-        rate={"kind": "markov", "model": chain}, queue={"kind": "droptail", "bytes": 64 * KB}, delay_s=0.050
+        rate={"kind": "markov", "model": chain}, queue={"kind": "droptail", "bytes": 64 * KB}, delay_s=0.050,
+        arq=_arq(0.10, 3, 4 * EVDO_SLOT_S, 0.30, 3, 0.100, *fades),
     )
-    # Uplink: EV-DO reverse link peak 153.6 kb/s (000 §2).
-    up = DirectionConfig(rate={"kind": "constant", "bps": 153_600}, queue={"kind": "droptail", "bytes": 64 * KB}, delay_s=0.050)
+    # Uplink: EV-DO reverse link peak 153.6 kb/s (000 §2), sent in 26.67 ms reverse-link
+    # frames (IS-856 Rel. 0); an idle terminal's first packet waits for its rate to ramp:
+    # one frame, two on the move (choice, calibrated to 000 §4.2's ACK compression).
+    up = DirectionConfig(rate={"kind": "constant", "bps": 153_600}, queue={"kind": "droptail", "bytes": 64 * KB}, delay_s=0.050,
+                         frames={"frame_s": 0.02667, "grant_s": 0.0533 if mobile else 0.02667})
     cfg = EmulationConfig(downlink=down, uplink=up, technology="EV-DO")
     if mobile:
         # Sector hand-offs every 20–30 s at 50–60 mph (002 §1, §6); fast cell switching makes
@@ -93,8 +118,16 @@ def _hsdpa(mobile: bool) -> EmulationConfig:
         # Two-state channel (seed 001's model): Good 1.3 Mb/s, Bad 300 kb/s (choice), one
         # transition per second (001's middle rate), 2 ms TTI slots.
         rate_down = _two_state(1_300_000, 300_000, 1.0, 0.002)
-    down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "packets": 100}, delay_s=0.040)
-    up = DirectionConfig(rate={"kind": "constant", "bps": 350_000}, queue={"kind": "droptail", "packets": 100}, delay_s=0.040)
+    # HARQ round trip 12 ms (6 TTIs of 2 ms, 3GPP TS 25.214 timing), 10 % first-transmission
+    # BLER (the usual HSDPA link-adaptation target), up to 3 retransmissions at 30 % (choice);
+    # RLC AM status round 150 ms, 6 rounds (choice within MaxDAT).
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
+    down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "packets": 100}, delay_s=0.040,
+                           arq=_arq(0.10, 3, 0.012, 0.30, 6, 0.150, *fades))
+    # Uplink: Release 99 DCH (no HSUPA on the 2007 networks of 000), 10 ms TTI (TS 25.211);
+    # an idle terminal waits one TTI, two on the move, for capacity (choice).
+    up = DirectionConfig(rate={"kind": "constant", "bps": 350_000}, queue={"kind": "droptail", "packets": 100}, delay_s=0.040,
+                         frames={"frame_s": 0.010, "grant_s": 0.020 if mobile else 0.010})
     cfg = EmulationConfig(downlink=down, uplink=up, technology="HSDPA")
     if mobile:
         cfg = cfg.with_(handoffs=_random_handoffs(30.0, 1 / 3, 0.200, 0.050))
@@ -106,8 +139,15 @@ def _wibro(mobile: bool) -> EmulationConfig:
     rate_down = {"kind": "constant", "bps": 10_000_000}
     if mobile:
         rate_down = _two_state(10_000_000, 2_500_000, 0.5, 0.005)
-    down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "bytes": 1126 * KB}, delay_s=0.014)
-    up = DirectionConfig(rate={"kind": "constant", "bps": 2_500_000}, queue={"kind": "droptail", "bytes": 137 * KB}, delay_s=0.100)
+    # 5 ms TDD frame (IEEE 802.16e / WiBro); HARQ retransmission 3 frames later (choice),
+    # ARQ round 60 ms, 6 rounds (choice).
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
+    down = DirectionConfig(rate=rate_down, queue={"kind": "droptail", "bytes": 1126 * KB}, delay_s=0.014,
+                           arq=_arq(0.10, 3, 0.015, 0.30, 6, 0.060, *fades))
+    # Uplink: sent in the 5 ms frames; an idle terminal asks for bandwidth (CDMA ranging
+    # code, then a grant): one frame, two on the move (choice, calibrated to 000 §4.2).
+    up = DirectionConfig(rate={"kind": "constant", "bps": 2_500_000}, queue={"kind": "droptail", "bytes": 137 * KB}, delay_s=0.100,
+                         frames={"frame_s": 0.005, "grant_s": 0.010 if mobile else 0.005})
     cfg = EmulationConfig(downlink=down, uplink=up, technology="WiBro")
     if mobile:
         # 17 handoffs in the ~3000 s mobile VoIP runs (000 §4.3): one per ~176 s; delay spikes
@@ -120,9 +160,15 @@ def _umts(mobile: bool) -> EmulationConfig:
     # 384 / 64 kb/s bearer (004 §III); mean RTT 205 ms with 128-byte pings (004 §IV.B.1.1),
     # i.e. about 93 ms one-way once transmission time is removed; 1–5 % round-trip loss even
     # when static (004 §IV.B.1.3) → 1 % per direction (choice).
+    # Release 99 has no HARQ: RLC AM retransmits after its status round, 200 ms (choice),
+    # 4 rounds; 10 % of first transmissions fail (the usual DCH BLER target). 10 ms TTIs.
     loss = {"kind": "iid", "p": 0.01}
-    down = DirectionConfig(rate={"kind": "constant", "bps": 384_000}, queue={"kind": "droptail", "bytes": 64 * KB}, loss=loss, delay_s=0.093)
-    up = DirectionConfig(rate={"kind": "constant", "bps": 64_000}, queue={"kind": "droptail", "bytes": 64 * KB}, loss=loss, delay_s=0.093)
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
+    rlc = _arq(0.10, 0, 0.0, 0.10, 4, 0.200, *fades)
+    down = DirectionConfig(rate={"kind": "constant", "bps": 384_000}, queue={"kind": "droptail", "bytes": 64 * KB}, loss=loss, delay_s=0.093,
+                           arq=rlc)
+    up = DirectionConfig(rate={"kind": "constant", "bps": 64_000}, queue={"kind": "droptail", "bytes": 64 * KB}, loss=loss, delay_s=0.093,
+                         frames={"frame_s": 0.010})
     cfg = EmulationConfig(downlink=down, uplink=up, technology="UMTS")
     if mobile:
         # Hard handovers without macrodiversity give connectivity gaps of several seconds with

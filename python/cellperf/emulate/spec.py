@@ -30,18 +30,22 @@ def drc_rates_bps() -> list[float]:
 
 @dataclass
 class DirectionConfig:
-    """One direction of the link: rate source, queue, loss, delay."""
+    """One direction of the link: rate source, queue, loss, link-layer ARQ, uplink frames,
+    delay (in that order on the packets' way; docs/emulator.md)."""
 
     rate: dict
     queue: dict = field(default_factory=lambda: {"kind": "unbounded"})
     loss: dict | None = None
     delay_s: float = 0.0
     jitter_s: float = 0.0
+    arq: dict | None = None
+    frames: dict | None = None
 
     def to_json(self) -> dict:
         out = {"rate": self.rate, "queue": self.queue, "delay_s": self.delay_s, "jitter_s": self.jitter_s}
-        if self.loss is not None:
-            out["loss"] = self.loss
+        for key in ("loss", "arq", "frames"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -223,6 +227,68 @@ def parse_loss(text: str) -> dict | None:
         }
     p = parse_probability(text, what)
     return None if p == 0 else {"kind": "iid", "p": p}
+
+
+ARQ_KEYS = {"bler": "block_error", "harq-bler": "harq_error", "harq": "harq_retries", "harq-rtt": "harq_rtt_s",
+            "arq": "arq_retries", "arq-delay": "arq_delay_s", "fade-every": "fade_every_s", "fade": "fade_s",
+            "fade-bler": "fade_error"}
+
+
+def parse_arq(text: str, what: str) -> dict | None:
+    """`bler=0.1,harq=3,harq-rtt=12ms[,harq-bler=0.3],arq=3,arq-delay=120ms`
+    `[,fade-every=10s,fade=300ms[,fade-bler=1]]` (ms unless a unit is given), or `off`."""
+    if text.strip().lower() == "off":
+        return None
+    kv = key_values(text, what)
+    unknown = set(kv) - set(ARQ_KEYS)
+    if unknown or "bler" not in kv:
+        raise UserError(f"{what}: expected bler=P[,harq=N,harq-rtt=T,harq-bler=P,arq=N,arq-delay=T,"
+                        "fade-every=T,fade=T,fade-bler=P] or off"
+                        + (f" (unknown {', '.join(sorted(unknown))})" if unknown else ""))
+    out = {}
+    for key, value in kv.items():
+        name = ARQ_KEYS[key]
+        if key in ("bler", "harq-bler", "fade-bler"):
+            out[name] = parse_probability(value, f"{what} {key}")
+        elif key in ("harq", "arq"):
+            if not value.isdigit() or int(value) > 64:
+                raise UserError(f"{what}: {key}={value} is not a retry limit from 0 to 64")
+            out[name] = int(value)
+        else:
+            most = 3600.0 if key == "fade-every" else MAX_RADIO_DELAY_S
+            out[name] = _bounded_seconds(value, f"{what} {key}", "ms", most)
+    return out
+
+
+def parse_frames(text: str, what: str) -> dict | None:
+    """`frame=26.67ms[,grant=20ms][,bytes=1500]`, or `off`."""
+    if text.strip().lower() == "off":
+        return None
+    kv = key_values(text, what)
+    unknown = set(kv) - {"frame", "grant", "bytes"}
+    if unknown or "frame" not in kv:
+        raise UserError(f"{what}: expected frame=T[,grant=T,bytes=N] or off"
+                        + (f" (unknown {', '.join(sorted(unknown))})" if unknown else ""))
+    frame = _bounded_seconds(kv["frame"], f"{what} frame", "ms", 1.0)
+    if frame < 1e-4:
+        raise UserError(f"{what}: frame={kv['frame']} is shorter than 0.1 ms")
+    out = {"frame_s": frame}
+    if "grant" in kv:
+        out["grant_s"] = _bounded_seconds(kv["grant"], f"{what} grant", "ms", MAX_RADIO_DELAY_S)
+    if "bytes" in kv:
+        out["frame_bytes"] = parse_size(kv["bytes"], f"{what} bytes")
+    return out
+
+
+#: The longest radio-layer wait accepted (a status delay, a grant delay): longer is a typo.
+MAX_RADIO_DELAY_S = 10.0
+
+
+def _bounded_seconds(text: str, what: str, unit: str, most: float) -> float:
+    value = parse_duration(text, what, default_unit=unit)
+    if not (0 <= value <= most):
+        raise UserError(f"{what}: {text!r} is outside 0 to {most:g} s")
+    return value
 
 
 def parse_outage(text: str) -> list[float]:
