@@ -165,8 +165,7 @@ def test_over_limit_request_is_refused(tmp_path):
         assert r.returncode == 1 and "--max-rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
         r = s.probe("-t", "tcp-bulk", "--duration", "10")
         assert r.returncode == 1 and "--max-duration" in r.stderr
-        # TCP the server sends is paced to --max-rate by the kernel (no amplification by TCP);
-        # only the initial window (10 segments of loopback's 64 KiB MSS) leaves unpaced.
+        # TCP the server sends is held to --max-rate (no amplification by TCP).
         doc = _json(s.probe("-t", "tcp-bulk", "--direction", "down", "--duration", "3", "--json"))
         assert 0.5e6 < doc["throughput_bps"] < 1.5e6, doc["throughput_bps"]
     finally:

@@ -7,7 +7,9 @@ The client tries to have the test's data sent to the third party three ways: a s
 naming another target, a UDP hello with the test's cookie whose source address is forged to
 be the third party's (raw socket), and a TCP data connection opened from the third party
 with the cookie. Each is refused with a reason, the third party's capture holds not one
-UDP datagram or TCP payload byte from the CN, and a real test still runs afterwards.
+UDP datagram or TCP payload byte from the CN, and a real test still runs afterwards. And the
+third party forging datagrams into the client's test, from the client's address and port,
+has them dropped for lacking the test's token.
 """
 
 from __future__ import annotations
@@ -233,3 +235,55 @@ def test_server_sends_nothing_to_a_third_party(segment, tmp_path):
     assert _count(pcap, "tcp and (ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) > 0") == 0
     assert _count(pcap, "tcp") > 0  # the kernel did answer the stranger's handshake
     assert f"refused a TCP data connection from {TP_IP}" in server_err
+
+
+def test_forged_datagrams_from_a_third_host_are_not_counted(segment, tmp_path):
+    """Issue 18 item 11: the third party forges datagrams with the client's address and data
+    port (given to it here; a blind spoofer must guess the port) into the client's UDP up
+    test. Without the test's token they are dropped and counted as spoofed, not taken."""
+    cn, mn, tp = segment["cn"], segment["mn"], segment["tp"]
+    token = tmp_path / "token"
+    token.write_bytes(TOKEN)
+    server = subprocess.Popen(["ip", "netns", "exec", cn, CELLPERF, "server", "--listen", f"{CN_IP}:{PORT}",
+                               "--token-file", str(token), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert server.stdout.readline()
+        with in_netns(mn):
+            c = Control(socket.create_connection((CN_IP, PORT)))
+            data = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with in_netns(tp):
+            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        c.authenticate()
+        c.send({"type": "start_udp", "spec": {"direction": "up", "payload_bytes": 200, "interval_ns": 1_000_000,
+                                              "count": 100, "drain_ms": 300}})
+        accepted = c.recv()
+        assert accepted["type"] == "accepted", accepted
+        cookie = bytes.fromhex(accepted["cookie"])
+        data.connect((CN_IP, accepted["data_port"]))
+        data.send(b"CPH1" + cookie)
+        assert c.recv()["type"] == "ready"
+        mn_port = data.getsockname()[1]
+        for seq in range(100):
+            header = b"CPF1" + struct.pack(">QQ", seq, time.time_ns())
+            forged = header + (b"\0" * 8 if seq % 2 else cookie[:8]) + b"\0" * 172
+            raw.sendto(_spoofed_udp((MN_IP, mn_port), (CN_IP, accepted["data_port"]), forged), (CN_IP, 0))
+            data.send(header + cookie[8:] + b"\0" * 172)
+        c.send({"type": "send_done", "packets_sent": 100})
+        while True:  # records frames (tag 2) come before the report
+            (n,) = struct.unpack(">I", c._exactly(4))
+            body = c._exactly(n)
+            if body[0] == 1 and (report := json.loads(body[1:]))["type"] == "report":
+                break
+        report = report["report"]
+        assert (report["packets_received"], report["spoofed"], report["duplicates"]) == (100, 100, 0), report
+        raw.close()
+        data.close()
+        c.sock.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()

@@ -4,11 +4,11 @@
 //! [`HELLO_TIMEOUT`] and authenticate within [`HANDSHAKE_TIMEOUT`]; until then it holds a
 //! place in [`crate::admission`] (limited per source, oldest closed first), so idle
 //! connections cannot keep a real client out. Then it may ask for clock probes and tests,
-//! one at a time. Each
-//! test is checked against the server's limits (rate, duration, concurrent tests) before any
-//! data socket opens; data sockets bind to the address the control connection arrived on
-//! and accept (and send to) only the control connection's peer address, so the server
-//! cannot be pointed at a third party. Anything malformed ends that connection only.
+//! one at a time. Each test is checked against the server's limits (rate, duration,
+//! concurrent tests) before any data socket opens; data sockets bind to the address the
+//! control connection arrived on and accept (and send to) only the control connection's
+//! peer address, so the server cannot be pointed at a third party. Anything malformed ends
+//! that connection only.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -118,7 +118,13 @@ impl Server {
         cfg.check().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let listener = TcpListener::bind(cfg.listen)?;
         listener.set_nonblocking(true)?;
-        Ok(Server { listener, admission: Admission::default(), cfg: Arc::new(cfg), stop: Arc::new(AtomicBool::new(false)), stats: Arc::default() })
+        Ok(Server {
+            listener,
+            admission: Admission::default(),
+            cfg: Arc::new(cfg),
+            stop: Arc::new(AtomicBool::new(false)),
+            stats: Arc::default(),
+        })
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {

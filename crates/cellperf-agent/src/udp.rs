@@ -321,44 +321,69 @@ impl ReceiveControl {
     }
 }
 
-/// The distinct packets a receiver has seen, in arrival order: memory grows with what
-/// arrived, never with the sequence numbers a peer writes (a far number costs one record,
-/// not a table up to it).
-#[derive(Debug, Default)]
-pub struct Arrivals {
+/// What a receiver makes of each datagram: a new packet of this test, or one to count and
+/// drop (not a probe packet of this test, without its token, a duplicate). Memory grows with
+/// the packets that arrived, never with the sequence numbers a peer writes: a far number
+/// costs one record, not a table up to it. Fuzzed by `fuzz/fuzz_targets/datagrams.rs`.
+#[derive(Debug)]
+pub struct Intake {
+    max_count: u64,
+    token: Option<DataToken>,
+    /// First copies, in arrival order.
     records: Vec<Record>,
     /// Sequence numbers seen, to tell duplicates (randomly keyed: a peer cannot pick
     /// numbers that collide).
     seen: ahash::AHashSet<u64>,
+    duplicates: u64,
+    foreign: u64,
+    spoofed: u64,
 }
 
-impl Arrivals {
-    /// Keeps the first copy of a packet; `false` for a duplicate.
-    pub fn insert(&mut self, r: Record) -> bool {
-        if !self.seen.insert(r.seq) {
-            return false;
+impl Intake {
+    /// For a test of `max_count` packets whose packets carry `token` (if they have room).
+    pub fn new(max_count: u64, token: Option<DataToken>) -> Intake {
+        Intake { max_count, token, records: Vec::new(), seen: Default::default(), duplicates: 0, foreign: 0, spoofed: 0 }
+    }
+
+    /// Takes one datagram received at `recv_ns`; its sequence number if it is a new packet
+    /// of this test.
+    pub fn take(&mut self, d: &[u8], recv_ns: i64) -> Option<u64> {
+        let Some(h) = parse_cellperf(d).filter(|h| h.seq < self.max_count) else {
+            self.foreign += 1;
+            return None;
+        };
+        if self.token.is_some_and(|t| !t.carried_by(d)) {
+            self.spoofed += 1;
+            return None;
         }
-        self.records.push(r);
-        true
+        if !self.seen.insert(h.seq) {
+            self.duplicates += 1;
+            return None;
+        }
+        self.records.push(Record { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(recv_ns), bytes: d.len() as u32 });
+        Some(h.seq)
     }
 
-    pub fn len(&self) -> usize {
-        self.records.len()
+    /// Distinct packets taken.
+    pub fn packets(&self) -> u64 {
+        self.records.len() as u64
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
-    /// Heap bytes held, for the tests that bound it.
+    /// Heap bytes held, for the tests and the fuzz target that bound it.
     pub fn heap_bytes(&self) -> usize {
         self.records.capacity() * std::mem::size_of::<Record>() + self.seen.capacity() * (std::mem::size_of::<u64>() + 1)
     }
 
-    /// The records in sequence order.
-    pub fn into_sorted(mut self) -> Vec<Record> {
+    /// The packets in sequence order, and the counts of what was dropped.
+    pub fn finish(mut self) -> ReceiveOutcome {
         self.records.sort_unstable_by_key(|r| r.seq);
-        self.records
+        ReceiveOutcome {
+            received: self.records,
+            echoed: Vec::new(),
+            duplicates: self.duplicates,
+            foreign: self.foreign,
+            spoofed: self.spoofed,
+        }
     }
 }
 
@@ -390,8 +415,8 @@ pub fn spawn_receiver(
     std::thread::spawn(move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
         enable_gro(&sock);
-        let mut arrivals = Arrivals::default();
-        let mut out = ReceiveOutcome::default();
+        let mut intake = Intake::new(max_count, token);
+        let mut echoed = Vec::new();
         // Room for the largest coalesced read (GRO stops at 64 datagrams and 64 KiB).
         let mut buf = vec![0u8; 256 * 1024];
         loop {
@@ -399,7 +424,7 @@ pub fn spawn_receiver(
                 break;
             }
             let peer_sent = ctl.peer_sent.load(Ordering::Relaxed);
-            if peer_sent != u64::MAX && (arrivals.len() as u64 >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
+            if peer_sent != u64::MAX && (intake.packets() >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
                 break;
             }
             let (n, segment) = match recv_coalesced(&sock, &mut buf) {
@@ -411,30 +436,15 @@ pub fn spawn_receiver(
             let now = realtime_ns();
             let (mut got, mut got_bytes) = (0u64, 0u64);
             for d in buf[..n].chunks_mut(segment.max(1)) {
-                let Some(h) = parse_cellperf(d) else {
-                    out.foreign += 1;
-                    continue;
-                };
-                if h.seq >= max_count {
-                    out.foreign += 1;
-                    continue;
-                }
-                if token.is_some_and(|t| !t.carried_by(d)) {
-                    out.spoofed += 1;
-                    continue;
-                }
-                if !arrivals.insert(Record { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(now), bytes: d.len() as u32 }) {
-                    out.duplicates += 1;
-                    continue;
-                }
+                let Some(seq) = intake.take(d, now) else { continue };
                 got += 1;
                 got_bytes += d.len() as u64;
-                ctl.last_seq.store(h.seq, Ordering::Relaxed);
-                if echo && d.len() >= CELLPERF_HEADER_LEN {
+                ctl.last_seq.store(seq, Ordering::Relaxed);
+                if echo {
                     let send_ns = realtime_ns();
-                    write_cellperf(d, h.seq, send_ns, true);
+                    write_cellperf(d, seq, send_ns, true);
                     if send_retrying(&sock, d).is_ok() {
-                        out.echoed.push(Record { seq: h.seq, send_ns: Some(send_ns), recv_ns: None, bytes: d.len() as u32 });
+                        echoed.push(Record { seq, send_ns: Some(send_ns), recv_ns: None, bytes: d.len() as u32 });
                     }
                 }
             }
@@ -444,8 +454,7 @@ pub fn spawn_receiver(
                 ctl.last_recv_ns.store(now, Ordering::Relaxed);
             }
         }
-        out.received = arrivals.into_sorted();
-        out
+        ReceiveOutcome { echoed, ..intake.finish() }
     })
 }
 
@@ -570,13 +579,14 @@ mod tests {
         assert_eq!((out.duplicates, out.foreign), (1, 1));
         assert!(out.received.capacity() < 64, "{} records kept", out.received.capacity());
 
-        let mut arrivals = Arrivals::default();
-        for seq in [u64::MAX, 1 << 62, (64 << 20) - 1] {
-            assert!(arrivals.insert(Record { seq, send_ns: Some(1), recv_ns: Some(2), bytes: 20 }));
+        let mut intake = Intake::new(u64::MAX, None);
+        let mut p = [0u8; 20];
+        for seq in [u64::MAX - 1, 1 << 62, (64 << 20) - 1, 1 << 62] {
+            write_cellperf(&mut p, seq, 1, false);
+            intake.take(&p, 2);
         }
-        assert!(!arrivals.insert(Record { seq: 1 << 62, send_ns: None, recv_ns: None, bytes: 0 }));
-        assert_eq!(arrivals.len(), 3);
-        assert!(arrivals.heap_bytes() < 4096, "{} heap bytes for 3 packets", arrivals.heap_bytes());
+        assert_eq!((intake.packets(), intake.heap_bytes() < 4096), (3, true), "{} heap bytes for 3 packets", intake.heap_bytes());
+        assert_eq!(intake.finish().duplicates, 1);
     }
 
     /// Datagrams from the peer's own address and port (as a spoofer would forge them) without
@@ -612,5 +622,36 @@ mod tests {
         assert!(at_echo.received.iter().take(10).all(|r| r.send_ns != Some(1_000)));
         let returned = back_rx.join().unwrap();
         assert_eq!((returned.received.len(), returned.spoofed), (50, 0));
+    }
+
+    /// Deterministic stand-in for the `datagrams` fuzz target: random and mutated datagrams
+    /// are each taken once or counted once as dropped, and memory follows what was taken.
+    #[test]
+    fn random_datagrams_add_up_and_memory_follows_what_was_taken() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let cookie = Cookie([3; 16]);
+        let mut intake = Intake::new(64 << 20, DataToken::for_test(&cookie, 100));
+        let mut good = [0u8; 100];
+        DataToken::for_test(&cookie, 100).unwrap().stamp(&mut good);
+        for i in 0..20_000 {
+            let mut d = good;
+            write_cellperf(&mut d, next() >> if i % 3 == 0 { 0 } else { 38 }, 5, false);
+            for _ in 0..next() % 3 {
+                d[(next() % 100) as usize] = next() as u8;
+            }
+            intake.take(&d[..(next() % 101) as usize], i);
+        }
+        let taken = intake.packets();
+        assert!(taken > 1000 && intake.heap_bytes() <= 4096 + 200 * taken as usize, "{taken} {}", intake.heap_bytes());
+        let out = intake.finish();
+        assert_eq!(out.received.len() as u64 + out.duplicates + out.foreign + out.spoofed, 20_000);
+        assert!(out.received.windows(2).all(|w| w[0].seq < w[1].seq));
+        assert!(out.duplicates > 0 && out.foreign > 0 && out.spoofed > 0);
     }
 }

@@ -253,3 +253,41 @@ fn max_rate_caps_tcp_up_and_down_over_all_streams() {
         assert!((5e6..11e6).contains(&bps), "{direction} over {streams} streams: {bps} bit/s under a 10 Mbit/s cap");
     }
 }
+
+/// Issue 18 item 11: datagrams from the probe's own address and port (what a spoofer forges)
+/// without the test's token are dropped and counted, not taken as the probe's packets.
+#[test]
+fn forged_datagrams_without_the_token_are_not_counted() {
+    use cellperf_capture::probe_header::write_cellperf;
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let spec = UdpSpec { direction: Direction::Up, payload_bytes: 100, interval_ns: 1_000_000, count: 20, drain_ms: 200 };
+    send_message(&mut c, &Message::StartUdp { spec }).unwrap();
+    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect((srv.addr.ip(), data_port)).unwrap();
+    data.send(&udp::hello_datagram(&cookie)).unwrap();
+    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::Ready {}));
+    let mut p = [0u8; 100];
+    for seq in 0..20u64 {
+        // A forgery first (no token; then a wrong one), then the real packet: bytes 20..28
+        // carry the last 8 bytes of the cookie.
+        write_cellperf(&mut p, seq, 1_000, false);
+        p[20..28].copy_from_slice(if seq % 2 == 0 { &[0; 8] } else { &cookie.0[..8] });
+        data.send(&p).unwrap();
+        write_cellperf(&mut p, seq, 2_000, false);
+        p[20..28].copy_from_slice(&cookie.0[8..]);
+        data.send(&p).unwrap();
+    }
+    send_message(&mut c, &Message::SendDone { packets_sent: 20 }).unwrap();
+    let mut up = Vec::new();
+    let report = loop {
+        match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
+            Frame::Records { stream: StreamDir::Up, records } => up.extend(records),
+            Frame::Message(Message::Report { report }) => break report,
+            _ => {}
+        }
+    };
+    assert_eq!((report.packets_received, report.spoofed, report.duplicates), (20, 20, 0));
+    assert!(up.iter().all(|r| r.send_ns == Some(2_000)), "a forged packet was taken");
+}

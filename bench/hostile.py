@@ -1,0 +1,203 @@
+"""Benchmark: a real `cellperf server` under the two attacks of issue 18 that hurt it most.
+
+1. Lock-out: idle TCP connections held open and reopened (the issue's 64 from one address,
+   then the same number spread over eight addresses), while real probes run one after
+   another. Prints the probes served (target: all) and the attack's size.
+2. Memory amplification: authenticated clients, within every cap, each ask for the largest UDP
+   test (64 Mi packets of 20 B every 8 µs: 20 Mbit/s for 537 s) and send datagrams numbered
+   up to 2^26 − 1. Before the fix the server grew to 1.33 GB per such test. Prints the
+   server's peak memory (VmHWM of /proc/PID/status; target: under 100 MB) with the attack's
+   size.
+
+    .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16]
+
+Runs on loopback; the lock-out attackers use 127.0.1.x as their addresses (Linux routes all
+of 127/8 to lo). Nothing here is a test: it prints figures for the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from cellperf.agents import run_probe
+
+TOKEN = b"bench-hostile-token"
+# The protocol as `crates/cellperf-agent/src/wire.rs` and `auth.rs` define it.
+PROTOCOL_VERSION = 2
+CLIENT_LABEL = b"cellperf-agent v1 client proof"
+MAX_PACKETS = 64 << 20
+
+
+def vm_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for {pid}")
+
+
+class Control:
+    """An authenticated control connection, spoken by hand."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.sock = socket.create_connection(address, timeout=10)
+        nonce = os.urandom(32)
+        self.send({"type": "hello", "version": PROTOCOL_VERSION, "client_nonce": nonce.hex()})
+        server_nonce = bytes.fromhex(self.recv()["server_nonce"])
+        mac = hmac.new(TOKEN, CLIENT_LABEL + server_nonce + nonce, hashlib.sha256).hexdigest()
+        self.send({"type": "auth", "mac": mac})
+        reply = self.recv()
+        assert reply["type"] == "auth_ok", reply
+
+    def send(self, message: dict) -> None:
+        body = b"\x01" + json.dumps(message).encode()
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def recv(self) -> dict:
+        """The next JSON message (record frames are skipped)."""
+        while True:
+            (n,) = struct.unpack(">I", self._exactly(4))
+            body = self._exactly(n)
+            if body[0] == 1:
+                return json.loads(body[1:])
+
+    def _exactly(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("server closed the control connection")
+            out += chunk
+        return out
+
+
+def start_server(max_tests: int) -> tuple[subprocess.Popen, tuple[str, int]]:
+    token = Path(tempfile.mkdtemp()) / "token"
+    token.write_bytes(TOKEN)
+    cmd = [str(Path(sys.executable).parent / "cellperf"), "server", "--listen", "127.0.0.1:0", "--token-file", str(token),
+           "--max-tests", str(max_tests), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    host, port = json.loads(proc.stdout.readline())["listening"].rsplit(":", 1)
+    return proc, (host, int(port))
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def lock_out(address: tuple[str, int], sources: int, hold: int, reopen_per_s: float, probes: int) -> None:
+    """Idle connections from `sources` addresses, `hold` each, the oldest reopened
+    `reopen_per_s` times a second per address, while `probes` probes run in turn."""
+    attacking = threading.Event()
+    attacking.set()
+    opened = [0] * sources
+
+    def attacker(i: int) -> None:
+        held: list[socket.socket] = []
+        while attacking.is_set():
+            s = socket.socket()
+            s.bind((f"127.0.1.{i + 1}", 0))
+            try:
+                s.connect(address)
+                opened[i] += 1
+                held.append(s)
+            except OSError:
+                s.close()
+            if len(held) > hold:
+                held.pop(0).close()
+            time.sleep(0.001 if len(held) < hold else 1 / reopen_per_s)
+        for s in held:
+            s.close()
+
+    threads = [threading.Thread(target=attacker, args=(i,), daemon=True) for i in range(sources)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    errors = []
+    for _ in range(probes):
+        r = run_probe(f"{address[0]}:{address[1]}", TOKEN, "min-delay", {"duration_s": 1.0, "timeout_s": 1.0})
+        errors.append(r.error)
+    took = time.monotonic() - t0
+    attacking.clear()
+    for t in threads:
+        t.join()
+    served = sum(e is None for e in errors)
+    print(f"  {sources} address(es) × {hold} idle connections, reopened {reopen_per_s:g}/s per address: "
+          f"{sum(opened)} opened in {took + 1:.0f} s")
+    print(f"  legitimate probes served under attack: {served} of {probes} (target: all)")
+    for e in sorted({e for e in errors if e}):
+        print(f"    refused: {e}")
+
+
+def amplify(proc: subprocess.Popen, address: tuple[str, int], tests: int) -> None:
+    """`tests` authenticated clients, each with the largest UDP test the caps allow and
+    datagrams numbered up to 2^26 − 1."""
+    base = vm_kib(proc.pid, "VmRSS")
+    clients = []
+    spec = {"direction": "up", "payload_bytes": 20, "interval_ns": 8_000, "count": MAX_PACKETS, "drain_ms": 0}
+    for _ in range(tests):
+        c = Control(address)
+        c.send({"type": "start_udp", "spec": spec})
+        accepted = c.recv()
+        assert accepted["type"] == "accepted", accepted
+        data = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        data.connect((address[0], accepted["data_port"]))
+        data.send(b"CPH1" + bytes.fromhex(accepted["cookie"]))
+        assert c.recv()["type"] == "ready"
+        for seq in (MAX_PACKETS - 1, 0, MAX_PACKETS // 2, MAX_PACKETS - 2):
+            data.send(b"CPF1" + struct.pack(">QQ", seq, time.time_ns()))
+        clients.append((c, data))
+    # Wait for each server receiver to count its packets (progress once a second).
+    for c, _ in clients:
+        while (m := c.recv())["type"] != "progress" or m["packets_received"] < 4:
+            pass
+    peak = vm_kib(proc.pid, "VmHWM")
+    for c, data in clients:
+        c.send({"type": "abort", "reason": "bench done"})
+        while c.recv()["type"] != "report":
+            pass
+        c.sock.close()
+        data.close()
+    print(f"  {tests} tests × {MAX_PACKETS} packets declared (20 B every 8 µs: within the default caps), "
+          f"4 datagrams each numbered up to 2^26 − 1")
+    print(f"  server memory: {base / 1024:.1f} MB before, peak (VmHWM) {peak / 1024:.1f} MB "
+          f"(target: under 100 MB; was 1.33 GB for one test)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--probes", type=int, default=9, help="probes run during each lock-out attack")
+    p.add_argument("--amplifiers", type=int, default=16, help="tests of the amplification attack (default: --max-tests)")
+    a = p.parse_args()
+    proc, address = start_server(max_tests=16)
+    try:
+        print("Lock-out, as found (issue 18 item 2):")
+        lock_out(address, sources=1, hold=64, reopen_per_s=15, probes=a.probes)
+        print("Lock-out, spread over eight addresses:")
+        lock_out(address, sources=8, hold=8, reopen_per_s=15, probes=a.probes)
+        print("Memory amplification (issue 18 item 3):")
+        amplify(proc, address, a.amplifiers)
+    finally:
+        stop_server(proc)
+
+
+if __name__ == "__main__":
+    main()
