@@ -87,6 +87,9 @@ class Network:
     seed: int
     handoffs: Path | None  # handoff schedule for the mobile scenario (emulated)
     options: dict  # per-test overrides: test name → {option: value}
+    # false: the profile without link-layer ARQ and uplink frames (a mahimahi-like link:
+    # rate, queue, fixed delay), to see what the radio mechanisms change (bench/fidelity.py).
+    radio_mechanisms: bool = True
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ class RunSpec:
             "handoffs": _file_digest(self.network.handoffs) if self.scenario == "mobile" and self.network.handoffs else None,
             "testbed": campaign.testbed.kind, "capture": campaign.capture, "interval_s": campaign.interval_s,
             "radio_log": campaign.radio_log.kind,
+            # Only when off, so that stores made before the key existed still resume.
+            **({} if self.network.radio_mechanisms else {"radio_mechanisms": False}),
         }
 
     def config_sha256(self, campaign: Campaign) -> str:
@@ -387,7 +392,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     networks: list[Network] = []
     for i, n in enumerate(nets_doc):
         where = ("networks", i)
-        c.table(n, where, {"name", "profile", "seed", "handoffs", "tests"})
+        c.table(n, where, {"name", "profile", "seed", "handoffs", "tests", "radio_mechanisms"})
         nname = c.value(n, where, "name", _name_check, required=True)
         if any(x.name == nname for x in networks):
             c.fail(where + ("name",), f"network name '{nname}' is used twice")
@@ -428,7 +433,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             w = where + ("tests", tname)
             c.table(opts, w, set(TEST_OPTIONS))
             overrides[tname] = _test_options(c, w, by_name[tname].type, opts)
-        networks.append(Network(nname, profile, seed, handoff_path, overrides))
+        radio = c.value(n, where, "radio_mechanisms", _bool, default=True)
+        if not radio and kind != "emulated":
+            c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
+        networks.append(Network(nname, profile, seed, handoff_path, overrides, radio))
 
     n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
     if n_runs > MAX_RUNS:

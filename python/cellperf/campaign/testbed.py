@@ -139,6 +139,8 @@ class EmulatedTestbed:
         probe = [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", run.test.type, *probe_args(run.options),
                  "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
         cmd = [exe, "emulate", "--profile", run.profile, "--seed", str(run.network.seed + run.repetition), "--json"]
+        if not run.network.radio_mechanisms:
+            cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off"]
         if c.capture:
             cmd += ["--pcap-dir", str(folder)]
         if c.radio_log.kind == "emulator":

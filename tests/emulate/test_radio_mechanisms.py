@@ -1,0 +1,71 @@
+"""The cell's radio mechanisms with real packets (issue 12): link-layer ARQ turns radio errors
+into delay spikes without end-to-end loss, and Linux TCP through a deep fade retransmits
+spuriously; uplink frames bunch the ACKs. Each measured by `cellperf analyze` on the two
+captures the emulator writes, as a user would."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from tests.emulate.conftest import CELLPERF, emulate
+
+pytestmark = pytest.mark.netns
+
+
+def analyze(folder) -> dict:
+    out = subprocess.run([*CELLPERF, "analyze", "--mn", str(folder / "mn.pcap"), "--cn", str(folder / "cn.pcap"),
+                          "--synced-clocks", "--json"], capture_output=True, text=True, check=True).stdout
+    return max(json.loads(out)["flows"], key=lambda f: f["bytes"])
+
+
+def test_arq_turns_errors_into_delay_spikes_without_loss():
+    # 30 % of first transmissions fail; RLC rounds 100 ms apart, 8 of them: residual loss
+    # 0.3^9 ≈ 2e-5 per packet. Pings 250 ms apart (so that one ping's retransmissions seldom
+    # hold the next behind it) through 10 ms of delay each way.
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--delay", "10",
+                "--downlink-arq", "bler=0.3,arq=8,arq-delay=100ms", "--uplink-arq", "bler=0.3,arq=8,arq-delay=100ms",
+                "--", "ping", "-c", "40", "-i", "0.25", "$CELLPERF_CN")
+    assert p.returncode == 0, p.stderr
+    times = [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+    assert len(times) == 40  # not one lost
+    # Every reply took at least the base 20 ms; about half of the round trips (1 − 0.7² = 0.51)
+    # met an error and took one RLC round (100 ms) or more longer (a few more wait behind one).
+    assert min(times) >= 20.0
+    spiked = sum(t >= 110.0 for t in times)
+    assert 10 <= spiked <= 32, sorted(times)
+
+
+def test_a_deep_fade_makes_linux_tcp_retransmit_spuriously(tmp_path, iperf3_server):
+    # No errors but fades every ~3 s of ~1.2 s (mean), outlasted by 30 RLC rounds of 100 ms:
+    # data is delayed, never lost, and the unbounded queue drops nothing. A fade longer than
+    # the retransmission timer (≥ 200 ms + RTT) makes the sender retransmit data that arrives.
+    srv = iperf3_server()
+    p = emulate("--downlink", "4mbit", "--uplink", "4mbit", "--delay", "20", "--seed", "3",
+                "--downlink-arq", "bler=0,arq=30,arq-delay=100ms,fade-every=3s,fade=1200ms",
+                "--pcap-dir", str(tmp_path), "--json", "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-R", "-t", "12", "-C", "cubic")
+    assert p.returncode == 0, p.stderr
+    stats = json.loads(p.stdout.strip().splitlines()[-1])
+    assert stats["downlink"]["dropped_packets"] == 0, stats
+    r = analyze(tmp_path)["retransmissions"]
+    assert r["spurious"] >= 1 and r["normal"] == 0, r
+
+
+def test_uplink_frames_bunch_the_acks(tmp_path, iperf3_server):
+    """ACKs of a download sent in 20 ms uplink frames reach the sender in bunches: ACK
+    compression events, which the same link without frames does not have."""
+    fractions = []
+    for frames in ("frame=20ms,grant=20ms", "off"):
+        srv = iperf3_server()
+        folder = tmp_path / frames.split(",")[0]
+        p = emulate("--downlink", "4mbit", "--uplink", "4mbit", "--delay", "20", "--uplink-frames", frames,
+                    "--pcap-dir", str(folder), "--", "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-R", "-t", "5",
+                    "-w", "64K")
+        assert p.returncode == 0, p.stderr
+        fractions.append(analyze(folder)["ack_compression"]["event_fraction"])
+    with_frames, without = fractions
+    assert with_frames > 0.05 and without < 0.01, fractions
