@@ -124,3 +124,14 @@ def test_cli_check_is_one_line(tmp_path):
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("cellperf: error: ") and ":15: " in p.stderr
     ok = cellperf("run", write(tmp_path, GOOD), "--check")
     assert "16 runs" in ok.stdout
+
+
+def test_radio_mechanisms_off_is_part_of_the_run_and_its_config(tmp_path):
+    """`radio_mechanisms = false`: the profile without ARQ and uplink frames (bench/fidelity.py's
+    mahimahi-like link); recorded in the run's config only then, so older stores still resume."""
+    text = GOOD.replace('name = "WiBro"', 'name = "WiBro"\nradio_mechanisms = false')
+    c = load_campaign(write(tmp_path, text))
+    on, off = c.networks
+    assert on.radio_mechanisms and not off.radio_mechanisms
+    configs = {r.network.name: r.config(c) for r in c.runs}
+    assert "radio_mechanisms" not in configs["EV-DO"] and configs["WiBro"]["radio_mechanisms"] is False

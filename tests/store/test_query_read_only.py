@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from cellperf.store import RunRecord, Store, write_parquet
-from conftest import cellperf
+from tests.conftest import cellperf
 
 
 def make_store(root):

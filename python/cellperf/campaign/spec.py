@@ -433,10 +433,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             w = where + ("tests", tname)
             c.table(opts, w, set(TEST_OPTIONS))
             overrides[tname] = _test_options(c, w, by_name[tname].type, opts)
-        radio = c.value(n, where, "radio_mechanisms", _bool, default=True)
-        if not radio and kind != "emulated":
+        mechanisms = c.value(n, where, "radio_mechanisms", _bool, default=True)
+        if not mechanisms and kind != "emulated":
             c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
-        networks.append(Network(nname, profile, seed, handoff_path, overrides, radio))
+        networks.append(Network(nname, profile, seed, handoff_path, overrides, mechanisms))
 
     n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
     if n_runs > MAX_RUNS:
