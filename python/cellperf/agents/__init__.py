@@ -58,13 +58,6 @@ def parse_rate(text: str, option: str) -> float:
     return value
 
 
-def check_seconds(value: float, option: str, most: float = MAX_DURATION_S) -> float:
-    """A positive, finite number of seconds up to `most` (a day unless told)."""
-    if not (math.isfinite(value) and 0 < value <= most):
-        raise UserError(f"{option}: {value:g} is not a number of seconds in (0, {most:g}]")
-    return value
-
-
 def check_probe_options(options: dict) -> None:
     """Refuses what JSON or the Rust side's integers cannot carry (NaN, infinities, integers
     out of range), naming the option; the ranges of each test are checked by the plan."""

@@ -28,6 +28,7 @@ import sys
 from cellperf.cli import file_path, folder_path
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError
+from cellperf.validate import number_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--random-outages", metavar="every=T,duration=T", help="Random gaps (exponential interval and duration).")
     parser.add_argument("--outage-mode", choices=["buffer", "drop"], help="In a gap, queue packets (buffer) or lose arrivals (drop).")
     parser.add_argument("--handoffs", dest="handoffs_file", metavar="FILE", help="Handoff schedule CSV: time_s,bs_id,sector_id[,outage_ms].")
-    parser.add_argument("--users", metavar="N", type=int, default=1, help="Users, each in its own namespace; with --scheduler they share one cell.")
+    parser.add_argument("--users", metavar="N", type=number_arg(lo=1, hi=63, integer=True), default=1, help="Users, each in its own namespace; with --scheduler they share one cell.")
     parser.add_argument("--scheduler", choices=["pf", "rr"], help="Shared-cell downlink scheduler: proportional fair or round robin.")
     parser.add_argument("--slot", metavar="T", help="Scheduler slot length (default 1/600 s, EV-DO).")
     parser.add_argument("--pcap-dir", metavar="DIR", type=folder_path(), help="Write mn.pcap and cn.pcap (both sides of the link) here.")
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--downlink-log", metavar="FILE", type=file_path(),
                         help="Write the downlink bottleneck's events here (mahimahi format).")
     parser.add_argument("--technology", metavar="NAME", help="Technology name written to the radio log.")
-    parser.add_argument("--seed", metavar="N", type=int, help="Seed of every random element (same seed, same link).")
+    parser.add_argument("--seed", metavar="N", type=number_arg(lo=0, hi=2**64 - 1, integer=True), help="Seed of every random element (same seed, same link).")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the run's statistics as one JSON document on stdout.")
     parser.add_argument("command", metavar="COMMAND", nargs="*",
                         help="The command to run behind the link, after '--' (default: $SHELL, interactive).")
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> None:
     if args.handoffs_file:
         changes["handoffs"] = read_handoffs(args.handoffs_file)
     if args.slot:
-        changes["slot_s"] = parse_duration(args.slot, "--slot")
+        changes["slot_s"] = parse_duration(args.slot, "--slot", least=1e-4)
     if args.technology:
         changes["technology"] = args.technology
     if args.seed is not None:

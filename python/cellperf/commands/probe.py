@@ -20,8 +20,9 @@ import json
 import sys
 from pathlib import Path
 
-from cellperf.agents import TESTS, check_log_path, check_seconds, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.agents import MAX_DURATION_S, TESTS, check_log_path, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
 from cellperf.cli import file_path
+from cellperf.validate import number_arg
 from cellperf.errors import UserError
 from cellperf.units import format_rate
 
@@ -73,18 +74,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
     parser.add_argument("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk).")
     parser.add_argument("--rate", help="udp-cbr payload rate, bit/s (k/M/G). Default 1M.")
-    parser.add_argument("--payload", type=int, metavar="BYTES", help="UDP payload bytes (default 1460; the header takes 20).")
-    parser.add_argument("--duration", type=float, metavar="SECONDS", help="Seconds (default 10; voip/min-delay 30, sparse 60).")
+    parser.add_argument("--payload", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="UDP payload bytes (default 1460; the header takes 20).")
+    parser.add_argument("--duration", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds (default 10; voip/min-delay 30, sparse 60).")
     parser.add_argument("--bytes", dest="nbytes", metavar="BYTES", help="tcp-bulk: stop after this many bytes (K/M/G).")
     parser.add_argument("--congestion", metavar="NAME", help="TCP congestion control (e.g. cubic, reno, bbr).")
     parser.add_argument("--window", metavar="BYTES", help="TCP socket buffer at both ends (K/M), e.g. 64K.")
-    parser.add_argument("--mss", type=int, metavar="BYTES", help="TCP maximum segment size, bytes.")
-    parser.add_argument("-P", "--streams", type=int, metavar="N", help="Parallel TCP streams.")
+    parser.add_argument("--mss", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="TCP maximum segment size, bytes.")
+    parser.add_argument("-P", "--streams", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="Parallel TCP streams.")
     parser.add_argument("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
     parser.add_argument("--sizes", metavar="LIST", help="ping-sweep payload sizes (default 128,256,512,1024,1500).")
-    parser.add_argument("--count", type=int, metavar="N", help="ping-sweep probes per size (default 100).")
-    parser.add_argument("--interval", type=float, metavar="SECONDS", help="Seconds between packets (ping-sweep 1, sparse 0.1).")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
+    parser.add_argument("--count", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="ping-sweep probes per size (default 100).")
+    parser.add_argument("--interval", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds between packets (ping-sweep 1, sparse 0.1).")
+    parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
     parser.add_argument("--windows", metavar="LIST", help="window-sweep windows (default 16K..1024K).")
     parser.add_argument("--mss-values", metavar="LIST", help="window-sweep MSS values instead of windows.")
     parser.add_argument("--owd", metavar="KIND", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
@@ -118,12 +119,6 @@ def run(args: argparse.Namespace) -> None:
     ):
         if text is not None:
             options[key] = parse(text, option)
-    for key in ("payload", "mss", "streams", "count"):
-        if key in options and options[key] < 0:
-            raise UserError(f"--{key.replace('_', '-')}: must not be negative")
-    for key, option in (("duration_s", "--duration"), ("interval_s", "--interval"), ("timeout_s", "--timeout")):
-        if key in options:
-            check_seconds(options[key], option)
 
     live = sys.stdout.isatty() and not as_json
     status = None

@@ -17,9 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-from cellperf.agents import DEFAULT_PORT, MAX_TESTS, check_seconds, parse_rate, read_token, serve
+from cellperf.agents import DEFAULT_PORT, MAX_DURATION_S, MAX_TESTS, parse_rate, read_token, serve
 from cellperf.cli import file_path, folder_path
 from cellperf.errors import UserError
+from cellperf.validate import number_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Control address; [::] takes IPv4 too.")
     parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
     parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test and direction, bit/s (k/M/G), up to 1T; TCP included (all streams).")
-    parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=float, help="Longest test, seconds (at most 86400).")
-    parser.add_argument("--max-tests", metavar="N", default=16, type=int, help="Tests running at once (1..1024).")
+    parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), help="Longest test, seconds (at most 86400).")
+    parser.add_argument("--max-tests", metavar="N", default=16, type=number_arg(lo=1, hi=MAX_TESTS, integer=True), help="Tests running at once (1..1024).")
     parser.add_argument("--log-dir", metavar="DIR", type=folder_path(Path), help="Write a per-packet CSV log per test here.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the listening address as one JSON line.")
 
@@ -36,10 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     token = read_token(args.token_file)
     rate = parse_rate(args.max_rate, "--max-rate")
-    max_duration = check_seconds(args.max_duration, "--max-duration")
-    max_tests, log_dir = args.max_tests, args.log_dir
-    if not 1 <= max_tests <= MAX_TESTS:
-        raise UserError(f"--max-tests: {max_tests} is outside 1..{MAX_TESTS}")
+    max_duration, max_tests, log_dir = args.max_duration, args.max_tests, args.log_dir
     if log_dir is not None:
         try:
             log_dir.mkdir(parents=True, exist_ok=True)

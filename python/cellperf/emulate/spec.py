@@ -149,7 +149,7 @@ def parse_link(text: str, what: str) -> dict:
         unknown = set(kv) - {"slot", "states"}
         if unknown:
             raise UserError(f"{what}: unknown slots option {sorted(unknown)[0]!r} (slot=, states=drc)")
-        out = {"kind": "slots", "path": path, "slot_s": parse_duration(kv.get("slot", "1.667ms"), what)}
+        out = {"kind": "slots", "path": path, "slot_s": parse_duration(kv.get("slot", "1.667ms"), what, least=1e-4)}
         if "states" in kv:
             if kv["states"].lower() != "drc":
                 raise UserError(f"{what}: states={kv['states']!r}: the only state table is drc (EV-DO)")
@@ -178,7 +178,7 @@ def parse_link(text: str, what: str) -> dict:
             "bad_bps": parse_rate(kv["bad"], what),
             "good_to_bad_per_s": per_s("g2b"),
             "bad_to_good_per_s": per_s("b2g"),
-            "slot_s": parse_duration(kv.get("slot", "1.667ms"), what),
+            "slot_s": parse_duration(kv.get("slot", "1.667ms"), what, least=1e-4),
         }
     raise UserError(f"{what}: unknown link kind {kind!r} (constant, mahimahi, slots, markov, ge)")
 

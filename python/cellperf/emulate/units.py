@@ -17,6 +17,12 @@ _RATE_UNITS = {
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "k": 1000, "mb": 1_000_000, "m": 1_000_000, "kib": 1024, "mib": 1 << 20}
 
+# Bounds past which a value is a typo, not a link: they keep 1e308 out of the Rust side, where
+# it would overflow a counter or make a link that never delivers.
+MAX_RATE = 1e12          # 1 Tbit/s
+MAX_SECONDS = 86_400.0   # a day: a delay, a gap or a slot
+MAX_SIZE = 1 << 40       # 1 TiB of queue
+
 
 def parse_rate(text: str, what: str) -> float:
     """Bits per second from `384kbit`, `10mbit`, `2.5Mbps`, `1e6`."""
@@ -25,18 +31,22 @@ def parse_rate(text: str, what: str) -> float:
     if not m or unit not in _RATE_UNITS:
         raise UserError(f"{what}: {text!r} is not a rate (examples: 384kbit, 10mbit, 2.5e6)")
     value = float(m.group(1)) * _RATE_UNITS[unit]
-    if value <= 0:
-        raise UserError(f"{what}: the rate must be positive, got {text!r}")
+    if not 0 < value <= MAX_RATE:
+        raise UserError(f"{what}: the rate must be positive and at most 1Tbit, got {text!r}")
     return value
 
 
-def parse_duration(text: str, what: str, default_unit: str = "s") -> float:
-    """Seconds from `1.667ms`, `30s`, `250us`; a bare number is in `default_unit`."""
+def parse_duration(text: str, what: str, default_unit: str = "s", least: float = 0.0) -> float:
+    """Seconds from `1.667ms`, `30s`, `250us`; a bare number is in `default_unit`. At least
+    `least` seconds (a slot of 0 s would never end) and at most a day."""
     m = re.fullmatch(_NUMBER + r"\s*([a-z]*)", text.strip().lower())
     unit = (m.group(2) or default_unit) if m else None
     if not m or unit not in _TIME_UNITS:
         raise UserError(f"{what}: {text!r} is not a duration (examples: 20ms, 1.5s, 250us)")
-    return float(m.group(1)) * _TIME_UNITS[unit]
+    value = float(m.group(1)) * _TIME_UNITS[unit]
+    if not least <= value <= MAX_SECONDS:
+        raise UserError(f"{what}: {text!r} is not between {least * 1e3:g} ms and 86,400 s")
+    return value
 
 
 def parse_size(text: str, what: str) -> int:
@@ -45,8 +55,11 @@ def parse_size(text: str, what: str) -> int:
     unit = m.group(2).lower() if m else None
     if not m or unit not in _SIZE_UNITS:
         raise UserError(f"{what}: {text!r} is not a size in bytes (examples: 150000, 64KB, 1126KB)")
-    value = int(round(float(m.group(1)) * _SIZE_UNITS[unit]))
-    if value <= 0:
+    value = float(m.group(1)) * _SIZE_UNITS[unit]
+    if not 0 < value <= MAX_SIZE:
+        raise UserError(f"{what}: the size must be positive and at most 1TiB, got {text!r}")
+    value = int(round(value))
+    if value == 0:
         raise UserError(f"{what}: the size must be positive, got {text!r}")
     return value
 
