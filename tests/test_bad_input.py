@@ -51,6 +51,8 @@ NUMERIC = [
     ("emulate --downlink={num}mbit --uplink 1mbit -- true", "--downlink"),
     ("emulate --profile wibro-stationary --downlink-arq bler={num} -- true", "--downlink-arq"),
     ("emulate --profile wibro-stationary --uplink-frames frame={num} -- true", "--uplink-frames"),
+    ("emulate --profile wibro-stationary --delay-wander sd={num} -- true", "--delay-wander"),
+    ("emulate --profile wibro-stationary --delay-wander sd=5ms,tau={num} -- true", "--delay-wander"),
     ("emulate --profile wibro-stationary --random-outages every={num},duration=1 -- true", "--random-outages"),
     # Server and probe (a token in the environment): refused before any socket is opened.
     ("server --max-duration {num}", "--max-duration"),

@@ -53,7 +53,12 @@ impl ArqParams {
     /// The fate of a packet whose transmissions fail as `failed(probability, extra delay so
     /// far)` says.
     fn fate(&self, failed: &mut dyn FnMut(f64, Nanos) -> bool) -> Fate {
-        let mut fate = Fate { extra: 0, delivered: false, transmissions: 0, arq_rounds: 0 };
+        let mut fate = Fate {
+            extra: 0,
+            delivered: false,
+            transmissions: 0,
+            arq_rounds: 0,
+        };
         for round in 0..=self.arq_retries {
             if round > 0 {
                 fate.extra += self.arq_delay;
@@ -132,14 +137,31 @@ impl Arq {
         let mut arq = Self::with_errors(params, move |p| p > 0.0 && rng.next_f64() < p);
         if params.fade_every > 0 && params.fade_mean > 0 {
             let rng = SeededRng::new(seed ^ 0x6661_6465);
-            arq.fades = Some(Fades { rng, every: params.fade_every as f64, mean: params.fade_mean as f64, known: VecDeque::new(), drawn_until: 0 });
+            arq.fades = Some(Fades {
+                rng,
+                every: params.fade_every as f64,
+                mean: params.fade_mean as f64,
+                known: VecDeque::new(),
+                drawn_until: 0,
+            });
         }
         arq
     }
 
     /// Transmissions fail as `failed(probability)` says (tests inject exact error patterns).
-    pub fn with_errors(params: ArqParams, failed: impl FnMut(f64) -> bool + Send + 'static) -> Self {
-        Arq { params, decide: Box::new(failed), fades: None, last_due: 0, held: VecDeque::new(), drops: Drops::default(), stats: ArqStats::default() }
+    pub fn with_errors(
+        params: ArqParams,
+        failed: impl FnMut(f64) -> bool + Send + 'static,
+    ) -> Self {
+        Arq {
+            params,
+            decide: Box::new(failed),
+            fades: None,
+            last_due: 0,
+            held: VecDeque::new(),
+            drops: Drops::default(),
+            stats: ArqStats::default(),
+        }
     }
 
     pub fn stats(&self) -> ArqStats {
@@ -149,7 +171,8 @@ impl Arq {
 
 impl Element for Arq {
     fn accept(&mut self, mut packet: Packet) {
-        let (decide, fades, fade_error) = (&mut self.decide, &mut self.fades, self.params.fade_error);
+        let (decide, fades, fade_error) =
+            (&mut self.decide, &mut self.fades, self.params.fade_error);
         let arrival = packet.time;
         if let Some(f) = fades.as_mut() {
             f.forget_before(arrival);
@@ -196,7 +219,17 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     fn params() -> ArqParams {
-        ArqParams { block_error: 0.1, harq_error: 0.1, harq_retries: 2, harq_rtt: 10 * MS, arq_retries: 2, arq_delay: 100 * MS, fade_every: 0, fade_mean: 0, fade_error: 1.0 }
+        ArqParams {
+            block_error: 0.1,
+            harq_error: 0.1,
+            harq_retries: 2,
+            harq_rtt: 10 * MS,
+            arq_retries: 2,
+            arq_delay: 100 * MS,
+            fade_every: 0,
+            fade_mean: 0,
+            fade_error: 1.0,
+        }
     }
 
     /// Transmission k (counted over the whole run, from 0) fails when `fails` holds k.
@@ -219,7 +252,14 @@ mod tests {
         let times: Vec<Nanos> = out.iter().map(|o| o.0).collect();
         // Packets 3-5 are held behind packet 2 until 2 + 10 ms, then leave in a burst.
         assert_eq!(times, vec![0, MS, 12 * MS, 12 * MS, 12 * MS, 12 * MS]);
-        assert_eq!(arq.stats(), ArqStats { packets: 6, retransmitted: 1, arq_retransmitted: 0 });
+        assert_eq!(
+            arq.stats(),
+            ArqStats {
+                packets: 6,
+                retransmitted: 1,
+                arq_retransmitted: 0
+            }
+        );
     }
 
     #[test]
@@ -240,7 +280,13 @@ mod tests {
         let mut arq = Arq::with_errors(params(), |p: f64| p > 0.05);
         let out = run(&mut arq, &[(0, 100)], MS, 400 * MS);
         assert!(out.is_empty());
-        assert_eq!(arq.drops(), Drops { packets: 1, bytes: 100 });
+        assert_eq!(
+            arq.drops(),
+            Drops {
+                packets: 1,
+                bytes: 100
+            }
+        );
         let mut arq = Arq::with_errors(params(), scripted(&[0, 1, 2, 3, 4, 5, 6, 7, 8]));
         let out = run(&mut arq, &[(0, 100), (MS, 60)], MS, 400 * MS);
         assert_eq!(out, vec![(260 * MS, 60)]);
@@ -249,20 +295,36 @@ mod tests {
 
     #[test]
     fn error_free_link_is_transparent_and_the_random_one_matches_its_probabilities() {
-        let mut arq = Arq::new(ArqParams { block_error: 0.0, ..params() }, 3);
+        let mut arq = Arq::new(
+            ArqParams {
+                block_error: 0.0,
+                ..params()
+            },
+            3,
+        );
         let arrivals: Vec<(Nanos, usize)> = (0..100).map(|i| (i * MS, 100)).collect();
         assert_eq!(run(&mut arq, &arrivals, MS, 200 * MS), arrivals);
 
         // 20 % first-transmission errors, 50 % HARQ errors: P(retransmitted) = 0.2,
         // P(ARQ needed) = 0.2 × 0.5 × 0.5 = 0.05 with two HARQ retries.
-        let p = ArqParams { block_error: 0.2, harq_error: 0.5, ..params() };
+        let p = ArqParams {
+            block_error: 0.2,
+            harq_error: 0.5,
+            ..params()
+        };
         let mut arq = Arq::new(p, 11);
         let n = 100_000u64;
         let arrivals: Vec<(Nanos, usize)> = (0..n).map(|i| (i * MS, 100)).collect();
         let out = run(&mut arq, &arrivals, MS, (n + 1000) * MS);
         let s = arq.stats();
-        assert!((s.retransmitted as f64 / n as f64 - 0.2).abs() < 0.01, "{s:?}");
-        assert!((s.arq_retransmitted as f64 / n as f64 - 0.05).abs() < 0.005, "{s:?}");
+        assert!(
+            (s.retransmitted as f64 / n as f64 - 0.2).abs() < 0.01,
+            "{s:?}"
+        );
+        assert!(
+            (s.arq_retransmitted as f64 / n as f64 - 0.05).abs() < 0.005,
+            "{s:?}"
+        );
         // Residual loss: P = (0.2 × 0.25)^3 = 1.25e-4.
         assert!(arq.drops().packets < 40, "{:?}", arq.drops());
         assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
@@ -273,7 +335,14 @@ mod tests {
         // No errors outside fades; fades every ~2 s lasting ~300 ms; HARQ every 10 ms, ARQ
         // every 100 ms, enough retries to outlast any fade: nothing is lost, and each packet
         // sent into a fade leaves at its first transmission after the fade's end.
-        let p = ArqParams { block_error: 0.0, harq_error: 0.0, arq_retries: 60, fade_every: 2_000 * MS, fade_mean: 300 * MS, ..params() };
+        let p = ArqParams {
+            block_error: 0.0,
+            harq_error: 0.0,
+            arq_retries: 60,
+            fade_every: 2_000 * MS,
+            fade_mean: 300 * MS,
+            ..params()
+        };
         let mut arq = Arq::new(p, 5);
         let arrivals: Vec<(Nanos, usize)> = (0..20_000).map(|i| (i * MS, 100)).collect();
         let out = run(&mut arq, &arrivals, MS, 40_000 * MS);

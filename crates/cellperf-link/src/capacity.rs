@@ -17,7 +17,11 @@ pub enum Segment {
     /// `bytes` may be delivered at the instant `at`, to packets waiting by then.
     Instant { at: Nanos, bytes: f64 },
     /// Delivery at `bits_per_sec` during [start, end).
-    Fluid { start: Nanos, end: Nanos, bits_per_sec: f64 },
+    Fluid {
+        start: Nanos,
+        end: Nanos,
+        bits_per_sec: f64,
+    },
 }
 
 impl Segment {
@@ -62,7 +66,8 @@ pub struct MahimahiTrace {
 
 impl MahimahiTrace {
     pub fn from_file(path: &str) -> Result<Self, LinkError> {
-        let text = std::fs::read_to_string(path).map_err(|e| LinkError::file(path, format!("cannot read the trace ({e})")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LinkError::file(path, format!("cannot read the trace ({e})")))?;
         Self::parse(&text, path)
     }
 
@@ -70,18 +75,25 @@ impl MahimahiTrace {
     /// format); `name` is used in error messages.
     pub fn parse(text: &str, name: &str) -> Result<Self, LinkError> {
         let times = cellperf_channel::mahimahi::parse(text.as_bytes()).map_err(|e| match e {
-            cellperf_channel::ChannelError::EmptyTrace => {
-                LinkError::file(name, "the trace is empty (expected one millisecond time per line)")
-            }
+            cellperf_channel::ChannelError::EmptyTrace => LinkError::file(
+                name,
+                "the trace is empty (expected one millisecond time per line)",
+            ),
             other => LinkError::file(name, other.to_string()),
         })?;
         let period_ms = *times.last().unwrap_or(&1);
-        Ok(MahimahiTrace { times_ms: times.into(), period_ms, index: 0, loops: 0 })
+        Ok(MahimahiTrace {
+            times_ms: times.into(),
+            period_ms,
+            index: 0,
+            loops: 0,
+        })
     }
 
     /// Mean capacity over one period of the trace.
     pub fn mean_bits_per_sec(&self) -> f64 {
-        self.times_ms.len() as f64 * MAHIMAHI_OPPORTUNITY_BYTES * 8.0 / (self.period_ms as f64 / 1000.0)
+        self.times_ms.len() as f64 * MAHIMAHI_OPPORTUNITY_BYTES * 8.0
+            / (self.period_ms as f64 / 1000.0)
     }
 
     pub fn period_ms(&self) -> u64 {
@@ -101,7 +113,10 @@ impl Capacity for MahimahiTrace {
             self.index = 0;
             self.loops += 1;
         }
-        Segment::Instant { at, bytes: MAHIMAHI_OPPORTUNITY_BYTES }
+        Segment::Instant {
+            at,
+            bytes: MAHIMAHI_OPPORTUNITY_BYTES,
+        }
     }
 
     fn first_ending_at_or_after(&mut self, t: Nanos) -> Segment {
@@ -143,24 +158,45 @@ pub struct SlotRates {
 impl SlotRates {
     pub fn new(slot_secs: f64, rates_bps: Vec<f64>, name: &str) -> Result<Self, LinkError> {
         if !(slot_secs.is_finite() && slot_secs > 0.0) {
-            return Err(LinkError::spec(format!("{name}: slot length must be a positive number of seconds, got {slot_secs}")));
+            return Err(LinkError::spec(format!(
+                "{name}: slot length must be a positive number of seconds, got {slot_secs}"
+            )));
         }
         if rates_bps.is_empty() {
             return Err(LinkError::file(name, "the rate trace is empty"));
         }
         if let Some(i) = rates_bps.iter().position(|r| !r.is_finite() || *r < 0.0) {
-            return Err(LinkError::file(name, format!("slot {}: rate {} is not a non-negative number", i + 1, rates_bps[i])));
+            return Err(LinkError::file(
+                name,
+                format!(
+                    "slot {}: rate {} is not a non-negative number",
+                    i + 1,
+                    rates_bps[i]
+                ),
+            ));
         }
         if rates_bps.iter().all(|&r| r == 0.0) {
-            return Err(LinkError::file(name, "every slot has rate 0, so the link could never deliver"));
+            return Err(LinkError::file(
+                name,
+                "every slot has rate 0, so the link could never deliver",
+            ));
         }
-        Ok(SlotRates { slot_ns: slot_secs * NANOS_PER_SEC, rates_bps: rates_bps.into(), slot: 0 })
+        Ok(SlotRates {
+            slot_ns: slot_secs * NANOS_PER_SEC,
+            rates_bps: rates_bps.into(),
+            slot: 0,
+        })
     }
 
     /// Reads one number per line: a rate in bit/s, or, with `state_rates_bps`, a state index
     /// into that table (e.g. EV-DO DRC indices).
-    pub fn from_file(path: &str, slot_secs: f64, state_rates_bps: Option<&[f64]>) -> Result<Self, LinkError> {
-        let text = std::fs::read_to_string(path).map_err(|e| LinkError::file(path, format!("cannot read the rate trace ({e})")))?;
+    pub fn from_file(
+        path: &str,
+        slot_secs: f64,
+        state_rates_bps: Option<&[f64]>,
+    ) -> Result<Self, LinkError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LinkError::file(path, format!("cannot read the rate trace ({e})")))?;
         let mut rates = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -168,13 +204,35 @@ impl SlotRates {
                 continue;
             }
             let rate = match state_rates_bps {
-                None => line.parse::<f64>().ok().filter(|r| r.is_finite() && *r >= 0.0).ok_or_else(|| {
-                    LinkError::file(path, format!("line {}: {line:?} is not a non-negative rate in bit/s", i + 1))
-                })?,
+                None => line
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| r.is_finite() && *r >= 0.0)
+                    .ok_or_else(|| {
+                        LinkError::file(
+                            path,
+                            format!(
+                                "line {}: {line:?} is not a non-negative rate in bit/s",
+                                i + 1
+                            ),
+                        )
+                    })?,
                 Some(table) => {
-                    let k: usize = line.parse().map_err(|_| LinkError::file(path, format!("line {}: {line:?} is not a state index", i + 1)))?;
+                    let k: usize = line.parse().map_err(|_| {
+                        LinkError::file(
+                            path,
+                            format!("line {}: {line:?} is not a state index", i + 1),
+                        )
+                    })?;
                     *table.get(k).ok_or_else(|| {
-                        LinkError::file(path, format!("line {}: state {k} is outside the rate table of {} states", i + 1, table.len()))
+                        LinkError::file(
+                            path,
+                            format!(
+                                "line {}: state {k} is outside the rate table of {} states",
+                                i + 1,
+                                table.len()
+                            ),
+                        )
                     })?
                 }
             };
@@ -185,10 +243,16 @@ impl SlotRates {
 
     pub fn constant(bits_per_sec: f64) -> Result<Self, LinkError> {
         if !(bits_per_sec.is_finite() && bits_per_sec > 0.0) {
-            return Err(LinkError::spec(format!("rate must be a positive number of bit/s, got {bits_per_sec}")));
+            return Err(LinkError::spec(format!(
+                "rate must be a positive number of bit/s, got {bits_per_sec}"
+            )));
         }
         // One very long slot: the segment never ends in practice.
-        Ok(SlotRates { slot_ns: u64::MAX as f64 / 4.0, rates_bps: vec![bits_per_sec].into(), slot: 0 })
+        Ok(SlotRates {
+            slot_ns: u64::MAX as f64 / 4.0,
+            rates_bps: vec![bits_per_sec].into(),
+            slot: 0,
+        })
     }
 
     pub fn mean_bits_per_sec(&self) -> f64 {
@@ -207,7 +271,11 @@ impl Capacity for SlotRates {
             self.slot += 1;
             let rate = self.rates_bps[(slot % self.rates_bps.len() as u64) as usize];
             if rate > 0.0 {
-                return Segment::Fluid { start: self.bound(slot), end: self.bound(slot + 1), bits_per_sec: rate };
+                return Segment::Fluid {
+                    start: self.bound(slot),
+                    end: self.bound(slot + 1),
+                    bits_per_sec: rate,
+                };
             }
         }
     }
@@ -244,13 +312,24 @@ mod tests {
         let mut t = MahimahiTrace::parse("0\n0\n5\n10\n", "t").unwrap();
         let ats: Vec<Nanos> = (0..8).map(|_| t.next_segment().end()).collect();
         let ms = 1_000_000;
-        assert_eq!(ats, vec![0, 0, 5 * ms, 10 * ms, 10 * ms, 10 * ms, 15 * ms, 20 * ms]);
+        assert_eq!(
+            ats,
+            vec![0, 0, 5 * ms, 10 * ms, 10 * ms, 10 * ms, 15 * ms, 20 * ms]
+        );
     }
 
     #[test]
     fn mahimahi_skip_matches_pulling() {
         let text = "1\n3\n3\n7\n20\n";
-        for t in [0u64, 2_500_000, 3_000_000, 19_000_000, 20_000_001, 55_000_000, 1_000_000_000] {
+        for t in [
+            0u64,
+            2_500_000,
+            3_000_000,
+            19_000_000,
+            20_000_001,
+            55_000_000,
+            1_000_000_000,
+        ] {
             let mut a = MahimahiTrace::parse(text, "t").unwrap();
             let mut b = a.clone();
             let sa = a.first_ending_at_or_after(t);
@@ -267,35 +346,72 @@ mod tests {
 
     #[test]
     fn bad_mahimahi_traces_say_what_is_wrong() {
-        let e = MahimahiTrace::parse("5\n3\n", "x.trace").unwrap_err().to_string();
-        assert!(e.starts_with("x.trace: line 2:") && e.contains("decrease"), "{e}");
+        let e = MahimahiTrace::parse("5\n3\n", "x.trace")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.trace: line 2:") && e.contains("decrease"),
+            "{e}"
+        );
         let e = MahimahiTrace::parse("", "x.trace").unwrap_err().to_string();
         assert!(e.contains("empty"), "{e}");
-        let e = MahimahiTrace::parse("0\n0\n", "x.trace").unwrap_err().to_string();
+        let e = MahimahiTrace::parse("0\n0\n", "x.trace")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lasts 0 ms"), "{e}");
-        let e = MahimahiTrace::parse("1\n-4\n", "x.trace").unwrap_err().to_string();
+        let e = MahimahiTrace::parse("1\n-4\n", "x.trace")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2") && e.contains("-4"), "{e}");
     }
 
     #[test]
     fn public_trace_mean_rate_matches_its_readme() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mahimahi/Verizon-LTE-short.down");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/traces/mahimahi/Verizon-LTE-short.down"
+        );
         if !std::path::Path::new(path).exists() {
             eprintln!("skipped: {path} absent");
             return;
         }
         let t = MahimahiTrace::from_file(path).unwrap();
         // The traces README gives 5.03 Mb/s.
-        assert!((t.mean_bits_per_sec() / 1e6 - 5.03).abs() < 0.01, "{}", t.mean_bits_per_sec());
+        assert!(
+            (t.mean_bits_per_sec() / 1e6 - 5.03).abs() < 0.01,
+            "{}",
+            t.mean_bits_per_sec()
+        );
     }
 
     #[test]
     fn slot_rates_skip_zero_slots_and_loop() {
         let mut s = SlotRates::new(0.001, vec![8000.0, 0.0, 16000.0], "s").unwrap();
         let ms = 1_000_000;
-        assert_eq!(s.next_segment(), Segment::Fluid { start: 0, end: ms, bits_per_sec: 8000.0 });
-        assert_eq!(s.next_segment(), Segment::Fluid { start: 2 * ms, end: 3 * ms, bits_per_sec: 16000.0 });
-        assert_eq!(s.next_segment(), Segment::Fluid { start: 3 * ms, end: 4 * ms, bits_per_sec: 8000.0 });
+        assert_eq!(
+            s.next_segment(),
+            Segment::Fluid {
+                start: 0,
+                end: ms,
+                bits_per_sec: 8000.0
+            }
+        );
+        assert_eq!(
+            s.next_segment(),
+            Segment::Fluid {
+                start: 2 * ms,
+                end: 3 * ms,
+                bits_per_sec: 16000.0
+            }
+        );
+        assert_eq!(
+            s.next_segment(),
+            Segment::Fluid {
+                start: 3 * ms,
+                end: 4 * ms,
+                bits_per_sec: 8000.0
+            }
+        );
         assert!(SlotRates::new(0.001, vec![0.0, 0.0], "s").is_err());
         assert!(SlotRates::new(0.0, vec![1.0], "s").is_err());
     }
@@ -305,7 +421,14 @@ mod tests {
         let mut s = SlotRates::new(1.0 / 600.0, vec![38_400.0], "s").unwrap();
         let seg = s.first_ending_at_or_after(3_600_000_000_000);
         // Slot 2,160,000 starts exactly at 3600 s.
-        assert_eq!(seg, Segment::Fluid { start: 3_600_000_000_000, end: 3_600_001_666_667, bits_per_sec: 38_400.0 });
+        assert_eq!(
+            seg,
+            Segment::Fluid {
+                start: 3_600_000_000_000,
+                end: 3_600_001_666_667,
+                bits_per_sec: 38_400.0
+            }
+        );
     }
 }
 
@@ -319,7 +442,11 @@ pub struct MarkovRates {
 
 impl MarkovRates {
     pub fn new(model: &cellperf_channel::MarkovModel, seed: u64) -> Self {
-        MarkovRates { sampler: model.sampler(seed), slot_ns: model.slot_s() * NANOS_PER_SEC, slot: 0 }
+        MarkovRates {
+            sampler: model.sampler(seed),
+            slot_ns: model.slot_s() * NANOS_PER_SEC,
+            slot: 0,
+        }
     }
 
     fn bound(&self, slot: u64) -> Nanos {
@@ -334,7 +461,11 @@ impl Capacity for MarkovRates {
             self.slot += 1;
             let rate = self.sampler.next_rate_bps();
             if rate > 0.0 {
-                return Segment::Fluid { start: self.bound(slot), end: self.bound(slot + 1), bits_per_sec: rate };
+                return Segment::Fluid {
+                    start: self.bound(slot),
+                    end: self.bound(slot + 1),
+                    bits_per_sec: rate,
+                };
             }
         }
     }
@@ -353,7 +484,12 @@ pub struct CapacityMeter {
 impl CapacityMeter {
     pub fn new(mut capacity: Box<dyn Capacity>) -> Self {
         let segment = capacity.next_segment();
-        CapacityMeter { capacity, segment, offered: 0.0, upto: 0 }
+        CapacityMeter {
+            capacity,
+            segment,
+            offered: 0.0,
+            upto: 0,
+        }
     }
 
     /// Bytes the link could have delivered in [previous call's `t`, `t`).
@@ -370,7 +506,11 @@ impl CapacityMeter {
                     }
                     self.segment = self.capacity.next_segment();
                 }
-                Segment::Fluid { start, end, bits_per_sec } => {
+                Segment::Fluid {
+                    start,
+                    end,
+                    bits_per_sec,
+                } => {
                     if start >= t {
                         break;
                     }
@@ -399,7 +539,9 @@ mod meter_tests {
     #[test]
     fn meter_counts_instants_and_fluid_parts() {
         let ms = 1_000_000;
-        let mut m = CapacityMeter::new(Box::new(MahimahiTrace::parse("1\n1\n5\n10\n", "t").unwrap()));
+        let mut m = CapacityMeter::new(Box::new(
+            MahimahiTrace::parse("1\n1\n5\n10\n", "t").unwrap(),
+        ));
         assert_eq!(m.offered_until(ms), 0.0);
         assert_eq!(m.offered_until(2 * ms), 3000.0);
         // [2, 20) ms holds the opportunities at 5, 10, 11, 11 and 15 ms.
@@ -412,7 +554,10 @@ mod meter_tests {
     #[test]
     fn markov_rates_follow_the_model_stationary_mean() {
         // Two states, 1 Mb/s and 100 kb/s, switching with probability 0.01 / 0.02 per 1 ms slot.
-        let model = cellperf_channel::MarkovModel::from_json(&two_state_model_json(1e6, 1e5, 0.01, 0.02, 0.001)).unwrap();
+        let model = cellperf_channel::MarkovModel::from_json(&two_state_model_json(
+            1e6, 1e5, 0.01, 0.02, 0.001,
+        ))
+        .unwrap();
         let mut m = CapacityMeter::new(Box::new(MarkovRates::new(&model, 5)));
         let secs = 2000;
         let bytes = m.offered_until(secs * 1_000_000_000);
@@ -424,9 +569,19 @@ mod meter_tests {
 
 /// A two-state (Gilbert–Elliott) rate channel as a Markov model file: Good at `good_bps`,
 /// Bad at `bad_bps`, switching with the given per-slot probabilities.
-pub fn two_state_model_json(good_bps: f64, bad_bps: f64, p_good_to_bad: f64, p_bad_to_good: f64, slot_s: f64) -> String {
+pub fn two_state_model_json(
+    good_bps: f64,
+    bad_bps: f64,
+    p_good_to_bad: f64,
+    p_bad_to_good: f64,
+    slot_s: f64,
+) -> String {
     let total = p_good_to_bad + p_bad_to_good;
-    let (fg, fb) = if total > 0.0 { (p_bad_to_good / total, p_good_to_bad / total) } else { (1.0, 0.0) };
+    let (fg, fb) = if total > 0.0 {
+        (p_bad_to_good / total, p_good_to_bad / total)
+    } else {
+        (1.0, 0.0)
+    };
     serde_json::json!({
         "format": "cellperf-markov-rate-model",
         "version": 1,

@@ -27,7 +27,10 @@ pub struct Independent {
 
 impl Independent {
     pub fn new(links: Vec<Pipeline>) -> Self {
-        Independent { links, scratch: Vec::new() }
+        Independent {
+            links,
+            scratch: Vec::new(),
+        }
     }
 }
 
@@ -48,7 +51,9 @@ impl MultiUserLink for Independent {
     }
 
     fn drops(&self) -> Drops {
-        self.links.iter().fold(Drops::default(), |a, l| a.merge(l.drops()))
+        self.links
+            .iter()
+            .fold(Drops::default(), |a, l| a.merge(l.drops()))
     }
 
     fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
@@ -72,7 +77,13 @@ pub struct CellUser {
 
 impl CellUser {
     pub fn new(channel: CapacityMeter, queue: Queue, after: Pipeline) -> Self {
-        CellUser { channel, queue, after, sending: None, sent: VecDeque::new() }
+        CellUser {
+            channel,
+            queue,
+            after,
+            sending: None,
+            sent: VecDeque::new(),
+        }
     }
 }
 
@@ -93,9 +104,17 @@ pub struct SharedCell {
 }
 
 impl SharedCell {
-    pub fn new(users: Vec<CellUser>, scheduler: SlotScheduler, slot_secs: f64, mut handoffs: Option<HandoffSchedule>) -> Self {
+    pub fn new(
+        users: Vec<CellUser>,
+        scheduler: SlotScheduler,
+        slot_secs: f64,
+        mut handoffs: Option<HandoffSchedule>,
+    ) -> Self {
         let n = users.len();
-        let next_handoff = handoffs.as_mut().and_then(|h| h.next_handoff()).map(|h| h.at);
+        let next_handoff = handoffs
+            .as_mut()
+            .and_then(|h| h.next_handoff())
+            .map(|h| h.at);
         SharedCell {
             users,
             scheduler,
@@ -129,13 +148,18 @@ impl SharedCell {
                 for u in 0..self.users.len() {
                     self.scheduler.reset_user(u);
                 }
-                self.next_handoff = self.handoffs.as_mut().and_then(|hs| hs.next_handoff()).map(|h| h.at);
+                self.next_handoff = self
+                    .handoffs
+                    .as_mut()
+                    .and_then(|hs| hs.next_handoff())
+                    .map(|h| h.at);
             }
             let slot_secs = (e - s) as f64 / NANOS_PER_SEC;
             for (i, u) in self.users.iter_mut().enumerate() {
                 self.bytes[i] = u.channel.offered_until(e);
                 self.rates[i] = self.bytes[i] * 8.0 / slot_secs;
-                self.backlogged[i] = u.sending.is_some() || u.queue.head_time().is_some_and(|h| h <= s);
+                self.backlogged[i] =
+                    u.sending.is_some() || u.queue.head_time().is_some_and(|h| h <= s);
             }
             let chosen = self.scheduler.choose(&self.rates, &self.backlogged);
             let mut served = None;
@@ -175,7 +199,9 @@ impl SharedCell {
     }
 
     fn any_backlog(&self) -> bool {
-        self.users.iter().any(|u| u.sending.is_some() || !u.queue.is_empty())
+        self.users
+            .iter()
+            .any(|u| u.sending.is_some() || !u.queue.is_empty())
     }
 }
 
@@ -198,11 +224,18 @@ impl MultiUserLink for SharedCell {
 
     fn next_event(&self) -> Option<Nanos> {
         let slot = self.any_backlog().then(|| self.bound(self.slot));
-        self.users.iter().flat_map(|u| [u.sent.front().map(|p| p.time), u.after.next_event()]).flatten().chain(slot).min()
+        self.users
+            .iter()
+            .flat_map(|u| [u.sent.front().map(|p| p.time), u.after.next_event()])
+            .flatten()
+            .chain(slot)
+            .min()
     }
 
     fn drops(&self) -> Drops {
-        self.users.iter().fold(Drops::default(), |a, u| a.merge(u.queue.drops()).merge(u.after.drops()))
+        self.users.iter().fold(Drops::default(), |a, u| {
+            a.merge(u.queue.drops()).merge(u.after.drops())
+        })
     }
 }
 
@@ -221,9 +254,20 @@ mod tests {
         let b: Vec<f64> = (0..120).map(|i| if i < 60 { 1e5 } else { 1e6 }).collect();
         let users = [a, b]
             .into_iter()
-            .map(|r| CellUser::new(CapacityMeter::new(Box::new(SlotRates::new(slot, r, "t").unwrap())), Queue::new(QueueSpec::Unbounded), Pipeline::new(vec![])))
+            .map(|r| {
+                CellUser::new(
+                    CapacityMeter::new(Box::new(SlotRates::new(slot, r, "t").unwrap())),
+                    Queue::new(QueueSpec::Unbounded),
+                    Pipeline::new(vec![]),
+                )
+            })
             .collect();
-        let mut cell = SharedCell::new(users, SlotScheduler::new(discipline, 2).unwrap(), slot, None);
+        let mut cell = SharedCell::new(
+            users,
+            SlotScheduler::new(discipline, 2).unwrap(),
+            slot,
+            None,
+        );
         let mut got = vec![0.0; 2];
         let mut out = Vec::new();
         let ms = 1_000_000u64;
@@ -244,11 +288,17 @@ mod tests {
 
     #[test]
     fn proportional_fair_beats_round_robin_on_anticorrelated_channels_and_both_are_fair() {
-        let pf = delivered(Discipline::ProportionalFair { alpha: DEFAULT_ALPHA });
+        let pf = delivered(Discipline::ProportionalFair {
+            alpha: DEFAULT_ALPHA,
+        });
         let rr = delivered(Discipline::RoundRobin);
         let (tpf, trr) = (pf.iter().sum::<f64>(), rr.iter().sum::<f64>());
         // RR: each user half the slots at its mean rate 550 kb/s → 550 kb/s total.
-        assert!((trr * 8.0 / 60.0 / 550e3 - 1.0).abs() < 0.02, "{}", trr * 8.0 / 60.0);
+        assert!(
+            (trr * 8.0 / 60.0 / 550e3 - 1.0).abs() < 0.02,
+            "{}",
+            trr * 8.0 / 60.0
+        );
         // PF serves whoever is in Good: close to 1 Mb/s total.
         assert!(tpf / trr > 1.6, "{tpf} {trr}");
         for x in [&pf, &rr] {

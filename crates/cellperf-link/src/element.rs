@@ -54,7 +54,10 @@ impl Drops {
     }
 
     pub fn merge(self, other: Drops) -> Drops {
-        Drops { packets: self.packets + other.packets, bytes: self.bytes + other.bytes }
+        Drops {
+            packets: self.packets + other.packets,
+            bytes: self.bytes + other.bytes,
+        }
     }
 }
 
@@ -64,7 +67,11 @@ pub enum LinkEvent {
     /// A packet of `bytes` reached the queue.
     Arrival { at: Nanos, bytes: usize },
     /// A packet that arrived at `arrived` had its last byte sent at `at`.
-    Departure { at: Nanos, bytes: usize, arrived: Nanos },
+    Departure {
+        at: Nanos,
+        bytes: usize,
+        arrived: Nanos,
+    },
     /// Packets thrown away at `at` (queue full, CoDel, an outage in drop mode).
     Drop { at: Nanos, packets: u64, bytes: u64 },
 }
@@ -98,7 +105,11 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(elements: Vec<Box<dyn Element>>) -> Self {
-        Pipeline { elements, carry: Vec::new(), next_carry: Vec::new() }
+        Pipeline {
+            elements,
+            carry: Vec::new(),
+            next_carry: Vec::new(),
+        }
     }
 }
 
@@ -131,11 +142,17 @@ impl Element for Pipeline {
 
     fn next_event(&self) -> Option<Nanos> {
         let own = self.carry.first().map(|p| p.time);
-        self.elements.iter().filter_map(|e| e.next_event()).chain(own).min()
+        self.elements
+            .iter()
+            .filter_map(|e| e.next_event())
+            .chain(own)
+            .min()
     }
 
     fn drops(&self) -> Drops {
-        self.elements.iter().fold(Drops::default(), |acc, e| acc.merge(e.drops()))
+        self.elements
+            .iter()
+            .fold(Drops::default(), |acc, e| acc.merge(e.drops()))
     }
 
     fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
@@ -155,7 +172,12 @@ pub(crate) mod testing {
 
     /// Feeds `arrivals` (time, size) and polls at `poll_every` until `end`, as a clock
     /// would; returns (due time, size) of everything released.
-    pub fn run(element: &mut dyn Element, arrivals: &[(Nanos, usize)], poll_every: Nanos, end: Nanos) -> Vec<(Nanos, usize)> {
+    pub fn run(
+        element: &mut dyn Element,
+        arrivals: &[(Nanos, usize)],
+        poll_every: Nanos,
+        end: Nanos,
+    ) -> Vec<(Nanos, usize)> {
         let mut out = Vec::new();
         let mut next = 0;
         let mut now = 0;

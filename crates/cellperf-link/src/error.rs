@@ -24,7 +24,10 @@ impl std::error::Error for LinkError {}
 
 impl LinkError {
     pub fn file(path: &str, problem: impl Into<String>) -> Self {
-        LinkError::File { path: path.to_string(), problem: problem.into() }
+        LinkError::File {
+            path: path.to_string(),
+            problem: problem.into(),
+        }
     }
 
     pub fn spec(problem: impl Into<String>) -> Self {

@@ -35,8 +35,17 @@ pub struct UplinkFrames {
 
 impl UplinkFrames {
     pub fn new(params: FrameParams) -> Self {
-        assert!(params.frame > 0, "frame length must be positive (checked by the spec)");
-        UplinkFrames { params, filling: 0, used: 0, last_due: 0, held: VecDeque::new() }
+        assert!(
+            params.frame > 0,
+            "frame length must be positive (checked by the spec)"
+        );
+        UplinkFrames {
+            params,
+            filling: 0,
+            used: 0,
+            last_due: 0,
+            held: VecDeque::new(),
+        }
     }
 
     fn frame_at_or_after(&self, t: Nanos) -> Nanos {
@@ -46,12 +55,20 @@ impl UplinkFrames {
 
 impl Element for UplinkFrames {
     fn accept(&mut self, mut packet: Packet) {
-        let FrameParams { frame, frame_bytes, grant_delay } = self.params;
+        let FrameParams {
+            frame,
+            frame_bytes,
+            grant_delay,
+        } = self.params;
         // Nothing queued at the terminal when this packet comes: it must ask for a grant.
         let idle = self.last_due <= packet.time;
         let ready = packet.time + if idle { grant_delay } else { 0 };
         let mut start = self.frame_at_or_after(ready).max(self.filling);
-        if start == self.filling && frame_bytes > 0 && self.used > 0 && self.used + packet.len() > frame_bytes {
+        if start == self.filling
+            && frame_bytes > 0
+            && self.used > 0
+            && self.used + packet.len() > frame_bytes
+        {
             start += frame; // this frame is full: the next one
         }
         if start != self.filling {
@@ -84,31 +101,59 @@ mod tests {
 
     #[test]
     fn releases_fall_only_on_frame_boundaries() {
-        let p = FrameParams { frame: 10 * MS, frame_bytes: 0, grant_delay: 0 };
+        let p = FrameParams {
+            frame: 10 * MS,
+            frame_bytes: 0,
+            grant_delay: 0,
+        };
         let mut f = UplinkFrames::new(p);
         // Packets at 1, 3, 12, 35 ms: the first two in the frame from 10 ms, out at 20 ms.
-        let out = run(&mut f, &[(MS, 40), (3 * MS, 40), (12 * MS, 40), (35 * MS, 40)], MS / 4, 100 * MS);
-        assert_eq!(out, vec![(20 * MS, 40), (20 * MS, 40), (30 * MS, 40), (50 * MS, 40)]);
+        let out = run(
+            &mut f,
+            &[(MS, 40), (3 * MS, 40), (12 * MS, 40), (35 * MS, 40)],
+            MS / 4,
+            100 * MS,
+        );
+        assert_eq!(
+            out,
+            vec![(20 * MS, 40), (20 * MS, 40), (30 * MS, 40), (50 * MS, 40)]
+        );
         assert!(out.iter().all(|o| o.0 % (10 * MS) == 0));
     }
 
     #[test]
     fn an_idle_terminal_waits_for_its_grant_and_a_busy_one_does_not() {
-        let p = FrameParams { frame: 5 * MS, frame_bytes: 0, grant_delay: 12 * MS };
+        let p = FrameParams {
+            frame: 5 * MS,
+            frame_bytes: 0,
+            grant_delay: 12 * MS,
+        };
         let mut f = UplinkFrames::new(p);
         // 0 ms: idle, ready at 12 ms, frame 15-20 ms. 16 ms: the first is still queued (leaves
         // at 20 ms), so no new request: frame 20-25 ms. 60 ms: idle again: 72 → 75-80 ms.
-        let out = run(&mut f, &[(0, 40), (16 * MS, 40), (60 * MS, 40)], MS / 4, 100 * MS);
+        let out = run(
+            &mut f,
+            &[(0, 40), (16 * MS, 40), (60 * MS, 40)],
+            MS / 4,
+            100 * MS,
+        );
         assert_eq!(out, vec![(20 * MS, 40), (25 * MS, 40), (80 * MS, 40)]);
     }
 
     #[test]
     fn a_frame_carries_up_to_its_capacity() {
-        let p = FrameParams { frame: 10 * MS, frame_bytes: 100, grant_delay: 0 };
+        let p = FrameParams {
+            frame: 10 * MS,
+            frame_bytes: 100,
+            grant_delay: 0,
+        };
         let mut f = UplinkFrames::new(p);
         // Five 40-byte ACKs at once: two per frame (80 B; a third would make 120 B).
         let arrivals: Vec<(Nanos, usize)> = (0..5).map(|_| (MS, 40)).collect();
         let out = run(&mut f, &arrivals, MS, 100 * MS);
-        assert_eq!(out.iter().map(|o| o.0 / MS).collect::<Vec<_>>(), vec![20, 20, 30, 30, 40]);
+        assert_eq!(
+            out.iter().map(|o| o.0 / MS).collect::<Vec<_>>(),
+            vec![20, 20, 30, 30, 40]
+        );
     }
 }

@@ -9,7 +9,12 @@ pub enum LossSpec {
     Iid { p: f64 },
     /// Two-state Markov chain advanced once per packet: Good→Bad with probability `p`,
     /// Bad→Good with `r`; a packet is lost with `loss_good` / `loss_bad` in each state.
-    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
 }
 
 impl LossSpec {
@@ -17,7 +22,12 @@ impl LossSpec {
     pub fn mean_loss(&self) -> f64 {
         match *self {
             LossSpec::Iid { p } => p,
-            LossSpec::GilbertElliott { p, r, loss_good, loss_bad } => {
+            LossSpec::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
                 let bad = if p + r > 0.0 { p / (p + r) } else { 0.0 };
                 (1.0 - bad) * loss_good + bad * loss_bad
             }
@@ -35,13 +45,24 @@ pub struct Loss {
 
 impl Loss {
     pub fn new(spec: LossSpec, seed: u64) -> Self {
-        Loss { spec, rng: SeededRng::new(seed), bad: false, passed: VecDeque::new(), drops: Drops::default() }
+        Loss {
+            spec,
+            rng: SeededRng::new(seed),
+            bad: false,
+            passed: VecDeque::new(),
+            drops: Drops::default(),
+        }
     }
 
     fn lose(&mut self) -> bool {
         match self.spec {
             LossSpec::Iid { p } => self.rng.next_f64() < p,
-            LossSpec::GilbertElliott { p, r, loss_good, loss_bad } => {
+            LossSpec::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
                 let flip = if self.bad { r } else { p };
                 if self.rng.next_f64() < flip {
                     self.bad = !self.bad;
@@ -97,7 +118,10 @@ mod tests {
     #[test]
     fn iid_loss_rate_within_binomial_bounds() {
         let n = 100_000;
-        let lost = losses(LossSpec::Iid { p: 0.01 }, n).iter().filter(|&&x| x).count() as f64;
+        let lost = losses(LossSpec::Iid { p: 0.01 }, n)
+            .iter()
+            .filter(|&&x| x)
+            .count() as f64;
         // 4 standard deviations of Binomial(n, 0.01).
         let sd = (n as f64 * 0.01 * 0.99).sqrt();
         assert!((lost - 1000.0).abs() < 4.0 * sd, "{lost}");
@@ -105,11 +129,20 @@ mod tests {
 
     #[test]
     fn gilbert_elliott_losses_come_in_bursts() {
-        let spec = LossSpec::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 };
+        let spec = LossSpec::GilbertElliott {
+            p: 0.01,
+            r: 0.25,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
         let n = 400_000;
         let v = losses(spec, n);
         let rate = v.iter().filter(|&&x| x).count() as f64 / n as f64;
-        assert!((rate - spec.mean_loss()).abs() < 0.004, "{rate} vs {}", spec.mean_loss());
+        assert!(
+            (rate - spec.mean_loss()).abs() < 0.004,
+            "{rate} vs {}",
+            spec.mean_loss()
+        );
         // Mean burst length is 1/r = 4 packets (independent losses would give ~1.04).
         let bursts = v.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
         let burst = v.iter().filter(|&&x| x).count() as f64 / bursts;

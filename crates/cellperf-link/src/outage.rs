@@ -30,7 +30,10 @@ pub struct Handoff {
 /// Handoffs in time order: a fixed list (from a file) or a seeded random process (profiles).
 #[derive(Debug, Clone)]
 pub enum HandoffSchedule {
-    Listed { handoffs: Arc<[Handoff]>, next: usize },
+    Listed {
+        handoffs: Arc<[Handoff]>,
+        next: usize,
+    },
     Random(RandomHandoffs),
 }
 
@@ -53,7 +56,10 @@ pub const SECTORS_PER_BS: u64 = 3;
 impl HandoffSchedule {
     pub fn listed(mut handoffs: Vec<Handoff>) -> Self {
         handoffs.sort_by_key(|h| h.at);
-        HandoffSchedule::Listed { handoffs: handoffs.into(), next: 0 }
+        HandoffSchedule::Listed {
+            handoffs: handoffs.into(),
+            next: 0,
+        }
     }
 
     pub fn next_handoff(&mut self) -> Option<Handoff> {
@@ -73,7 +79,12 @@ impl HandoffSchedule {
                     r.sector = 1 + (r.sector + r.rng.below(SECTORS_PER_BS - 1)) % SECTORS_PER_BS;
                     r.inter_sector_outage
                 };
-                Some(Handoff { at: r.last, bs_id: r.bs.to_string(), sector_id: r.sector.to_string(), outage })
+                Some(Handoff {
+                    at: r.last,
+                    bs_id: r.bs.to_string(),
+                    sector_id: r.sector.to_string(),
+                    outage,
+                })
             }
         }
     }
@@ -115,10 +126,23 @@ pub struct OutagePlan {
 
 impl OutagePlan {
     /// `scheduled` are (start, duration) pairs.
-    pub fn new(scheduled: &[(Nanos, Nanos)], random: Option<RandomOutages>, handoffs: Option<HandoffSchedule>) -> Self {
-        let mut windows: Vec<(Nanos, Nanos)> = scheduled.iter().filter(|w| w.1 > 0).map(|&(s, d)| (s, s + d)).collect();
+    pub fn new(
+        scheduled: &[(Nanos, Nanos)],
+        random: Option<RandomOutages>,
+        handoffs: Option<HandoffSchedule>,
+    ) -> Self {
+        let mut windows: Vec<(Nanos, Nanos)> = scheduled
+            .iter()
+            .filter(|w| w.1 > 0)
+            .map(|&(s, d)| (s, s + d))
+            .collect();
         windows.sort();
-        OutagePlan { scheduled: windows.into(), random, handoffs, ..Default::default() }
+        OutagePlan {
+            scheduled: windows.into(),
+            random,
+            handoffs,
+            ..Default::default()
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -149,7 +173,12 @@ impl OutagePlan {
             }
             self.primed = true;
         }
-        let (i, w) = self.heads.iter().enumerate().filter_map(|(i, h)| h.map(|w| (i, w))).min_by_key(|(_, w)| w.0)?;
+        let (i, w) = self
+            .heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.map(|w| (i, w)))
+            .min_by_key(|(_, w)| w.0)?;
         self.heads[i] = self.pull(i);
         Some(w)
     }
@@ -200,14 +229,21 @@ pub struct OutageClipped {
 
 impl OutageClipped {
     pub fn new(inner: Box<dyn Capacity>, plan: OutagePlan) -> Self {
-        OutageClipped { inner, plan, pending: None }
+        OutageClipped {
+            inner,
+            plan,
+            pending: None,
+        }
     }
 }
 
 impl Capacity for OutageClipped {
     fn next_segment(&mut self) -> Segment {
         loop {
-            let seg = self.pending.take().unwrap_or_else(|| self.inner.next_segment());
+            let seg = self
+                .pending
+                .take()
+                .unwrap_or_else(|| self.inner.next_segment());
             match seg {
                 Segment::Instant { at, .. } => match self.plan.window_ending_after(at) {
                     Some((s, e)) if s <= at => {
@@ -215,17 +251,33 @@ impl Capacity for OutageClipped {
                     }
                     _ => return seg,
                 },
-                Segment::Fluid { start, end, bits_per_sec } => match self.plan.window_ending_after(start) {
+                Segment::Fluid {
+                    start,
+                    end,
+                    bits_per_sec,
+                } => match self.plan.window_ending_after(start) {
                     Some((s, e)) if s <= start => {
                         if e < end {
-                            self.pending = Some(Segment::Fluid { start: e, end, bits_per_sec });
+                            self.pending = Some(Segment::Fluid {
+                                start: e,
+                                end,
+                                bits_per_sec,
+                            });
                         } else {
                             self.pending = Some(self.inner.first_ending_at_or_after(e));
                         }
                     }
                     Some((s, _)) if s < end => {
-                        self.pending = Some(Segment::Fluid { start: s, end, bits_per_sec });
-                        return Segment::Fluid { start, end: s, bits_per_sec };
+                        self.pending = Some(Segment::Fluid {
+                            start: s,
+                            end,
+                            bits_per_sec,
+                        });
+                        return Segment::Fluid {
+                            start,
+                            end: s,
+                            bits_per_sec,
+                        };
                     }
                     _ => return seg,
                 },
@@ -248,32 +300,61 @@ mod tests {
     #[test]
     fn windows_from_all_sources_merge_in_order() {
         let handoffs = HandoffSchedule::listed(vec![
-            Handoff { at: 50 * MS, bs_id: "1".into(), sector_id: "2".into(), outage: 30 * MS },
-            Handoff { at: 500 * MS, bs_id: "2".into(), sector_id: "1".into(), outage: 0 },
+            Handoff {
+                at: 50 * MS,
+                bs_id: "1".into(),
+                sector_id: "2".into(),
+                outage: 30 * MS,
+            },
+            Handoff {
+                at: 500 * MS,
+                bs_id: "2".into(),
+                sector_id: "1".into(),
+                outage: 0,
+            },
         ]);
-        let mut plan = OutagePlan::new(&[(10 * MS, 5 * MS), (70 * MS, 20 * MS), (200 * MS, MS)], None, Some(handoffs));
+        let mut plan = OutagePlan::new(
+            &[(10 * MS, 5 * MS), (70 * MS, 20 * MS), (200 * MS, MS)],
+            None,
+            Some(handoffs),
+        );
         assert_eq!(plan.window_ending_after(0), Some((10 * MS, 15 * MS)));
         assert_eq!(plan.window_ending_after(15 * MS), Some((50 * MS, 90 * MS)));
         assert!(plan.in_outage(60 * MS));
         assert!(!plan.in_outage(90 * MS));
-        assert_eq!(plan.window_ending_after(95 * MS), Some((200 * MS, 201 * MS)));
+        assert_eq!(
+            plan.window_ending_after(95 * MS),
+            Some((200 * MS, 201 * MS))
+        );
         assert_eq!(plan.window_ending_after(201 * MS), None);
     }
 
     #[test]
     fn clipping_removes_instants_and_cuts_fluid_segments() {
         let trace = MahimahiTrace::parse("1\n2\n3\n4\n5\n6\n", "t").unwrap();
-        let mut c = OutageClipped::new(Box::new(trace), OutagePlan::new(&[(2 * MS, 2 * MS)], None, None));
+        let mut c = OutageClipped::new(
+            Box::new(trace),
+            OutagePlan::new(&[(2 * MS, 2 * MS)], None, None),
+        );
         let ats: Vec<Nanos> = (0..4).map(|_| c.next_segment().end()).collect();
         assert_eq!(ats, vec![MS, 4 * MS, 5 * MS, 6 * MS]);
 
         let rate = SlotRates::constant(8e6).unwrap();
-        let mut c = OutageClipped::new(Box::new(rate), OutagePlan::new(&[(2 * MS, 3 * MS), (9 * MS, MS)], None, None));
-        let Segment::Fluid { start, end, .. } = c.next_segment() else { panic!() };
+        let mut c = OutageClipped::new(
+            Box::new(rate),
+            OutagePlan::new(&[(2 * MS, 3 * MS), (9 * MS, MS)], None, None),
+        );
+        let Segment::Fluid { start, end, .. } = c.next_segment() else {
+            panic!()
+        };
         assert_eq!((start, end), (0, 2 * MS));
-        let Segment::Fluid { start, end, .. } = c.next_segment() else { panic!() };
+        let Segment::Fluid { start, end, .. } = c.next_segment() else {
+            panic!()
+        };
         assert_eq!((start, end), (5 * MS, 9 * MS));
-        let Segment::Fluid { start, .. } = c.next_segment() else { panic!() };
+        let Segment::Fluid { start, .. } = c.next_segment() else {
+            panic!()
+        };
         assert_eq!(start, 10 * MS);
     }
 
@@ -302,11 +383,17 @@ mod tests {
         };
         let (mut a, mut b) = (make(), make());
         let hs: Vec<Handoff> = (0..2000).map(|_| a.next_handoff().unwrap()).collect();
-        assert_eq!(hs[1999], (0..2000).map(|_| b.next_handoff().unwrap()).last().unwrap());
+        assert_eq!(
+            hs[1999],
+            (0..2000).map(|_| b.next_handoff().unwrap()).last().unwrap()
+        );
         let mean_s = hs[1999].at as f64 / 2000.0 / 1e9;
         assert!((mean_s - 25.0).abs() < 2.0, "{mean_s}");
         let inter_bs = hs.windows(2).filter(|w| w[0].bs_id != w[1].bs_id).count() as f64 / 1999.0;
         assert!((inter_bs - 0.3).abs() < 0.05, "{inter_bs}");
-        assert!(hs.windows(2).all(|w| (w[0].bs_id.clone(), w[0].sector_id.clone()) != (w[1].bs_id.clone(), w[1].sector_id.clone())));
+        assert!(hs
+            .windows(2)
+            .all(|w| (w[0].bs_id.clone(), w[0].sector_id.clone())
+                != (w[1].bs_id.clone(), w[1].sector_id.clone())));
     }
 }

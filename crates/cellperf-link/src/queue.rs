@@ -8,7 +8,11 @@ pub enum QueueSpec {
     DropTailPackets(usize),
     DropTailBytes(usize),
     /// RFC 8289 CoDel with an overall packet limit.
-    CoDel { target: Nanos, interval: Nanos, limit_packets: usize },
+    CoDel {
+        target: Nanos,
+        interval: Nanos,
+        limit_packets: usize,
+    },
 }
 
 /// A FIFO with an admission rule and, for CoDel, a dequeue-time drop rule.
@@ -34,7 +38,13 @@ const CODEL_MTU: usize = 1500;
 
 impl Queue {
     pub fn new(spec: QueueSpec) -> Self {
-        Queue { spec, packets: VecDeque::new(), bytes: 0, drops: Drops::default(), codel: CoDelState::default() }
+        Queue {
+            spec,
+            packets: VecDeque::new(),
+            bytes: 0,
+            drops: Drops::default(),
+            codel: CoDelState::default(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -83,7 +93,9 @@ impl Queue {
     /// The next packet to serve when service can start at `now`.
     pub fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
         match self.spec {
-            QueueSpec::CoDel { target, interval, .. } => self.codel_dequeue(now, target, interval),
+            QueueSpec::CoDel {
+                target, interval, ..
+            } => self.codel_dequeue(now, target, interval),
             _ => self.pop(),
         }
     }
@@ -130,7 +142,8 @@ impl Queue {
                 if !ok_to_drop || p.is_none() {
                     self.codel.dropping = false;
                 } else {
-                    self.codel.drop_next = Self::control_law(self.codel.drop_next, interval, self.codel.count);
+                    self.codel.drop_next =
+                        Self::control_law(self.codel.drop_next, interval, self.codel.count);
                 }
             }
         } else if ok_to_drop {
@@ -139,7 +152,12 @@ impl Queue {
             (p, _) = self.codel_pop(now, target, interval);
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
-            self.codel.count = if delta > 1 && now.saturating_sub(self.codel.drop_next) < 16 * interval { delta } else { 1 };
+            self.codel.count =
+                if delta > 1 && now.saturating_sub(self.codel.drop_next) < 16 * interval {
+                    delta
+                } else {
+                    1
+                };
             self.codel.drop_next = Self::control_law(now, interval, self.codel.count);
             self.codel.last_count = self.codel.count;
         }
@@ -169,7 +187,11 @@ mod tests {
     #[test]
     fn codel_drops_follow_the_control_law() {
         let ms = 1_000_000;
-        let mut q = Queue::new(QueueSpec::CoDel { target: 5 * ms, interval: 100 * ms, limit_packets: 10_000 });
+        let mut q = Queue::new(QueueSpec::CoDel {
+            target: 5 * ms,
+            interval: 100 * ms,
+            limit_packets: 10_000,
+        });
         // A standing queue: 1000 packets arrive at t=0 and one is served every ms.
         for _ in 0..1000 {
             q.enqueue(packet(1500, 0));
@@ -190,7 +212,11 @@ mod tests {
     #[test]
     fn codel_leaves_a_short_queue_alone() {
         let ms = 1_000_000;
-        let mut q = Queue::new(QueueSpec::CoDel { target: 5 * ms, interval: 100 * ms, limit_packets: 100 });
+        let mut q = Queue::new(QueueSpec::CoDel {
+            target: 5 * ms,
+            interval: 100 * ms,
+            limit_packets: 100,
+        });
         for t in 0..10_000u64 {
             q.enqueue(packet(1500, t * ms));
             q.dequeue(t * ms + 2 * ms);

@@ -30,7 +30,11 @@ pub struct RateServer {
 impl RateServer {
     /// `capacity` should already be outage-clipped; `outages` + `mode` decide the fate of
     /// packets arriving inside a window.
-    pub fn new(mut capacity: Box<dyn Capacity>, queue: Queue, outages: Option<(OutagePlan, OutageMode)>) -> Self {
+    pub fn new(
+        mut capacity: Box<dyn Capacity>,
+        queue: Queue,
+        outages: Option<(OutagePlan, OutageMode)>,
+    ) -> Self {
         let segment = capacity.next_segment();
         let left_in_instant = match segment {
             Segment::Instant { bytes, .. } => bytes,
@@ -70,7 +74,11 @@ impl RateServer {
     fn log_queue_drops(&mut self, at: Nanos, before: Drops) {
         let now = self.queue.drops();
         if now.packets > before.packets {
-            self.log(LinkEvent::Drop { at, packets: now.packets - before.packets, bytes: now.bytes - before.bytes });
+            self.log(LinkEvent::Drop {
+                at,
+                packets: now.packets - before.packets,
+                bytes: now.bytes - before.bytes,
+            });
         }
     }
 
@@ -102,7 +110,11 @@ impl RateServer {
                         return at;
                     }
                 }
-                Segment::Fluid { start: s, end, bits_per_sec } => {
+                Segment::Fluid {
+                    start: s,
+                    end,
+                    bits_per_sec,
+                } => {
                     // A partly used segment has had its start moved to where service stopped.
                     let begin = s.max(start);
                     if begin >= end {
@@ -112,7 +124,11 @@ impl RateServer {
                     let available = fluid_bytes(bits_per_sec, end - begin);
                     if available >= need {
                         let finish = (begin + fluid_nanos(bits_per_sec, need)).min(end);
-                        self.segment = Segment::Fluid { start: finish, end, bits_per_sec };
+                        self.segment = Segment::Fluid {
+                            start: finish,
+                            end,
+                            bits_per_sec,
+                        };
                         return finish;
                     }
                     need -= available;
@@ -132,7 +148,9 @@ impl RateServer {
                 let p = self.in_service.take().expect("checked");
                 self.done.push_back(p);
             }
-            let Some(head) = self.queue.head_time() else { return };
+            let Some(head) = self.queue.head_time() else {
+                return;
+            };
             let start = self.cursor.max(head);
             if start > t {
                 return;
@@ -143,7 +161,11 @@ impl RateServer {
             let Some(mut p) = dequeued else { return };
             let finish = self.serve(start, p.len() as f64);
             self.cursor = finish;
-            self.log(LinkEvent::Departure { at: finish, bytes: p.len(), arrived: p.time });
+            self.log(LinkEvent::Departure {
+                at: finish,
+                bytes: p.len(),
+                arrived: p.time,
+            });
             p.time = finish;
             self.in_service = Some(p);
         }
@@ -158,7 +180,11 @@ impl Element for RateServer {
         if let Some(plan) = &mut self.drop_during {
             if plan.in_outage(t) {
                 self.outage_drops.add(len);
-                self.log(LinkEvent::Drop { at: t, packets: 1, bytes: len as u64 });
+                self.log(LinkEvent::Drop {
+                    at: t,
+                    packets: 1,
+                    bytes: len as u64,
+                });
                 return;
             }
         }
@@ -174,7 +200,10 @@ impl Element for RateServer {
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.done.front().or(self.in_service.as_ref()).map(|p| p.time)
+        self.done
+            .front()
+            .or(self.in_service.as_ref())
+            .map(|p| p.time)
     }
 
     fn drops(&self) -> Drops {
@@ -205,17 +234,45 @@ mod tests {
     #[test]
     fn constant_rate_releases_at_exact_transmission_times() {
         // 12 Mb/s: 1500 bytes take exactly 1 ms, 100 bytes 66.667 us.
-        let mut s = server(Box::new(SlotRates::constant(12e6).unwrap()), QueueSpec::Unbounded);
-        let out = run(&mut s, &[(0, 1500), (0, 1500), (5 * MS, 100), (20 * MS + 7, 1500)], 250_000, 30 * MS);
-        assert_eq!(out, vec![(MS, 1500), (2 * MS, 1500), (5 * MS + 66_667, 100), (21 * MS + 7, 1500)]);
+        let mut s = server(
+            Box::new(SlotRates::constant(12e6).unwrap()),
+            QueueSpec::Unbounded,
+        );
+        let out = run(
+            &mut s,
+            &[(0, 1500), (0, 1500), (5 * MS, 100), (20 * MS + 7, 1500)],
+            250_000,
+            30 * MS,
+        );
+        assert_eq!(
+            out,
+            vec![
+                (MS, 1500),
+                (2 * MS, 1500),
+                (5 * MS + 66_667, 100),
+                (21 * MS + 7, 1500)
+            ]
+        );
     }
 
     #[test]
     fn polling_granularity_does_not_change_release_times() {
-        let arrivals: Vec<(Nanos, usize)> = (0..200).map(|i| (i * 300_000, 200 + (i as usize * 37) % 1300)).collect();
+        let arrivals: Vec<(Nanos, usize)> = (0..200)
+            .map(|i| (i * 300_000, 200 + (i as usize * 37) % 1300))
+            .collect();
         let trace = MahimahiTrace::parse("1\n1\n2\n4\n4\n4\n9\n", "t").unwrap();
-        let a = run(&mut server(Box::new(trace.clone()), QueueSpec::Unbounded), &arrivals, 1000, 200 * MS);
-        let b = run(&mut server(Box::new(trace), QueueSpec::Unbounded), &arrivals, 3 * MS, 200 * MS);
+        let a = run(
+            &mut server(Box::new(trace.clone()), QueueSpec::Unbounded),
+            &arrivals,
+            1000,
+            200 * MS,
+        );
+        let b = run(
+            &mut server(Box::new(trace), QueueSpec::Unbounded),
+            &arrivals,
+            3 * MS,
+            200 * MS,
+        );
         assert_eq!(a, b);
         assert_eq!(a.len(), 200);
     }
@@ -227,8 +284,23 @@ mod tests {
         let mut s = server(Box::new(trace), QueueSpec::Unbounded);
         // Three 500-byte packets share the 1 ms opportunity; a 2000-byte one needs the 2 ms one
         // and 500 bytes of the 3 ms one, whose last 1000 bytes carry the next packet.
-        let out = run(&mut s, &[(0, 500), (0, 500), (0, 500), (0, 2000), (0, 1000), (0, 1)], 100_000, 10 * MS);
-        assert_eq!(out, vec![(MS, 500), (MS, 500), (MS, 500), (3 * MS, 2000), (3 * MS, 1000), (4 * MS, 1)]);
+        let out = run(
+            &mut s,
+            &[(0, 500), (0, 500), (0, 500), (0, 2000), (0, 1000), (0, 1)],
+            100_000,
+            10 * MS,
+        );
+        assert_eq!(
+            out,
+            vec![
+                (MS, 500),
+                (MS, 500),
+                (MS, 500),
+                (3 * MS, 2000),
+                (3 * MS, 1000),
+                (4 * MS, 1)
+            ]
+        );
     }
 
     #[test]
@@ -236,7 +308,12 @@ mod tests {
         let trace = MahimahiTrace::parse("1\n2\n3\n4\n", "t").unwrap();
         let mut s = server(Box::new(trace), QueueSpec::Unbounded);
         // Arrives at 2.5 ms: the 1 and 2 ms opportunities are gone, served at 3 ms.
-        let out = run(&mut s, &[(2_500_000, 1500), (2_500_000, 1500)], 100_000, 10 * MS);
+        let out = run(
+            &mut s,
+            &[(2_500_000, 1500), (2_500_000, 1500)],
+            100_000,
+            10 * MS,
+        );
         assert_eq!(out, vec![(3 * MS, 1500), (4 * MS, 1500)]);
     }
 
@@ -253,7 +330,10 @@ mod tests {
     #[test]
     fn drop_tail_queue_bounds_the_queueing_delay() {
         // 1.2 Mb/s = 1500 bytes per 10 ms; a 10-packet buffer; 100 packets at once.
-        let mut s = server(Box::new(SlotRates::constant(1.2e6).unwrap()), QueueSpec::DropTailPackets(10));
+        let mut s = server(
+            Box::new(SlotRates::constant(1.2e6).unwrap()),
+            QueueSpec::DropTailPackets(10),
+        );
         let arrivals: Vec<(Nanos, usize)> = (0..100).map(|_| (0, 1500)).collect();
         let out = run(&mut s, &arrivals, MS, 500 * MS);
         // One in service plus ten queued get through; the last leaves after 11 transmissions.
@@ -265,17 +345,30 @@ mod tests {
     #[test]
     fn buffering_outage_delays_and_drop_outage_loses() {
         let plan = OutagePlan::new(&[(10 * MS, 50 * MS)], None, None);
-        let cap = || Box::new(OutageClipped::new(Box::new(SlotRates::constant(12e6).unwrap()), plan.clone()));
+        let cap = || {
+            Box::new(OutageClipped::new(
+                Box::new(SlotRates::constant(12e6).unwrap()),
+                plan.clone(),
+            ))
+        };
         let arrivals: Vec<(Nanos, usize)> = (0..100).map(|i| (i * MS, 1500)).collect();
 
-        let mut buffered = RateServer::new(cap(), Queue::new(QueueSpec::Unbounded), Some((plan.clone(), OutageMode::Buffer)));
+        let mut buffered = RateServer::new(
+            cap(),
+            Queue::new(QueueSpec::Unbounded),
+            Some((plan.clone(), OutageMode::Buffer)),
+        );
         let out = run(&mut buffered, &arrivals, 100_000, 300 * MS);
         assert_eq!(out.len(), 100);
         // Nothing leaves inside [10, 60) ms; the backlog then drains at 1 packet per ms.
         assert!(out.iter().all(|&(t, _)| t <= 10 * MS || t >= 60 * MS));
         assert_eq!(out[10], (61 * MS, 1500));
 
-        let mut dropping = RateServer::new(cap(), Queue::new(QueueSpec::Unbounded), Some((plan, OutageMode::Drop)));
+        let mut dropping = RateServer::new(
+            cap(),
+            Queue::new(QueueSpec::Unbounded),
+            Some((plan, OutageMode::Drop)),
+        );
         let out = run(&mut dropping, &arrivals, 100_000, 300 * MS);
         assert_eq!(dropping.drops().packets, 50);
         assert_eq!(out.len(), 50);
@@ -285,15 +378,40 @@ mod tests {
     fn recorded_events_account_for_every_packet() {
         // A dropping outage over [10, 60) ms at 12 Mb/s; one 1500-byte packet per ms.
         let plan = OutagePlan::new(&[(10 * MS, 50 * MS)], None, None);
-        let cap = Box::new(OutageClipped::new(Box::new(SlotRates::constant(12e6).unwrap()), plan.clone()));
-        let mut s = RateServer::new(cap, Queue::new(QueueSpec::Unbounded), Some((plan, OutageMode::Drop))).record_events();
+        let cap = Box::new(OutageClipped::new(
+            Box::new(SlotRates::constant(12e6).unwrap()),
+            plan.clone(),
+        ));
+        let mut s = RateServer::new(
+            cap,
+            Queue::new(QueueSpec::Unbounded),
+            Some((plan, OutageMode::Drop)),
+        )
+        .record_events();
         let arrivals: Vec<(Nanos, usize)> = (0..100).map(|i| (i * MS, 1500)).collect();
         let out = run(&mut s, &arrivals, 100_000, 300 * MS);
         let mut events = Vec::new();
         s.take_events(&mut events);
-        let arrived: Vec<Nanos> = events.iter().filter(|e| matches!(e, LinkEvent::Arrival { bytes: 1500, .. })).map(e_time).collect();
+        let arrived: Vec<Nanos> = events
+            .iter()
+            .filter(|e| matches!(e, LinkEvent::Arrival { bytes: 1500, .. }))
+            .map(e_time)
+            .collect();
         assert_eq!(arrived, (0..100).map(|i| i * MS).collect::<Vec<_>>());
-        let dropped: Vec<Nanos> = events.iter().filter(|e| matches!(e, LinkEvent::Drop { packets: 1, bytes: 1500, .. })).map(e_time).collect();
+        let dropped: Vec<Nanos> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    LinkEvent::Drop {
+                        packets: 1,
+                        bytes: 1500,
+                        ..
+                    }
+                )
+            })
+            .map(e_time)
+            .collect();
         assert_eq!(dropped, (10..60).map(|i| i * MS).collect::<Vec<_>>());
         // Departures are the released packets, at their release times, 1 ms after arrival.
         let departed: Vec<(Nanos, usize)> = events
@@ -311,7 +429,9 @@ mod tests {
 
     fn e_time(e: &LinkEvent) -> Nanos {
         match *e {
-            LinkEvent::Arrival { at, .. } | LinkEvent::Departure { at, .. } | LinkEvent::Drop { at, .. } => at,
+            LinkEvent::Arrival { at, .. }
+            | LinkEvent::Departure { at, .. }
+            | LinkEvent::Drop { at, .. } => at,
         }
     }
 }

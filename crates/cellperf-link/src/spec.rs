@@ -3,12 +3,14 @@
 //! line and the profiles; the format is documented in `docs/emulator.md`.
 use crate::arq::{Arq, ArqParams};
 use crate::capacity::{two_state_model_json, Capacity, MahimahiTrace, MarkovRates, SlotRates};
-use crate::delay::Delay;
+use crate::delay::{Delay, Wander};
 use crate::element::{secs_to_nanos, Element, Pipeline};
 use crate::error::LinkError;
 use crate::frames::{FrameParams, UplinkFrames};
 use crate::loss::{Loss, LossSpec};
-use crate::outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan, RandomHandoffs, RandomOutages};
+use crate::outage::{
+    Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan, RandomHandoffs, RandomOutages,
+};
 use crate::queue::{Queue, QueueSpec};
 use crate::random::SeededRng;
 use crate::server::RateServer;
@@ -27,6 +29,11 @@ pub struct LinkSpec {
     pub delay_s: f64,
     #[serde(default)]
     pub jitter_s: f64,
+    /// The base delay's slow wander: standard deviation and correlation time (`delay::Wander`).
+    #[serde(default)]
+    pub wander_s: f64,
+    #[serde(default = "ten")]
+    pub wander_tau_s: f64,
     /// Link-layer retransmission (HARQ then RLP/RLC ARQ) after the bottleneck.
     #[serde(default)]
     pub arq: Option<ArqJson>,
@@ -62,6 +69,10 @@ fn one() -> f64 {
     1.0
 }
 
+fn ten() -> f64 {
+    10.0
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FramesJson {
@@ -75,9 +86,13 @@ pub struct FramesJson {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RateSpec {
-    Constant { bps: f64 },
+    Constant {
+        bps: f64,
+    },
     /// A mahimahi delivery-opportunity trace file.
-    Mahimahi { path: String },
+    Mahimahi {
+        path: String,
+    },
     /// Per-slot rates (bit/s) or, with `state_rates_bps`, state indices, from a file or inline.
     Slots {
         #[serde(default)]
@@ -96,7 +111,13 @@ pub enum RateSpec {
         model: Option<serde_json::Value>,
     },
     /// Seed 001's two-state channel: Good/Bad rates, transition rates per second.
-    GilbertElliott { good_bps: f64, bad_bps: f64, good_to_bad_per_s: f64, bad_to_good_per_s: f64, slot_s: f64 },
+    GilbertElliott {
+        good_bps: f64,
+        bad_bps: f64,
+        good_to_bad_per_s: f64,
+        bad_to_good_per_s: f64,
+        slot_s: f64,
+    },
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -133,8 +154,15 @@ fn codel_limit() -> usize {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossJson {
-    Iid { p: f64 },
-    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
+    Iid {
+        p: f64,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -200,31 +228,73 @@ impl RateSource {
         Ok(match spec {
             RateSpec::Constant { bps } => RateSource::Slots(SlotRates::constant(*bps)?),
             RateSpec::Mahimahi { path } => RateSource::Mahimahi(MahimahiTrace::from_file(path)?),
-            RateSpec::Slots { path, rates_bps, slot_s, state_rates_bps } => match (path, rates_bps) {
-                (Some(p), None) => RateSource::Slots(SlotRates::from_file(p, *slot_s, state_rates_bps.as_deref())?),
-                (None, Some(r)) => RateSource::Slots(SlotRates::new(*slot_s, r.clone(), "inline slot rates")?),
-                _ => return Err(LinkError::spec("a slot-rate link needs exactly one of a trace file or inline rates")),
+            RateSpec::Slots {
+                path,
+                rates_bps,
+                slot_s,
+                state_rates_bps,
+            } => match (path, rates_bps) {
+                (Some(p), None) => RateSource::Slots(SlotRates::from_file(
+                    p,
+                    *slot_s,
+                    state_rates_bps.as_deref(),
+                )?),
+                (None, Some(r)) => {
+                    RateSource::Slots(SlotRates::new(*slot_s, r.clone(), "inline slot rates")?)
+                }
+                _ => {
+                    return Err(LinkError::spec(
+                        "a slot-rate link needs exactly one of a trace file or inline rates",
+                    ))
+                }
             },
             RateSpec::Markov { path, model } => {
-                let (text, name) = match (path, model) {
-                    (Some(p), None) => (std::fs::read_to_string(p).map_err(|e| LinkError::file(p, format!("cannot read the Markov model ({e})")))?, p.as_str()),
-                    (None, Some(m)) => (m.to_string(), "inline Markov model"),
-                    _ => return Err(LinkError::spec("a Markov link needs exactly one of a model file or an inline model")),
-                };
-                let model = cellperf_channel::MarkovModel::from_json(&text).map_err(|e| LinkError::file(name, e.to_string()))?;
+                let (text, name) =
+                    match (path, model) {
+                        (Some(p), None) => (
+                            std::fs::read_to_string(p).map_err(|e| {
+                                LinkError::file(p, format!("cannot read the Markov model ({e})"))
+                            })?,
+                            p.as_str(),
+                        ),
+                        (None, Some(m)) => (m.to_string(), "inline Markov model"),
+                        _ => return Err(LinkError::spec(
+                            "a Markov link needs exactly one of a model file or an inline model",
+                        )),
+                    };
+                let model = cellperf_channel::MarkovModel::from_json(&text)
+                    .map_err(|e| LinkError::file(name, e.to_string()))?;
                 check_positive_capacity(&model.rates_bps(), name)?;
                 RateSource::Markov(model, seed)
             }
-            RateSpec::GilbertElliott { good_bps, bad_bps, good_to_bad_per_s, bad_to_good_per_s, slot_s } => {
+            RateSpec::GilbertElliott {
+                good_bps,
+                bad_bps,
+                good_to_bad_per_s,
+                bad_to_good_per_s,
+                slot_s,
+            } => {
                 let ok = |x: f64| x.is_finite() && x >= 0.0;
-                if !(ok(*good_bps) && ok(*bad_bps) && ok(*good_to_bad_per_s) && ok(*bad_to_good_per_s) && *slot_s > 0.0) {
+                if !(ok(*good_bps)
+                    && ok(*bad_bps)
+                    && ok(*good_to_bad_per_s)
+                    && ok(*bad_to_good_per_s)
+                    && *slot_s > 0.0)
+                {
                     return Err(LinkError::spec("Gilbert–Elliott rate channel: rates, transition rates and slot must be non-negative numbers (slot > 0)"));
                 }
                 check_positive_capacity(&[*good_bps, *bad_bps], "Gilbert–Elliott rate channel")?;
                 // Continuous-time transition rates become per-slot switching probabilities.
                 let p = |rate: f64| 1.0 - (-rate * slot_s).exp();
-                let json = two_state_model_json(*good_bps, *bad_bps, p(*good_to_bad_per_s), p(*bad_to_good_per_s), *slot_s);
-                let model = cellperf_channel::MarkovModel::from_json(&json).map_err(|e| LinkError::spec(format!("Gilbert–Elliott rate channel: {e}")))?;
+                let json = two_state_model_json(
+                    *good_bps,
+                    *bad_bps,
+                    p(*good_to_bad_per_s),
+                    p(*bad_to_good_per_s),
+                    *slot_s,
+                );
+                let model = cellperf_channel::MarkovModel::from_json(&json)
+                    .map_err(|e| LinkError::spec(format!("Gilbert–Elliott rate channel: {e}")))?;
                 RateSource::Markov(model, seed)
             }
         })
@@ -241,7 +311,10 @@ impl RateSource {
 
 fn check_positive_capacity(rates: &[f64], name: &str) -> Result<(), LinkError> {
     if rates.iter().all(|&r| !(r > 0.0)) {
-        return Err(LinkError::file(name, "every state has rate 0, so the link could never deliver"));
+        return Err(LinkError::file(
+            name,
+            "every state has rate 0, so the link could never deliver",
+        ));
     }
     Ok(())
 }
@@ -249,14 +322,34 @@ fn check_positive_capacity(rates: &[f64], name: &str) -> Result<(), LinkError> {
 pub fn queue_spec(q: &QueueJson) -> Result<QueueSpec, LinkError> {
     Ok(match *q {
         QueueJson::Unbounded => QueueSpec::Unbounded,
-        QueueJson::Droptail { packets: Some(n), bytes: None } if n > 0 => QueueSpec::DropTailPackets(n),
-        QueueJson::Droptail { packets: None, bytes: Some(n) } if n > 0 => QueueSpec::DropTailBytes(n),
-        QueueJson::Droptail { .. } => return Err(LinkError::spec("a drop-tail queue needs exactly one positive limit, packets=N or bytes=N")),
-        QueueJson::Codel { target_s, interval_s, packets } => {
+        QueueJson::Droptail {
+            packets: Some(n),
+            bytes: None,
+        } if n > 0 => QueueSpec::DropTailPackets(n),
+        QueueJson::Droptail {
+            packets: None,
+            bytes: Some(n),
+        } if n > 0 => QueueSpec::DropTailBytes(n),
+        QueueJson::Droptail { .. } => {
+            return Err(LinkError::spec(
+                "a drop-tail queue needs exactly one positive limit, packets=N or bytes=N",
+            ))
+        }
+        QueueJson::Codel {
+            target_s,
+            interval_s,
+            packets,
+        } => {
             if !(target_s > 0.0 && interval_s > 0.0 && packets > 0) {
-                return Err(LinkError::spec("CoDel needs a positive target, interval and packet limit"));
+                return Err(LinkError::spec(
+                    "CoDel needs a positive target, interval and packet limit",
+                ));
             }
-            QueueSpec::CoDel { target: secs_to_nanos(target_s), interval: secs_to_nanos(interval_s), limit_packets: packets }
+            QueueSpec::CoDel {
+                target: secs_to_nanos(target_s),
+                interval: secs_to_nanos(interval_s),
+                limit_packets: packets,
+            }
         }
     })
 }
@@ -265,10 +358,22 @@ pub fn loss_spec(l: &LossJson) -> Result<LossSpec, LinkError> {
     let prob = |x: f64| (0.0..=1.0).contains(&x);
     Ok(match *l {
         LossJson::Iid { p } if prob(p) => LossSpec::Iid { p },
-        LossJson::GilbertElliott { p, r, loss_good, loss_bad } if [p, r, loss_good, loss_bad].iter().all(|&x| prob(x)) => {
-            LossSpec::GilbertElliott { p, r, loss_good, loss_bad }
+        LossJson::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } if [p, r, loss_good, loss_bad].iter().all(|&x| prob(x)) => LossSpec::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        },
+        _ => {
+            return Err(LinkError::spec(
+                "loss probabilities must lie between 0 and 1",
+            ))
         }
-        _ => return Err(LinkError::spec("loss probabilities must lie between 0 and 1")),
     })
 }
 
@@ -276,21 +381,33 @@ fn check_seconds(what: &str, s: f64) -> Result<(), LinkError> {
     if s.is_finite() && s >= 0.0 {
         Ok(())
     } else {
-        Err(LinkError::spec(format!("{what} must be a non-negative number of seconds, got {s}")))
+        Err(LinkError::spec(format!(
+            "{what} must be a non-negative number of seconds, got {s}"
+        )))
     }
 }
 
-pub fn outage_plan(outages: &OutagesJson, handoffs: Option<HandoffSchedule>, seed: u64) -> Result<(OutagePlan, OutageMode), LinkError> {
+pub fn outage_plan(
+    outages: &OutagesJson,
+    handoffs: Option<HandoffSchedule>,
+    seed: u64,
+) -> Result<(OutagePlan, OutageMode), LinkError> {
     for &(s, d) in &outages.scheduled {
         check_seconds("outage start", s)?;
         check_seconds("outage duration", d)?;
     }
-    let scheduled: Vec<_> = outages.scheduled.iter().map(|&(s, d)| (secs_to_nanos(s), secs_to_nanos(d))).collect();
+    let scheduled: Vec<_> = outages
+        .scheduled
+        .iter()
+        .map(|&(s, d)| (secs_to_nanos(s), secs_to_nanos(d)))
+        .collect();
     let random = match &outages.random {
         None => None,
         Some(r) => {
             if !(r.mean_interval_s > 0.0 && r.mean_duration_s > 0.0) {
-                return Err(LinkError::spec("random outages need a positive mean interval and mean duration"));
+                return Err(LinkError::spec(
+                    "random outages need a positive mean interval and mean duration",
+                ));
             }
             Some(RandomOutages {
                 rng: SeededRng::new(seed ^ 0x6f75_7461_6765),
@@ -314,11 +431,21 @@ pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, 
             for h in list {
                 check_seconds("handoff time", h.time_s)?;
                 check_seconds("handoff outage", h.outage_s)?;
-                out.push(Handoff { at: secs_to_nanos(h.time_s), bs_id: h.bs_id.clone(), sector_id: h.sector_id.clone(), outage: secs_to_nanos(h.outage_s) });
+                out.push(Handoff {
+                    at: secs_to_nanos(h.time_s),
+                    bs_id: h.bs_id.clone(),
+                    sector_id: h.sector_id.clone(),
+                    outage: secs_to_nanos(h.outage_s),
+                });
             }
             HandoffSchedule::listed(out)
         }
-        HandoffsJson::Random { mean_interval_s, inter_bs_fraction, inter_bs_outage_s, inter_sector_outage_s } => {
+        HandoffsJson::Random {
+            mean_interval_s,
+            inter_bs_fraction,
+            inter_bs_outage_s,
+            inter_sector_outage_s,
+        } => {
             if !(*mean_interval_s > 0.0) || !(0.0..=1.0).contains(inter_bs_fraction) {
                 return Err(LinkError::spec("random handoffs need a positive mean interval and an inter-BS fraction in [0, 1]"));
             }
@@ -340,15 +467,23 @@ pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, 
 
 pub fn arq_params(a: &ArqJson) -> Result<ArqParams, LinkError> {
     let harq_error = a.harq_error.unwrap_or(a.block_error);
-    if ![a.block_error, harq_error, a.fade_error].iter().all(|p| (0.0..=1.0).contains(p)) {
-        return Err(LinkError::spec(format!("ARQ error probabilities must lie between 0 and 1, got {} and {harq_error}", a.block_error)));
+    if ![a.block_error, harq_error, a.fade_error]
+        .iter()
+        .all(|p| (0.0..=1.0).contains(p))
+    {
+        return Err(LinkError::spec(format!(
+            "ARQ error probabilities must lie between 0 and 1, got {} and {harq_error}",
+            a.block_error
+        )));
     }
     check_seconds("HARQ round trip", a.harq_rtt_s)?;
     check_seconds("ARQ status delay", a.arq_delay_s)?;
     check_seconds("fade interval", a.fade_every_s)?;
     check_seconds("fade duration", a.fade_s)?;
     if a.harq_retries > 64 || a.arq_retries > 64 {
-        return Err(LinkError::spec("ARQ and HARQ retry limits must be at most 64"));
+        return Err(LinkError::spec(
+            "ARQ and HARQ retry limits must be at most 64",
+        ));
     }
     Ok(ArqParams {
         block_error: a.block_error,
@@ -366,16 +501,30 @@ pub fn arq_params(a: &ArqJson) -> Result<ArqParams, LinkError> {
 pub fn frame_params(f: &FramesJson) -> Result<FrameParams, LinkError> {
     // Below 0.1 ms a frame is no longer a radio frame, and the emulator would wake per frame.
     if !(f.frame_s.is_finite() && f.frame_s >= 1e-4 && f.frame_s <= 1.0) {
-        return Err(LinkError::spec(format!("uplink frame length must be between 0.1 ms and 1 s, got {} s", f.frame_s)));
+        return Err(LinkError::spec(format!(
+            "uplink frame length must be between 0.1 ms and 1 s, got {} s",
+            f.frame_s
+        )));
     }
     check_seconds("grant delay", f.grant_s)?;
-    Ok(FrameParams { frame: secs_to_nanos(f.frame_s), frame_bytes: f.frame_bytes, grant_delay: secs_to_nanos(f.grant_s) })
+    Ok(FrameParams {
+        frame: secs_to_nanos(f.frame_s),
+        frame_bytes: f.frame_bytes,
+        grant_delay: secs_to_nanos(f.grant_s),
+    })
 }
 
 /// The elements after the bottleneck: loss, link-layer retransmission, uplink frames, delay.
 pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Element>>, LinkError> {
     check_seconds("delay", spec.delay_s)?;
     check_seconds("jitter", spec.jitter_s)?;
+    check_seconds("delay wander", spec.wander_s)?;
+    if !(spec.wander_tau_s.is_finite() && (0.1..=86_400.0).contains(&spec.wander_tau_s)) {
+        return Err(LinkError::spec(format!(
+            "delay wander time must be between 0.1 s and a day, got {} s",
+            spec.wander_tau_s
+        )));
+    }
     let mut elements: Vec<Box<dyn Element>> = Vec::new();
     if let Some(l) = &spec.loss {
         elements.push(Box::new(Loss::new(loss_spec(l)?, seed ^ 0x6c6f_7373)));
@@ -386,8 +535,17 @@ pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Elemen
     if let Some(f) = &spec.frames {
         elements.push(Box::new(UplinkFrames::new(frame_params(f)?)));
     }
-    if spec.delay_s > 0.0 || spec.jitter_s > 0.0 {
-        elements.push(Box::new(Delay::new(secs_to_nanos(spec.delay_s), secs_to_nanos(spec.jitter_s), seed ^ 0x6a69_7474)));
+    if spec.delay_s > 0.0 || spec.jitter_s > 0.0 || spec.wander_s > 0.0 {
+        let wander = Wander {
+            sd: secs_to_nanos(spec.wander_s),
+            tau: secs_to_nanos(spec.wander_tau_s),
+        };
+        let delay = Delay::new(
+            secs_to_nanos(spec.delay_s),
+            secs_to_nanos(spec.jitter_s),
+            seed ^ 0x6a69_7474,
+        );
+        elements.push(Box::new(delay.with_wander(wander, seed ^ 0x7761_6e64)));
     }
     Ok(elements)
 }
@@ -395,13 +553,23 @@ pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Elemen
 /// A whole direction: rate server (queue + capacity clipped by outages), loss, delay.
 /// Returns the pipeline and the rate source (for a meter). With `record_events` the rate
 /// server records its arrivals, departures and drops (`Element::take_events`).
-pub fn build_link(spec: &LinkSpec, outages: &OutagePlan, mode: OutageMode, seed: u64, record_events: bool) -> Result<(Pipeline, RateSource), LinkError> {
+pub fn build_link(
+    spec: &LinkSpec,
+    outages: &OutagePlan,
+    mode: OutageMode,
+    seed: u64,
+    record_events: bool,
+) -> Result<(Pipeline, RateSource), LinkError> {
     let source = RateSource::load(&spec.rate, seed)?;
     let queue = Queue::new(queue_spec(&spec.queue)?);
     let mut server = if outages.is_empty() {
         RateServer::new(source.stream(), queue, None)
     } else {
-        RateServer::new(Box::new(OutageClipped::new(source.stream(), outages.clone())), queue, Some((outages.clone(), mode)))
+        RateServer::new(
+            Box::new(OutageClipped::new(source.stream(), outages.clone())),
+            queue,
+            Some((outages.clone(), mode)),
+        )
     };
     if record_events {
         server = server.record_events();
@@ -414,7 +582,8 @@ pub fn build_link(spec: &LinkSpec, outages: &OutagePlan, mode: OutageMode, seed:
 /// Validates one direction's JSON (files readable, numbers valid) by building it; returns
 /// the mean capacity for trace and constant sources (`None` for Markov models).
 pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
-    let spec: LinkSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
+    let spec: LinkSpec = serde_json::from_str(spec_json)
+        .map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
     let (_, source) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 0, false)?;
     Ok(match source {
         RateSource::Mahimahi(t) => Some(t.mean_bits_per_sec()),
@@ -435,7 +604,8 @@ mod tests {
                 "delay_s": 0.01}"#,
         )
         .unwrap();
-        let (mut link, _) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false).unwrap();
+        let (mut link, _) =
+            build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false).unwrap();
         let out = run(&mut link, &[(0, 1500), (0, 1500)], 100_000, 50_000_000);
         assert_eq!(out, vec![(11_000_000, 1500), (12_000_000, 1500)]);
     }
@@ -456,7 +626,10 @@ mod tests {
         ];
         for text in bad {
             let spec: LinkSpec = serde_json::from_str(text).unwrap();
-            let err = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false).err().expect(text).to_string();
+            let err = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 1, false)
+                .err()
+                .expect(text)
+                .to_string();
             assert!(!err.is_empty() && !err.contains('\n'), "{err}");
         }
     }
@@ -464,7 +637,13 @@ mod tests {
     #[test]
     fn gilbert_elliott_rate_channel_of_seed_001() {
         // Good 1 Mb/s, Bad 100 kb/s, 1 transition per second each way: mean 550 kb/s.
-        let spec = RateSpec::GilbertElliott { good_bps: 1e6, bad_bps: 1e5, good_to_bad_per_s: 1.0, bad_to_good_per_s: 1.0, slot_s: 1.0 / 600.0 };
+        let spec = RateSpec::GilbertElliott {
+            good_bps: 1e6,
+            bad_bps: 1e5,
+            good_to_bad_per_s: 1.0,
+            bad_to_good_per_s: 1.0,
+            slot_s: 1.0 / 600.0,
+        };
         let src = RateSource::load(&spec, 9).unwrap();
         let mut meter = crate::capacity::CapacityMeter::new(src.stream());
         let secs = 4000u64;

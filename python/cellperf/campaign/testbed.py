@@ -140,7 +140,7 @@ class EmulatedTestbed:
                  "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
         cmd = [exe, "emulate", "--profile", run.profile, "--seed", str(run.network.seed + run.repetition), "--json"]
         if not run.network.radio_mechanisms:
-            cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off"]
+            cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off", "--delay-wander", "off"]
         if c.capture:
             cmd += ["--pcap-dir", str(folder)]
         if c.radio_log.kind == "emulator":

@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uplink", metavar="SPEC", help="Uplink rate (same forms as --downlink).")
     parser.add_argument("--delay", metavar="MS", help="One-way delay added in each direction (ms unless a unit is given).")
     parser.add_argument("--jitter", metavar="MS", help="Standard deviation of normal jitter on the delay; packets are never reordered.")
+    parser.add_argument("--delay-wander", metavar="SPEC", help="Slow variation of the base delay, both directions: "
+                        "sd=T[,tau=T] (standard deviation, ms unless a unit is given; correlation time, default 10s), or off.")
     parser.add_argument("--loss", metavar="P", help="Loss per direction: 0.01, 1%%, or ge:p=0.01,r=0.3[,good=0,bad=1] (Gilbert-Elliott).")
     parser.add_argument("--queue", metavar="SPEC", help="Bottleneck queue per direction: packets=N, bytes=N (e.g. 1126KB), "
                         "codel[,target=5ms,interval=100ms], unbounded.")
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> None:
         parse_outage,
         parse_queue,
         parse_random_outages,
+        parse_wander,
         read_handoffs,
     )
     from cellperf.emulate.units import parse_duration
@@ -110,6 +113,10 @@ def run(args: argparse.Namespace) -> None:
         down = DirectionConfig(**{**down.__dict__, "arq": parse_arq(args.downlink_arq, "--downlink-arq")})
     if args.uplink_arq is not None:
         up = DirectionConfig(**{**up.__dict__, "arq": parse_arq(args.uplink_arq, "--uplink-arq")})
+    if args.delay_wander is not None:
+        wander = parse_wander(args.delay_wander, "--delay-wander")
+        down = DirectionConfig(**{**down.__dict__, "wander": wander})
+        up = DirectionConfig(**{**up.__dict__, "wander": wander})
     if args.uplink_frames is not None:
         up = DirectionConfig(**{**up.__dict__, "frames": parse_frames(args.uplink_frames, "--uplink-frames")})
     if args.loss is not None:

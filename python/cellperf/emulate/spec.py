@@ -40,9 +40,12 @@ class DirectionConfig:
     jitter_s: float = 0.0
     arq: dict | None = None
     frames: dict | None = None
+    #: The base delay's slow wander: {"wander_s": SD, "wander_tau_s": T}, or None for a fixed base.
+    wander: dict | None = None
 
     def to_json(self) -> dict:
-        out = {"rate": self.rate, "queue": self.queue, "delay_s": self.delay_s, "jitter_s": self.jitter_s}
+        out = {"rate": self.rate, "queue": self.queue, "delay_s": self.delay_s, "jitter_s": self.jitter_s,
+               **(self.wander or {})}
         for key in ("loss", "arq", "frames"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -277,6 +280,20 @@ def parse_frames(text: str, what: str) -> dict | None:
         out["grant_s"] = _bounded_seconds(kv["grant"], f"{what} grant", "ms", MAX_RADIO_DELAY_S)
     if "bytes" in kv:
         out["frame_bytes"] = parse_size(kv["bytes"], f"{what} bytes")
+    return out
+
+
+def parse_wander(text: str, what: str) -> dict | None:
+    """`sd=5ms[,tau=10s]` (the base delay's standard deviation and correlation time), or `off`."""
+    if text.strip().lower() == "off":
+        return None
+    kv = key_values(text, what)
+    unknown = set(kv) - {"sd", "tau"}
+    if unknown or "sd" not in kv:
+        raise UserError(f"{what}: expected sd=T[,tau=T] or off" + (f" (unknown {', '.join(sorted(unknown))})" if unknown else ""))
+    out = {"wander_s": _bounded_seconds(kv["sd"], f"{what} sd", "ms", MAX_RADIO_DELAY_S)}
+    if "tau" in kv:
+        out["wander_tau_s"] = parse_duration(kv["tau"], f"{what} tau", least=0.1)
     return out
 
 

@@ -48,7 +48,12 @@ mod tests {
     use super::*;
 
     fn header_checksum(h: &[u8]) -> u16 {
-        let mut sum: u32 = h.chunks(2).enumerate().filter(|(i, _)| *i != 5).map(|(_, w)| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
+        let mut sum: u32 = h
+            .chunks(2)
+            .enumerate()
+            .filter(|(i, _)| *i != 5)
+            .map(|(_, w)| u16::from_be_bytes([w[0], w[1]]) as u32)
+            .sum();
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);
         }
@@ -56,7 +61,10 @@ mod tests {
     }
 
     // IPv4 header of a UDP packet 10.0.0.1 → 10.0.0.2, TTL 64, checksum 0x26b6.
-    static IPV4: [u8; 20] = [0x45, 0x00, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10, 0, 0, 2];
+    static IPV4: [u8; 20] = [
+        0x45, 0x00, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10, 0,
+        0, 2,
+    ];
 
     #[test]
     fn ipv4_ttl_and_checksum() {
@@ -66,7 +74,11 @@ mod tests {
         for ttl in (2..=64u8).rev() {
             assert_eq!(p[8], ttl);
             assert_eq!(decrement_hop_limit(&mut p), Hop::Forwarded);
-            assert_eq!(u16::from_be_bytes([p[10], p[11]]), header_checksum(&p), "ttl {ttl}");
+            assert_eq!(
+                u16::from_be_bytes([p[10], p[11]]),
+                header_checksum(&p),
+                "ttl {ttl}"
+            );
         }
         assert_eq!(p[8], 1);
         assert_eq!(decrement_hop_limit(&mut p), Hop::Expired);

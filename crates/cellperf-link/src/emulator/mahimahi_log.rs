@@ -68,8 +68,16 @@ pub struct MahimahiLog {
 impl MahimahiLog {
     /// `link` names the direction (`Uplink`/`Downlink`, as mahimahi does), `description` the
     /// rate and queue; `epoch_ms_at_zero` is the wall-clock time of the link's time 0.
-    pub fn create(path: &str, link: &str, rate: &str, queue: &str, capacity: CapacityMeter, epoch_ms_at_zero: u64) -> Result<Self, LinkError> {
-        let file = File::create(path).map_err(|e| LinkError::file(path, format!("cannot create the event log ({e})")))?;
+    pub fn create(
+        path: &str,
+        link: &str,
+        rate: &str,
+        queue: &str,
+        capacity: CapacityMeter,
+        epoch_ms_at_zero: u64,
+    ) -> Result<Self, LinkError> {
+        let file = File::create(path)
+            .map_err(|e| LinkError::file(path, format!("cannot create the event log ({e})")))?;
         let mut log = MahimahiLog {
             out: BufWriter::with_capacity(1 << 16, file),
             path: path.to_string(),
@@ -82,7 +90,9 @@ impl MahimahiLog {
         let header = format!(
             "# cellperf emulate ({link}) [{rate}] > {path}\n# queue: {queue}\n# init timestamp: {epoch_ms_at_zero}\n# base timestamp: 0\n"
         );
-        log.out.write_all(header.as_bytes()).map_err(|e| log.write_error(e))?;
+        log.out
+            .write_all(header.as_bytes())
+            .map_err(|e| log.write_error(e))?;
         Ok(log)
     }
 
@@ -93,11 +103,21 @@ impl MahimahiLog {
     fn push_events(&mut self, events: impl IntoIterator<Item = LinkEvent>) {
         for e in events {
             self.pending.push(match e {
-                LinkEvent::Arrival { at, bytes } => Line { at, kind: Kind::Arrival { bytes } },
-                LinkEvent::Departure { at, bytes, arrived } => {
-                    Line { at, kind: Kind::Departure { bytes, delay_ms: at / NANOS_PER_MS - arrived / NANOS_PER_MS } }
-                }
-                LinkEvent::Drop { at, packets, bytes } => Line { at, kind: Kind::Drop { packets, bytes } },
+                LinkEvent::Arrival { at, bytes } => Line {
+                    at,
+                    kind: Kind::Arrival { bytes },
+                },
+                LinkEvent::Departure { at, bytes, arrived } => Line {
+                    at,
+                    kind: Kind::Departure {
+                        bytes,
+                        delay_ms: at / NANOS_PER_MS - arrived / NANOS_PER_MS,
+                    },
+                },
+                LinkEvent::Drop { at, packets, bytes } => Line {
+                    at,
+                    kind: Kind::Drop { packets, bytes },
+                },
             });
         }
     }
@@ -107,20 +127,28 @@ impl MahimahiLog {
         self.offered_bytes += self.capacity.offered_until(until);
         // Whole bytes only; the fraction waits for the next bucket (1e-6: float sums of
         // 1500-byte opportunities stay exact, fluid ones must not lose a byte to rounding).
-        let mut new = ((self.offered_bytes + 1e-6).floor() as u64).saturating_sub(self.opportunity_bytes);
+        let mut new =
+            ((self.offered_bytes + 1e-6).floor() as u64).saturating_sub(self.opportunity_bytes);
         self.opportunity_bytes += new;
         let at = self.next_ms * NANOS_PER_MS;
         let full = MAHIMAHI_OPPORTUNITY_BYTES as u64;
         while new > 0 {
             let bytes = new.min(full);
-            self.pending.push(Line { at, kind: Kind::Opportunity { bytes } });
+            self.pending.push(Line {
+                at,
+                kind: Kind::Opportunity { bytes },
+            });
             new -= bytes;
         }
     }
 
     /// Takes the link's new events and writes every line of the milliseconds that ended by
     /// `now`. Everything that happens at or before `now` must have been given by then.
-    pub fn write_until(&mut self, now: Nanos, events: impl IntoIterator<Item = LinkEvent>) -> Result<(), LinkError> {
+    pub fn write_until(
+        &mut self,
+        now: Nanos,
+        events: impl IntoIterator<Item = LinkEvent>,
+    ) -> Result<(), LinkError> {
         self.push_events(events);
         let now_ms = now / NANOS_PER_MS;
         while self.next_ms < now_ms {
@@ -133,7 +161,11 @@ impl MahimahiLog {
     /// Writes the last lines at the end of the run at `now`: the opportunities of the last,
     /// partial millisecond and every event up to `now` (a departure scheduled later never
     /// happened).
-    pub fn finish(&mut self, now: Nanos, events: impl IntoIterator<Item = LinkEvent>) -> Result<(), LinkError> {
+    pub fn finish(
+        &mut self,
+        now: Nanos,
+        events: impl IntoIterator<Item = LinkEvent>,
+    ) -> Result<(), LinkError> {
         self.write_until(now, events)?;
         self.push_opportunities_until(now);
         self.write_lines(|l| l.at <= now)?;
@@ -141,13 +173,16 @@ impl MahimahiLog {
     }
 
     fn write_lines(&mut self, ready: impl Fn(&Line) -> bool) -> Result<(), LinkError> {
-        self.pending.sort_by_key(|l| (l.at / NANOS_PER_MS, l.kind.rank(), l.at));
+        self.pending
+            .sort_by_key(|l| (l.at / NANOS_PER_MS, l.kind.rank(), l.at));
         let n = self.pending.iter().take_while(|l| ready(l)).count();
         for line in self.pending.drain(..n) {
             let ms = line.at / NANOS_PER_MS;
             let r = match line.kind {
                 Kind::Opportunity { bytes } => writeln!(self.out, "{ms} # {bytes}"),
-                Kind::Departure { bytes, delay_ms } => writeln!(self.out, "{ms} - {bytes} {delay_ms}"),
+                Kind::Departure { bytes, delay_ms } => {
+                    writeln!(self.out, "{ms} - {bytes} {delay_ms}")
+                }
                 Kind::Arrival { bytes } => writeln!(self.out, "{ms} + {bytes}"),
                 Kind::Drop { packets, bytes } => writeln!(self.out, "{ms} d {packets} {bytes}"),
             };
@@ -178,10 +213,23 @@ mod tests {
     fn mahimahi_trace_run_logged_as_mahimahi_would() {
         // Opportunities at 1, 2, 2, 5 ms (period 5 ms); a 2-packet drop-tail queue.
         let trace = MahimahiTrace::parse("1\n2\n2\n5\n", "t").unwrap();
-        let mut server = RateServer::new(Box::new(trace.clone()), Queue::new(QueueSpec::DropTailPackets(2)), None).record_events();
+        let mut server = RateServer::new(
+            Box::new(trace.clone()),
+            Queue::new(QueueSpec::DropTailPackets(2)),
+            None,
+        )
+        .record_events();
         let path = std::env::temp_dir().join(format!("cellperf-mm-log-{}.log", std::process::id()));
         let p = path.to_str().unwrap();
-        let mut log = MahimahiLog::create(p, "Downlink", "mahimahi:t", "droptail [packets=2]", CapacityMeter::new(Box::new(trace)), 1_700_000_000_000).unwrap();
+        let mut log = MahimahiLog::create(
+            p,
+            "Downlink",
+            "mahimahi:t",
+            "droptail [packets=2]",
+            CapacityMeter::new(Box::new(trace)),
+            1_700_000_000_000,
+        )
+        .unwrap();
         let mut out = Vec::new();
         let mut events = Vec::new();
         // Four 1000-byte packets at 0.5 ms: one in service, two queued, one dropped.
@@ -199,7 +247,10 @@ mod tests {
         server.take_events(&mut events);
         log.finish(6 * MS + 500_000, events.drain(..)).unwrap();
         let got = lines(log, &path);
-        assert_eq!(got[0], format!("# cellperf emulate (Downlink) [mahimahi:t] > {p}"));
+        assert_eq!(
+            got[0],
+            format!("# cellperf emulate (Downlink) [mahimahi:t] > {p}")
+        );
         assert_eq!(
             got[1..],
             [
@@ -229,14 +280,19 @@ mod tests {
     #[test]
     fn fluid_capacity_cut_into_millisecond_opportunities_exact_to_the_byte() {
         // 13.2 Mb/s: 1650 bytes per ms.
-        let path = std::env::temp_dir().join(format!("cellperf-mm-fluid-{}.log", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("cellperf-mm-fluid-{}.log", std::process::id()));
         let p = path.to_str().unwrap();
         let meter = CapacityMeter::new(Box::new(SlotRates::constant(13.2e6).unwrap()));
-        let mut log = MahimahiLog::create(p, "Uplink", "13.2 Mbit/s", "infinite", meter, 0).unwrap();
+        let mut log =
+            MahimahiLog::create(p, "Uplink", "13.2 Mbit/s", "infinite", meter, 0).unwrap();
         log.write_until(2 * MS + 5, []).unwrap();
         // A third of a millisecond more: 550 bytes.
         log.finish(2 * MS + MS / 3, []).unwrap();
         let got = lines(log, &path);
-        assert_eq!(got[4..], ["0 # 1500", "0 # 150", "1 # 1500", "1 # 150", "2 # 549"]);
+        assert_eq!(
+            got[4..],
+            ["0 # 1500", "0 # 150", "1 # 1500", "1 # 150", "2 # 549"]
+        );
     }
 }

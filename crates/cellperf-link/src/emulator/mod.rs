@@ -18,7 +18,10 @@ use crate::element::{secs_to_nanos, LinkEvent, Nanos, Pipeline};
 use crate::error::LinkError;
 use crate::outage::{OutageClipped, OutageMode, OutagePlan};
 use crate::queue::Queue;
-use crate::spec::{after_bottleneck, build_link, handoff_schedule, outage_plan, queue_spec, HandoffsJson, LinkSpec, OutagesJson, RateSource};
+use crate::spec::{
+    after_bottleneck, build_link, handoff_schedule, outage_plan, queue_spec, HandoffsJson,
+    LinkSpec, OutagesJson, RateSource,
+};
 use cellperf_channel::{Discipline, SlotScheduler};
 use hop::{decrement_hop_limit, Hop};
 use mahimahi_log::MahimahiLog;
@@ -106,7 +109,11 @@ impl Histogram {
     const BINS: usize = 100_000;
 
     fn new() -> Self {
-        Histogram { bins: vec![0; Self::BINS], overflow_max: 0, count: 0 }
+        Histogram {
+            bins: vec![0; Self::BINS],
+            overflow_max: 0,
+            count: 0,
+        }
     }
 
     fn record(&mut self, nanos: u64) {
@@ -167,7 +174,10 @@ struct Clock {
 }
 
 fn clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec.
     unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -175,7 +185,10 @@ fn clock_ns(id: libc::clockid_t) -> u64 {
 
 impl Clock {
     fn start() -> Self {
-        Clock { mono_zero: clock_ns(libc::CLOCK_MONOTONIC), epoch_zero: clock_ns(libc::CLOCK_REALTIME) }
+        Clock {
+            mono_zero: clock_ns(libc::CLOCK_MONOTONIC),
+            epoch_zero: clock_ns(libc::CLOCK_REALTIME),
+        }
     }
     fn now(&self) -> Nanos {
         clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(self.mono_zero)
@@ -220,11 +233,17 @@ fn describe_rate(rate: &crate::spec::RateSpec) -> String {
     match rate {
         RateSpec::Constant { bps } => format!("constant {bps} bit/s"),
         RateSpec::Mahimahi { path } => format!("mahimahi trace {path}"),
-        RateSpec::Slots { path: Some(p), slot_s, .. } => format!("slot rates {p}, slot {slot_s} s"),
+        RateSpec::Slots {
+            path: Some(p),
+            slot_s,
+            ..
+        } => format!("slot rates {p}, slot {slot_s} s"),
         RateSpec::Slots { slot_s, .. } => format!("inline slot rates, slot {slot_s} s"),
         RateSpec::Markov { path: Some(p), .. } => format!("Markov model {p}"),
         RateSpec::Markov { .. } => "inline Markov model".into(),
-        RateSpec::GilbertElliott { good_bps, bad_bps, .. } => format!("Gilbert-Elliott {good_bps}/{bad_bps} bit/s"),
+        RateSpec::GilbertElliott {
+            good_bps, bad_bps, ..
+        } => format!("Gilbert-Elliott {good_bps}/{bad_bps} bit/s"),
     }
 }
 
@@ -232,10 +251,20 @@ fn describe_queue(queue: &crate::spec::QueueJson) -> String {
     use crate::spec::QueueJson;
     match queue {
         QueueJson::Unbounded => "infinite".into(),
-        QueueJson::Droptail { packets: Some(n), .. } => format!("droptail [packets={n}]"),
+        QueueJson::Droptail {
+            packets: Some(n), ..
+        } => format!("droptail [packets={n}]"),
         QueueJson::Droptail { bytes, .. } => format!("droptail [bytes={}]", bytes.unwrap_or(0)),
-        QueueJson::Codel { target_s, interval_s, packets } => {
-            format!("codel [target={}, interval={}, packets={packets}]", target_s * 1e3, interval_s * 1e3)
+        QueueJson::Codel {
+            target_s,
+            interval_s,
+            packets,
+        } => {
+            format!(
+                "codel [target={}, interval={}, packets={packets}]",
+                target_s * 1e3,
+                interval_s * 1e3
+            )
         }
     }
 }
@@ -247,7 +276,8 @@ fn user_seed(seed: u64, user: usize, direction: u64) -> u64 {
 impl Emulator {
     /// Loads every trace and model (all input errors surface here) and creates the TUN devices.
     pub fn new(spec_json: &str) -> Result<Self, LinkError> {
-        let spec: EmulatorSpec = serde_json::from_str(spec_json).map_err(|e| LinkError::spec(format!("emulator specification: {e}")))?;
+        let spec: EmulatorSpec = serde_json::from_str(spec_json)
+            .map_err(|e| LinkError::spec(format!("emulator specification: {e}")))?;
         if spec.users.is_empty() {
             return Err(LinkError::spec("the emulator needs at least one user"));
         }
@@ -258,7 +288,11 @@ impl Emulator {
         if event_logs && (spec.users.len() > 1 || spec.cell.is_some()) {
             return Err(LinkError::spec("event logs (mahimahi format) describe one link: they need a single user and no shared cell"));
         }
-        let handoffs = spec.handoffs.as_ref().map(|h| handoff_schedule(h, spec.seed)).transpose()?;
+        let handoffs = spec
+            .handoffs
+            .as_ref()
+            .map(|h| handoff_schedule(h, spec.seed))
+            .transpose()?;
         let (plan, mode) = outage_plan(&spec.outages, handoffs.clone(), spec.seed)?;
 
         let mut down_links = Vec::new();
@@ -267,18 +301,37 @@ impl Emulator {
         let mut cell_users = Vec::new();
         let (mut down_meter, mut up_meter) = (None, None);
         for (i, u) in spec.users.iter().enumerate() {
-            let (down, source) = build_link(&u.downlink, &plan, mode, user_seed(spec.seed, i, 0), spec.downlink_log.is_some())?;
-            let (up, up_source) = build_link(&u.uplink, &plan, mode, user_seed(spec.seed, i, 1), spec.uplink_log.is_some())?;
+            let (down, source) = build_link(
+                &u.downlink,
+                &plan,
+                mode,
+                user_seed(spec.seed, i, 0),
+                spec.downlink_log.is_some(),
+            )?;
+            let (up, up_source) = build_link(
+                &u.uplink,
+                &plan,
+                mode,
+                user_seed(spec.seed, i, 1),
+                spec.uplink_log.is_some(),
+            )?;
             if i == 0 {
                 down_meter = spec.downlink_log.as_ref().map(|_| meter(&source, &plan));
                 up_meter = spec.uplink_log.as_ref().map(|_| meter(&up_source, &plan));
             }
             radio_users.push(UserRadio::new(meter(&source, &plan), plan.clone()));
             if spec.cell.is_some() {
-                let after = Pipeline::new(after_bottleneck(&u.downlink, user_seed(spec.seed, i, 0))?);
-                cell_users.push(CellUser::new(meter(&source, &plan), Queue::new(queue_spec(&u.downlink.queue)?), after));
+                let after =
+                    Pipeline::new(after_bottleneck(&u.downlink, user_seed(spec.seed, i, 0))?);
+                cell_users.push(CellUser::new(
+                    meter(&source, &plan),
+                    Queue::new(queue_spec(&u.downlink.queue)?),
+                    after,
+                ));
                 if mode == OutageMode::Drop && !plan.is_empty() {
-                    return Err(LinkError::spec("a shared cell supports buffering outages only (drop mode is per-user)"));
+                    return Err(LinkError::spec(
+                        "a shared cell supports buffering outages only (drop mode is per-user)",
+                    ));
                 }
             }
             down_links.push(down);
@@ -290,14 +343,25 @@ impl Emulator {
                 let discipline = match c.scheduler.as_str() {
                     "pf" => Discipline::ProportionalFair { alpha: c.alpha },
                     "rr" => Discipline::RoundRobin,
-                    other => return Err(LinkError::spec(format!("scheduler {other:?} is not pf or rr"))),
+                    other => {
+                        return Err(LinkError::spec(format!(
+                            "scheduler {other:?} is not pf or rr"
+                        )))
+                    }
                 };
                 if !(c.slot_s > 0.0) {
                     return Err(LinkError::spec("the cell's slot length must be positive"));
                 }
-                let scheduler = SlotScheduler::new(discipline, cell_users.len()).map_err(|e| LinkError::spec(e.to_string()))?;
+                let scheduler = SlotScheduler::new(discipline, cell_users.len())
+                    .map_err(|e| LinkError::spec(e.to_string()))?;
                 let slots = Arc::new(Mutex::new(vec![0; cell_users.len()]));
-                (Box::new(CountingCell { cell: SharedCell::new(cell_users, scheduler, c.slot_s, handoffs.clone()), slots: slots.clone() }), Some(slots))
+                (
+                    Box::new(CountingCell {
+                        cell: SharedCell::new(cell_users, scheduler, c.slot_s, handoffs.clone()),
+                        slots: slots.clone(),
+                    }),
+                    Some(slots),
+                )
             }
         };
 
@@ -309,10 +373,19 @@ impl Emulator {
             mn_fds.push(mn);
             cn_fds.push(cn);
         }
-        let dup = |fds: &[OwnedFd]| fds.iter().map(|f| f.try_clone()).collect::<Result<Vec<_>, _>>();
-        let dup_err = |e: std::io::Error| LinkError::System(format!("cannot duplicate a TUN descriptor ({e})"));
+        let dup = |fds: &[OwnedFd]| {
+            fds.iter()
+                .map(|f| f.try_clone())
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let dup_err = |e: std::io::Error| {
+            LinkError::System(format!("cannot duplicate a TUN descriptor ({e})"))
+        };
         let n = spec.users.len();
-        let radio = spec.radio_log.as_ref().map(|_| (radio_users, handoffs.clone()));
+        let radio = spec
+            .radio_log
+            .as_ref()
+            .map(|_| (radio_users, handoffs.clone()));
         let downlink = Direction {
             inputs: cn_fds,
             outputs: mn_fds,
@@ -338,11 +411,22 @@ impl Emulator {
         // SAFETY: eventfd returns a new descriptor or -1 (checked).
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if stop < 0 {
-            return Err(LinkError::System(format!("eventfd: {}", std::io::Error::last_os_error())));
+            return Err(LinkError::System(format!(
+                "eventfd: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         // SAFETY: stop is a fresh descriptor owned by nobody else.
         let stop = unsafe { OwnedFd::from_raw_fd(stop) };
-        Ok(Emulator { spec, stop, parts: Mutex::new(Some(Prepared { downlink, uplink, radio })) })
+        Ok(Emulator {
+            spec,
+            stop,
+            parts: Mutex::new(Some(Prepared {
+                downlink,
+                uplink,
+                radio,
+            })),
+        })
     }
 
     /// Asks a running (or about to run) emulator to return; safe from any thread.
@@ -354,14 +438,27 @@ impl Emulator {
 
     /// Creates the captures and the radio log, then forwards until `stop`. Runs once.
     pub fn run(&self) -> Result<RunStats, LinkError> {
-        let Prepared { mut downlink, mut uplink, radio } =
-            self.parts.lock().map_err(|_| LinkError::System("emulator state poisoned".into()))?.take().ok_or_else(|| LinkError::spec("the emulator has already run"))?;
+        let Prepared {
+            mut downlink,
+            mut uplink,
+            radio,
+        } = self
+            .parts
+            .lock()
+            .map_err(|_| LinkError::System("emulator state poisoned".into()))?
+            .take()
+            .ok_or_else(|| LinkError::spec("the emulator has already run"))?;
         let clock = Clock::start();
         let n = self.spec.users.len();
         if let Some(dir) = &self.spec.pcap_dir {
-            let cn: SharedPcap = Arc::new(Mutex::new(PcapWriter::create(&format!("{dir}/cn.pcap"))?));
+            let cn: SharedPcap =
+                Arc::new(Mutex::new(PcapWriter::create(&format!("{dir}/cn.pcap"))?));
             for u in 0..n {
-                let name = if n == 1 { format!("{dir}/mn.pcap") } else { format!("{dir}/mn{u}.pcap") };
+                let name = if n == 1 {
+                    format!("{dir}/mn.pcap")
+                } else {
+                    format!("{dir}/mn{u}.pcap")
+                };
                 let mn: SharedPcap = Arc::new(Mutex::new(PcapWriter::create(&name)?));
                 uplink.capture_in[u] = Some(mn.clone());
                 uplink.capture_out[u] = Some(cn.clone());
@@ -370,16 +467,39 @@ impl Emulator {
             }
         }
         if let (Some(path), Some((users, handoffs))) = (&self.spec.radio_log, radio) {
-            downlink.radio_log =
-                Some(RadioLog::create(path, users, handoffs, &self.spec.technology, secs_to_nanos(self.spec.radio_log_interval_s), clock.epoch(0))?);
+            downlink.radio_log = Some(RadioLog::create(
+                path,
+                users,
+                handoffs,
+                &self.spec.technology,
+                secs_to_nanos(self.spec.radio_log_interval_s),
+                clock.epoch(0),
+            )?);
         }
         for (dir, path, name, link) in [
-            (&mut downlink, &self.spec.downlink_log, "Downlink", &self.spec.users[0].downlink),
-            (&mut uplink, &self.spec.uplink_log, "Uplink", &self.spec.users[0].uplink),
+            (
+                &mut downlink,
+                &self.spec.downlink_log,
+                "Downlink",
+                &self.spec.users[0].downlink,
+            ),
+            (
+                &mut uplink,
+                &self.spec.uplink_log,
+                "Uplink",
+                &self.spec.users[0].uplink,
+            ),
         ] {
             if let (Some(path), Some(meter)) = (path, dir.event_meter.take()) {
                 let (rate, queue) = (describe_rate(&link.rate), describe_queue(&link.queue));
-                dir.event_log = Some(MahimahiLog::create(path, name, &rate, &queue, meter, clock.epoch(0) / 1_000_000)?);
+                dir.event_log = Some(MahimahiLog::create(
+                    path,
+                    name,
+                    &rate,
+                    &queue,
+                    meter,
+                    clock.epoch(0) / 1_000_000,
+                )?);
             }
         }
         let stop = self.stop.as_raw_fd();
@@ -403,8 +523,17 @@ impl Emulator {
             log.write_due(clock.now())?;
             log.flush()?;
         }
-        let served_slots = downlink.cell_slots.as_ref().map(|s| s.lock().map(|v| v.clone()).unwrap_or_default()).unwrap_or_default();
-        Ok(RunStats { duration_s: clock.now() as f64 / 1e9, downlink: down, uplink: up, served_slots })
+        let served_slots = downlink
+            .cell_slots
+            .as_ref()
+            .map(|s| s.lock().map(|v| v.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        Ok(RunStats {
+            duration_s: clock.now() as f64 / 1e9,
+            downlink: down,
+            uplink: up,
+            served_slots,
+        })
     }
 }
 
@@ -420,7 +549,10 @@ fn os_error(what: &str) -> LinkError {
 }
 
 fn epoll_add(epoll: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
-    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: token,
+    };
     // SAFETY: valid descriptors and event struct.
     if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
         return Err(os_error("epoll_ctl"));
@@ -431,7 +563,9 @@ fn epoll_add(epoll: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
 fn record(capture: &Option<SharedPcap>, clock: Clock, packet: &[u8]) -> Result<(), LinkError> {
     if let Some(c) = capture {
         // Stamped under the lock so each file's records stay in time order across threads.
-        let mut w = c.lock().map_err(|_| LinkError::System("capture lock poisoned".into()))?;
+        let mut w = c
+            .lock()
+            .map_err(|_| LinkError::System("capture lock poisoned".into()))?;
         w.write(clock.epoch(clock.now()), packet)?;
     }
     Ok(())
@@ -445,7 +579,9 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
     // A router forwards ahead of ordinary work: real-time priority keeps release times exact
     // when the applications under test load every core. The loop blocks in epoll_wait, so it
     // cannot starve the machine. Without the privilege the thread stays at normal priority.
-    let param = libc::sched_param { sched_priority: FORWARDING_PRIORITY };
+    let param = libc::sched_param {
+        sched_priority: FORWARDING_PRIORITY,
+    };
     // SAFETY: pid 0 is the calling thread; param is valid.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     // SAFETY: plain syscalls; results checked.
@@ -456,7 +592,12 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
     // SAFETY: fresh descriptor.
     let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
     // SAFETY: plain syscall; result checked.
-    let timer = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+    let timer = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
     if timer < 0 {
         return Err(os_error("timerfd_create"));
     }
@@ -481,7 +622,13 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
         dir.link.release(now, &mut out);
         for (user, p) in out.drain(..) {
             // SAFETY: writes p.data from a valid buffer to an open TUN descriptor.
-            let n = unsafe { libc::write(dir.outputs[user].as_raw_fd(), p.data.as_ptr().cast(), p.data.len()) };
+            let n = unsafe {
+                libc::write(
+                    dir.outputs[user].as_raw_fd(),
+                    p.data.as_ptr().cast(),
+                    p.data.len(),
+                )
+            };
             errors.record(clock.now().saturating_sub(p.time));
             if n < 0 {
                 stats.write_errors += 1;
@@ -508,18 +655,38 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             stats.release_error_us = [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| errors.quantile_us(q));
             return Ok(stats);
         }
-        let next = [dir.link.next_event(), dir.radio_log.as_ref().map(|l| l.due())].into_iter().flatten().min();
+        let next = [
+            dir.link.next_event(),
+            dir.radio_log.as_ref().map(|l| l.due()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let timeout = match next {
             Some(t) if t <= clock.now() => 0,
             Some(t) => {
                 if armed != Some(t) {
                     let abs = clock.mono_zero + t;
                     let spec = libc::itimerspec {
-                        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-                        it_value: libc::timespec { tv_sec: (abs / 1_000_000_000) as _, tv_nsec: (abs % 1_000_000_000) as _ },
+                        it_interval: libc::timespec {
+                            tv_sec: 0,
+                            tv_nsec: 0,
+                        },
+                        it_value: libc::timespec {
+                            tv_sec: (abs / 1_000_000_000) as _,
+                            tv_nsec: (abs % 1_000_000_000) as _,
+                        },
                     };
                     // SAFETY: valid timer descriptor and itimerspec.
-                    if unsafe { libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) } < 0 {
+                    if unsafe {
+                        libc::timerfd_settime(
+                            timer.as_raw_fd(),
+                            libc::TFD_TIMER_ABSTIME,
+                            &spec,
+                            std::ptr::null_mut(),
+                        )
+                    } < 0
+                    {
                         return Err(os_error("timerfd_settime"));
                     }
                     armed = Some(t);
@@ -529,7 +696,14 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             None => -1,
         };
         // SAFETY: events is a valid buffer of the given length.
-        let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), ready.as_mut_ptr(), ready.len() as i32, timeout) };
+        let n = unsafe {
+            libc::epoll_wait(
+                epoll.as_raw_fd(),
+                ready.as_mut_ptr(),
+                ready.len() as i32,
+                timeout,
+            )
+        };
         if n < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
@@ -543,7 +717,9 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
                 TIMER_TOKEN => {
                     let mut expirations = 0u64;
                     // SAFETY: reads 8 bytes into a u64 (drains the timer).
-                    unsafe { libc::read(timer.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+                    unsafe {
+                        libc::read(timer.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8)
+                    };
                     armed = None;
                 }
                 token => {
@@ -564,7 +740,8 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
                             stats.ttl_expired += 1;
                             continue;
                         }
-                        dir.link.accept(user, crate::element::Packet::new(data.to_vec(), t));
+                        dir.link
+                            .accept(user, crate::element::Packet::new(data.to_vec(), t));
                     }
                 }
             }

@@ -17,7 +17,8 @@ pub struct PcapWriter {
 
 impl PcapWriter {
     pub fn create(path: &str) -> Result<Self, LinkError> {
-        let file = File::create(path).map_err(|e| LinkError::file(path, format!("cannot create the capture ({e})")))?;
+        let file = File::create(path)
+            .map_err(|e| LinkError::file(path, format!("cannot create the capture ({e})")))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let mut header = Vec::with_capacity(24);
         header.extend_from_slice(&PCAP_MAGIC_NANOS.to_le_bytes());
@@ -27,8 +28,12 @@ impl PcapWriter {
         header.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
         header.extend_from_slice(&SNAPLEN.to_le_bytes());
         header.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
-        out.write_all(&header).map_err(|e| LinkError::file(path, format!("cannot write ({e})")))?;
-        Ok(PcapWriter { out, path: path.to_string() })
+        out.write_all(&header)
+            .map_err(|e| LinkError::file(path, format!("cannot write ({e})")))?;
+        Ok(PcapWriter {
+            out,
+            path: path.to_string(),
+        })
     }
 
     /// Appends one packet seen at `epoch_ns` (nanoseconds since the Unix epoch).
@@ -46,7 +51,9 @@ impl PcapWriter {
     }
 
     pub fn flush(&mut self) -> Result<(), LinkError> {
-        self.out.flush().map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))
+        self.out
+            .flush()
+            .map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))
     }
 }
 
@@ -56,17 +63,25 @@ mod tests {
 
     #[test]
     fn header_and_record_layout() {
-        let path = std::env::temp_dir().join(format!("cellperf-link-pcap-{}.pcap", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("cellperf-link-pcap-{}.pcap", std::process::id()));
         let p = path.to_str().unwrap();
         let mut w = PcapWriter::create(p).unwrap();
-        w.write(1_700_000_000_123_456_789, &[0x45, 0, 0, 20]).unwrap();
+        w.write(1_700_000_000_123_456_789, &[0x45, 0, 0, 20])
+            .unwrap();
         w.flush().unwrap();
         let bytes = std::fs::read(p).unwrap();
         std::fs::remove_file(p).unwrap();
         assert_eq!(&bytes[0..4], &[0x4d, 0x3c, 0xb2, 0xa1]);
         assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 101);
-        assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 1_700_000_000);
-        assert_eq!(u32::from_le_bytes(bytes[28..32].try_into().unwrap()), 123_456_789);
+        assert_eq!(
+            u32::from_le_bytes(bytes[24..28].try_into().unwrap()),
+            1_700_000_000
+        );
+        assert_eq!(
+            u32::from_le_bytes(bytes[28..32].try_into().unwrap()),
+            123_456_789
+        );
         assert_eq!(u32::from_le_bytes(bytes[32..36].try_into().unwrap()), 4);
         assert_eq!(&bytes[40..44], &[0x45, 0, 0, 20]);
         assert_eq!(bytes.len(), 44);

@@ -19,7 +19,11 @@ pub struct UserRadio {
 
 impl UserRadio {
     pub fn new(meter: CapacityMeter, outages: OutagePlan) -> Self {
-        UserRadio { meter, outages, last_rate_bps: 0.0 }
+        UserRadio {
+            meter,
+            outages,
+            last_rate_bps: 0.0,
+        }
     }
 }
 
@@ -47,10 +51,16 @@ impl RadioLog {
         interval: Nanos,
         epoch_at_zero_ns: u64,
     ) -> Result<Self, LinkError> {
-        let file = File::create(path).map_err(|e| LinkError::file(path, format!("cannot create the radio log ({e})")))?;
+        let file = File::create(path)
+            .map_err(|e| LinkError::file(path, format!("cannot create the radio log ({e})")))?;
         let mut out = BufWriter::new(file);
-        let header = if users.len() > 1 { "time_s,bs_id,sector_id,technology,rate_bps,state,user\n" } else { "time_s,bs_id,sector_id,technology,rate_bps,state\n" };
-        out.write_all(header.as_bytes()).map_err(|e| LinkError::file(path, format!("cannot write ({e})")))?;
+        let header = if users.len() > 1 {
+            "time_s,bs_id,sector_id,technology,rate_bps,state,user\n"
+        } else {
+            "time_s,bs_id,sector_id,technology,rate_bps,state\n"
+        };
+        out.write_all(header.as_bytes())
+            .map_err(|e| LinkError::file(path, format!("cannot write ({e})")))?;
         let next_handoff = handoffs.as_mut().and_then(|h| h.next_handoff());
         Ok(RadioLog {
             out,
@@ -70,13 +80,18 @@ impl RadioLog {
 
     /// When the next row is due.
     pub fn due(&self) -> Nanos {
-        self.next_handoff.as_ref().map_or(self.next_sample, |h| h.at.min(self.next_sample))
+        self.next_handoff
+            .as_ref()
+            .map_or(self.next_sample, |h| h.at.min(self.next_sample))
     }
 
     /// Writes every row due by `now`.
     pub fn write_due(&mut self, now: Nanos) -> Result<(), LinkError> {
         while self.due() <= now {
-            let handoff_first = self.next_handoff.as_ref().is_some_and(|h| h.at < self.next_sample);
+            let handoff_first = self
+                .next_handoff
+                .as_ref()
+                .is_some_and(|h| h.at < self.next_sample);
             if handoff_first {
                 let h = self.next_handoff.take().expect("checked");
                 self.bs_id = h.bs_id.replace(',', " ");
@@ -98,18 +113,29 @@ impl RadioLog {
         let epoch = (self.epoch_at_zero_ns + t) as f64 / 1e9;
         for (i, u) in self.users.iter_mut().enumerate() {
             if sample && t > self.last_sample {
-                u.last_rate_bps = u.meter.offered_until(t) * 8.0 / ((t - self.last_sample) as f64 / 1e9);
+                u.last_rate_bps =
+                    u.meter.offered_until(t) * 8.0 / ((t - self.last_sample) as f64 / 1e9);
             }
-            let state = if u.outages.in_outage(t) { "outage" } else { "up" };
+            let state = if u.outages.in_outage(t) {
+                "outage"
+            } else {
+                "up"
+            };
             let user = if many { format!(",{i}") } else { String::new() };
-            writeln!(self.out, "{epoch:.6},{},{},{},{:.0},{state}{user}", self.bs_id, self.sector_id, self.technology, u.last_rate_bps)
-                .map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))?;
+            writeln!(
+                self.out,
+                "{epoch:.6},{},{},{},{:.0},{state}{user}",
+                self.bs_id, self.sector_id, self.technology, u.last_rate_bps
+            )
+            .map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))?;
         }
         Ok(())
     }
 
     pub fn flush(&mut self) -> Result<(), LinkError> {
-        self.out.flush().map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))
+        self.out
+            .flush()
+            .map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))
     }
 }
 
@@ -123,11 +149,27 @@ mod tests {
     fn rows_at_each_interval_and_handoff() {
         let ms = 1_000_000;
         let plan = OutagePlan::new(&[(250 * ms, 100 * ms)], None, None);
-        let meter = CapacityMeter::new(Box::new(OutageClipped::new(Box::new(SlotRates::constant(1e6).unwrap()), plan.clone())));
-        let handoffs = HandoffSchedule::listed(vec![Handoff { at: 150 * ms, bs_id: "7".into(), sector_id: "2".into(), outage: 0 }]);
+        let meter = CapacityMeter::new(Box::new(OutageClipped::new(
+            Box::new(SlotRates::constant(1e6).unwrap()),
+            plan.clone(),
+        )));
+        let handoffs = HandoffSchedule::listed(vec![Handoff {
+            at: 150 * ms,
+            bs_id: "7".into(),
+            sector_id: "2".into(),
+            outage: 0,
+        }]);
         let path = std::env::temp_dir().join(format!("cellperf-radio-{}.csv", std::process::id()));
         let p = path.to_str().unwrap();
-        let mut log = RadioLog::create(p, vec![UserRadio::new(meter, plan)], Some(handoffs), "EV-DO", 100 * ms, 1_000_000_000_000_000_000).unwrap();
+        let mut log = RadioLog::create(
+            p,
+            vec![UserRadio::new(meter, plan)],
+            Some(handoffs),
+            "EV-DO",
+            100 * ms,
+            1_000_000_000_000_000_000,
+        )
+        .unwrap();
         log.write_due(400 * ms).unwrap();
         log.flush().unwrap();
         let text = std::fs::read_to_string(p).unwrap();
