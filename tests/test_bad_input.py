@@ -181,3 +181,22 @@ def test_bad_files(files, template, kind):
     else:
         pytest.skip("root reads everything; setpriv is needed to drop to nobody")
     check_one_line(p, needle)
+
+
+@pytest.mark.parametrize("server,needle", [
+    ("127.0.0.1:99999", "port 99999 is not between 1 and 65535"),
+    ("127.0.0.1:0", "port 0 is not between 1 and 65535"),
+    ("[::1]:70000", "port 70000 is not between 1 and 65535"),
+])
+def test_probe_port_out_of_range_is_named(server, needle, monkeypatch):
+    """A port past 65535 was reported as "cannot resolve" (issue 18 item 10)."""
+    monkeypatch.setenv("CELLPERF_TOKEN", "bad-input-test")
+    p = cellperf("probe", server, "-t", "udp-cbr", check=False, timeout=60)
+    check_one_line(p, needle)
+
+
+def test_a_slot_too_short_to_end_is_refused():
+    """`--users 2 --slot 1ns` livelocked the emulator at 96 % CPU (issue 18 item 5)."""
+    p = cellperf("emulate", "--users", "2", "--scheduler", "pf", "--downlink", "1mbit", "--uplink", "1mbit",
+                 "--slot", "1ns", "--", "true", check=False, timeout=60)
+    check_one_line(p, "--slot: '1ns'")

@@ -79,31 +79,52 @@ impl Admission {
     /// Admits a new connection from `peer`, closing the oldest handshake if the pool is
     /// full; refuses it (with the reason) if its source already holds [`PER_SOURCE`].
     pub fn admit(&self, stream: &TcpStream, peer: IpAddr) -> Result<Admitted, String> {
-        let handle = stream.try_clone().map_err(|e| format!("cannot keep the connection ({e})"))?;
+        let handle = stream
+            .try_clone()
+            .map_err(|e| format!("cannot keep the connection ({e})"))?;
         let source = source_of(peer);
         let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if pool.pending.iter().filter(|p| p.source == source).count() >= PER_SOURCE {
-            return Err(format!("{SERVER_BUSY}: {PER_SOURCE} connections from {source} have not authenticated yet"));
+            return Err(format!(
+                "{SERVER_BUSY}: {PER_SOURCE} connections from {source} have not authenticated yet"
+            ));
         }
         let evicted = pool.pending.len() >= MAX_PENDING;
         if evicted {
             let held_by = |src: IpAddr| pool.pending.iter().filter(|p| p.source == src).count();
             // The first (oldest) connection of a source with the most: `max_by_key` keeps the
             // last of equals, so walk newest to oldest.
-            let at = (0..pool.pending.len()).rev().max_by_key(|&i| held_by(pool.pending[i].source)).unwrap_or(0);
+            let at = (0..pool.pending.len())
+                .rev()
+                .max_by_key(|&i| held_by(pool.pending[i].source))
+                .unwrap_or(0);
             let victim = pool.pending.remove(at);
             // Its session's next read ends.
             let _ = victim.stream.shutdown(Shutdown::Both);
         }
         let id = pool.next_id;
         pool.next_id += 1;
-        pool.pending.push(Pending { id, source, stream: handle });
-        Ok(Admitted { ticket: Ticket { id, pool: self.clone() }, evicted })
+        pool.pending.push(Pending {
+            id,
+            source,
+            stream: handle,
+        });
+        Ok(Admitted {
+            ticket: Ticket {
+                id,
+                pool: self.clone(),
+            },
+            evicted,
+        })
     }
 
     /// Handshakes in progress.
     pub fn pending(&self) -> usize {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).pending.len()
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pending
+            .len()
     }
 }
 
@@ -135,14 +156,26 @@ mod tests {
         // An IPv6 /64 is one source.
         for i in 0..PER_SOURCE {
             let (_c, s) = pair(&l);
-            held.push((_c, s.try_clone().unwrap(), pool.admit(&s, format!("2001:db8::{i}").parse().unwrap()).unwrap().ticket));
+            held.push((
+                _c,
+                s.try_clone().unwrap(),
+                pool.admit(&s, format!("2001:db8::{i}").parse().unwrap())
+                    .unwrap()
+                    .ticket,
+            ));
         }
         assert!(pool.admit(&s, "2001:db8::ffff".parse().unwrap()).is_err());
         // Fill the pool from sources holding one each: the next admission closes the oldest
         // connection of a source holding eight (10.0.0.1's first), not a lone one.
         for i in 0..(MAX_PENDING - 2 * PER_SOURCE) {
             let (_c, s) = pair(&l);
-            held.push((_c, s.try_clone().unwrap(), pool.admit(&s, format!("10.0.1.{i}").parse().unwrap()).unwrap().ticket));
+            held.push((
+                _c,
+                s.try_clone().unwrap(),
+                pool.admit(&s, format!("10.0.1.{i}").parse().unwrap())
+                    .unwrap()
+                    .ticket,
+            ));
         }
         assert_eq!(pool.pending(), MAX_PENDING);
         let (_c, s) = pair(&l);
@@ -150,7 +183,11 @@ mod tests {
         assert!(a.evicted);
         assert_eq!(pool.pending(), MAX_PENDING);
         let mut b = [0u8; 1];
-        assert_eq!(held[0].0.read(&mut b).unwrap(), 0, "the busiest source's oldest connection was closed");
+        assert_eq!(
+            held[0].0.read(&mut b).unwrap(),
+            0,
+            "the busiest source's oldest connection was closed"
+        );
         // The next one goes from the other busy source (the /64), its oldest.
         let (_c2, s2) = pair(&l);
         let a2 = pool.admit(&s2, "10.0.2.2".parse().unwrap()).unwrap();

@@ -37,13 +37,27 @@ pub fn server_proof(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes32
 }
 
 /// Constant-time check of the client's proof.
-pub fn verify_client(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes32, proof: &Bytes32) -> bool {
-    mac(token, CLIENT_LABEL, server_nonce, client_nonce).verify_slice(&proof.0).is_ok()
+pub fn verify_client(
+    token: &[u8],
+    server_nonce: &Bytes32,
+    client_nonce: &Bytes32,
+    proof: &Bytes32,
+) -> bool {
+    mac(token, CLIENT_LABEL, server_nonce, client_nonce)
+        .verify_slice(&proof.0)
+        .is_ok()
 }
 
 /// Constant-time check of the server's proof.
-pub fn verify_server(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes32, proof: &Bytes32) -> bool {
-    mac(token, SERVER_LABEL, client_nonce, server_nonce).verify_slice(&proof.0).is_ok()
+pub fn verify_server(
+    token: &[u8],
+    server_nonce: &Bytes32,
+    client_nonce: &Bytes32,
+    proof: &Bytes32,
+) -> bool {
+    mac(token, SERVER_LABEL, client_nonce, server_nonce)
+        .verify_slice(&proof.0)
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -59,7 +73,12 @@ mod tests {
         assert!(!verify_client(b"secret", &c, &s, &p));
         // A client proof is not a server proof.
         assert!(!verify_server(b"secret", &s, &c, &p));
-        assert!(verify_server(b"secret", &s, &c, &server_proof(b"secret", &s, &c)));
+        assert!(verify_server(
+            b"secret",
+            &s,
+            &c,
+            &server_proof(b"secret", &s, &c)
+        ));
     }
 
     /// RFC 4231 test case 2 pins the HMAC-SHA256 construction itself.
@@ -67,7 +86,15 @@ mod tests {
     fn hmac_sha256_matches_rfc4231() {
         let mut m = HmacSha256::new_from_slice(b"Jefe").unwrap();
         m.update(b"what do ya want for nothing?");
-        let hex: String = m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        let hex: String = m
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

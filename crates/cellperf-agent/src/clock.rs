@@ -8,7 +8,10 @@
 use serde::Serialize;
 
 fn now(clock: libc::clockid_t) -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; both clocks exist on every Linux.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
@@ -51,10 +54,19 @@ pub fn wait_until(deadline_ns: i64) -> i64 {
     let mut t = mono_ns();
     if deadline_ns - t > SPIN_NS {
         let wake = deadline_ns - SPIN_NS;
-        let ts = libc::timespec { tv_sec: wake / 1_000_000_000, tv_nsec: wake % 1_000_000_000 };
+        let ts = libc::timespec {
+            tv_sec: wake / 1_000_000_000,
+            tv_nsec: wake % 1_000_000_000,
+        };
         // SAFETY: valid timespec; TIMER_ABSTIME makes an interrupted sleep simply resume.
-        while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) }
-            == libc::EINTR
+        while unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        } == libc::EINTR
         {}
         t = mono_ns();
     }
@@ -100,7 +112,10 @@ pub struct ClockOffset {
 /// Picks the exchange with the least delay (least queueing, so least asymmetry), as NTP's
 /// clock filter does.
 pub fn estimate_offset(samples: &[TimeSample]) -> Option<ClockOffset> {
-    let best = samples.iter().filter(|s| s.delay_ns() >= 0).min_by_key(|s| s.delay_ns())?;
+    let best = samples
+        .iter()
+        .filter(|s| s.delay_ns() >= 0)
+        .min_by_key(|s| s.delay_ns())?;
     Some(ClockOffset {
         offset_ms: best.offset_ns() as f64 / 1e6,
         uncertainty_ms: best.delay_ns() as f64 / 2e6,
@@ -116,7 +131,12 @@ mod tests {
     #[test]
     fn offset_from_least_delayed_exchange() {
         // Server 5 ms ahead; symmetric 1 ms paths except one exchange queued 20 ms one way.
-        let mk = |t1: i64, up: i64, down: i64| TimeSample { t1, t2: t1 + up + 5_000_000, t3: t1 + up + 5_000_000 + 10, t4: t1 + up + down + 10 };
+        let mk = |t1: i64, up: i64, down: i64| TimeSample {
+            t1,
+            t2: t1 + up + 5_000_000,
+            t3: t1 + up + 5_000_000 + 10,
+            t4: t1 + up + down + 10,
+        };
         let s = [mk(0, 21_000_000, 1_000_000), mk(100, 1_000_000, 1_000_000)];
         let o = estimate_offset(&s).unwrap();
         assert_eq!(o.offset_ms, 5.0);

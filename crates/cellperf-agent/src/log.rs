@@ -7,7 +7,10 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, TimestampNanosecondBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, StringBuilder, TimestampNanosecondBuilder, UInt32Builder,
+    UInt64Builder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
@@ -39,7 +42,12 @@ pub struct LogRow {
 /// The server's own log of one test: what it received (`up`) and what it sent (`down`, echoes
 /// included), on its clock alone. The server writes it to `--log-dir`; the probe builds the same
 /// rows from the records the server returns, for `--server-log`. Flows are `<prefix>/<direction>`.
-pub fn server_view_rows(flow_prefix: &str, step: u32, up: &[Record], down: &[Record]) -> Vec<LogRow> {
+pub fn server_view_rows(
+    flow_prefix: &str,
+    step: u32,
+    up: &[Record],
+    down: &[Record],
+) -> Vec<LogRow> {
     let row = |r: &Record, dir: &'static str| LogRow {
         flow_id: format!("{flow_prefix}/{dir}"),
         step,
@@ -49,12 +57,18 @@ pub fn server_view_rows(flow_prefix: &str, step: u32, up: &[Record], down: &[Rec
         recv_ns: r.recv_ns,
         bytes: r.bytes,
         lost: r.recv_ns.map(|_| false),
-        owd_ms: r.recv_ns.zip(r.send_ns).map(|(rx, tx)| (rx - tx) as f64 / 1e6),
+        owd_ms: r
+            .recv_ns
+            .zip(r.send_ns)
+            .map(|(rx, tx)| (rx - tx) as f64 / 1e6),
         owd_kind: "raw",
         rtt_ms: None,
         jitter_ms: None,
     };
-    up.iter().map(|r| row(r, "up")).chain(down.iter().map(|r| row(r, "down"))).collect()
+    up.iter()
+        .map(|r| row(r, "up"))
+        .chain(down.iter().map(|r| row(r, "down")))
+        .collect()
 }
 
 pub fn schema() -> Schema {
@@ -135,7 +149,12 @@ pub fn rfc3339_ns(ns: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z", sod / 3600, sod / 60 % 60, sod % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
 }
 
 /// Writes rows as CSV with the [`schema`] columns, atomically (temporary file, then rename),
@@ -178,8 +197,14 @@ mod tests {
     #[test]
     fn rfc3339_matches_known_instants() {
         assert_eq!(rfc3339_ns(0), "1970-01-01T00:00:00.000000000Z");
-        assert_eq!(rfc3339_ns(1_700_000_000_123_456_789), "2023-11-14T22:13:20.123456789Z");
-        assert_eq!(rfc3339_ns(951_782_400_000_000_001), "2000-02-29T00:00:00.000000001Z");
+        assert_eq!(
+            rfc3339_ns(1_700_000_000_123_456_789),
+            "2023-11-14T22:13:20.123456789Z"
+        );
+        assert_eq!(
+            rfc3339_ns(951_782_400_000_000_001),
+            "2000-02-29T00:00:00.000000001Z"
+        );
         assert_eq!(rfc3339_ns(-1), "1969-12-31T23:59:59.999999999Z");
     }
 
@@ -199,7 +224,16 @@ mod tests {
             rtt_ms: None,
             jitter_ms: None,
         };
-        let b = to_record_batch(&[row.clone(), LogRow { seq: 4, recv_ns: Some(9), lost: Some(false), ..row }]).unwrap();
+        let b = to_record_batch(&[
+            row.clone(),
+            LogRow {
+                seq: 4,
+                recv_ns: Some(9),
+                lost: Some(false),
+                ..row
+            },
+        ])
+        .unwrap();
         assert_eq!(b.num_rows(), 2);
         assert_eq!(b.schema().field(5).name(), "recv_ts");
         assert_eq!(b.column(5).null_count(), 1);

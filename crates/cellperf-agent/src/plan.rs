@@ -67,7 +67,15 @@ pub struct Options {
     pub owd: Option<String>,
 }
 
-pub const TESTS: [&str; 7] = ["udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep"];
+pub const TESTS: [&str; 7] = [
+    "udp-cbr",
+    "tcp-bulk",
+    "voip",
+    "min-delay",
+    "ping-sweep",
+    "sparse",
+    "window-sweep",
+];
 
 /// Voice codecs: (name, payload bytes, packet interval in ms) — 000 §4.3.
 pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
@@ -76,12 +84,36 @@ pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
 fn allowed(test: &str) -> &'static [&'static str] {
     match test {
         "udp-cbr" => &["direction", "rate", "payload", "duration", "timeout", "owd"],
-        "tcp-bulk" => &["direction", "duration", "bytes", "congestion", "window", "mss", "streams"],
+        "tcp-bulk" => &[
+            "direction",
+            "duration",
+            "bytes",
+            "congestion",
+            "window",
+            "mss",
+            "streams",
+        ],
         "voip" => &["codec", "duration", "timeout", "owd"],
         "min-delay" => &["duration", "timeout", "owd"],
         "ping-sweep" => &["sizes", "count", "interval", "timeout", "owd"],
-        "sparse" => &["direction", "payload", "duration", "interval", "timeout", "owd"],
-        "window-sweep" => &["direction", "duration", "windows", "mss-values", "congestion", "streams", "window", "mss"],
+        "sparse" => &[
+            "direction",
+            "payload",
+            "duration",
+            "interval",
+            "timeout",
+            "owd",
+        ],
+        "window-sweep" => &[
+            "direction",
+            "duration",
+            "windows",
+            "mss-values",
+            "congestion",
+            "streams",
+            "window",
+            "mss",
+        ],
         _ => &[],
     }
 }
@@ -125,7 +157,10 @@ fn positive(name: &str, v: f64) -> Result<f64, String> {
 fn seconds(name: &str, v: f64) -> Result<f64, String> {
     let v = positive(name, v)?;
     if v > crate::server::MAX_DURATION_S {
-        return Err(format!("--{name}: {v} s is over {} s (a day)", crate::server::MAX_DURATION_S));
+        return Err(format!(
+            "--{name}: {v} s is over {} s (a day)",
+            crate::server::MAX_DURATION_S
+        ));
     }
     Ok(v)
 }
@@ -134,8 +169,11 @@ impl Options {
     /// Reads the options the CLI passes as JSON; an error names the option and its value
     /// (not a JSON line and column).
     pub fn from_json(text: &str) -> Result<Options, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("probe options are not valid JSON ({e})"))?;
-        let serde_json::Value::Object(fields) = value else { return Err("probe options must be a JSON object".into()) };
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| format!("probe options are not valid JSON ({e})"))?;
+        let serde_json::Value::Object(fields) = value else {
+            return Err("probe options must be a JSON object".into());
+        };
         // Each field alone, so the one that does not fit is named.
         for (key, v) in &fields {
             let one = serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
@@ -151,22 +189,28 @@ impl Options {
                 return Err(if e.to_string().starts_with("unknown field") {
                     format!("probe options: unknown option {key:?}")
                 } else {
-                    format!("--{option}: {v} is not a valid value (expected {})", expected_of(&e.to_string()))
+                    format!(
+                        "--{option}: {v} is not a valid value (expected {})",
+                        expected_of(&e.to_string())
+                    )
                 });
             }
         }
-        serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| format!("probe options: {e}"))
+        serde_json::from_value(serde_json::Value::Object(fields))
+            .map_err(|e| format!("probe options: {e}"))
     }
 }
 
 /// The kind of value serde wanted, from its message ("invalid type: …, expected u32").
 fn expected_of(serde_message: &str) -> &str {
-    serde_message.rsplit_once("expected ").map_or("another value", |(_, want)| match want {
-        "u32" => "a whole number below 2^32",
-        "u64" => "a whole number below 2^64",
-        "f64" => "a number",
-        w => w,
-    })
+    serde_message
+        .rsplit_once("expected ")
+        .map_or("another value", |(_, want)| match want {
+            "u32" => "a whole number below 2^32",
+            "u64" => "a whole number below 2^64",
+            "f64" => "a number",
+            w => w,
+        })
 }
 
 fn direction(o: &Options, default: Direction, allow_both: bool) -> Result<Direction, String> {
@@ -175,14 +219,20 @@ fn direction(o: &Options, default: Direction, allow_both: bool) -> Result<Direct
         Some("up") => Ok(Direction::Up),
         Some("down") => Ok(Direction::Down),
         Some("both") if allow_both => Ok(Direction::Both),
-        Some(d) => Err(format!("--direction: '{d}' is not one of up, down{}", if allow_both { ", both" } else { "" })),
+        Some(d) => Err(format!(
+            "--direction: '{d}' is not one of up, down{}",
+            if allow_both { ", both" } else { "" }
+        )),
     }
 }
 
 fn payload(o: &Options, default: u32) -> Result<u32, String> {
     let p = o.payload.unwrap_or(default);
     if !(20..=crate::udp::MAX_PAYLOAD).contains(&p) {
-        return Err(format!("--payload: {p} B outside 20..{} B (the probe header takes 20)", crate::udp::MAX_PAYLOAD));
+        return Err(format!(
+            "--payload: {p} B outside 20..{} B (the probe header takes 20)",
+            crate::udp::MAX_PAYLOAD
+        ));
     }
     Ok(p)
 }
@@ -196,7 +246,13 @@ fn drain_ms(o: &Options, default_s: f64) -> Result<u64, String> {
 }
 
 /// A stream of `payload`-byte packets every `interval_s` for `duration_s`.
-fn stream(direction: Direction, payload: u32, interval_s: f64, duration_s: f64, drain_ms: u64) -> Result<UdpSpec, String> {
+fn stream(
+    direction: Direction,
+    payload: u32,
+    interval_s: f64,
+    duration_s: f64,
+    drain_ms: u64,
+) -> Result<UdpSpec, String> {
     let interval_ns = (interval_s * 1e9).round() as u64;
     if interval_ns == 0 {
         return Err("--rate: too high (less than 1 ns between packets)".into());
@@ -205,14 +261,28 @@ fn stream(direction: Direction, payload: u32, interval_s: f64, duration_s: f64, 
     if count > crate::server::MAX_PACKETS {
         return Err(format!("--duration: {duration_s} s at one packet every {interval_s} s is {count} packets, over the limit of {}", crate::server::MAX_PACKETS));
     }
-    Ok(UdpSpec { direction, payload_bytes: payload, interval_ns, count, drain_ms })
+    Ok(UdpSpec {
+        direction,
+        payload_bytes: payload,
+        interval_ns,
+        count,
+        drain_ms,
+    })
 }
 
-fn tcp_spec(o: &Options, direction: Direction, window: Option<u32>, mss: Option<u32>) -> Result<TcpSpec, String> {
+fn tcp_spec(
+    o: &Options,
+    direction: Direction,
+    window: Option<u32>,
+    mss: Option<u32>,
+) -> Result<TcpSpec, String> {
     let duration_s = seconds("duration", o.duration_s.unwrap_or(10.0))?;
     let streams = o.streams.unwrap_or(1);
     if !(1..=crate::server::MAX_STREAMS).contains(&streams) {
-        return Err(format!("--streams: {streams} outside 1..{}", crate::server::MAX_STREAMS));
+        return Err(format!(
+            "--streams: {streams} outside 1..{}",
+            crate::server::MAX_STREAMS
+        ));
     }
     if let Some(w) = window {
         if !(2048..=64 << 20).contains(&w) {
@@ -240,7 +310,10 @@ fn tcp_spec(o: &Options, direction: Direction, window: Option<u32>, mss: Option<
 
 pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
     if !TESTS.contains(&test) {
-        return Err(format!("--test: unknown test '{test}' (one of {})", TESTS.join(", ")));
+        return Err(format!(
+            "--test: unknown test '{test}' (one of {})",
+            TESTS.join(", ")
+        ));
     }
     let ok = allowed(test);
     if let Some(bad) = given(o).into_iter().find(|g| !ok.contains(g)) {
@@ -252,64 +325,121 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
         None | Some("raw") => OwdChoice::Raw,
         Some("excess") => OwdChoice::Excess,
         Some("half-rtt") if echo_default => OwdChoice::HalfRtt,
-        Some("half-rtt") => return Err(format!("--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep), not {test}")),
+        Some("half-rtt") => {
+            return Err(format!(
+                "--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep), not {test}"
+            ))
+        }
         Some(k) => return Err(format!("--owd: '{k}' is not one of raw, excess, half-rtt")),
     };
-    let single = |step: crate::plan::Step, dir| Plan { test: test.into(), direction: dir, owd, steps: vec![PlanStep { label: StepLabel::Single, step }] };
+    let single = |step: crate::plan::Step, dir| Plan {
+        test: test.into(),
+        direction: dir,
+        owd,
+        steps: vec![PlanStep {
+            label: StepLabel::Single,
+            step,
+        }],
+    };
     match test {
         "udp-cbr" => {
             let dir = direction(o, Direction::Up, true)?;
             let p = payload(o, 1460)?;
             let rate = positive("rate", o.rate_bps.unwrap_or(1e6))?;
             if rate > crate::server::MAX_RATE_BPS {
-                return Err(format!("--rate: {rate} bit/s is over {:e} bit/s", crate::server::MAX_RATE_BPS));
+                return Err(format!(
+                    "--rate: {rate} bit/s is over {:e} bit/s",
+                    crate::server::MAX_RATE_BPS
+                ));
             }
             let d = seconds("duration", o.duration_s.unwrap_or(10.0))?;
-            Ok(single(Step::Udp(stream(dir, p, p as f64 * 8.0 / rate, d, drain_ms(o, 2.0)?)?), dir))
+            Ok(single(
+                Step::Udp(stream(dir, p, p as f64 * 8.0 / rate, d, drain_ms(o, 2.0)?)?),
+                dir,
+            ))
         }
         "voip" => {
-            let name = o.codec.as_deref().unwrap_or("g711").to_ascii_lowercase().replace(['.', '-'], "");
+            let name = o
+                .codec
+                .as_deref()
+                .unwrap_or("g711")
+                .to_ascii_lowercase()
+                .replace(['.', '-'], "");
             let (_, size, ms) = CODECS
                 .iter()
                 .find(|c| c.0 == name)
                 .ok_or_else(|| format!("--codec: unknown codec '{name}' (one of g711, g729)"))?;
             let d = seconds("duration", o.duration_s.unwrap_or(30.0))?;
-            Ok(single(Step::Udp(stream(Direction::Echo, *size, *ms as f64 / 1e3, d, drain_ms(o, 2.0)?)?), Direction::Echo))
+            Ok(single(
+                Step::Udp(stream(
+                    Direction::Echo,
+                    *size,
+                    *ms as f64 / 1e3,
+                    d,
+                    drain_ms(o, 2.0)?,
+                )?),
+                Direction::Echo,
+            ))
         }
         "min-delay" => {
             let d = seconds("duration", o.duration_s.unwrap_or(30.0))?;
-            Ok(single(Step::Udp(stream(Direction::Echo, 40, 0.040, d, drain_ms(o, 2.0)?)?), Direction::Echo))
+            Ok(single(
+                Step::Udp(stream(Direction::Echo, 40, 0.040, d, drain_ms(o, 2.0)?)?),
+                Direction::Echo,
+            ))
         }
         "sparse" => {
             let dir = direction(o, Direction::Down, false)?;
             let i = seconds("interval", o.interval_s.unwrap_or(0.1))?;
             let d = seconds("duration", o.duration_s.unwrap_or(60.0))?;
-            Ok(single(Step::Udp(stream(dir, payload(o, 1460)?, i, d, drain_ms(o, 2.0)?)?), dir))
+            Ok(single(
+                Step::Udp(stream(dir, payload(o, 1460)?, i, d, drain_ms(o, 2.0)?)?),
+                dir,
+            ))
         }
         "ping-sweep" => {
-            let sizes = o.sizes.clone().unwrap_or_else(|| vec![128, 256, 512, 1024, 1500]);
+            let sizes = o
+                .sizes
+                .clone()
+                .unwrap_or_else(|| vec![128, 256, 512, 1024, 1500]);
             if sizes.is_empty() {
                 return Err("--sizes: give at least one size".into());
             }
             let count = o.count.unwrap_or(100);
             if count == 0 || count > crate::server::MAX_PACKETS {
-                return Err(format!("--count: {count} outside 1..{}", crate::server::MAX_PACKETS));
+                return Err(format!(
+                    "--count: {count} outside 1..{}",
+                    crate::server::MAX_PACKETS
+                ));
             }
             let i = seconds("interval", o.interval_s.unwrap_or(1.0))?;
             if count as f64 * i > crate::server::MAX_DURATION_S {
-                return Err(format!("--count: {count} probes every {i} s take over a day"));
+                return Err(format!(
+                    "--count: {count} probes every {i} s take over a day"
+                ));
             }
             let drain = drain_ms(o, 10.0)?;
             let mut steps = Vec::new();
             for s in sizes {
                 if !(20..=crate::udp::MAX_PAYLOAD).contains(&s) {
-                    return Err(format!("--sizes: {s} B outside 20..{} B", crate::udp::MAX_PAYLOAD));
+                    return Err(format!(
+                        "--sizes: {s} B outside 20..{} B",
+                        crate::udp::MAX_PAYLOAD
+                    ));
                 }
                 let mut spec = stream(Direction::Echo, s, i, i, drain)?;
                 spec.count = count;
-                steps.push(PlanStep { label: StepLabel::Size(s), step: Step::Udp(spec) });
+                steps.push(PlanStep {
+                    label: StepLabel::Size(s),
+                    step: Step::Udp(spec),
+                });
             }
-            Ok(Plan { test: test.into(), direction: Direction::Echo, owd, steps })
+            Ok(Plan {
+                test: test.into(),
+                direction: Direction::Echo,
+                owd,
+                steps,
+            })
         }
         "tcp-bulk" => {
             let dir = direction(o, Direction::Up, true)?;
@@ -320,19 +450,43 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             let steps = match (&o.windows, &o.mss_values) {
                 (Some(ws), None) if !ws.is_empty() => ws
                     .iter()
-                    .map(|&w| Ok(PlanStep { label: StepLabel::Window(w), step: Step::Tcp(tcp_spec(o, dir, Some(w), o.mss)?) }))
+                    .map(|&w| {
+                        Ok(PlanStep {
+                            label: StepLabel::Window(w),
+                            step: Step::Tcp(tcp_spec(o, dir, Some(w), o.mss)?),
+                        })
+                    })
                     .collect::<Result<Vec<_>, String>>()?,
                 (None, Some(ms)) if !ms.is_empty() => ms
                     .iter()
-                    .map(|&m| Ok(PlanStep { label: StepLabel::Mss(m), step: Step::Tcp(tcp_spec(o, dir, o.window, Some(m))?) }))
+                    .map(|&m| {
+                        Ok(PlanStep {
+                            label: StepLabel::Mss(m),
+                            step: Step::Tcp(tcp_spec(o, dir, o.window, Some(m))?),
+                        })
+                    })
                     .collect::<Result<Vec<_>, String>>()?,
                 (None, None) => [16u32, 32, 64, 128, 256, 512, 1024]
                     .iter()
-                    .map(|&k| Ok(PlanStep { label: StepLabel::Window(k * 1024), step: Step::Tcp(tcp_spec(o, dir, Some(k * 1024), o.mss)?) }))
+                    .map(|&k| {
+                        Ok(PlanStep {
+                            label: StepLabel::Window(k * 1024),
+                            step: Step::Tcp(tcp_spec(o, dir, Some(k * 1024), o.mss)?),
+                        })
+                    })
                     .collect::<Result<Vec<_>, String>>()?,
-                _ => return Err("--windows and --mss-values: give one non-empty list, not both".into()),
+                _ => {
+                    return Err(
+                        "--windows and --mss-values: give one non-empty list, not both".into(),
+                    )
+                }
             };
-            Ok(Plan { test: test.into(), direction: dir, owd, steps })
+            Ok(Plan {
+                test: test.into(),
+                direction: dir,
+                owd,
+                steps,
+            })
         }
         _ => unreachable!("checked against TESTS"),
     }
@@ -344,25 +498,55 @@ mod tests {
 
     #[test]
     fn cbr_rate_becomes_interval_and_count() {
-        let o = Options { rate_bps: Some(10e6), duration_s: Some(3.0), ..Default::default() };
+        let o = Options {
+            rate_bps: Some(10e6),
+            duration_s: Some(3.0),
+            ..Default::default()
+        };
         let p = plan("udp-cbr", &o).unwrap();
-        let Step::Udp(s) = &p.steps[0].step else { panic!("udp expected") };
+        let Step::Udp(s) = &p.steps[0].step else {
+            panic!("udp expected")
+        };
         // 1460 B × 8 / 10 Mb/s = 1.168 ms; 3 s / 1.168 ms = 2568.5 → 2568 packets.
-        assert_eq!((s.payload_bytes, s.interval_ns, s.count), (1460, 1_168_000, 2568));
+        assert_eq!(
+            (s.payload_bytes, s.interval_ns, s.count),
+            (1460, 1_168_000, 2568)
+        );
         assert_eq!(s.direction, Direction::Up);
     }
 
     #[test]
     fn voip_presets_and_sweeps() {
-        let o = Options { codec: Some("G.729".into()), duration_s: Some(1.0), ..Default::default() };
-        let Step::Udp(s) = &plan("voip", &o).unwrap().steps[0].step else { panic!() };
-        assert_eq!((s.payload_bytes, s.interval_ns, s.count, s.direction), (20, 20_000_000, 50, Direction::Echo));
+        let o = Options {
+            codec: Some("G.729".into()),
+            duration_s: Some(1.0),
+            ..Default::default()
+        };
+        let Step::Udp(s) = &plan("voip", &o).unwrap().steps[0].step else {
+            panic!()
+        };
+        assert_eq!(
+            (s.payload_bytes, s.interval_ns, s.count, s.direction),
+            (20, 20_000_000, 50, Direction::Echo)
+        );
         let ps = plan("ping-sweep", &Options::default()).unwrap();
         assert_eq!(ps.steps.len(), 5);
         assert_eq!(ps.owd, OwdChoice::HalfRtt);
-        let Step::Udp(s) = &ps.steps[4].step else { panic!() };
-        assert_eq!((s.payload_bytes, s.count, s.interval_ns, s.drain_ms), (1500, 100, 1_000_000_000, 10_000));
-        let ws = plan("window-sweep", &Options { mss_values: Some(vec![536, 1460]), ..Default::default() }).unwrap();
+        let Step::Udp(s) = &ps.steps[4].step else {
+            panic!()
+        };
+        assert_eq!(
+            (s.payload_bytes, s.count, s.interval_ns, s.drain_ms),
+            (1500, 100, 1_000_000_000, 10_000)
+        );
+        let ws = plan(
+            "window-sweep",
+            &Options {
+                mss_values: Some(vec![536, 1460]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(ws.steps[1].label, StepLabel::Mss(1460));
     }
 
@@ -370,41 +554,178 @@ mod tests {
     fn bad_options_name_the_option() {
         let e = |t: &str, o: Options| plan(t, &o).unwrap_err();
         assert!(e("udp-cbrr", Options::default()).starts_with("--test: unknown test"));
-        assert!(e("udp-cbr", Options { payload: Some(10), ..Default::default() }).starts_with("--payload"));
-        assert!(e("udp-cbr", Options { rate_bps: Some(-1.0), ..Default::default() }).starts_with("--rate"));
-        assert!(e("udp-cbr", Options { codec: Some("g711".into()), ..Default::default() }).starts_with("--codec does not apply"));
-        assert!(e("voip", Options { codec: Some("opus".into()), ..Default::default() }).starts_with("--codec"));
-        assert!(e("udp-cbr", Options { owd: Some("half-rtt".into()), ..Default::default() }).starts_with("--owd"));
-        assert!(e("tcp-bulk", Options { streams: Some(99), ..Default::default() }).starts_with("--streams"));
-        assert!(e("sparse", Options { direction: Some("both".into()), ..Default::default() }).starts_with("--direction"));
+        assert!(e(
+            "udp-cbr",
+            Options {
+                payload: Some(10),
+                ..Default::default()
+            }
+        )
+        .starts_with("--payload"));
+        assert!(e(
+            "udp-cbr",
+            Options {
+                rate_bps: Some(-1.0),
+                ..Default::default()
+            }
+        )
+        .starts_with("--rate"));
+        assert!(e(
+            "udp-cbr",
+            Options {
+                codec: Some("g711".into()),
+                ..Default::default()
+            }
+        )
+        .starts_with("--codec does not apply"));
+        assert!(e(
+            "voip",
+            Options {
+                codec: Some("opus".into()),
+                ..Default::default()
+            }
+        )
+        .starts_with("--codec"));
+        assert!(e(
+            "udp-cbr",
+            Options {
+                owd: Some("half-rtt".into()),
+                ..Default::default()
+            }
+        )
+        .starts_with("--owd"));
+        assert!(e(
+            "tcp-bulk",
+            Options {
+                streams: Some(99),
+                ..Default::default()
+            }
+        )
+        .starts_with("--streams"));
+        assert!(e(
+            "sparse",
+            Options {
+                direction: Some("both".into()),
+                ..Default::default()
+            }
+        )
+        .starts_with("--direction"));
     }
 
     /// NaN, infinite and huge durations, intervals and timeouts are refused naming the option
     /// (a duration of 1e308 s asked for u64::MAX packets and overflowed count × interval).
     #[test]
     fn non_finite_and_huge_times_are_refused_by_name() {
-        let bad = |test: &str, o: Options| plan(test, &o).err().unwrap_or_else(|| panic!("{test} {o:?} accepted"));
+        let bad = |test: &str, o: Options| {
+            plan(test, &o)
+                .err()
+                .unwrap_or_else(|| panic!("{test} {o:?} accepted"))
+        };
         for v in [f64::NAN, f64::INFINITY, 1e308, -1.0, 0.0, 86_401.0] {
-            assert!(bad("udp-cbr", Options { duration_s: Some(v), ..Default::default() }).starts_with("--duration:"), "{v}");
-            assert!(bad("tcp-bulk", Options { duration_s: Some(v), ..Default::default() }).starts_with("--duration:"), "{v}");
-            assert!(bad("sparse", Options { interval_s: Some(v), ..Default::default() }).starts_with("--interval:"), "{v}");
-            assert!(bad("voip", Options { timeout_s: Some(v), ..Default::default() }).starts_with("--timeout:"), "{v}");
+            assert!(
+                bad(
+                    "udp-cbr",
+                    Options {
+                        duration_s: Some(v),
+                        ..Default::default()
+                    }
+                )
+                .starts_with("--duration:"),
+                "{v}"
+            );
+            assert!(
+                bad(
+                    "tcp-bulk",
+                    Options {
+                        duration_s: Some(v),
+                        ..Default::default()
+                    }
+                )
+                .starts_with("--duration:"),
+                "{v}"
+            );
+            assert!(
+                bad(
+                    "sparse",
+                    Options {
+                        interval_s: Some(v),
+                        ..Default::default()
+                    }
+                )
+                .starts_with("--interval:"),
+                "{v}"
+            );
+            assert!(
+                bad(
+                    "voip",
+                    Options {
+                        timeout_s: Some(v),
+                        ..Default::default()
+                    }
+                )
+                .starts_with("--timeout:"),
+                "{v}"
+            );
         }
-        let e = bad("udp-cbr", Options { rate_bps: Some(1e9), payload: Some(20), duration_s: Some(86_400.0), ..Default::default() });
-        assert!(e.starts_with("--duration:") && e.contains("over the limit of 67108864"), "{e}");
-        assert!(bad("ping-sweep", Options { count: Some(u64::MAX), ..Default::default() }).starts_with("--count:"));
-        assert!(bad("udp-cbr", Options { rate_bps: Some(1e300), ..Default::default() }).starts_with("--rate:"));
+        let e = bad(
+            "udp-cbr",
+            Options {
+                rate_bps: Some(1e9),
+                payload: Some(20),
+                duration_s: Some(86_400.0),
+                ..Default::default()
+            },
+        );
+        assert!(
+            e.starts_with("--duration:") && e.contains("over the limit of 67108864"),
+            "{e}"
+        );
+        assert!(bad(
+            "ping-sweep",
+            Options {
+                count: Some(u64::MAX),
+                ..Default::default()
+            }
+        )
+        .starts_with("--count:"));
+        assert!(bad(
+            "udp-cbr",
+            Options {
+                rate_bps: Some(1e300),
+                ..Default::default()
+            }
+        )
+        .starts_with("--rate:"));
     }
 
     #[test]
     fn options_json_errors_name_the_option_not_a_column() {
         let e = Options::from_json(r#"{"direction": "up", "count": 1e308}"#).unwrap_err();
-        assert_eq!(e, "--count: 1e+308 is not a valid value (expected a whole number below 2^64)");
+        assert_eq!(
+            e,
+            "--count: 1e+308 is not a valid value (expected a whole number below 2^64)"
+        );
         let e = Options::from_json(r#"{"payload": 99999999999}"#).unwrap_err();
-        assert_eq!(e, "--payload: 99999999999 is not a valid value (expected a whole number below 2^32)");
-        assert_eq!(Options::from_json(r#"{"duration_s": "x"}"#).unwrap_err(), r#"--duration: "x" is not a valid value (expected a number)"#);
-        assert!(Options::from_json(r#"{"duration_s": NaN}"#).unwrap_err().starts_with("probe options are not valid JSON"));
-        assert_eq!(Options::from_json(r#"{"launch": 1}"#).unwrap_err(), r#"probe options: unknown option "launch""#);
-        assert_eq!(Options::from_json(r#"{"duration_s": 2.5}"#).unwrap().duration_s, Some(2.5));
+        assert_eq!(
+            e,
+            "--payload: 99999999999 is not a valid value (expected a whole number below 2^32)"
+        );
+        assert_eq!(
+            Options::from_json(r#"{"duration_s": "x"}"#).unwrap_err(),
+            r#"--duration: "x" is not a valid value (expected a number)"#
+        );
+        assert!(Options::from_json(r#"{"duration_s": NaN}"#)
+            .unwrap_err()
+            .starts_with("probe options are not valid JSON"));
+        assert_eq!(
+            Options::from_json(r#"{"launch": 1}"#).unwrap_err(),
+            r#"probe options: unknown option "launch""#
+        );
+        assert_eq!(
+            Options::from_json(r#"{"duration_s": 2.5}"#)
+                .unwrap()
+                .duration_s,
+            Some(2.5)
+        );
     }
 }

@@ -65,7 +65,16 @@ struct Client {
 pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
     let with_port = if server.parse::<IpAddr>().is_ok() {
         SocketAddr::new(server.parse().expect("checked"), default_port).to_string()
-    } else if server.rsplit_once(':').is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']'))) {
+    } else if let Some((_, port)) = server.rsplit_once(':').filter(|(h, p)| {
+        !p.is_empty()
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && (!h.contains(':') || h.ends_with(']'))
+    }) {
+        if port.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(format!(
+                "server {server}: port {port} is not between 1 and 65535"
+            ));
+        }
         server.to_string()
     } else {
         format!("{server}:{default_port}")
@@ -88,7 +97,10 @@ impl Client {
         let give_up = Instant::now() + BUSY_RETRY;
         loop {
             match Client::connect_once(server, token) {
-                Err(e) if e.starts_with(&format!("server {server}: {SERVER_BUSY}")) && Instant::now() < give_up => {
+                Err(e)
+                    if e.starts_with(&format!("server {server}: {SERVER_BUSY}"))
+                        && Instant::now() < give_up =>
+                {
                     let mut r = [0u8; 1];
                     let _ = getrandom::fill(&mut r);
                     std::thread::sleep(Duration::from_millis(20 + r[0] as u64 * 180 / 255));
@@ -101,17 +113,28 @@ impl Client {
     fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
-        ctrl.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
-        ctrl.set_write_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+        ctrl.set_read_timeout(Some(Duration::from_millis(50)))
+            .map_err(|e| e.to_string())?;
+        ctrl.set_write_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
         let _ = ctrl.set_nodelay(true);
-        let mut c = Client { ctrl, reader: FrameReader::new(MAX_SERVER_FRAME), server };
+        let mut c = Client {
+            ctrl,
+            reader: FrameReader::new(MAX_SERVER_FRAME),
+            server,
+        };
         let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
-        c.send(&Message::Hello { version: PROTOCOL_VERSION, client_nonce })?;
+        c.send(&Message::Hello {
+            version: PROTOCOL_VERSION,
+            client_nonce,
+        })?;
         let server_nonce = match c.reply()? {
             Message::Challenge { server_nonce } => server_nonce,
             other => return Err(unexpected(&other)),
         };
-        c.send(&Message::Auth { mac: auth::client_proof(token, &server_nonce, &client_nonce) })?;
+        c.send(&Message::Auth {
+            mac: auth::client_proof(token, &server_nonce, &client_nonce),
+        })?;
         match c.reply()? {
             Message::AuthOk { mac } if auth::verify_server(token, &server_nonce, &client_nonce, &mac) => Ok(c),
             Message::AuthOk { .. } => Err(format!("server {server}: failed to prove it knows the token (not a cellperf server of ours?)")),
@@ -120,7 +143,8 @@ impl Client {
     }
 
     fn send(&mut self, m: &Message) -> Result<(), String> {
-        send_message(&mut self.ctrl, m).map_err(|e| format!("server {}: control connection: {e}", self.server))
+        send_message(&mut self.ctrl, m)
+            .map_err(|e| format!("server {}: control connection: {e}", self.server))
     }
 
     /// The next message; a server `error` becomes this side's error text.
@@ -135,9 +159,20 @@ impl Client {
     fn clock_offset(&mut self) -> Result<ClockOffset, String> {
         let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
         for _ in 0..CLOCK_SAMPLES {
-            self.send(&Message::TimeRequest { t1_ns: realtime_ns() })?;
+            self.send(&Message::TimeRequest {
+                t1_ns: realtime_ns(),
+            })?;
             match self.reply()? {
-                Message::TimeReply { t1_ns, t2_ns, t3_ns } => samples.push(TimeSample { t1: t1_ns, t2: t2_ns, t3: t3_ns, t4: realtime_ns() }),
+                Message::TimeReply {
+                    t1_ns,
+                    t2_ns,
+                    t3_ns,
+                } => samples.push(TimeSample {
+                    t1: t1_ns,
+                    t2: t2_ns,
+                    t3: t3_ns,
+                    t4: realtime_ns(),
+                }),
                 other => return Err(unexpected(&other)),
             }
         }
@@ -163,9 +198,13 @@ fn test_ended(polled: Result<Option<Frame>, ProtocolError>, server: SocketAddr) 
     match polled {
         Ok(Some(Frame::Message(Message::Error { reason }))) => format!("server {server}: {reason}"),
         Ok(Some(Frame::Message(other))) => unexpected(&other),
-        Ok(Some(Frame::Records { .. })) => format!("protocol error: unexpected records from the server {server}"),
+        Ok(Some(Frame::Records { .. })) => {
+            format!("protocol error: unexpected records from the server {server}")
+        }
         Ok(None) => format!("server {server}: nothing received"),
-        Err(ProtocolError::Closed) => format!("server {server}: closed the control connection mid-test"),
+        Err(ProtocolError::Closed) => {
+            format!("server {server}: closed the control connection mid-test")
+        }
         Err(e) => format!("server {server}: {e}"),
     }
 }
@@ -203,7 +242,11 @@ struct Ticker {
 
 impl Ticker {
     fn new() -> Self {
-        Ticker { next: Instant::now() + Duration::from_secs(1), started: Instant::now(), last_bytes: 0 }
+        Ticker {
+            next: Instant::now() + Duration::from_secs(1),
+            started: Instant::now(),
+            last_bytes: 0,
+        }
     }
     /// Whether a second has passed; then the bytes received since the last tick.
     fn due(&mut self, total_bytes: u64) -> Option<(f64, f64)> {
@@ -217,7 +260,12 @@ impl Ticker {
     }
 }
 
-fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progress: &mut ProgressFn<'_>) -> UdpGathered {
+fn run_udp_step(
+    c: &mut Client,
+    spec: &UdpSpec,
+    at: (usize, usize, &str),
+    progress: &mut ProgressFn<'_>,
+) -> UdpGathered {
     let mut g = UdpGathered::default();
     let (port, cookie) = match c.start(&Message::StartUdp { spec: spec.clone() }) {
         Ok(v) => v,
@@ -230,20 +278,26 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
         SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let sock = match UdpSocket::bind(local).and_then(|s| s.connect((c.server.ip(), port)).map(|_| s)) {
-        Ok(s) => s,
-        Err(e) => {
-            g.error = Some(format!("UDP data socket: {e}"));
-            return g;
-        }
-    };
+    let sock =
+        match UdpSocket::bind(local).and_then(|s| s.connect((c.server.ip(), port)).map(|_| s)) {
+            Ok(s) => s,
+            Err(e) => {
+                g.error = Some(format!("UDP data socket: {e}"));
+                return g;
+            }
+        };
     udp::enlarge_buffers(&sock);
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let ctl = ReceiveControl::new();
-    let receiver = spec
-        .direction
-        .server_sends()
-        .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, token, false, ctl.clone()));
+    let receiver = spec.direction.server_sends().then(|| {
+        udp::spawn_receiver(
+            sock.try_clone().expect("clone UDP socket"),
+            spec.count,
+            token,
+            false,
+            ctl.clone(),
+        )
+    });
     // Open the server's data socket: hellos until it says ready.
     let hello = udp::hello_datagram(&cookie);
     let deadline = Instant::now() + Duration::from_secs(6);
@@ -255,9 +309,13 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(Some(Frame::Message(Message::Ready {}))) => break Ok(()),
-            Ok(Some(Frame::Message(Message::Error { reason }))) => break Err(format!("server {}: {reason}", c.server)),
+            Ok(Some(Frame::Message(Message::Error { reason }))) => {
+                break Err(format!("server {}: {reason}", c.server))
+            }
             Ok(Some(_)) => break Err("protocol error: unexpected message before ready".into()),
-            Ok(None) if Instant::now() > deadline => break Err(format!("server {}: data path not ready in time", c.server)),
+            Ok(None) if Instant::now() > deadline => {
+                break Err(format!("server {}: data path not ready in time", c.server))
+            }
             Ok(None) => {}
             Err(e) => break Err(format!("server {}: {e}", c.server)),
         }
@@ -275,8 +333,16 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
     let start_mono = mono_ns() + udp::START_LEAD_NS;
     let start_real = realtime_ns() + udp::START_LEAD_NS;
     let stop = Arc::new(AtomicBool::new(false));
-    let mut sender = spec.direction.probe_sends().then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
-    let over_time = start_mono + spec.count.saturating_mul(spec.interval_ns).min(i64::MAX as u64 / 2) as i64 + (spec.drain_ms as i64 + 15_000) * 1_000_000;
+    let mut sender = spec
+        .direction
+        .probe_sends()
+        .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
+    let over_time = start_mono
+        + spec
+            .count
+            .saturating_mul(spec.interval_ns)
+            .min(i64::MAX as u64 / 2) as i64
+        + (spec.drain_ms as i64 + 15_000) * 1_000_000;
     let mut ticker = Ticker::new();
     let mut server_counts = (0u64, 0u64);
     let mut up_records: Vec<Record> = Vec::new();
@@ -304,18 +370,30 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
             break;
         }
         if mono_ns() > over_time {
-            g.error.get_or_insert(format!("server {}: test did not finish in time", c.server));
+            g.error
+                .get_or_insert(format!("server {}: test did not finish in time", c.server));
             break;
         }
-        let bytes = if spec.direction.server_sends() { ctl.bytes_received.load(Ordering::Relaxed) } else { server_counts.1 };
+        let bytes = if spec.direction.server_sends() {
+            ctl.bytes_received.load(Ordering::Relaxed)
+        } else {
+            server_counts.1
+        };
         if let Some((elapsed_s, rate_bps)) = ticker.due(bytes) {
-            let expected = ((elapsed_s * 1e9 / spec.interval_ns as f64) as u64).min(spec.count).max(1);
-            let got = if spec.direction.server_sends() { ctl.packets_received.load(Ordering::Relaxed) } else { server_counts.0 };
+            let expected = ((elapsed_s * 1e9 / spec.interval_ns as f64) as u64)
+                .min(spec.count)
+                .max(1);
+            let got = if spec.direction.server_sends() {
+                ctl.packets_received.load(Ordering::Relaxed)
+            } else {
+                server_counts.0
+            };
             let rtt_ms = (spec.direction == Direction::Echo)
                 .then(|| {
                     let seq = ctl.last_seq.load(Ordering::Relaxed);
                     let rx = ctl.last_recv_ns.load(Ordering::Relaxed);
-                    (rx > 0).then(|| (rx - start_real - (seq * spec.interval_ns) as i64) as f64 / 1e6)
+                    (rx > 0)
+                        .then(|| (rx - start_real - (seq * spec.interval_ns) as i64) as f64 / 1e6)
                 })
                 .flatten();
             let p = Progress {
@@ -332,15 +410,20 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
                 g.error.get_or_insert("interrupted".into());
                 stop.store(true, Ordering::Relaxed);
                 ctl.stop.store(true, Ordering::Relaxed);
-                let _ = c.send(&Message::Abort { reason: "interrupted at the probe".into() });
+                let _ = c.send(&Message::Abort {
+                    reason: "interrupted at the probe".into(),
+                });
             }
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}
-            Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => ctl.peer_done(packets_sent, spec.drain_ms),
-            Ok(Some(Frame::Message(Message::Progress { packets_received, bytes_received }))) => {
-                server_counts = (packets_received, bytes_received)
+            Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => {
+                ctl.peer_done(packets_sent, spec.drain_ms)
             }
+            Ok(Some(Frame::Message(Message::Progress {
+                packets_received,
+                bytes_received,
+            }))) => server_counts = (packets_received, bytes_received),
             Ok(Some(Frame::Records { stream, records })) => {
                 let into = match stream {
                     StreamDir::Up => &mut up_records,
@@ -368,7 +451,9 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
                     }
                 }
                 // A server that ended early may not have announced its count yet.
-                if spec.direction != Direction::Echo && ctl.peer_sent.load(Ordering::Relaxed) == u64::MAX {
+                if spec.direction != Direction::Echo
+                    && ctl.peer_sent.load(Ordering::Relaxed) == u64::MAX
+                {
                     ctl.peer_done(report.packets_sent, spec.drain_ms);
                 }
                 g.report = Some(report);
@@ -402,11 +487,23 @@ fn run_udp_step(c: &mut Client, spec: &UdpSpec, at: (usize, usize, &str), progre
     g
 }
 
-fn connect_data(server: SocketAddr, port: u16, spec: &TcpSpec, cookie: &Cookie, dir_byte: u8) -> Result<TcpStream, String> {
+fn connect_data(
+    server: SocketAddr,
+    port: u16,
+    spec: &TcpSpec,
+    cookie: &Cookie,
+    dir_byte: u8,
+) -> Result<TcpStream, String> {
     let addr = SocketAddr::new(server.ip(), port);
-    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(|e| e.to_string())?;
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
     tcp::apply_pre_connect(&sock, spec).map_err(|e| format!("TCP socket options: {e}"))?;
-    sock.connect_timeout(&addr.into(), Duration::from_secs(5)).map_err(|e| format!("TCP data connection to {addr}: {e}"))?;
+    sock.connect_timeout(&addr.into(), Duration::from_secs(5))
+        .map_err(|e| format!("TCP data connection to {addr}: {e}"))?;
     let mut s: TcpStream = sock.into();
     if dir_byte == 0 {
         if let Some(cc) = &spec.congestion {
@@ -419,7 +516,12 @@ fn connect_data(server: SocketAddr, port: u16, spec: &TcpSpec, cookie: &Cookie, 
     Ok(s)
 }
 
-fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progress: &mut ProgressFn<'_>) -> TcpGathered {
+fn run_tcp_step(
+    c: &mut Client,
+    spec: &TcpSpec,
+    at: (usize, usize, &str),
+    progress: &mut ProgressFn<'_>,
+) -> TcpGathered {
     let mut g = TcpGathered::default();
     let (port, cookie) = match c.start(&Message::StartTcp { spec: spec.clone() }) {
         Ok(v) => v,
@@ -465,9 +567,22 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
     let stop = Arc::new(AtomicBool::new(false));
     let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let budget = spec.bytes.map(|b| b.div_ceil(spec.streams as u64));
-    let mut senders: Vec<_> = ups.into_iter().map(|s| tcp::spawn_sender(s, end, budget, None, stop.clone(), sent.clone())).collect();
-    let mut receivers: Vec<_> =
-        downs.into_iter().map(|s| tcp::spawn_receiver(s, end + 10_000_000_000, None, stop.clone(), received.clone())).collect();
+    let mut senders: Vec<_> = ups
+        .into_iter()
+        .map(|s| tcp::spawn_sender(s, end, budget, None, stop.clone(), sent.clone()))
+        .collect();
+    let mut receivers: Vec<_> = downs
+        .into_iter()
+        .map(|s| {
+            tcp::spawn_receiver(
+                s,
+                end + 10_000_000_000,
+                None,
+                stop.clone(),
+                received.clone(),
+            )
+        })
+        .collect();
     let mut ticker = Ticker::new();
     let mut next_sample = Instant::now();
     let mut server_bytes = 0u64;
@@ -499,18 +614,29 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
             break;
         }
         if mono_ns() > end + 20_000_000_000 {
-            g.error.get_or_insert(format!("server {}: test did not finish in time", c.server));
+            g.error
+                .get_or_insert(format!("server {}: test did not finish in time", c.server));
             break;
         }
         if Instant::now() >= next_sample {
             next_sample += Duration::from_millis(100);
-            g.local.received_samples.push(received.load(Ordering::Relaxed));
-            let rtts: Vec<f64> = info_socks.iter().filter_map(tcp::tcp_info).map(|i| i.rtt_ms).collect();
+            g.local
+                .received_samples
+                .push(received.load(Ordering::Relaxed));
+            let rtts: Vec<f64> = info_socks
+                .iter()
+                .filter_map(tcp::tcp_info)
+                .map(|i| i.rtt_ms)
+                .collect();
             if !rtts.is_empty() {
-                g.local.rtt_samples_ms.push(rtts.iter().sum::<f64>() / rtts.len() as f64);
+                g.local
+                    .rtt_samples_ms
+                    .push(rtts.iter().sum::<f64>() / rtts.len() as f64);
             }
         }
-        if let Some((elapsed_s, rate_bps)) = ticker.due(received.load(Ordering::Relaxed) + server_bytes) {
+        if let Some((elapsed_s, rate_bps)) =
+            ticker.due(received.load(Ordering::Relaxed) + server_bytes)
+        {
             let p = Progress {
                 step: at.0,
                 steps: at.1,
@@ -524,12 +650,16 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
                 aborted = true;
                 g.error.get_or_insert("interrupted".into());
                 stop.store(true, Ordering::Relaxed);
-                let _ = c.send(&Message::Abort { reason: "interrupted at the probe".into() });
+                let _ = c.send(&Message::Abort {
+                    reason: "interrupted at the probe".into(),
+                });
             }
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}
-            Ok(Some(Frame::Message(Message::Progress { bytes_received, .. }))) => server_bytes = bytes_received,
+            Ok(Some(Frame::Message(Message::Progress { bytes_received, .. }))) => {
+                server_bytes = bytes_received
+            }
             Ok(Some(Frame::Message(Message::Report { report }))) => {
                 if let Some(e) = &report.error {
                     if !aborted {
@@ -560,7 +690,11 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
             g.local.data_segments_sent += i.data_segs_out as u64;
         }
     }
-    g.local.data_segments_received = recv_socks.iter().filter_map(tcp::tcp_info).map(|i| i.data_segs_in as u64).sum();
+    g.local.data_segments_received = recv_socks
+        .iter()
+        .filter_map(tcp::tcp_info)
+        .map(|i| i.data_segs_in as u64)
+        .sum();
     g.local.bytes_sent = sent.load(Ordering::Relaxed);
     g.local.bytes_received = received.load(Ordering::Relaxed);
     g.local.receive_ns = last_rx - start;
@@ -570,14 +704,29 @@ fn run_tcp_step(c: &mut Client, spec: &TcpSpec, at: (usize, usize, &str), progre
 /// Runs a whole test against `server` and assembles its result; never panics on network
 /// trouble: problems end up in `ProbeRun::error` with whatever was measured before.
 pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_>) -> ProbeRun {
-    let mut doc = json!({ "test": plan.test, "direction": plan.direction.name(), "server": server });
+    let mut doc =
+        json!({ "test": plan.test, "direction": plan.direction.name(), "server": server });
     let addr = match resolve(server, crate::DEFAULT_PORT) {
         Ok(a) => a,
-        Err(e) => return ProbeRun { document: doc, log: Vec::new(), server_log: Vec::new(), error: Some(e) },
+        Err(e) => {
+            return ProbeRun {
+                document: doc,
+                log: Vec::new(),
+                server_log: Vec::new(),
+                error: Some(e),
+            }
+        }
     };
     let mut client = match Client::connect(addr, token) {
         Ok(c) => c,
-        Err(e) => return ProbeRun { document: doc, log: Vec::new(), server_log: Vec::new(), error: Some(e) },
+        Err(e) => {
+            return ProbeRun {
+                document: doc,
+                log: Vec::new(),
+                server_log: Vec::new(),
+                error: Some(e),
+            }
+        }
     };
     let clock = client.clock_offset();
     let run_id = format!("{}", realtime_ns() / 1_000_000);
@@ -597,9 +746,17 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
                     if let (Some(up), Some(down)) = (&g.server_up, &g.server_down) {
-                        server_log.extend(server_view_rows(&format!("{run_id}/{i}"), i as u32, up, down));
+                        server_log.extend(server_view_rows(
+                            &format!("{run_id}/{i}"),
+                            i as u32,
+                            up,
+                            down,
+                        ));
                     }
-                    (udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log), e)
+                    (
+                        udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log),
+                        e,
+                    )
                 }
                 Step::Tcp(spec) => {
                     let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
@@ -619,7 +776,12 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     if spoofed > 0 {
         doc["spoofed_datagrams"] = json!(spoofed);
     }
-    ProbeRun { document: doc, log, server_log, error }
+    ProbeRun {
+        document: doc,
+        log,
+        server_log,
+        error,
+    }
 }
 
 /// One step's result: a stream summary per direction plus RTT and pacing figures.
@@ -688,16 +850,35 @@ fn merge(sent: &[Record], received: &[Record]) -> Vec<StreamPacket> {
     // Stable: of two records with one number, the first stays first.
     rx.sort_by_key(|&(seq, _)| seq);
     rx.dedup_by_key(|&mut (seq, _)| seq);
-    let recv_of = |seq: u64| rx.binary_search_by_key(&seq, |&(s, _)| s).ok().and_then(|i| rx[i].1);
+    let recv_of = |seq: u64| {
+        rx.binary_search_by_key(&seq, |&(s, _)| s)
+            .ok()
+            .and_then(|i| rx[i].1)
+    };
     sent.iter()
-        .map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: recv_of(s.seq), bytes: s.bytes })
+        .map(|s| StreamPacket {
+            seq: s.seq,
+            send_ns: s.send_ns,
+            recv_ns: recv_of(s.seq),
+            bytes: s.bytes,
+        })
         .collect()
 }
 
 const INTERVAL_NS: i64 = 1_000_000_000;
 
-fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGathered, log: &mut Vec<LogRow>) -> StepResult {
-    let mut res = StepResult { payload_bytes: Some(spec.payload_bytes), ..Default::default() };
+fn udp_result(
+    run_id: &str,
+    step: u32,
+    spec: &UdpSpec,
+    owd: OwdChoice,
+    g: &UdpGathered,
+    log: &mut Vec<LogRow>,
+) -> StepResult {
+    let mut res = StepResult {
+        payload_bytes: Some(spec.payload_bytes),
+        ..Default::default()
+    };
     let mut lateness: Vec<f64> = g.lateness_ns.iter().map(|&l| l as f64 / 1e3).collect();
     res.send_lateness_us = Summary::of(&mut lateness).map(|s| Lateness {
         min: s.min,
@@ -712,43 +893,66 @@ fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGa
     let mut rtt_by_seq: Vec<(u64, Option<f64>)> = Vec::new();
     if spec.direction == Direction::Echo {
         let back = merge(&g.sent, &g.received);
-        rtt_by_seq = back.iter().map(|p| (p.seq, p.recv_ns.zip(p.send_ns).map(|(r, s)| (r - s) as f64 / 1e6))).collect();
+        rtt_by_seq = back
+            .iter()
+            .map(|p| {
+                (
+                    p.seq,
+                    p.recv_ns.zip(p.send_ns).map(|(r, s)| (r - s) as f64 / 1e6),
+                )
+            })
+            .collect();
         let mut rtts: Vec<f64> = rtt_by_seq.iter().filter_map(|&(_, r)| r).collect();
         let mut half: Vec<f64> = rtts.iter().map(|r| r / 2.0).collect();
         res.rtt_ms = Summary::of(&mut rtts);
         res.half_rtt_ms = Summary::of(&mut half);
     }
     let kind = owd_kind(owd);
-    let mut stream = |dir: &'static str, packets: Vec<StreamPacket>, duplicates: u64, losses_known: bool| {
-        let a = udp_stream::analyze(&packets, duplicates, losses_known, kind, INTERVAL_NS);
-        for p in &a.packets {
-            let rtt = rtt_by_seq.binary_search_by_key(&p.seq, |&(seq, _)| seq).ok().and_then(|i| rtt_by_seq[i].1);
-            let (owd_ms, owd_kind) = match owd {
-                OwdChoice::HalfRtt => (rtt.map(|r| r / 2.0), "half_rtt"),
-                _ => (p.owd_ms, kind_name(owd)),
-            };
-            log.push(LogRow {
-                flow_id: format!("{run_id}/{step}/{dir}"),
-                step,
-                direction: dir,
-                seq: p.seq,
-                send_ns: p.send_ns,
-                recv_ns: p.recv_ns,
-                bytes: p.bytes,
-                lost: losses_known.then_some(p.recv_ns.is_none()),
-                owd_ms,
-                owd_kind,
-                rtt_ms: if dir == "down" { rtt } else { None },
-                jitter_ms: p.jitter_ms,
-            });
-        }
-        a.summary
-    };
+    let mut stream =
+        |dir: &'static str, packets: Vec<StreamPacket>, duplicates: u64, losses_known: bool| {
+            let a = udp_stream::analyze(&packets, duplicates, losses_known, kind, INTERVAL_NS);
+            for p in &a.packets {
+                let rtt = rtt_by_seq
+                    .binary_search_by_key(&p.seq, |&(seq, _)| seq)
+                    .ok()
+                    .and_then(|i| rtt_by_seq[i].1);
+                let (owd_ms, owd_kind) = match owd {
+                    OwdChoice::HalfRtt => (rtt.map(|r| r / 2.0), "half_rtt"),
+                    _ => (p.owd_ms, kind_name(owd)),
+                };
+                log.push(LogRow {
+                    flow_id: format!("{run_id}/{step}/{dir}"),
+                    step,
+                    direction: dir,
+                    seq: p.seq,
+                    send_ns: p.send_ns,
+                    recv_ns: p.recv_ns,
+                    bytes: p.bytes,
+                    lost: losses_known.then_some(p.recv_ns.is_none()),
+                    owd_ms,
+                    owd_kind,
+                    rtt_ms: if dir == "down" { rtt } else { None },
+                    jitter_ms: p.jitter_ms,
+                });
+            }
+            a.summary
+        };
     if spec.direction.probe_sends() {
         // Without the server's records (it vanished) the uplink's arrivals are unknown.
         let (packets, known) = match &g.server_up {
             Some(up) => (merge(&g.sent, up), true),
-            None => (g.sent.iter().map(|s| StreamPacket { seq: s.seq, send_ns: s.send_ns, recv_ns: None, bytes: s.bytes }).collect(), false),
+            None => (
+                g.sent
+                    .iter()
+                    .map(|s| StreamPacket {
+                        seq: s.seq,
+                        send_ns: s.send_ns,
+                        recv_ns: None,
+                        bytes: s.bytes,
+                    })
+                    .collect(),
+                false,
+            ),
         };
         let dups = g.report.as_ref().map_or(0, |r| r.duplicates);
         let summary = stream("up", packets, dups, known);
@@ -757,7 +961,18 @@ fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGa
     if spec.direction.server_sends() {
         let (packets, known) = match &g.server_down {
             Some(down) => (merge(down, &g.received), true),
-            None => (g.received.iter().map(|r| StreamPacket { seq: r.seq, send_ns: r.send_ns, recv_ns: r.recv_ns, bytes: r.bytes }).collect(), false),
+            None => (
+                g.received
+                    .iter()
+                    .map(|r| StreamPacket {
+                        seq: r.seq,
+                        send_ns: r.send_ns,
+                        recv_ns: r.recv_ns,
+                        bytes: r.bytes,
+                    })
+                    .collect(),
+                false,
+            ),
         };
         res.down = Some(stream("down", packets, g.duplicates, known));
     }
@@ -766,27 +981,57 @@ fn udp_result(run_id: &str, step: u32, spec: &UdpSpec, owd: OwdChoice, g: &UdpGa
 
 fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
     let remote = g.remote.clone().unwrap_or_default();
-    let rate = |side: &TcpSide| (side.receive_ns > 0).then(|| side.bytes_received as f64 * 8e9 / side.receive_ns as f64);
-    let up_bps = spec.direction.probe_sends().then(|| rate(&remote)).flatten();
-    let down_bps = spec.direction.server_sends().then(|| rate(&g.local)).flatten();
+    let rate = |side: &TcpSide| {
+        (side.receive_ns > 0).then(|| side.bytes_received as f64 * 8e9 / side.receive_ns as f64)
+    };
+    let up_bps = spec
+        .direction
+        .probe_sends()
+        .then(|| rate(&remote))
+        .flatten();
+    let down_bps = spec
+        .direction
+        .server_sends()
+        .then(|| rate(&g.local))
+        .flatten();
     // The sender's kernel knows RTT and retransmissions: the probe for up, the server for down.
-    let senders: Vec<&TcpSide> = [(spec.direction.probe_sends(), &g.local), (spec.direction.server_sends(), &remote)]
-        .into_iter()
-        .filter_map(|(on, s)| on.then_some(s))
+    let senders: Vec<&TcpSide> = [
+        (spec.direction.probe_sends(), &g.local),
+        (spec.direction.server_sends(), &remote),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s))
+    .collect();
+    let mut rtts: Vec<f64> = senders
+        .iter()
+        .flat_map(|s| s.rtt_samples_ms.iter().copied())
+        .filter(|r| *r > 0.0)
         .collect();
-    let mut rtts: Vec<f64> = senders.iter().flat_map(|s| s.rtt_samples_ms.iter().copied()).filter(|r| *r > 0.0).collect();
     let segs: u64 = senders.iter().map(|s| s.data_segments_sent).sum();
-    let segs_in: u64 = [(spec.direction.probe_sends(), &remote), (spec.direction.server_sends(), &g.local)]
-        .into_iter()
-        .filter_map(|(on, s)| on.then_some(s.data_segments_received))
-        .sum();
+    let segs_in: u64 = [
+        (spec.direction.probe_sends(), &remote),
+        (spec.direction.server_sends(), &g.local),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s.data_segments_received))
+    .sum();
     let retrans: u64 = senders.iter().map(|s| s.retransmitted_segments).sum();
-    let receive_s = [(spec.direction.probe_sends(), &remote), (spec.direction.server_sends(), &g.local)]
-        .into_iter()
-        .filter_map(|(on, s)| on.then_some(s.receive_ns as f64 / 1e9))
-        .fold(0.0, f64::max);
-    let bytes_received = if spec.direction.probe_sends() { remote.bytes_received } else { 0 }
-        + if spec.direction.server_sends() { g.local.bytes_received } else { 0 };
+    let receive_s = [
+        (spec.direction.probe_sends(), &remote),
+        (spec.direction.server_sends(), &g.local),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s.receive_ns as f64 / 1e9))
+    .fold(0.0, f64::max);
+    let bytes_received = if spec.direction.probe_sends() {
+        remote.bytes_received
+    } else {
+        0
+    } + if spec.direction.server_sends() {
+        g.local.bytes_received
+    } else {
+        0
+    };
     StepResult {
         tcp: Some(TcpStepResult {
             direction: spec.direction.name(),

@@ -15,7 +15,9 @@ use crate::wire::Direction;
 
 fn summary(s: &Option<Summary>) -> Value {
     match s {
-        Some(s) => json!({ "min": s.min, "median": s.median, "p95": s.p95, "max": s.max, "samples": s.samples }),
+        Some(s) => {
+            json!({ "min": s.min, "median": s.median, "p95": s.p95, "max": s.max, "samples": s.samples })
+        }
         None => Value::Null,
     }
 }
@@ -41,10 +43,16 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
     let mut top = serde_json::Map::new();
     let streams: Vec<&StreamSummary> = [&r.up, &r.down].into_iter().flatten().collect();
     let (single, duration, thr) = match (dir, &r.up, &r.down) {
-        (Direction::Up, Some(s), _) | (Direction::Down, _, Some(s)) => (Some(s), s.duration_s, s.throughput_bps),
+        (Direction::Up, Some(s), _) | (Direction::Down, _, Some(s)) => {
+            (Some(s), s.duration_s, s.throughput_bps)
+        }
         // Echo: the uplink's delivery rate (the echoes repeat it); both: the sum.
         (Direction::Echo, Some(s), _) => (None, s.duration_s, s.throughput_bps),
-        _ => (None, streams.iter().map(|s| s.duration_s).fold(0.0, f64::max), streams.iter().map(|s| s.throughput_bps).sum()),
+        _ => (
+            None,
+            streams.iter().map(|s| s.duration_s).fold(0.0, f64::max),
+            streams.iter().map(|s| s.throughput_bps).sum(),
+        ),
     };
     top.insert("duration_s".into(), json!(duration));
     top.insert("throughput_bps".into(), json!(thr));
@@ -57,10 +65,15 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
             top.insert("packets_received".into(), json!(back));
             top.insert(
                 "loss_rate".into(),
-                json!(sent.zip(back).and_then(|(s, b)| (s > 0).then(|| 1.0 - b as f64 / s as f64))),
+                json!(sent
+                    .zip(back)
+                    .and_then(|(s, b)| (s > 0).then(|| 1.0 - b as f64 / s as f64))),
             );
             // What a voice receiver at the MN hears: the jitter of the returning stream.
-            top.insert("jitter_ms".into(), r.down.as_ref().map_or(Value::Null, jitter));
+            top.insert(
+                "jitter_ms".into(),
+                r.down.as_ref().map_or(Value::Null, jitter),
+            );
             let o = match owd_choice {
                 OwdChoice::HalfRtt => half_rtt(&r.half_rtt_ms),
                 _ => r.up.as_ref().map_or(Value::Null, owd),
@@ -72,7 +85,10 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
             let recv: u64 = streams.iter().map(|s| s.packets_received).sum();
             top.insert("packets_sent".into(), json!(sent));
             top.insert("packets_received".into(), json!(recv));
-            top.insert("loss_rate".into(), json!(sent.and_then(|s| (s > 0).then(|| 1.0 - recv as f64 / s as f64))));
+            top.insert(
+                "loss_rate".into(),
+                json!(sent.and_then(|s| (s > 0).then(|| 1.0 - recv as f64 / s as f64))),
+            );
             if let Some(s) = single {
                 top.insert("jitter_ms".into(), jitter(s));
                 top.insert("owd_ms".into(), owd(s));
@@ -80,7 +96,10 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
         }
     }
     top.insert("rtt_ms".into(), summary(&r.rtt_ms));
-    top.insert("send_lateness_us".into(), serde_json::to_value(r.send_lateness_us).unwrap_or(Value::Null));
+    top.insert(
+        "send_lateness_us".into(),
+        serde_json::to_value(r.send_lateness_us).unwrap_or(Value::Null),
+    );
     top.insert("streams".into(), json!({ "up": r.up, "down": r.down }));
     Value::Object(top)
 }
@@ -129,8 +148,16 @@ pub fn linear_fit(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     Some((my - b * mx, b))
 }
 
-pub fn assemble(doc: &mut Value, plan: &Plan, steps: &[(StepLabel, StepResult)], clock: Option<ClockOffset>) {
-    merge_into(doc, json!({ "clock_offset": clock, "steps_planned": plan.steps.len(), "steps_run": steps.len() }));
+pub fn assemble(
+    doc: &mut Value,
+    plan: &Plan,
+    steps: &[(StepLabel, StepResult)],
+    clock: Option<ClockOffset>,
+) {
+    merge_into(
+        doc,
+        json!({ "clock_offset": clock, "steps_planned": plan.steps.len(), "steps_run": steps.len() }),
+    );
     let base = json!({
         "duration_s": 0.0, "throughput_bps": 0.0, "packets_sent": null, "packets_received": 0, "loss_rate": null,
     });
@@ -140,7 +167,9 @@ pub fn assemble(doc: &mut Value, plan: &Plan, steps: &[(StepLabel, StepResult)],
             let mut rows = Vec::new();
             let (mut xs, mut ys) = (Vec::new(), Vec::new());
             for (label, r) in steps {
-                let StepLabel::Size(size) = label else { continue };
+                let StepLabel::Size(size) = label else {
+                    continue;
+                };
                 let top = udp_top(Direction::Echo, plan.owd, r);
                 if let Some(m) = r.rtt_ms.as_ref().map(|s| s.median) {
                     xs.push(*size as f64);
@@ -158,10 +187,16 @@ pub fn assemble(doc: &mut Value, plan: &Plan, steps: &[(StepLabel, StepResult)],
             // The smallest probes' RTT is the path's RTT without serialisation (METHODS §3, BDP).
             if let Some((_, first)) = steps.first() {
                 let top = udp_top(Direction::Echo, plan.owd, first);
-                merge_into(doc, json!({ "rtt_ms": top["rtt_ms"], "owd_ms": top["owd_ms"], "jitter_ms": top["jitter_ms"] }));
+                merge_into(
+                    doc,
+                    json!({ "rtt_ms": top["rtt_ms"], "owd_ms": top["owd_ms"], "jitter_ms": top["jitter_ms"] }),
+                );
             }
             let sent: u64 = rows.iter().filter_map(|r| r["packets_sent"].as_u64()).sum();
-            let recv: u64 = rows.iter().filter_map(|r| r["packets_received"].as_u64()).sum();
+            let recv: u64 = rows
+                .iter()
+                .filter_map(|r| r["packets_received"].as_u64())
+                .sum();
             merge_into(
                 doc,
                 json!({

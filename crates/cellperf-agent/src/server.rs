@@ -68,13 +68,24 @@ impl ServerConfig {
     /// infinite rate means no rate cap (for the library's own tests; the CLI refuses it).
     pub fn check(&self) -> Result<(), String> {
         if !(self.max_duration_s > 0.0 && self.max_duration_s <= MAX_DURATION_S) {
-            return Err(format!("--max-duration: {} s is not a number of seconds in (0, {MAX_DURATION_S}]", self.max_duration_s));
+            return Err(format!(
+                "--max-duration: {} s is not a number of seconds in (0, {MAX_DURATION_S}]",
+                self.max_duration_s
+            ));
         }
-        if !(self.max_rate_bps > 0.0 && (self.max_rate_bps <= MAX_RATE_BPS || self.max_rate_bps == f64::INFINITY)) {
-            return Err(format!("--max-rate: {} bit/s is not a rate in (0, {MAX_RATE_BPS:e}]", self.max_rate_bps));
+        if !(self.max_rate_bps > 0.0
+            && (self.max_rate_bps <= MAX_RATE_BPS || self.max_rate_bps == f64::INFINITY))
+        {
+            return Err(format!(
+                "--max-rate: {} bit/s is not a rate in (0, {MAX_RATE_BPS:e}]",
+                self.max_rate_bps
+            ));
         }
         if !(1..=MAX_TESTS).contains(&self.max_tests) {
-            return Err(format!("--max-tests: {} is outside 1..{MAX_TESTS}", self.max_tests));
+            return Err(format!(
+                "--max-tests: {} is outside 1..{MAX_TESTS}",
+                self.max_tests
+            ));
         }
         Ok(())
     }
@@ -115,7 +126,8 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Server> {
-        cfg.check().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        cfg.check()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let listener = TcpListener::bind(cfg.listen)?;
         listener.set_nonblocking(true)?;
         Ok(Server {
@@ -145,7 +157,11 @@ impl Server {
         // connection, and the reset can discard the reason at the client.
         let mut refused: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
         while !self.stop.load(Ordering::Relaxed) {
-            while refused.front().is_some_and(|(t, _)| t.elapsed() > REFUSED_LINGER) || refused.len() > MAX_REFUSED_LINGERING {
+            while refused
+                .front()
+                .is_some_and(|(t, _)| t.elapsed() > REFUSED_LINGER)
+                || refused.len() > MAX_REFUSED_LINGERING
+            {
                 refused.pop_front();
             }
             match self.listener.accept() {
@@ -155,7 +171,9 @@ impl Server {
                     let admitted = match self.admission.admit(&stream, peer.ip()) {
                         Ok(a) => a,
                         Err(reason) => {
-                            self.stats.handshakes_refused.fetch_add(1, Ordering::Relaxed);
+                            self.stats
+                                .handshakes_refused
+                                .fetch_add(1, Ordering::Relaxed);
                             let mut s = stream;
                             // A fresh socket's buffer takes this small frame without blocking.
                             let _ = send_message(&mut s, &Message::Error { reason });
@@ -165,14 +183,19 @@ impl Server {
                         }
                     };
                     if admitted.evicted {
-                        self.stats.handshakes_evicted.fetch_add(1, Ordering::Relaxed);
+                        self.stats
+                            .handshakes_evicted
+                            .fetch_add(1, Ordering::Relaxed);
                     }
                     let ticket = admitted.ticket;
                     self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
                     let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
                     std::thread::spawn(move || {
                         let session = Session::new(stream, peer, cfg, stats.clone(), ticket);
-                        if let Err(e) = session.map_err(SessionError::from).and_then(|mut s| s.run()) {
+                        if let Err(e) = session
+                            .map_err(SessionError::from)
+                            .and_then(|mut s| s.run())
+                        {
                             eprintln!("cellperf server: {peer}: {e}");
                         }
                         stats.open_connections.fetch_sub(1, Ordering::Relaxed);
@@ -223,7 +246,9 @@ impl TestSlot {
     fn take(stats: &Arc<ServerStats>, max: usize) -> Option<TestSlot> {
         stats
             .active_tests
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
             .ok()
             .map(|_| TestSlot(stats.clone()))
     }
@@ -240,7 +265,9 @@ struct AuthenticatedSlot(Arc<ServerStats>);
 
 impl Drop for AuthenticatedSlot {
     fn drop(&mut self) {
-        self.0.authenticated_connections.fetch_sub(1, Ordering::AcqRel);
+        self.0
+            .authenticated_connections
+            .fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -267,15 +294,41 @@ struct Outcome {
 }
 
 impl Session {
-    fn new(ctrl: TcpStream, peer: SocketAddr, cfg: Arc<ServerConfig>, stats: Arc<ServerStats>, ticket: Ticket) -> io::Result<Session> {
+    fn new(
+        ctrl: TcpStream,
+        peer: SocketAddr,
+        cfg: Arc<ServerConfig>,
+        stats: Arc<ServerStats>,
+        ticket: Ticket,
+    ) -> io::Result<Session> {
         ctrl.set_read_timeout(Some(Duration::from_millis(100)))?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
         ctrl.set_nodelay(true)?;
         let local_ip = canonical(ctrl.local_addr()?.ip());
         let mut reader = FrameReader::new(MAX_CLIENT_FRAME);
         reader.frame_deadline = HANDSHAKE_TIMEOUT;
-        let id = format!("{}-{}", realtime_ns() / 1_000_000, Cookie::random()?.0.iter().take(3).map(|b| format!("{b:02x}")).collect::<String>());
-        Ok(Session { ctrl, ticket: Some(ticket), authenticated: None, reader, peer, local_ip, cfg, stats, tests: 0, id })
+        let id = format!(
+            "{}-{}",
+            realtime_ns() / 1_000_000,
+            Cookie::random()?
+                .0
+                .iter()
+                .take(3)
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        Ok(Session {
+            ctrl,
+            ticket: Some(ticket),
+            authenticated: None,
+            reader,
+            peer,
+            local_ip,
+            cfg,
+            stats,
+            tests: 0,
+            id,
+        })
     }
 
     fn send(&mut self, m: &Message) -> io::Result<()> {
@@ -284,7 +337,9 @@ impl Session {
 
     /// Sends the reason to the peer (best effort) and returns it as the session's error.
     fn fail(&mut self, reason: String) -> SessionError {
-        let _ = self.send(&Message::Error { reason: reason.clone() });
+        let _ = self.send(&Message::Error {
+            reason: reason.clone(),
+        });
         SessionError(reason)
     }
 
@@ -302,7 +357,11 @@ impl Session {
             match msg {
                 Message::TimeRequest { t1_ns } => {
                     let t2 = realtime_ns();
-                    self.send(&Message::TimeReply { t1_ns, t2_ns: t2, t3_ns: realtime_ns() })?;
+                    self.send(&Message::TimeReply {
+                        t1_ns,
+                        t2_ns: t2,
+                        t3_ns: realtime_ns(),
+                    })?;
                 }
                 Message::StartUdp { spec } => {
                     let check = validate_udp(&spec, &self.cfg);
@@ -327,25 +386,31 @@ impl Session {
     fn handshake(&mut self) -> Result<(), SessionError> {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let left = || deadline.saturating_duration_since(Instant::now());
-        let client_nonce = match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
-            Ok(Message::Hello { version, client_nonce }) if version == PROTOCOL_VERSION => client_nonce,
-            Ok(Message::Hello { version, .. }) => {
-                return Err(self.fail(format!("protocol version {version} not supported (server speaks {PROTOCOL_VERSION})")))
-            }
-            Ok(other) => {
-                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
-            }
-            Err(e) => {
-                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err(self.fail(e.to_string()));
-            }
-        };
+        let client_nonce =
+            match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
+                Ok(Message::Hello {
+                    version,
+                    client_nonce,
+                }) if version == PROTOCOL_VERSION => client_nonce,
+                Ok(Message::Hello { version, .. }) => return Err(self.fail(format!(
+                    "protocol version {version} not supported (server speaks {PROTOCOL_VERSION})"
+                ))),
+                Ok(other) => {
+                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
+                }
+                Err(e) => {
+                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    return Err(self.fail(e.to_string()));
+                }
+            };
         let server_nonce = Bytes32::random()?;
         self.send(&Message::Challenge { server_nonce })?;
         let proof = match self.reader.read_message(&mut self.ctrl, left()) {
             Ok(Message::Auth { mac }) => mac,
-            Ok(other) => return Err(self.fail(format!("expected auth, got {}", message_name(&other)))),
+            Ok(other) => {
+                return Err(self.fail(format!("expected auth, got {}", message_name(&other))))
+            }
             Err(e) => return Err(self.fail(e.to_string())),
         };
         if !auth::verify_client(&self.cfg.token, &server_nonce, &client_nonce, &proof) {
@@ -356,13 +421,20 @@ impl Session {
         }
         // Authenticated clients are trusted with a generous cap of their own.
         let max_authenticated = self.cfg.max_tests * 2 + 32;
-        let n = self.stats.authenticated_connections.fetch_add(1, Ordering::AcqRel);
+        let n = self
+            .stats
+            .authenticated_connections
+            .fetch_add(1, Ordering::AcqRel);
         self.authenticated = Some(AuthenticatedSlot(self.stats.clone()));
         if n >= max_authenticated {
-            return Err(self.fail(format!("{SERVER_BUSY}: {max_authenticated} connections open")));
+            return Err(self.fail(format!(
+                "{SERVER_BUSY}: {max_authenticated} connections open"
+            )));
         }
         self.ticket = None;
-        self.send(&Message::AuthOk { mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce) })?;
+        self.send(&Message::AuthOk {
+            mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce),
+        })?;
         // After the handshake a frame may take as long as any idle period.
         self.reader.frame_deadline = Duration::from_secs(10);
         Ok(())
@@ -377,12 +449,17 @@ impl Session {
     ) -> Result<(), SessionError> {
         if let Err(reason) = check {
             self.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
-            self.send(&Message::Error { reason: format!("request refused: {reason}") })?;
+            self.send(&Message::Error {
+                reason: format!("request refused: {reason}"),
+            })?;
             return Ok(());
         }
         let Some(slot) = TestSlot::take(&self.stats, self.cfg.max_tests) else {
             self.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
-            let reason = format!("{SERVER_BUSY}: {} tests running (limit {})", self.cfg.max_tests, self.cfg.max_tests);
+            let reason = format!(
+                "{SERVER_BUSY}: {} tests running (limit {})",
+                self.cfg.max_tests, self.cfg.max_tests
+            );
             self.send(&Message::Error { reason })?;
             return Ok(());
         };
@@ -399,7 +476,10 @@ impl Session {
         let sock = UdpSocket::bind(self.data_bind_addr())?;
         udp::enlarge_buffers(&sock);
         let cookie = Cookie::random()?;
-        self.send(&Message::Accepted { data_port: sock.local_addr()?.port(), cookie })?;
+        self.send(&Message::Accepted {
+            data_port: sock.local_addr()?.port(),
+            cookie,
+        })?;
         // Learn the probe's data address from its hello, from the control peer's IP only
         // (its port may differ behind NAT), then talk to that address alone.
         sock.set_read_timeout(Some(Duration::from_millis(100)))?;
@@ -407,9 +487,13 @@ impl Session {
         let mut buf = [0u8; 64];
         let probe_addr = loop {
             if Instant::now() > deadline {
-                return Err(self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into()));
+                return Err(
+                    self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into())
+                );
             }
-            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
             if !udp::is_hello(&buf[..n], &cookie) {
                 continue;
             }
@@ -432,14 +516,29 @@ impl Session {
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
-        let sender = (spec.direction == Direction::Down || spec.direction == Direction::Both)
-            .then(|| udp::spawn_sender(sock.try_clone().expect("clone UDP socket"), spec.clone(), token, start, stop.clone()));
+        let sender =
+            (spec.direction == Direction::Down || spec.direction == Direction::Both).then(|| {
+                udp::spawn_sender(
+                    sock.try_clone().expect("clone UDP socket"),
+                    spec.clone(),
+                    token,
+                    start,
+                    stop.clone(),
+                )
+            });
         let ctl = ReceiveControl::new();
-        let receiver = spec
-            .direction
-            .probe_sends()
-            .then(|| udp::spawn_receiver(sock.try_clone().expect("clone UDP socket"), spec.count, token, spec.direction == Direction::Echo, ctl.clone()));
-        let over_time = start + (spec.count * spec.interval_ns) as i64 + (spec.drain_ms as i64 + 10_000) * 1_000_000;
+        let receiver = spec.direction.probe_sends().then(|| {
+            udp::spawn_receiver(
+                sock.try_clone().expect("clone UDP socket"),
+                spec.count,
+                token,
+                spec.direction == Direction::Echo,
+                ctl.clone(),
+            )
+        });
+        let over_time = start
+            + (spec.count * spec.interval_ns) as i64
+            + (spec.drain_ms as i64 + 10_000) * 1_000_000;
 
         let mut sender = sender;
         let mut sent_out: Option<udp::SendOutcome> = None;
@@ -449,7 +548,9 @@ impl Session {
         loop {
             if sender.as_ref().is_some_and(|h| h.is_finished()) {
                 let out = sender.take().expect("checked").join().unwrap_or_default();
-                self.send(&Message::SendDone { packets_sent: out.records.len() as u64 })?;
+                self.send(&Message::SendDone {
+                    packets_sent: out.records.len() as u64,
+                })?;
                 sent_out = Some(out);
             }
             if sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished()) {
@@ -461,8 +562,17 @@ impl Session {
             }
             if receiver.is_some() && Instant::now() >= next_progress {
                 next_progress += Duration::from_secs(1);
-                let (p, b) = (ctl.packets_received.load(Ordering::Relaxed), ctl.bytes_received.load(Ordering::Relaxed));
-                if self.send(&Message::Progress { packets_received: p, bytes_received: b }).is_err() {
+                let (p, b) = (
+                    ctl.packets_received.load(Ordering::Relaxed),
+                    ctl.bytes_received.load(Ordering::Relaxed),
+                );
+                if self
+                    .send(&Message::Progress {
+                        packets_received: p,
+                        bytes_received: b,
+                    })
+                    .is_err()
+                {
                     connection_lost = true;
                     error = Some("control connection lost".into());
                     break;
@@ -516,18 +626,30 @@ impl Session {
         let listener: TcpListener = listener.into();
         listener.set_nonblocking(true)?;
         let cookie = Cookie::random()?;
-        self.send(&Message::Accepted { data_port: listener.local_addr()?.port(), cookie })?;
+        self.send(&Message::Accepted {
+            data_port: listener.local_addr()?.port(),
+            cookie,
+        })?;
 
         let per_dir = spec.streams as usize;
-        let want_up = if spec.direction.probe_sends() { per_dir } else { 0 };
-        let want_down = if spec.direction.server_sends() { per_dir } else { 0 };
+        let want_up = if spec.direction.probe_sends() {
+            per_dir
+        } else {
+            0
+        };
+        let want_down = if spec.direction.server_sends() {
+            per_dir
+        } else {
+            0
+        };
         let (mut ups, mut downs) = (Vec::new(), Vec::new());
         // Connections refused for coming from elsewhere: how many, and the first one's address.
         let mut strangers: (usize, Option<SocketAddr>) = (0, None);
         let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
         while ups.len() < want_up || downs.len() < want_down {
             if Instant::now() > deadline {
-                let mut reason = "the probe did not open its TCP data connections in time".to_string();
+                let mut reason =
+                    "the probe did not open its TCP data connections in time".to_string();
                 if let (n, Some(first)) = strangers {
                     reason += &format!(
                         "; refused {n} from other addresses than the control connection's {} (first {first}): data goes only to the address that asked",
@@ -570,7 +692,10 @@ impl Session {
             // The cap itself is the rate limit below; kernel pacing spreads each stream's
             // share over time instead of in bursts at line rate.
             if self.cfg.max_rate_bps.is_finite() {
-                let _ = tcp::set_max_pacing_rate(s, (self.cfg.max_rate_bps / 8.0 / downs.len() as f64) as u64);
+                let _ = tcp::set_max_pacing_rate(
+                    s,
+                    (self.cfg.max_rate_bps / 8.0 / downs.len() as f64) as u64,
+                );
             }
         }
         let info_socks: Vec<TcpStream> = downs.iter().filter_map(|s| s.try_clone().ok()).collect();
@@ -583,15 +708,40 @@ impl Session {
         let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let budget = spec.bytes.map(|b| b.div_ceil(per_dir as u64));
         // --max-rate holds each direction, all its streams together.
-        let limit = || self.cfg.max_rate_bps.is_finite().then(|| tcp::RateLimit::new(self.cfg.max_rate_bps));
+        let limit = || {
+            self.cfg
+                .max_rate_bps
+                .is_finite()
+                .then(|| tcp::RateLimit::new(self.cfg.max_rate_bps))
+        };
         let (down_limit, up_limit) = (limit(), limit());
-        let senders: Vec<_> =
-            downs.into_iter().map(|s| tcp::spawn_sender(s, end, budget, down_limit.clone(), stop.clone(), sent.clone())).collect();
+        let senders: Vec<_> = downs
+            .into_iter()
+            .map(|s| {
+                tcp::spawn_sender(
+                    s,
+                    end,
+                    budget,
+                    down_limit.clone(),
+                    stop.clone(),
+                    sent.clone(),
+                )
+            })
+            .collect();
         // Stragglers may take 10 s to come in; under a cap, what the probe queued beyond it
         // is not waited for (reading it at the cap would stretch the test by seconds).
-        let give_up = end + if up_limit.is_some() { 1_000_000_000 } else { 10_000_000_000 };
-        let receivers: Vec<_> =
-            ups.into_iter().map(|s| tcp::spawn_receiver(s, give_up, up_limit.clone(), stop.clone(), received.clone())).collect();
+        let give_up = end
+            + if up_limit.is_some() {
+                1_000_000_000
+            } else {
+                10_000_000_000
+            };
+        let receivers: Vec<_> = ups
+            .into_iter()
+            .map(|s| {
+                tcp::spawn_receiver(s, give_up, up_limit.clone(), stop.clone(), received.clone())
+            })
+            .collect();
 
         let mut side = TcpSide {
             congestion: info_socks.first().and_then(tcp::congestion_of),
@@ -603,21 +753,33 @@ impl Session {
         let mut next_sample = Instant::now();
         let mut next_progress = Instant::now() + Duration::from_secs(1);
         loop {
-            if senders.iter().all(|h| h.is_finished()) && receivers.iter().all(|h| h.is_finished()) {
+            if senders.iter().all(|h| h.is_finished()) && receivers.iter().all(|h| h.is_finished())
+            {
                 break;
             }
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_millis(100);
                 side.received_samples.push(received.load(Ordering::Relaxed));
-                let rtts: Vec<f64> = info_socks.iter().filter_map(tcp::tcp_info).map(|i| i.rtt_ms).collect();
+                let rtts: Vec<f64> = info_socks
+                    .iter()
+                    .filter_map(tcp::tcp_info)
+                    .map(|i| i.rtt_ms)
+                    .collect();
                 if !rtts.is_empty() {
-                    side.rtt_samples_ms.push(rtts.iter().sum::<f64>() / rtts.len() as f64);
+                    side.rtt_samples_ms
+                        .push(rtts.iter().sum::<f64>() / rtts.len() as f64);
                 }
             }
             if !receivers.is_empty() && Instant::now() >= next_progress {
                 next_progress += Duration::from_secs(1);
                 let b = received.load(Ordering::Relaxed);
-                if self.send(&Message::Progress { packets_received: 0, bytes_received: b }).is_err() {
+                if self
+                    .send(&Message::Progress {
+                        packets_received: 0,
+                        bytes_received: b,
+                    })
+                    .is_err()
+                {
                     connection_lost = true;
                     break;
                 }
@@ -658,12 +820,20 @@ impl Session {
                 side.data_segments_sent += i.data_segs_out as u64;
             }
         }
-        side.data_segments_received = recv_socks.iter().filter_map(tcp::tcp_info).map(|i| i.data_segs_in as u64).sum();
+        side.data_segments_received = recv_socks
+            .iter()
+            .filter_map(tcp::tcp_info)
+            .map(|i| i.data_segs_in as u64)
+            .sum();
         side.bytes_sent = sent.load(Ordering::Relaxed);
         side.bytes_received = received.load(Ordering::Relaxed);
         side.receive_ns = last_rx - start;
         let outcome = Outcome {
-            report: ServerReport { tcp: Some(side), error, ..Default::default() },
+            report: ServerReport {
+                tcp: Some(side),
+                error,
+                ..Default::default()
+            },
             up: Vec::new(),
             down: Vec::new(),
             connection_lost,
@@ -676,13 +846,20 @@ impl Session {
         if let Some(dir) = &self.cfg.log_dir {
             if !o.up.is_empty() || !o.down.is_empty() {
                 let path = dir.join(format!("{}-{}.csv", self.id, self.tests));
-                if let Err(e) = write_csv(&path, &server_view_rows(&format!("{}/{}", self.id, self.tests), 0, &o.up, &o.down)) {
+                if let Err(e) = write_csv(
+                    &path,
+                    &server_view_rows(&format!("{}/{}", self.id, self.tests), 0, &o.up, &o.down),
+                ) {
                     eprintln!("cellperf server: {}: cannot write log: {e}", path.display());
                 }
             }
         }
         if o.connection_lost {
-            return Err(SessionError(o.report.error.unwrap_or_else(|| "control connection lost".into())));
+            return Err(SessionError(
+                o.report
+                    .error
+                    .unwrap_or_else(|| "control connection lost".into()),
+            ));
         }
         send_records(&mut self.ctrl, StreamDir::Up, &o.up)?;
         send_records(&mut self.ctrl, StreamDir::Down, &o.down)?;
@@ -703,8 +880,13 @@ fn message_name(m: &Message) -> String {
 /// connection is lost (a probe's abort leaves it usable for the report).
 fn test_ended(polled: Result<Option<Frame>, ProtocolError>) -> (String, bool) {
     match polled {
-        Ok(Some(Frame::Message(Message::Abort { reason }))) => (format!("probe aborted: {reason}"), false),
-        Ok(Some(other)) => (format!("unexpected {} during a test", frame_name(&other)), true),
+        Ok(Some(Frame::Message(Message::Abort { reason }))) => {
+            (format!("probe aborted: {reason}"), false)
+        }
+        Ok(Some(other)) => (
+            format!("unexpected {} during a test", frame_name(&other)),
+            true,
+        ),
         Ok(None) => ("nothing received".into(), false),
         Err(e) => (e.to_string(), true),
     }
@@ -719,25 +901,43 @@ fn frame_name(f: &Frame) -> String {
 
 /// The limits a UDP request must respect; the reason names the field and the limit.
 pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
-    if spec.payload_bytes < cellperf_capture::probe_header::CELLPERF_HEADER_LEN as u32 || spec.payload_bytes > udp::MAX_PAYLOAD {
-        return Err(format!("payload {} B outside 20..{} B", spec.payload_bytes, udp::MAX_PAYLOAD));
+    if spec.payload_bytes < cellperf_capture::probe_header::CELLPERF_HEADER_LEN as u32
+        || spec.payload_bytes > udp::MAX_PAYLOAD
+    {
+        return Err(format!(
+            "payload {} B outside 20..{} B",
+            spec.payload_bytes,
+            udp::MAX_PAYLOAD
+        ));
     }
     if spec.interval_ns == 0 || spec.count == 0 {
         return Err("interval and count must be positive".into());
     }
     if spec.count > MAX_PACKETS {
-        return Err(format!("{} packets is over the limit of {MAX_PACKETS}", spec.count));
+        return Err(format!(
+            "{} packets is over the limit of {MAX_PACKETS}",
+            spec.count
+        ));
     }
     let rate = spec.payload_bytes as f64 * 8e9 / spec.interval_ns as f64;
     if rate > cfg.max_rate_bps {
-        return Err(format!("rate {:.0} bit/s is over the server's --max-rate {:.0} bit/s", rate, cfg.max_rate_bps));
+        return Err(format!(
+            "rate {:.0} bit/s is over the server's --max-rate {:.0} bit/s",
+            rate, cfg.max_rate_bps
+        ));
     }
     let duration_s = spec.count as f64 * spec.interval_ns as f64 / 1e9;
     if duration_s > cfg.max_duration_s {
-        return Err(format!("duration {duration_s:.1} s is over the server's --max-duration {} s", cfg.max_duration_s));
+        return Err(format!(
+            "duration {duration_s:.1} s is over the server's --max-duration {} s",
+            cfg.max_duration_s
+        ));
     }
     if spec.drain_ms > MAX_DRAIN_MS {
-        return Err(format!("drain {} ms is over {MAX_DRAIN_MS} ms", spec.drain_ms));
+        return Err(format!(
+            "drain {} ms is over {MAX_DRAIN_MS} ms",
+            spec.drain_ms
+        ));
     }
     Ok(())
 }
@@ -750,7 +950,11 @@ pub fn validate_tcp(spec: &TcpSpec, cfg: &ServerConfig) -> Result<(), String> {
         return Err(format!("{} streams outside 1..{MAX_STREAMS}", spec.streams));
     }
     if spec.duration_ms == 0 || spec.duration_ms as f64 / 1e3 > cfg.max_duration_s {
-        return Err(format!("duration {} s is over the server's --max-duration {} s", spec.duration_ms as f64 / 1e3, cfg.max_duration_s));
+        return Err(format!(
+            "duration {} s is over the server's --max-duration {} s",
+            spec.duration_ms as f64 / 1e3,
+            cfg.max_duration_s
+        ));
     }
     if spec.bytes == Some(0) {
         return Err("bytes must be positive".into());
@@ -766,8 +970,13 @@ pub fn validate_tcp(spec: &TcpSpec, cfg: &ServerConfig) -> Result<(), String> {
         }
     }
     if let Some(cc) = &spec.congestion {
-        if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("congestion control name {cc:?} is not a kernel algorithm name"));
+        if cc.is_empty()
+            || cc.len() > 15
+            || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(format!(
+                "congestion control name {cc:?} is not a kernel algorithm name"
+            ));
         }
     }
     Ok(())

@@ -32,15 +32,26 @@ pub fn apply_pre_connect(sock: &Socket, spec: &TcpSpec) -> io::Result<()> {
 
 /// Sets the congestion control of a sending socket; the error names the algorithm.
 pub fn set_congestion(sock: &TcpStream, name: &str) -> Result<(), String> {
-    socket2::SockRef::from(sock).set_tcp_congestion(name.as_bytes()).map_err(|e| {
-        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
-        format!("congestion control {name:?} not available ({e}); this kernel has: {}", avail.trim())
-    })
+    socket2::SockRef::from(sock)
+        .set_tcp_congestion(name.as_bytes())
+        .map_err(|e| {
+            let avail =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .unwrap_or_default();
+            format!(
+                "congestion control {name:?} not available ({e}); this kernel has: {}",
+                avail.trim()
+            )
+        })
 }
 
 pub fn congestion_of(sock: &TcpStream) -> Option<String> {
     let raw = socket2::SockRef::from(sock).tcp_congestion().ok()?;
-    Some(String::from_utf8_lossy(&raw).trim_end_matches('\0').to_string())
+    Some(
+        String::from_utf8_lossy(&raw)
+            .trim_end_matches('\0')
+            .to_string(),
+    )
 }
 
 /// Caps a sending socket's rate (bytes/s) with the kernel's own TCP pacing.
@@ -85,7 +96,11 @@ impl RateLimit {
         let bytes_per_s = bits_per_s / 8.0;
         // 20 ms of data, at least 16 KiB so slow caps still write whole segments.
         let burst = (bytes_per_s * 0.02).max(16_384.0);
-        Arc::new(RateLimit { bytes_per_s, burst, state: Mutex::new((0.0, Instant::now())) })
+        Arc::new(RateLimit {
+            bytes_per_s,
+            burst,
+            state: Mutex::new((0.0, Instant::now())),
+        })
     }
 
     pub fn burst(&self) -> usize {
@@ -99,7 +114,8 @@ impl RateLimit {
         let wait = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
-            st.0 = (st.0 + now.duration_since(st.1).as_secs_f64() * self.bytes_per_s).min(self.burst);
+            st.0 =
+                (st.0 + now.duration_since(st.1).as_secs_f64() * self.bytes_per_s).min(self.burst);
             st.1 = now;
             if st.0 >= need {
                 let n = (want as f64).min(st.0).floor();
@@ -140,7 +156,13 @@ pub fn tcp_info(sock: &TcpStream) -> Option<TcpInfo> {
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     let r = unsafe {
-        libc::getsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
     };
     (r == 0).then(|| TcpInfo {
         rtt_ms: info.tcpi_rtt as f64 / 1000.0,
@@ -184,7 +206,13 @@ pub fn spawn_sender(
                     total += n as u64;
                     sent.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -227,7 +255,13 @@ pub fn spawn_receiver(
                     last = mono_ns();
                     received.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -108,7 +108,13 @@ pub struct SendOutcome {
 /// as one UDP GSO send (`UDP_SEGMENT`: the kernel cuts it into equal datagrams, each with
 /// its own probe header), the way fast tools reach line rate; where GSO is unavailable
 /// (old kernel, a payload above the path MTU) they leave one by one.
-pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, token: Option<DataToken>, start_mono_ns: i64, stop: Arc<AtomicBool>) -> JoinHandle<SendOutcome> {
+pub fn spawn_sender(
+    sock: UdpSocket,
+    spec: UdpSpec,
+    token: Option<DataToken>,
+    start_mono_ns: i64,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<SendOutcome> {
     std::thread::spawn(move || {
         tighten_timer_slack();
         if spec.interval_ns >= REALTIME_MIN_INTERVAL_NS {
@@ -122,7 +128,8 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, token: Option<DataToken>, st
         // A rate above what the host can send must not stretch the test: stop at the
         // planned end (plus a little for a sender that is only momentarily late).
         let interval = spec.interval_ns as i64;
-        let deadline_of = |seq: u64| start_mono_ns.saturating_add((seq as i64).saturating_mul(interval));
+        let deadline_of =
+            |seq: u64| start_mono_ns.saturating_add((seq as i64).saturating_mul(interval));
         let planned_end = deadline_of(spec.count);
         let give_up = planned_end.saturating_add(OVERRUN_GRACE_NS);
         let payload = spec.payload_bytes as usize;
@@ -145,31 +152,51 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, token: Option<DataToken>, st
                 break;
             }
             // Every packet whose deadline has passed goes now.
-            let due = if gso && lateness >= interval { (lateness / interval.max(1)) as u64 + 1 } else { 1 };
+            let due = if gso && lateness >= interval {
+                (lateness / interval.max(1)) as u64 + 1
+            } else {
+                1
+            };
             let n = due.min(max_batch as u64).min(spec.count - seq) as usize;
             let send_ns = realtime_ns();
             for (i, segment) in buf.chunks_exact_mut(payload).take(n).enumerate() {
                 write_cellperf(segment, seq + i as u64, send_ns, false);
             }
-            let sent = if n > 1 { send_segments(&sock, &buf[..n * payload], payload) } else { send_retrying(&sock, &buf[..payload]) };
+            let sent = if n > 1 {
+                send_segments(&sock, &buf[..n * payload], payload)
+            } else {
+                send_retrying(&sock, &buf[..payload])
+            };
             match sent {
                 Ok(()) => {
                     refused = 0;
                     for i in 0..n as u64 {
                         out.lateness_ns.push(now - deadline_of(seq + i));
-                        out.records.push(Record { seq: seq + i, send_ns: Some(send_ns), recv_ns: None, bytes: payload as u32 });
+                        out.records.push(Record {
+                            seq: seq + i,
+                            send_ns: Some(send_ns),
+                            recv_ns: None,
+                            bytes: payload as u32,
+                        });
                     }
                     seq += n as u64;
                 }
                 // No GSO on this kernel or path: the same packets again, one by one.
-                Err(e) if n > 1 && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) => {
+                Err(e)
+                    if n > 1
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+                        ) =>
+                {
                     gso = false;
                 }
                 // The peer's port answered ICMP unreachable: it closed, or is not there yet.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                     refused += 1;
                     if refused >= 50 {
-                        out.error = Some("peer's data port unreachable (ICMP port unreachable)".into());
+                        out.error =
+                            Some("peer's data port unreachable (ICMP port unreachable)".into());
                         break;
                     }
                     seq += n as u64;
@@ -189,7 +216,10 @@ pub fn spawn_sender(sock: UdpSocket, spec: UdpSpec, token: Option<DataToken>, st
 fn retrying(mut send: impl FnMut() -> io::Result<()>) -> io::Result<()> {
     loop {
         match send() {
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || e.kind() == io::ErrorKind::Interrupted => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.kind() == io::ErrorKind::Interrupted =>
+            {
                 std::thread::sleep(Duration::from_micros(50))
             }
             other => return other,
@@ -210,7 +240,10 @@ fn send_segments(sock: &UdpSocket, buf: &[u8], segment: usize) -> io::Result<()>
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) } as usize;
     let mut control = [0u64; 4]; // 32 bytes, 8-aligned: room for one u16 control message
     debug_assert!(space <= std::mem::size_of_val(&control));
-    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     retrying(|| {
         // SAFETY: msghdr is plain data; the iovec and control buffer outlive the call, the
         // control length is what CMSG_SPACE says one u16 needs, and the cmsg pointer from
@@ -240,7 +273,10 @@ fn send_segments(sock: &UdpSocket, buf: &[u8], segment: usize) -> io::Result<()>
 fn recv_coalesced(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, usize)> {
     use std::os::fd::AsRawFd;
     let mut control = [0u64; 4];
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // SAFETY: as in `send_segments`; the kernel writes at most `msg_controllen` bytes of
     // control data, and CMSG_NXTHDR stays within it.
     unsafe {
@@ -317,7 +353,10 @@ impl ReceiveControl {
     /// The peer finished sending `n` packets: wait at most `drain_ms` more for them.
     pub fn peer_done(&self, n: u64, drain_ms: u64) {
         self.peer_sent.store(n, Ordering::Relaxed);
-        self.drain_deadline_mono.store(mono_ns().saturating_add(drain_ms as i64 * 1_000_000), Ordering::Relaxed);
+        self.drain_deadline_mono.store(
+            mono_ns().saturating_add(drain_ms as i64 * 1_000_000),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -342,7 +381,15 @@ pub struct Intake {
 impl Intake {
     /// For a test of `max_count` packets whose packets carry `token` (if they have room).
     pub fn new(max_count: u64, token: Option<DataToken>) -> Intake {
-        Intake { max_count, token, records: Vec::new(), seen: Default::default(), duplicates: 0, foreign: 0, spoofed: 0 }
+        Intake {
+            max_count,
+            token,
+            records: Vec::new(),
+            seen: Default::default(),
+            duplicates: 0,
+            foreign: 0,
+            spoofed: 0,
+        }
     }
 
     /// Takes one datagram received at `recv_ns`; its sequence number if it is a new packet
@@ -360,7 +407,12 @@ impl Intake {
             self.duplicates += 1;
             return None;
         }
-        self.records.push(Record { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(recv_ns), bytes: d.len() as u32 });
+        self.records.push(Record {
+            seq: h.seq,
+            send_ns: Some(h.send_ns),
+            recv_ns: Some(recv_ns),
+            bytes: d.len() as u32,
+        });
         Some(h.seq)
     }
 
@@ -371,7 +423,8 @@ impl Intake {
 
     /// Heap bytes held, for the tests and the fuzz target that bound it.
     pub fn heap_bytes(&self) -> usize {
-        self.records.capacity() * std::mem::size_of::<Record>() + self.seen.capacity() * (std::mem::size_of::<u64>() + 1)
+        self.records.capacity() * std::mem::size_of::<Record>()
+            + self.seen.capacity() * (std::mem::size_of::<u64>() + 1)
     }
 
     /// The packets in sequence order, and the counts of what was dropped.
@@ -424,19 +477,33 @@ pub fn spawn_receiver(
                 break;
             }
             let peer_sent = ctl.peer_sent.load(Ordering::Relaxed);
-            if peer_sent != u64::MAX && (intake.packets() >= peer_sent || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed)) {
+            if peer_sent != u64::MAX
+                && (intake.packets() >= peer_sent
+                    || mono_ns() > ctl.drain_deadline_mono.load(Ordering::Relaxed))
+            {
                 break;
             }
             let (n, segment) = match recv_coalesced(&sock, &mut buf) {
                 Ok(v) => v,
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
                 // ICMP errors from our own earlier sends surface here; they are not data.
                 Err(_) => continue,
             };
             let now = realtime_ns();
             let (mut got, mut got_bytes) = (0u64, 0u64);
             for d in buf[..n].chunks_mut(segment.max(1)) {
-                let Some(seq) = intake.take(d, now) else { continue };
+                let Some(seq) = intake.take(d, now) else {
+                    continue;
+                };
                 got += 1;
                 got_bytes += d.len() as u64;
                 ctl.last_seq.store(seq, Ordering::Relaxed);
@@ -444,7 +511,12 @@ pub fn spawn_receiver(
                     let send_ns = realtime_ns();
                     write_cellperf(d, seq, send_ns, true);
                     if send_retrying(&sock, d).is_ok() {
-                        echoed.push(Record { seq, send_ns: Some(send_ns), recv_ns: None, bytes: d.len() as u32 });
+                        echoed.push(Record {
+                            seq,
+                            send_ns: Some(send_ns),
+                            recv_ns: None,
+                            bytes: d.len() as u32,
+                        });
                     }
                 }
             }
@@ -454,7 +526,10 @@ pub fn spawn_receiver(
                 ctl.last_recv_ns.store(now, Ordering::Relaxed);
             }
         }
-        ReceiveOutcome { echoed, ..intake.finish() }
+        ReceiveOutcome {
+            echoed,
+            ..intake.finish()
+        }
     })
 }
 
@@ -476,19 +551,46 @@ mod tests {
     #[test]
     fn sender_and_echoing_receiver_exchange_every_packet_once() {
         let (a, b) = pair();
-        let spec = UdpSpec { direction: Direction::Echo, payload_bytes: 40, interval_ns: 200_000, count: 200, drain_ms: 500 };
+        let spec = UdpSpec {
+            direction: Direction::Echo,
+            payload_bytes: 40,
+            interval_ns: 200_000,
+            count: 200,
+            drain_ms: 500,
+        };
         let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(a.try_clone().unwrap(), spec.count, None, false, back.clone());
+        let back_rx = spawn_receiver(
+            a.try_clone().unwrap(),
+            spec.count,
+            None,
+            false,
+            back.clone(),
+        );
         let fwd = ReceiveControl::new();
         let echo = spawn_receiver(b, spec.count, None, true, fwd.clone());
-        let sent = spawn_sender(a, spec.clone(), None, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        let sent = spawn_sender(
+            a,
+            spec.clone(),
+            None,
+            mono_ns(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
         assert_eq!(sent.records.len(), 200);
         assert!(sent.error.is_none());
         fwd.peer_done(200, 1000);
         back.peer_done(200, 1000);
         let at_echo = echo.join().unwrap();
         let returned = back_rx.join().unwrap();
-        assert_eq!((at_echo.received.len(), at_echo.echoed.len(), at_echo.duplicates), (200, 200, 0));
+        assert_eq!(
+            (
+                at_echo.received.len(),
+                at_echo.echoed.len(),
+                at_echo.duplicates
+            ),
+            (200, 200, 0)
+        );
         assert_eq!(returned.received.len(), 200);
         // Each returned header carries the echo's send time, not the original one.
         for (r, e) in returned.received.iter().zip(&at_echo.echoed) {
@@ -514,7 +616,11 @@ mod tests {
         echo.join().unwrap();
         let h = parse_cellperf(&got[..n]).unwrap();
         assert_eq!((&got[..4], n, h.seq, h.echo), (&b"CPE1"[..], 40, 0, true));
-        assert_eq!(&got[20..n], &p[20..], "the payload after the header comes back as it went");
+        assert_eq!(
+            &got[20..n],
+            &p[20..],
+            "the payload after the header comes back as it went"
+        );
     }
 
     /// A sender far behind its schedule sends in GSO batches: the kernel cuts each into
@@ -524,21 +630,46 @@ mod tests {
         let (a, b) = pair();
         // 3 MB: less than the receive buffer holds, so nothing is dropped even if the receiver
         // thread does not run until the end.
-        let spec = UdpSpec { direction: Direction::Up, payload_bytes: 1000, interval_ns: 1, count: 3000, drain_ms: 2000 };
+        let spec = UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 1000,
+            interval_ns: 1,
+            count: 3000,
+            drain_ms: 2000,
+        };
         let ctl = ReceiveControl::new();
         let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
-        let sent = spawn_sender(a, spec.clone(), None, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        let sent = spawn_sender(
+            a,
+            spec.clone(),
+            None,
+            mono_ns(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
         assert!(sent.error.is_none(), "{:?}", sent.error);
         ctl.peer_done(sent.records.len() as u64, 2000);
         let got = rx.join().unwrap();
         // Batches share one send time: far fewer distinct times than packets.
         let mut times: Vec<i64> = sent.records.iter().map(|r| r.send_ns.unwrap()).collect();
         times.dedup();
-        assert!(times.len() * 4 < sent.records.len(), "{} send times for {} packets", times.len(), sent.records.len());
-        assert_eq!(sent.records.iter().map(|r| r.seq).collect::<Vec<_>>(), (0..sent.records.len() as u64).collect::<Vec<_>>());
+        assert!(
+            times.len() * 4 < sent.records.len(),
+            "{} send times for {} packets",
+            times.len(),
+            sent.records.len()
+        );
+        assert_eq!(
+            sent.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            (0..sent.records.len() as u64).collect::<Vec<_>>()
+        );
         assert_eq!((got.duplicates, got.foreign), (0, 0));
         assert_eq!(got.received.len(), 3000);
-        assert!(got.received.iter().all(|r| r.bytes == 1000 && r.send_ns == sent.records[r.seq as usize].send_ns));
+        assert!(got
+            .received
+            .iter()
+            .all(|r| r.bytes == 1000 && r.send_ns == sent.records[r.seq as usize].send_ns));
     }
 
     #[test]
@@ -555,7 +686,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         ctl.peer_done(2, 0);
         let out = rx.join().unwrap();
-        assert_eq!(out.received.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
+        assert_eq!(
+            out.received.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [3, 4]
+        );
         assert_eq!((out.duplicates, out.foreign), (1, 2));
     }
 
@@ -575,9 +709,16 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         ctl.peer_done(3, 0);
         let out = rx.join().unwrap();
-        assert_eq!(out.received.iter().map(|r| r.seq).collect::<Vec<_>>(), [0, max_count / 2, max_count - 1]);
+        assert_eq!(
+            out.received.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [0, max_count / 2, max_count - 1]
+        );
         assert_eq!((out.duplicates, out.foreign), (1, 1));
-        assert!(out.received.capacity() < 64, "{} records kept", out.received.capacity());
+        assert!(
+            out.received.capacity() < 64,
+            "{} records kept",
+            out.received.capacity()
+        );
 
         let mut intake = Intake::new(u64::MAX, None);
         let mut p = [0u8; 20];
@@ -585,7 +726,12 @@ mod tests {
             write_cellperf(&mut p, seq, 1, false);
             intake.take(&p, 2);
         }
-        assert_eq!((intake.packets(), intake.heap_bytes() < 4096), (3, true), "{} heap bytes for 3 packets", intake.heap_bytes());
+        assert_eq!(
+            (intake.packets(), intake.heap_bytes() < 4096),
+            (3, true),
+            "{} heap bytes for 3 packets",
+            intake.heap_bytes()
+        );
         assert_eq!(intake.finish().duplicates, 1);
     }
 
@@ -598,7 +744,13 @@ mod tests {
         let cookie = Cookie([7; 16]);
         let token = DataToken::for_test(&cookie, 100);
         assert!(token.is_some() && DataToken::for_test(&cookie, 27).is_none());
-        let spec = UdpSpec { direction: Direction::Echo, payload_bytes: 100, interval_ns: 100_000, count: 50, drain_ms: 500 };
+        let spec = UdpSpec {
+            direction: Direction::Echo,
+            payload_bytes: 100,
+            interval_ns: 100_000,
+            count: 50,
+            drain_ms: 500,
+        };
         let ctl = ReceiveControl::new();
         let echo = spawn_receiver(b, spec.count, token, true, ctl.clone());
         // Forged: right header and numbers, no token, another cookie's token, a short packet.
@@ -607,19 +759,42 @@ mod tests {
             write_cellperf(&mut forged, seq, 1_000, false);
             a.send(&forged).unwrap();
         }
-        DataToken::for_test(&Cookie([8; 16]), 100).unwrap().stamp(&mut forged);
+        DataToken::for_test(&Cookie([8; 16]), 100)
+            .unwrap()
+            .stamp(&mut forged);
         a.send(&forged).unwrap();
         a.send(&forged[..24]).unwrap();
         let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(a.try_clone().unwrap(), spec.count, token, false, back.clone());
-        let sent = spawn_sender(a, spec.clone(), token, mono_ns(), Arc::new(AtomicBool::new(false))).join().unwrap();
+        let back_rx = spawn_receiver(
+            a.try_clone().unwrap(),
+            spec.count,
+            token,
+            false,
+            back.clone(),
+        );
+        let sent = spawn_sender(
+            a,
+            spec.clone(),
+            token,
+            mono_ns(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
         assert_eq!(sent.records.len(), 50);
         ctl.peer_done(50, 1000);
         back.peer_done(50, 1000);
         let at_echo = echo.join().unwrap();
-        assert_eq!((at_echo.received.len(), at_echo.spoofed, at_echo.duplicates), (50, 12, 0));
+        assert_eq!(
+            (at_echo.received.len(), at_echo.spoofed, at_echo.duplicates),
+            (50, 12, 0)
+        );
         // The forged copies of numbers 0..10 came first, yet the real ones were taken.
-        assert!(at_echo.received.iter().take(10).all(|r| r.send_ns != Some(1_000)));
+        assert!(at_echo
+            .received
+            .iter()
+            .take(10)
+            .all(|r| r.send_ns != Some(1_000)));
         let returned = back_rx.join().unwrap();
         assert_eq!((returned.received.len(), returned.spoofed), (50, 0));
     }
@@ -648,9 +823,16 @@ mod tests {
             intake.take(&d[..(next() % 101) as usize], i);
         }
         let taken = intake.packets();
-        assert!(taken > 1000 && intake.heap_bytes() <= 4096 + 200 * taken as usize, "{taken} {}", intake.heap_bytes());
+        assert!(
+            taken > 1000 && intake.heap_bytes() <= 4096 + 200 * taken as usize,
+            "{taken} {}",
+            intake.heap_bytes()
+        );
         let out = intake.finish();
-        assert_eq!(out.received.len() as u64 + out.duplicates + out.foreign + out.spoofed, 20_000);
+        assert_eq!(
+            out.received.len() as u64 + out.duplicates + out.foreign + out.spoofed,
+            20_000
+        );
         assert!(out.received.windows(2).all(|w| w[0].seq < w[1].seq));
         assert!(out.duplicates > 0 && out.foreign > 0 && out.spoofed > 0);
     }

@@ -65,9 +65,9 @@ macro_rules! hex_serde {
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-                from_hex::<$n>(&s)
-                    .map($t)
-                    .ok_or_else(|| serde::de::Error::custom(concat!("expected ", $n, " hex-encoded bytes")))
+                from_hex::<$n>(&s).map($t).ok_or_else(|| {
+                    serde::de::Error::custom(concat!("expected ", $n, " hex-encoded bytes"))
+                })
             }
         }
         impl $t {
@@ -179,24 +179,57 @@ pub struct ServerReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Message {
-    Hello { version: u32, client_nonce: Bytes32 },
-    Challenge { server_nonce: Bytes32 },
-    Auth { mac: Bytes32 },
-    AuthOk { mac: Bytes32 },
+    Hello {
+        version: u32,
+        client_nonce: Bytes32,
+    },
+    Challenge {
+        server_nonce: Bytes32,
+    },
+    Auth {
+        mac: Bytes32,
+    },
+    AuthOk {
+        mac: Bytes32,
+    },
     /// NTP-style clock probe: t1 client send, t2 server receive, t3 server send (realtime ns).
-    TimeRequest { t1_ns: i64 },
-    TimeReply { t1_ns: i64, t2_ns: i64, t3_ns: i64 },
-    StartUdp { spec: UdpSpec },
-    StartTcp { spec: TcpSpec },
-    Accepted { data_port: u16, cookie: Cookie },
+    TimeRequest {
+        t1_ns: i64,
+    },
+    TimeReply {
+        t1_ns: i64,
+        t2_ns: i64,
+        t3_ns: i64,
+    },
+    StartUdp {
+        spec: UdpSpec,
+    },
+    StartTcp {
+        spec: TcpSpec,
+    },
+    Accepted {
+        data_port: u16,
+        cookie: Cookie,
+    },
     Ready {},
     /// The sender of this side finished; the peer may stop waiting after `packets_sent`.
-    SendDone { packets_sent: u64 },
+    SendDone {
+        packets_sent: u64,
+    },
     /// Receiver counters once a second, for live progress.
-    Progress { packets_received: u64, bytes_received: u64 },
-    Report { report: ServerReport },
-    Abort { reason: String },
-    Error { reason: String },
+    Progress {
+        packets_received: u64,
+        bytes_received: u64,
+    },
+    Report {
+        report: ServerReport,
+    },
+    Abort {
+        reason: String,
+    },
+    Error {
+        reason: String,
+    },
     Bye {},
 }
 
@@ -219,7 +252,10 @@ pub enum StreamDir {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     Message(Message),
-    Records { stream: StreamDir, records: Vec<Record> },
+    Records {
+        stream: StreamDir,
+        records: Vec<Record>,
+    },
 }
 
 #[derive(Debug)]
@@ -240,7 +276,9 @@ impl std::fmt::Display for ProtocolError {
         match self {
             ProtocolError::Io(e) => write!(f, "control connection: {e}"),
             ProtocolError::Closed => write!(f, "control connection closed by the peer"),
-            ProtocolError::TooLarge(n) => write!(f, "control message of {n} bytes is over the size limit"),
+            ProtocolError::TooLarge(n) => {
+                write!(f, "control message of {n} bytes is over the size limit")
+            }
             ProtocolError::Slow => write!(f, "control message arrived too slowly"),
             ProtocolError::Timeout => write!(f, "no control message within the deadline"),
             ProtocolError::Malformed(m) => write!(f, "malformed control message: {m}"),
@@ -267,14 +305,18 @@ pub fn decode(body: &[u8]) -> Result<Frame, ProtocolError> {
             .map(Frame::Message)
             .map_err(|e| ProtocolError::Malformed(e.to_string())),
         Some((&TAG_RECORDS, rest)) => {
-            let (&dir, packed) = rest.split_first().ok_or_else(|| ProtocolError::Malformed("empty records".into()))?;
+            let (&dir, packed) = rest
+                .split_first()
+                .ok_or_else(|| ProtocolError::Malformed("empty records".into()))?;
             let stream = match dir {
                 0 => StreamDir::Up,
                 1 => StreamDir::Down,
                 d => return Err(ProtocolError::Malformed(format!("unknown stream {d}"))),
             };
             if packed.len() % RECORD_LEN != 0 {
-                return Err(ProtocolError::Malformed("records frame of partial length".into()));
+                return Err(ProtocolError::Malformed(
+                    "records frame of partial length".into(),
+                ));
             }
             let records = packed
                 .chunks_exact(RECORD_LEN)
@@ -339,7 +381,12 @@ pub struct FrameReader {
 
 impl FrameReader {
     pub fn new(max_body: usize) -> Self {
-        FrameReader { max_body, buf: Vec::new(), started: None, frame_deadline: Duration::from_secs(10) }
+        FrameReader {
+            max_body,
+            buf: Vec::new(),
+            started: None,
+            frame_deadline: Duration::from_secs(10),
+        }
     }
 
     /// Polls for one frame: `Ok(None)` when the read timed out without completing a frame.
@@ -348,19 +395,35 @@ impl FrameReader {
             if let Some(body) = self.take_complete()? {
                 return decode(&body).map(Some);
             }
-            let want = if self.buf.len() < 4 { 4 - self.buf.len() } else { 4 + self.body_len() - self.buf.len() };
+            let want = if self.buf.len() < 4 {
+                4 - self.buf.len()
+            } else {
+                4 + self.body_len() - self.buf.len()
+            };
             let mut chunk = vec![0u8; want.min(64 * 1024)];
             match r.read(&mut chunk) {
                 Ok(0) if self.buf.is_empty() => return Err(ProtocolError::Closed),
-                Ok(0) => return Err(ProtocolError::Malformed("connection closed inside a frame".into())),
+                Ok(0) => {
+                    return Err(ProtocolError::Malformed(
+                        "connection closed inside a frame".into(),
+                    ))
+                }
                 Ok(n) => {
                     if self.started.is_none() {
                         self.started = Some(Instant::now());
                     }
                     self.buf.extend_from_slice(&chunk[..n]);
                 }
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                    if self.started.is_some_and(|t| t.elapsed() > self.frame_deadline) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if self
+                        .started
+                        .is_some_and(|t| t.elapsed() > self.frame_deadline)
+                    {
                         return Err(ProtocolError::Slow);
                     }
                     return Ok(None);
@@ -379,16 +442,26 @@ impl FrameReader {
                 return Ok(f);
             }
             if start.elapsed() > timeout {
-                return Err(if self.started.is_some() { ProtocolError::Slow } else { ProtocolError::Timeout });
+                return Err(if self.started.is_some() {
+                    ProtocolError::Slow
+                } else {
+                    ProtocolError::Timeout
+                });
             }
         }
     }
 
     /// Waits for one JSON message (a records frame here is a protocol error).
-    pub fn read_message(&mut self, r: &mut impl Read, timeout: Duration) -> Result<Message, ProtocolError> {
+    pub fn read_message(
+        &mut self,
+        r: &mut impl Read,
+        timeout: Duration,
+    ) -> Result<Message, ProtocolError> {
         match self.read(r, timeout)? {
             Frame::Message(m) => Ok(m),
-            Frame::Records { .. } => Err(ProtocolError::Malformed("unexpected records frame".into())),
+            Frame::Records { .. } => {
+                Err(ProtocolError::Malformed("unexpected records frame".into()))
+            }
         }
     }
 
@@ -409,7 +482,11 @@ impl FrameReader {
         }
         let body = self.buf[4..4 + n].to_vec();
         self.buf.drain(..4 + n);
-        self.started = if self.buf.is_empty() { None } else { Some(Instant::now()) };
+        self.started = if self.buf.is_empty() {
+            None
+        } else {
+            Some(Instant::now())
+        };
         Ok(Some(body))
     }
 }
@@ -427,9 +504,18 @@ mod tests {
     #[test]
     fn messages_round_trip_and_split_reads_reassemble() {
         let msgs = [
-            Message::Hello { version: 1, client_nonce: Bytes32([7; 32]) },
+            Message::Hello {
+                version: 1,
+                client_nonce: Bytes32([7; 32]),
+            },
             Message::StartUdp {
-                spec: UdpSpec { direction: Direction::Echo, payload_bytes: 160, interval_ns: 20_000_000, count: 50, drain_ms: 500 },
+                spec: UdpSpec {
+                    direction: Direction::Echo,
+                    payload_bytes: 160,
+                    interval_ns: 20_000_000,
+                    count: 50,
+                    drain_ms: 500,
+                },
             },
             Message::SendDone { packets_sent: 3 },
         ];
@@ -438,8 +524,18 @@ mod tests {
             all.extend(frame_bytes(m));
         }
         let recs = [
-            Record { seq: 1, send_ns: Some(5), recv_ns: None, bytes: 20 },
-            Record { seq: 2, send_ns: None, recv_ns: Some(-9), bytes: 1460 },
+            Record {
+                seq: 1,
+                send_ns: Some(5),
+                recv_ns: None,
+                bytes: 20,
+            },
+            Record {
+                seq: 2,
+                send_ns: None,
+                recv_ns: Some(-9),
+                bytes: 1460,
+            },
         ];
         send_records(&mut all, StreamDir::Down, &recs).unwrap();
         // Feed one byte per read: the reader must reassemble every frame.
@@ -457,25 +553,52 @@ mod tests {
         let mut src = Trickle(all, 0);
         let mut rd = FrameReader::new(MAX_SERVER_FRAME);
         for m in &msgs {
-            assert_eq!(rd.read(&mut src, Duration::from_secs(1)).unwrap(), Frame::Message(m.clone()));
+            assert_eq!(
+                rd.read(&mut src, Duration::from_secs(1)).unwrap(),
+                Frame::Message(m.clone())
+            );
         }
         assert_eq!(
             rd.read(&mut src, Duration::from_secs(1)).unwrap(),
-            Frame::Records { stream: StreamDir::Down, records: recs.to_vec() }
+            Frame::Records {
+                stream: StreamDir::Down,
+                records: recs.to_vec()
+            }
         );
-        assert!(matches!(rd.read(&mut src, Duration::from_secs(1)), Err(ProtocolError::Closed)));
+        assert!(matches!(
+            rd.read(&mut src, Duration::from_secs(1)),
+            Err(ProtocolError::Closed)
+        ));
     }
 
     #[test]
     fn oversized_unknown_and_bad_hex_are_rejected() {
         let mut rd = FrameReader::new(MAX_CLIENT_FRAME);
         let big = (MAX_CLIENT_FRAME as u32 + 1).to_be_bytes();
-        assert!(matches!(rd.read(&mut &big[..], Duration::from_secs(1)), Err(ProtocolError::TooLarge(_))));
-        assert!(matches!(decode(b"\x01{\"type\":\"launch_missiles\"}"), Err(ProtocolError::Malformed(_))));
-        assert!(matches!(decode(b"\x01{\"type\":\"auth\",\"mac\":\"zz\"}"), Err(ProtocolError::Malformed(_))));
-        assert!(matches!(decode(b"\x01{\"type\":\"ready\",\"extra\":1}"), Err(ProtocolError::Malformed(_))));
-        assert!(matches!(decode(b"\x02\x00abc"), Err(ProtocolError::Malformed(_))));
-        assert!(matches!(decode(b"\x02\x07"), Err(ProtocolError::Malformed(_))));
+        assert!(matches!(
+            rd.read(&mut &big[..], Duration::from_secs(1)),
+            Err(ProtocolError::TooLarge(_))
+        ));
+        assert!(matches!(
+            decode(b"\x01{\"type\":\"launch_missiles\"}"),
+            Err(ProtocolError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode(b"\x01{\"type\":\"auth\",\"mac\":\"zz\"}"),
+            Err(ProtocolError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode(b"\x01{\"type\":\"ready\",\"extra\":1}"),
+            Err(ProtocolError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode(b"\x02\x00abc"),
+            Err(ProtocolError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode(b"\x02\x07"),
+            Err(ProtocolError::Malformed(_))
+        ));
         assert!(matches!(decode(b""), Err(ProtocolError::Malformed(_))));
     }
 
@@ -519,12 +642,15 @@ mod tests {
                 b
             };
             if let Ok(Frame::Message(m)) = decode(&body) {
-                let again = FrameReader::new(MAX_SERVER_FRAME).read(&mut &frame_bytes(&m)[..], Duration::ZERO).unwrap();
+                let again = FrameReader::new(MAX_SERVER_FRAME)
+                    .read(&mut &frame_bytes(&m)[..], Duration::ZERO)
+                    .unwrap();
                 assert_eq!(again, Frame::Message(m));
             }
             let mut framed = (body.len() as u32).to_be_bytes().to_vec();
             framed.extend(&body);
-            let _ = FrameReader::new(MAX_CLIENT_FRAME).read(&mut &framed[..], Duration::from_millis(1));
+            let _ =
+                FrameReader::new(MAX_CLIENT_FRAME).read(&mut &framed[..], Duration::from_millis(1));
         }
     }
 }

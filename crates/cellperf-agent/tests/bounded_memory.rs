@@ -42,10 +42,30 @@ fn handshake(addr: SocketAddr, token: &[u8]) -> (TcpStream, FrameReader) {
     c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut rd = FrameReader::new(MAX_SERVER_FRAME);
     let client_nonce = Bytes32([3; 32]);
-    send_message(&mut c, &Message::Hello { version: PROTOCOL_VERSION, client_nonce }).unwrap();
-    let Message::Challenge { server_nonce } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("no challenge") };
-    send_message(&mut c, &Message::Auth { mac: auth::client_proof(token, &server_nonce, &client_nonce) }).unwrap();
-    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::AuthOk { .. }));
+    send_message(
+        &mut c,
+        &Message::Hello {
+            version: PROTOCOL_VERSION,
+            client_nonce,
+        },
+    )
+    .unwrap();
+    let Message::Challenge { server_nonce } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("no challenge")
+    };
+    send_message(
+        &mut c,
+        &Message::Auth {
+            mac: auth::client_proof(token, &server_nonce, &client_nonce),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::AuthOk { .. }
+    ));
     (c, rd)
 }
 
@@ -66,15 +86,28 @@ fn far_sequence_numbers_do_not_grow_the_server() {
 
     let (mut c, mut rd) = handshake(addr, b"k");
     // 64 Mi packets of 20 B every 8 µs: 20 Mbit/s for 537 s, within the caps above.
-    let spec = UdpSpec { direction: Direction::Up, payload_bytes: 20, interval_ns: 8_000, count: MAX_PACKETS, drain_ms: 0 };
+    let spec = UdpSpec {
+        direction: Direction::Up,
+        payload_bytes: 20,
+        interval_ns: 8_000,
+        count: MAX_PACKETS,
+        drain_ms: 0,
+    };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
     let data = UdpSocket::bind("127.0.0.1:0").unwrap();
     data.connect((addr.ip(), data_port)).unwrap();
     let before = IN_USE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     data.send(&udp::hello_datagram(&cookie)).unwrap();
-    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::Ready {}));
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::Ready {}
+    ));
     let mut p = [0u8; 20];
     for seq in [MAX_PACKETS - 1, 0, MAX_PACKETS / 2, MAX_PACKETS - 1] {
         write_cellperf(&mut p, seq, 1_000, false);
@@ -84,16 +117,31 @@ fn far_sequence_numbers_do_not_grow_the_server() {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
-            Message::Progress { packets_received: 3, .. } => break,
-            Message::Progress { .. } => assert!(std::time::Instant::now() < deadline, "the server never counted 3 packets"),
+            Message::Progress {
+                packets_received: 3,
+                ..
+            } => break,
+            Message::Progress { .. } => assert!(
+                std::time::Instant::now() < deadline,
+                "the server never counted 3 packets"
+            ),
             other => panic!("unexpected {other:?}"),
         }
     }
-    send_message(&mut c, &Message::Abort { reason: "done".into() }).unwrap();
+    send_message(
+        &mut c,
+        &Message::Abort {
+            reason: "done".into(),
+        },
+    )
+    .unwrap();
     let mut up = Vec::new();
     let report = loop {
         match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
-            Frame::Records { stream: StreamDir::Up, records } => up.extend(records),
+            Frame::Records {
+                stream: StreamDir::Up,
+                records,
+            } => up.extend(records),
             Frame::Records { .. } | Frame::Message(Message::Progress { .. }) => {}
             Frame::Message(Message::Report { report }) => break report,
             Frame::Message(other) => panic!("unexpected {other:?}"),
@@ -103,7 +151,13 @@ fn far_sequence_numbers_do_not_grow_the_server() {
     stop.store(true, Ordering::Relaxed);
     serving.join().unwrap();
     assert_eq!((report.packets_received, report.duplicates), (3, 1));
-    assert_eq!(up.iter().map(|r| r.seq).collect::<Vec<_>>(), [0, MAX_PACKETS / 2, MAX_PACKETS - 1]);
+    assert_eq!(
+        up.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [0, MAX_PACKETS / 2, MAX_PACKETS - 1]
+    );
     // The receive buffer (256 KiB) and a few frames; a table up to 2^26 would be 1.3 GB.
-    assert!(grown < 8 << 20, "the server grew by {grown} B for 3 packets");
+    assert!(
+        grown < 8 << 20,
+        "the server grew by {grown} B for 3 packets"
+    );
 }

@@ -17,24 +17,52 @@ fn lying_server(token: &'static [u8], records: Vec<Record>) -> SocketAddr {
         c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let mut rd = FrameReader::new(MAX_CLIENT_FRAME);
         let t = Duration::from_secs(5);
-        let Message::Hello { client_nonce, .. } = rd.read_message(&mut c, t).unwrap() else { panic!("no hello") };
+        let Message::Hello { client_nonce, .. } = rd.read_message(&mut c, t).unwrap() else {
+            panic!("no hello")
+        };
         let server_nonce = Bytes32([5; 32]);
         send_message(&mut c, &Message::Challenge { server_nonce }).unwrap();
-        let Message::Auth { .. } = rd.read_message(&mut c, t).unwrap() else { panic!("no auth") };
-        send_message(&mut c, &Message::AuthOk { mac: auth::server_proof(token, &server_nonce, &client_nonce) }).unwrap();
+        let Message::Auth { .. } = rd.read_message(&mut c, t).unwrap() else {
+            panic!("no auth")
+        };
+        send_message(
+            &mut c,
+            &Message::AuthOk {
+                mac: auth::server_proof(token, &server_nonce, &client_nonce),
+            },
+        )
+        .unwrap();
         let data = UdpSocket::bind("127.0.0.1:0").unwrap();
         loop {
             match rd.read_message(&mut c, t) {
-                Ok(Message::TimeRequest { t1_ns }) => send_message(&mut c, &Message::TimeReply { t1_ns, t2_ns: t1_ns, t3_ns: t1_ns }).unwrap(),
+                Ok(Message::TimeRequest { t1_ns }) => send_message(
+                    &mut c,
+                    &Message::TimeReply {
+                        t1_ns,
+                        t2_ns: t1_ns,
+                        t3_ns: t1_ns,
+                    },
+                )
+                .unwrap(),
                 Ok(Message::StartUdp { .. }) => {
                     let port = data.local_addr().unwrap().port();
-                    send_message(&mut c, &Message::Accepted { data_port: port, cookie: Cookie([1; 16]) }).unwrap();
+                    send_message(
+                        &mut c,
+                        &Message::Accepted {
+                            data_port: port,
+                            cookie: Cookie([1; 16]),
+                        },
+                    )
+                    .unwrap();
                     send_message(&mut c, &Message::Ready {}).unwrap();
                 }
                 Ok(Message::SendDone { .. }) => {
                     send_records(&mut c, StreamDir::Up, &records).unwrap();
                     send_records(&mut c, StreamDir::Down, &[]).unwrap();
-                    let report = ServerReport { packets_received: records.len() as u64, ..Default::default() };
+                    let report = ServerReport {
+                        packets_received: records.len() as u64,
+                        ..Default::default()
+                    };
                     send_message(&mut c, &Message::Report { report }).unwrap();
                 }
                 Ok(_) => {}
@@ -49,15 +77,37 @@ fn lying_server(token: &'static [u8], records: Vec<Record>) -> SocketAddr {
 /// now it is one line naming the number, and the run's own sends are kept.
 #[test]
 fn a_record_with_a_far_sequence_number_is_a_protocol_error_not_a_panic() {
-    let far = Record { seq: 1 << 62, send_ns: Some(1), recv_ns: Some(2), bytes: 100 };
+    let far = Record {
+        seq: 1 << 62,
+        send_ns: Some(1),
+        recv_ns: Some(2),
+        bytes: 100,
+    };
     let addr = lying_server(b"t", vec![Record { seq: 0, ..far }, far]);
-    let o = Options { payload: Some(100), rate_bps: Some(80_000.0), duration_s: Some(0.1), timeout_s: Some(0.1), ..Default::default() };
-    let r = probe::run(&addr.to_string(), b"t", &plan("udp-cbr", &o).unwrap(), &mut |_| true);
+    let o = Options {
+        payload: Some(100),
+        rate_bps: Some(80_000.0),
+        duration_s: Some(0.1),
+        timeout_s: Some(0.1),
+        ..Default::default()
+    };
+    let r = probe::run(
+        &addr.to_string(),
+        b"t",
+        &plan("udp-cbr", &o).unwrap(),
+        &mut |_| true,
+    );
     let e = r.error.expect("an error");
-    assert!(e.contains("sequence number 4611686018427387904 outside the test's 10 packets"), "{e}");
-    assert_eq!(r.document["send_lateness_us"]["samples"], 10, "{}", r.document);
+    assert!(
+        e.contains("sequence number 4611686018427387904 outside the test's 10 packets"),
+        "{e}"
+    );
+    assert_eq!(
+        r.document["send_lateness_us"]["samples"], 10,
+        "{}",
+        r.document
+    );
 }
-
 
 /// What a flood of idle connections left of five real probes run one after another.
 struct Flooded {
@@ -95,7 +145,9 @@ fn flood(sources: u8, hold: usize) -> Flooded {
                 let mut held = std::collections::VecDeque::new();
                 let mut opened = 0u32;
                 while attacking.load(Ordering::Relaxed) {
-                    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                    let sock =
+                        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                            .unwrap();
                     sock.bind(&from.into()).unwrap();
                     if sock.connect(&addr.into()).is_ok() {
                         opened += 1;
@@ -104,16 +156,26 @@ fn flood(sources: u8, hold: usize) -> Flooded {
                     if held.len() > hold {
                         held.pop_front();
                     }
-                    std::thread::sleep(Duration::from_millis(if held.len() < hold { 1 } else { 20 }));
+                    std::thread::sleep(Duration::from_millis(if held.len() < hold {
+                        1
+                    } else {
+                        20
+                    }));
                 }
                 opened
             })
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
-    let o = Options { duration_s: Some(0.2), timeout_s: Some(0.2), ..Default::default() };
+    let o = Options {
+        duration_s: Some(0.2),
+        timeout_s: Some(0.2),
+        ..Default::default()
+    };
     let p = plan("min-delay", &o).unwrap();
-    let probes = (0..5).map(|_| probe::run(&addr.to_string(), b"k", &p, &mut |_| true).error).collect();
+    let probes = (0..5)
+        .map(|_| probe::run(&addr.to_string(), b"k", &p, &mut |_| true).error)
+        .collect();
     attacking.store(false, Ordering::Relaxed);
     let opened = attackers.into_iter().map(|t| t.join().unwrap()).sum();
     stop.store(true, Ordering::Relaxed);
@@ -132,7 +194,12 @@ fn flood(sources: u8, hold: usize) -> Flooded {
 fn idle_connections_from_one_address_do_not_lock_out_probes() {
     let f = flood(1, 64);
     assert_eq!(f.probes, vec![None; 5], "{} attack connections", f.opened);
-    assert!(f.opened > 64 && f.refused > 0, "opened {}, refused {}", f.opened, f.refused);
+    assert!(
+        f.opened > 64 && f.refused > 0,
+        "opened {}, refused {}",
+        f.opened,
+        f.refused
+    );
 }
 
 /// The same from eight addresses, twice the server's pool of handshakes in all: the busiest
@@ -142,7 +209,12 @@ fn idle_connections_from_many_addresses_do_not_lock_out_probes() {
     use cellperf_agent::admission::{MAX_PENDING, PER_SOURCE};
     let f = flood((2 * MAX_PENDING / PER_SOURCE) as u8, PER_SOURCE);
     assert_eq!(f.probes, vec![None; 5], "{} attack connections", f.opened);
-    assert!(f.opened as usize > 2 * MAX_PENDING && f.evicted > 0, "opened {}, evicted {}", f.opened, f.evicted);
+    assert!(
+        f.opened as usize > 2 * MAX_PENDING && f.evicted > 0,
+        "opened {}, evicted {}",
+        f.opened,
+        f.evicted
+    );
 }
 
 /// Many probes starting at once behind one address (a campaign's, or one NAT's) exceed the
@@ -170,7 +242,15 @@ fn many_probes_starting_at_once_from_one_address_are_all_served() {
         .map(|_| {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                let p = plan("min-delay", &Options { duration_s: Some(0.2), timeout_s: Some(0.5), ..Default::default() }).unwrap();
+                let p = plan(
+                    "min-delay",
+                    &Options {
+                        duration_s: Some(0.2),
+                        timeout_s: Some(0.5),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
                 barrier.wait();
                 probe::run(&addr.to_string(), b"k", &p, &mut |_| true).error
             })
@@ -180,5 +260,8 @@ fn many_probes_starting_at_once_from_one_address_are_all_served() {
     stop.store(true, Ordering::Relaxed);
     serving.join().unwrap();
     assert_eq!(errors, vec![None; 4 * PER_SOURCE]);
-    eprintln!("{} handshakes refused and asked again", stats.handshakes_refused.load(Ordering::Relaxed));
+    eprintln!(
+        "{} handshakes refused and asked again",
+        stats.handshakes_refused.load(Ordering::Relaxed)
+    );
 }

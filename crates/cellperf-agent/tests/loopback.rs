@@ -39,7 +39,12 @@ fn server(max_rate_bps: f64, max_tests: usize) -> Running {
     .unwrap();
     let (addr, stats, stop) = (s.local_addr().unwrap(), s.stats.clone(), s.stop_flag());
     let thread = std::thread::spawn(move || s.serve(&mut || true).unwrap());
-    Running { addr, stats, stop, thread: Some(thread) }
+    Running {
+        addr,
+        stats,
+        stop,
+        thread: Some(thread),
+    }
 }
 
 fn run(srv: &Running, token: &[u8], test: &str, o: Options) -> probe::ProbeRun {
@@ -50,7 +55,12 @@ fn run(srv: &Running, token: &[u8], test: &str, o: Options) -> probe::ProbeRun {
 #[test]
 fn echo_test_round_trips_every_packet_and_logs_both_directions() {
     let srv = server(1e8, 4);
-    let o = Options { codec: Some("g729".into()), duration_s: Some(0.4), timeout_s: Some(1.0), ..Default::default() };
+    let o = Options {
+        codec: Some("g729".into()),
+        duration_s: Some(0.4),
+        timeout_s: Some(1.0),
+        ..Default::default()
+    };
     let r = run(&srv, b"s3cret", "voip", o);
     assert_eq!(r.error, None);
     let d = &r.document;
@@ -61,15 +71,30 @@ fn echo_test_round_trips_every_packet_and_logs_both_directions() {
     assert!(d["rtt_ms"]["max"].as_f64().unwrap() < 50.0);
     // 20 up rows (probe → server) and 20 down rows (the echoes), none lost.
     assert_eq!(r.log.len(), 40);
-    assert!(r.log.iter().all(|row| row.lost == Some(false) && row.bytes == 20));
-    assert!(r.log.iter().filter(|row| row.direction == "down").all(|row| row.rtt_ms.is_some()));
+    assert!(r
+        .log
+        .iter()
+        .all(|row| row.lost == Some(false) && row.bytes == 20));
+    assert!(r
+        .log
+        .iter()
+        .filter(|row| row.direction == "down")
+        .all(|row| row.rtt_ms.is_some()));
     assert_eq!(d["clock_offset"]["method"], "ntp-min-delay");
 }
 
 #[test]
 fn wrong_token_is_rejected_without_sending_the_token() {
     let srv = server(1e8, 4);
-    let r = run(&srv, b"guess", "min-delay", Options { duration_s: Some(0.2), ..Default::default() });
+    let r = run(
+        &srv,
+        b"guess",
+        "min-delay",
+        Options {
+            duration_s: Some(0.2),
+            ..Default::default()
+        },
+    );
     let e = r.error.unwrap();
     assert!(e.contains("authentication failed"), "{e}");
     assert!(r.log.is_empty());
@@ -79,10 +104,31 @@ fn wrong_token_is_rejected_without_sending_the_token() {
 #[test]
 fn over_limit_requests_are_refused_with_the_limit() {
     let srv = server(1e6, 4);
-    let r = run(&srv, b"s3cret", "udp-cbr", Options { rate_bps: Some(2e6), duration_s: Some(1.0), ..Default::default() });
+    let r = run(
+        &srv,
+        b"s3cret",
+        "udp-cbr",
+        Options {
+            rate_bps: Some(2e6),
+            duration_s: Some(1.0),
+            ..Default::default()
+        },
+    );
     let e = r.error.unwrap();
-    assert!(e.contains("request refused") && e.contains("--max-rate"), "{e}");
-    let r = run(&srv, b"s3cret", "udp-cbr", Options { rate_bps: Some(1e5), duration_s: Some(60.0), ..Default::default() });
+    assert!(
+        e.contains("request refused") && e.contains("--max-rate"),
+        "{e}"
+    );
+    let r = run(
+        &srv,
+        b"s3cret",
+        "udp-cbr",
+        Options {
+            rate_bps: Some(1e5),
+            duration_s: Some(60.0),
+            ..Default::default()
+        },
+    );
     assert!(r.error.unwrap().contains("--max-duration"));
     assert_eq!(srv.stats.tests_refused.load(Ordering::Relaxed), 2);
     assert_eq!(srv.stats.tests_run.load(Ordering::Relaxed), 0);
@@ -92,9 +138,27 @@ fn over_limit_requests_are_refused_with_the_limit() {
 fn concurrent_test_cap_refuses_the_extra_test() {
     let srv = Arc::new(server(1e8, 1));
     let s2 = srv.clone();
-    let long = std::thread::spawn(move || run(&s2, b"s3cret", "min-delay", Options { duration_s: Some(1.5), ..Default::default() }));
+    let long = std::thread::spawn(move || {
+        run(
+            &s2,
+            b"s3cret",
+            "min-delay",
+            Options {
+                duration_s: Some(1.5),
+                ..Default::default()
+            },
+        )
+    });
     std::thread::sleep(Duration::from_millis(500));
-    let r = run(&srv, b"s3cret", "min-delay", Options { duration_s: Some(0.2), ..Default::default() });
+    let r = run(
+        &srv,
+        b"s3cret",
+        "min-delay",
+        Options {
+            duration_s: Some(0.2),
+            ..Default::default()
+        },
+    );
     assert!(r.error.unwrap().contains("server busy"));
     assert_eq!(long.join().unwrap().error, None);
 }
@@ -105,7 +169,17 @@ fn concurrent_test_cap_refuses_the_extra_test() {
 fn hostile_clients_do_not_disturb_a_running_test() {
     let srv = Arc::new(server(1e8, 8));
     let s2 = srv.clone();
-    let good = std::thread::spawn(move || run(&s2, b"s3cret", "min-delay", Options { duration_s: Some(2.0), ..Default::default() }));
+    let good = std::thread::spawn(move || {
+        run(
+            &s2,
+            b"s3cret",
+            "min-delay",
+            Options {
+                duration_s: Some(2.0),
+                ..Default::default()
+            },
+        )
+    });
     let addr = srv.addr;
     let attacks: Vec<Vec<u8>> = vec![
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
@@ -131,15 +205,25 @@ fn hostile_clients_do_not_disturb_a_running_test() {
     }
     // A client that connects and says nothing must be dropped after the handshake timeout.
     let mut silent = TcpStream::connect(addr).unwrap();
-    silent.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(8)))
+        .unwrap();
     let mut buf = Vec::new();
     let _ = silent.read_to_end(&mut buf);
-    assert!(String::from_utf8_lossy(&buf).contains("no control message"), "{:?}", String::from_utf8_lossy(&buf));
+    assert!(
+        String::from_utf8_lossy(&buf).contains("no control message"),
+        "{:?}",
+        String::from_utf8_lossy(&buf)
+    );
     for mut c in conns {
         c.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
         let mut buf = Vec::new();
         let _ = c.read_to_end(&mut buf);
-        assert!(String::from_utf8_lossy(&buf).contains("\"type\":\"error\""), "{:?}", String::from_utf8_lossy(&buf));
+        assert!(
+            String::from_utf8_lossy(&buf).contains("\"type\":\"error\""),
+            "{:?}",
+            String::from_utf8_lossy(&buf)
+        );
     }
     let r = good.join().unwrap();
     assert_eq!(r.error, None);
@@ -150,7 +234,12 @@ fn hostile_clients_do_not_disturb_a_running_test() {
 #[test]
 fn tcp_bulk_moves_data_both_ways() {
     let srv = server(f64::INFINITY, 4);
-    let o = Options { direction: Some("both".into()), duration_s: Some(0.5), streams: Some(2), ..Default::default() };
+    let o = Options {
+        direction: Some("both".into()),
+        duration_s: Some(0.5),
+        streams: Some(2),
+        ..Default::default()
+    };
     let r = run(&srv, b"s3cret", "tcp-bulk", o);
     assert_eq!(r.error, None);
     let d = &r.document;
@@ -166,10 +255,30 @@ fn handshake(addr: SocketAddr, token: &[u8]) -> (TcpStream, FrameReader) {
     c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut rd = FrameReader::new(MAX_SERVER_FRAME);
     let client_nonce = Bytes32([9; 32]);
-    send_message(&mut c, &Message::Hello { version: PROTOCOL_VERSION, client_nonce }).unwrap();
-    let Message::Challenge { server_nonce } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("no challenge") };
-    send_message(&mut c, &Message::Auth { mac: auth::client_proof(token, &server_nonce, &client_nonce) }).unwrap();
-    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::AuthOk { .. }));
+    send_message(
+        &mut c,
+        &Message::Hello {
+            version: PROTOCOL_VERSION,
+            client_nonce,
+        },
+    )
+    .unwrap();
+    let Message::Challenge { server_nonce } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("no challenge")
+    };
+    send_message(
+        &mut c,
+        &Message::Auth {
+            mac: auth::client_proof(token, &server_nonce, &client_nonce),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::AuthOk { .. }
+    ));
     (c, rd)
 }
 
@@ -180,21 +289,42 @@ fn handshake(addr: SocketAddr, token: &[u8]) -> (TcpStream, FrameReader) {
 fn udp_hello_from_a_third_address_is_refused_and_nothing_is_sent_there() {
     let srv = server(1e8, 4);
     let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec { direction: Direction::Down, payload_bytes: 100, interval_ns: 1_000_000, count: 500, drain_ms: 100 };
+    let spec = UdpSpec {
+        direction: Direction::Down,
+        payload_bytes: 100,
+        interval_ns: 1_000_000,
+        count: 500,
+        drain_ms: 100,
+    };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
     let third = UdpSocket::bind("127.0.0.2:0").unwrap();
-    third.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    third.send_to(&udp::hello_datagram(&cookie), (srv.addr.ip(), data_port)).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    third
+        .send_to(&udp::hello_datagram(&cookie), (srv.addr.ip(), data_port))
+        .unwrap();
     match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
         Message::Error { reason } => {
             let from = third.local_addr().unwrap().to_string();
-            assert!(reason.contains(&format!("refused to send test data to {from}")) && reason.contains("127.0.0.1"), "{reason}");
+            assert!(
+                reason.contains(&format!("refused to send test data to {from}"))
+                    && reason.contains("127.0.0.1"),
+                "{reason}"
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let mut buf = [0u8; 2048];
-    assert!(third.recv_from(&mut buf).is_err(), "a datagram reached the third party");
+    assert!(
+        third.recv_from(&mut buf).is_err(),
+        "a datagram reached the third party"
+    );
     assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 1);
 }
 
@@ -204,12 +334,26 @@ fn udp_hello_from_a_third_address_is_refused_and_nothing_is_sent_there() {
 fn tcp_data_connection_from_a_third_address_gets_no_data() {
     let srv = server(1e8, 4);
     let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = TcpSpec { direction: Direction::Down, duration_ms: 1000, bytes: None, streams: 1, congestion: None, window_bytes: None, mss: None };
+    let spec = TcpSpec {
+        direction: Direction::Down,
+        duration_ms: 1000,
+        bytes: None,
+        streams: 1,
+        congestion: None,
+        window_bytes: None,
+        mss: None,
+    };
     send_message(&mut c, &Message::StartTcp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    sock.bind(&"127.0.0.2:0".parse::<SocketAddr>().unwrap().into()).unwrap();
-    sock.connect(&SocketAddr::new(srv.addr.ip(), data_port).into()).unwrap();
+    sock.bind(&"127.0.0.2:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    sock.connect(&SocketAddr::new(srv.addr.ip(), data_port).into())
+        .unwrap();
     let mut s: TcpStream = sock.into();
     let mut intro = cookie.0.to_vec();
     intro.push(1);
@@ -217,9 +361,16 @@ fn tcp_data_connection_from_a_third_address_gets_no_data() {
     s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
     let mut got = Vec::new();
     let _ = s.read_to_end(&mut got);
-    assert!(got.is_empty(), "{} bytes reached the third party", got.len());
+    assert!(
+        got.is_empty(),
+        "{} bytes reached the third party",
+        got.len()
+    );
     match rd.read_message(&mut c, Duration::from_secs(10)).unwrap() {
-        Message::Error { reason } => assert!(reason.contains("refused 1 from other addresses") && reason.contains("127.0.0.2"), "{reason}"),
+        Message::Error { reason } => assert!(
+            reason.contains("refused 1 from other addresses") && reason.contains("127.0.0.2"),
+            "{reason}"
+        ),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 1);
@@ -233,7 +384,10 @@ fn late_send_done_between_tests_is_ignored() {
     let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
     send_message(&mut c, &Message::SendDone { packets_sent: 0 }).unwrap();
     send_message(&mut c, &Message::TimeRequest { t1_ns: 7 }).unwrap();
-    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::TimeReply { t1_ns: 7, .. }));
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::TimeReply { t1_ns: 7, .. }
+    ));
     assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 0);
 }
 
@@ -245,12 +399,20 @@ fn late_send_done_between_tests_is_ignored() {
 fn max_rate_caps_tcp_up_and_down_over_all_streams() {
     let srv = server(10e6, 4);
     for (direction, streams) in [("up", 4), ("down", 8)] {
-        let o = Options { direction: Some(direction.into()), duration_s: Some(1.5), streams: Some(streams), ..Default::default() };
+        let o = Options {
+            direction: Some(direction.into()),
+            duration_s: Some(1.5),
+            streams: Some(streams),
+            ..Default::default()
+        };
         let r = run(&srv, b"s3cret", "tcp-bulk", o);
         assert_eq!(r.error, None, "{direction}");
         let bps = r.document[format!("{direction}_bps")].as_f64().unwrap();
         eprintln!("{direction} over {streams} streams: {bps:.0} bit/s under a 10 Mbit/s cap");
-        assert!((5e6..11e6).contains(&bps), "{direction} over {streams} streams: {bps} bit/s under a 10 Mbit/s cap");
+        assert!(
+            (5e6..11e6).contains(&bps),
+            "{direction} over {streams} streams: {bps} bit/s under a 10 Mbit/s cap"
+        );
     }
 }
 
@@ -261,19 +423,36 @@ fn forged_datagrams_without_the_token_are_not_counted() {
     use cellperf_capture::probe_header::write_cellperf;
     let srv = server(1e8, 4);
     let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec { direction: Direction::Up, payload_bytes: 100, interval_ns: 1_000_000, count: 20, drain_ms: 200 };
+    let spec = UdpSpec {
+        direction: Direction::Up,
+        payload_bytes: 100,
+        interval_ns: 1_000_000,
+        count: 20,
+        drain_ms: 200,
+    };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } = rd.read_message(&mut c, Duration::from_secs(5)).unwrap() else { panic!("not accepted") };
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
     let data = UdpSocket::bind("127.0.0.1:0").unwrap();
     data.connect((srv.addr.ip(), data_port)).unwrap();
     data.send(&udp::hello_datagram(&cookie)).unwrap();
-    assert!(matches!(rd.read_message(&mut c, Duration::from_secs(5)).unwrap(), Message::Ready {}));
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::Ready {}
+    ));
     let mut p = [0u8; 100];
     for seq in 0..20u64 {
         // A forgery first (no token; then a wrong one), then the real packet: bytes 20..28
         // carry the last 8 bytes of the cookie.
         write_cellperf(&mut p, seq, 1_000, false);
-        p[20..28].copy_from_slice(if seq % 2 == 0 { &[0; 8] } else { &cookie.0[..8] });
+        p[20..28].copy_from_slice(if seq % 2 == 0 {
+            &[0; 8]
+        } else {
+            &cookie.0[..8]
+        });
         data.send(&p).unwrap();
         write_cellperf(&mut p, seq, 2_000, false);
         p[20..28].copy_from_slice(&cookie.0[8..]);
@@ -283,11 +462,20 @@ fn forged_datagrams_without_the_token_are_not_counted() {
     let mut up = Vec::new();
     let report = loop {
         match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
-            Frame::Records { stream: StreamDir::Up, records } => up.extend(records),
+            Frame::Records {
+                stream: StreamDir::Up,
+                records,
+            } => up.extend(records),
             Frame::Message(Message::Report { report }) => break report,
             _ => {}
         }
     };
-    assert_eq!((report.packets_received, report.spoofed, report.duplicates), (20, 20, 0));
-    assert!(up.iter().all(|r| r.send_ns == Some(2_000)), "a forged packet was taken");
+    assert_eq!(
+        (report.packets_received, report.spoofed, report.duplicates),
+        (20, 20, 0)
+    );
+    assert!(
+        up.iter().all(|r| r.send_ns == Some(2_000)),
+        "a forged packet was taken"
+    );
 }
