@@ -1,6 +1,7 @@
 """The cell's radio mechanisms with real packets (issue 12): link-layer ARQ turns radio errors
 into delay spikes without end-to-end loss, and Linux TCP through a deep fade retransmits
-spuriously; uplink frames bunch the ACKs. Each measured by `cellperf analyze` on the two
+spuriously; uplink frames bunch the ACKs; a handoff that buffers shows a gap, then a burst.
+Each measured by `cellperf analyze` on the two
 captures the emulator writes, as a user would."""
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import json
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
-from tests.emulate.conftest import CELLPERF, emulate
+from tests.emulate.conftest import CELLPERF, emulate, read_pcap, udp_packets
 
 pytestmark = pytest.mark.netns
 
@@ -69,3 +71,24 @@ def test_uplink_frames_bunch_the_acks(tmp_path, iperf3_server):
         fractions.append(analyze(folder)["ack_compression"]["event_fraction"])
     with_frames, without = fractions
     assert with_frames > 0.05 and without < 0.01, fractions
+
+
+def test_a_buffering_handoff_is_a_gap_then_a_burst(tmp_path, iperf3_server):
+    """EV-DO, HSDPA and WiBro handoffs hold traffic and release it (000 §4.3): in the MN's
+    capture, a gap of the interruption's length, then the held packets back to back, none lost."""
+    srv = iperf3_server()
+    p = emulate("--downlink", "20mbit", "--uplink", "20mbit", "--outage", "2s:1s", "--outage-mode", "buffer",
+                "--pcap-dir", str(tmp_path), "--",
+                "iperf3", "-c", "$CELLPERF_CN", "-p", str(srv.port), "-u", "-R", "-b", "800k", "-l", "1000", "-t", "5")
+    assert p.returncode == 0, p.stderr
+    sent = len(udp_packets(read_pcap(tmp_path / "cn.pcap")))
+    times = np.array([t for t, _ in udp_packets(read_pcap(tmp_path / "mn.pcap"))])
+    assert len(times) == sent and sent >= 450  # nothing lost: 100 packets/s for 5 s
+    gaps = np.diff(times)
+    k = int(gaps.argmax())
+    # The gap is the interruption (1 s, plus up to one packet interval before it began), then
+    # the ~100 held packets leave at 20 Mb/s: 1028-byte frames 0.41 ms apart.
+    assert 0.99 <= gaps[k] <= 1.02, gaps[k]
+    burst = gaps[k + 1:k + 90]
+    assert np.all(burst < 0.002), burst.max()
+    assert np.sort(gaps)[-2] < 0.1
