@@ -22,6 +22,8 @@ def test_constant_trace_gain_exactly_one_and_fair(tmp_path):
     assert doc["users"] == [1, 2, 3, 4]
     fig = (tmp_path / "figs" / "gain_vs_users.csv").read_text().splitlines()
     assert fig[0].startswith("users,gain,") and len(fig) == 5
+    assert (tmp_path / "figs" / "sched-gain.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # 002 Fig. 6
+    assert (tmp_path / "figs" / "sched-gain.pdf").read_bytes()[:5] == b"%PDF-"
     assert doc["gain"] == [1.0, 1.0, 1.0, 1.0]
     assert doc["jain_rr"] == [1.0] * 4
     assert doc["jain_pf"] == pytest.approx([1.0] * 4, abs=1e-9)

@@ -111,5 +111,28 @@ def test_stats_cli_json_and_figures(tmp_path):
     assert len(t["windows"]) == 6  # 333.4 s in windows of 60 s (35,993 slots): 5 full and 1 partial
     figs = {p.name for p in (tmp_path / "figs").iterdir()}
     assert {"windows.csv", "cdf_entropy.csv", "cdf_modal_fraction.csv", "cdf_sojourn.csv", "cond_entropy_depth.csv", "cond_entropy_lag.csv"} <= figs
+    # 002 Figs. 1-5 as images too (issue 14 item 5), each drawn from those tables.
+    for name in ("channel-over-time", "channel-cdfs", "channel-memory"):
+        assert (tmp_path / "figs" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "figs" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     human = run_cli("channel", "stats", path)
     assert human.returncode == 0 and "modal fraction" in human.stdout
+
+
+def test_stats_figures_draw_every_window_and_lag(tmp_path):
+    from cellperf.channel.analysis import figure_tables
+    from cellperf.channel.figures import channel_stats_items
+
+    stats = []
+    for seed in (1, 2):
+        path = write_rate_csv(tmp_path / f"t{seed}.csv", two_state_rates(120_000, 0.01, 0.05, 38_400.0, 1_843_200.0, seed=seed))
+        out = run_cli("channel", "stats", path, "--window", 60, "--json")
+        stats.append(json.loads(out.stdout)["traces"][0] | {"name": f"t{seed}"})
+    tables = figure_tables(stats)
+    over_time, cdfs, memory = (item.figure for item in channel_stats_items(tables))
+    # one line per trace in each of the three panels, one point per window
+    assert len(over_time.data) == 6 and all(len(t.x) == len(stats[0]["windows"]) for t in over_time.data)
+    assert [len(t.x) for t in cdfs.data] == [tables[k].height for k in
+                                            ("cdf_modal_fraction", "cdf_entropy", "cdf_sojourn", "cdf_markov_rmse")]
+    lags = [t for t in memory.data if t.xaxis == "x2"]
+    assert len(lags) == 2 and list(lags[0].y) == [e["normalized"] for e in stats[0]["cond_entropy_by_lag"]]

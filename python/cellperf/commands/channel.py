@@ -51,6 +51,8 @@ def stats(args: argparse.Namespace) -> None:
 
     from cellperf.channel import read_trace
     from cellperf.channel.analysis import figure_tables, trace_stats
+    from cellperf.channel.figures import channel_stats_items
+    from cellperf.report import export_figures
     from cellperf.channel.traces import atomic_write
 
     figures_dir = args.figures_dir
@@ -64,8 +66,10 @@ def stats(args: argparse.Namespace) -> None:
     if figures_dir:
         directory = Path(figures_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        for name, table in figure_tables(results).items():
+        tables = figure_tables(results)
+        for name, table in tables.items():
             atomic_write(directory / f"{name}.csv", table.write_csv)
+        figures = export_figures(channel_stats_items(tables), directory)
     if args.as_json:
         print(json.dumps({"traces": results}))
         return
@@ -96,7 +100,8 @@ def stats(args: argparse.Namespace) -> None:
             states.add_row(str(s["state"]), f"{s['rate_bps'] / 1e3:,.1f}", f"{s['fraction']:.4f}", f"{s['mean_sojourn_slots']:.1f}", _fmt(s["markov_sojourn_slots"], ".1f"))
         console.print(states)
     if figures_dir:
-        console.print(f"figure data written to {figures_dir}/")
+        console.print(f"figures (PNG, PDF) and their data (CSV) written to {figures_dir}/: "
+                      + ", ".join(sorted({f.stem for f in figures})))
 
 
 def fit(args: argparse.Namespace) -> None:
@@ -203,7 +208,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--window", dest="window_s", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=1e7, unit="seconds"), default=3600.0,
                    help="Window length in seconds for per-window statistics.")
     p.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
-                   help="Write the data behind 002 Figs. 1–5 as CSV files into this directory.")
+                   help="Write 002 Figs. 1–5 as PNG and PDF (needs Chromium) and the data behind them as CSV into this directory.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
     p = add_subcommand(subcommands, "fit", fit)

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="Instead: reset each user's PF average every this many seconds (002: 20–30 s between handoffs).")
     trace_options(parser)
     parser.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
-                        help="Write gain_vs_users.csv (002 Fig. 6) into this directory.")
+                        help="Write 002 Fig. 6 as sched-gain.png/.pdf (needs Chromium) and its data as gain_vs_users.csv into this directory.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 
@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> None:
 
     from cellperf.channel import read_trace
     from cellperf.channel.sched import compare, handoff_slots_for, handoff_times_from_file
+    from cellperf.channel.figures import sched_items
     from cellperf.channel.traces import atomic_write
+    from cellperf.report import export_figures
 
     alpha, repeats, handoffs_file, figures_dir = args.alpha, args.repeats, args.handoffs_file, args.figures_dir
     loaded = [read_trace(p, slot_ms=args.slot_ms, rate_table=args.rate_table) for p in args.traces]
@@ -99,6 +101,7 @@ def run(args: argparse.Namespace) -> None:
                 pl.Series("jain_pf_handoff", result["handoff"]["jain_pf"], dtype=pl.Float64),
             )
         atomic_write(directory / "gain_vs_users.csv", table.write_csv)
+        export_figures(sched_items(table), directory)
     if args.as_json:
         print(json.dumps(result))
         return
