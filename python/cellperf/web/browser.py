@@ -5,9 +5,9 @@ cache) or, for a warm cache, a context that loaded the page once before.
 Metrics come from the browser itself (METHODS §13): Navigation Timing (time to first byte =
 responseStart, DOMContentLoaded, load event, all from navigation start), Paint Timing (first
 contentful paint) and Largest Contentful Paint where Chromium reports them, Resource Timing
-per object (type, start, duration, bytes on the wire, protocol). Connections: for HTTP/1.1
-those the limiter opened through the link; for HTTP/2 the distinct connection ids of the
-responses in the DevTools protocol.
+per object (type, start, duration, bytes, protocol). HTTP/1.1 loads go through the
+connection limiter (limiter.py); their connections are those it opened through the link.
+For HTTP/2 they are the distinct connection ids of the responses (DevTools protocol).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +93,8 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
                         "install Debian's 'chromium' or set CELLPERF_CHROMIUM)")
     out: list[Load] = []
     t0 = time.monotonic()
-    with sync_playwright() as pw, ConnectionLimiter() as limiter:
+    limiters: dict[str, ConnectionLimiter] = {}
+    with sync_playwright() as pw, ExitStack() as stack:
         try:
             browser = pw.chromium.launch(executable_path=exe, args=_QUIET, timeout=30_000)
         except PlaywrightError as e:
@@ -101,6 +103,12 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
         try:
             for n in connections:
                 for name, url in pages:
+                    limiter = None
+                    if http == "1.1" and url.startswith("http://"):
+                        origin = _origin(url)
+                        if origin not in limiters:
+                            limiters[origin] = stack.enter_context(ConnectionLimiter(origin))
+                        limiter = limiters[origin]
                     for k in range(loads):
                         out.append(_one_load(browser, limiter, name, url, n, http, cache, k, timeout_s))
         finally:
@@ -108,33 +116,43 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
     return out, session
 
 
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    return f"{u.scheme}://{u.netloc}"
+
+
 def _one_load(browser, limiter, name: str, url: str, connections: int, http: str, cache: str, index: int,
               timeout_s: float) -> Load:
     from playwright.sync_api import Error as PlaywrightError
 
     base = {"connections": connections, "http": http, "cache": cache, "load": index, "url": url}
-    options = {"ignore_https_errors": True, "service_workers": "block"}
-    if http == "1.1" and url.startswith("http://"):
-        options["proxy"] = {"server": f"http://127.0.0.1:{limiter.port}", "bypass": "<-loopback>"}
-    ctx = browser.new_context(**options)
+    # Through the limiter the browser loads the same path from loopback (see limiter.py).
+    target = limiter.base + url[len(limiter.origin):] if limiter else url
+    ctx = browser.new_context(ignore_https_errors=True, service_workers="block")
     try:
         page = ctx.new_page()
+        if limiter:
+            limiter.reset(connections)
         if cache == "warm":
-            page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            page.goto(target, wait_until="load", timeout=timeout_s * 1000)
             page.goto("about:blank")
-        limiter.reset(connections)
+            if limiter:
+                limiter.reset(connections)  # count this load's connections only
         cdp = ctx.new_cdp_session(page)
         cdp.send("Network.enable")
         conn_ids: set = set()
         cdp.on("Network.responseReceived", lambda ev: conn_ids.add(ev["response"].get("connectionId")))
         try:
-            response = page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            response = page.goto(target, wait_until="load", timeout=timeout_s * 1000)
         except PlaywrightError as e:
             return _failed(name, str(e).removeprefix("Page.goto: "), **base)
         if response is None:
             return _failed(name, "no response for the page", **base)
         if response.status >= 400:
-            return _failed(name, f"HTTP {response.status} {response.status_text}", **base)
+            why = response.headers.get("x-cellperf-error")  # the limiter could not reach the origin
+            return _failed(name, why or f"HTTP {response.status} {response.status_text}", **base)
         m = page.evaluate(_METRICS_JS)
     finally:
         ctx.close()
@@ -143,17 +161,19 @@ def _one_load(browser, limiter, name: str, url: str, connections: int, http: str
     # The page's objects: those the load event waited for (a late favicon is not the page's).
     res = [r for r in m["res"] if r["startTime"] <= load_end]
     objects = [_object(nav, "navigation", 0)] + [_object(r, r.get("initiatorType"), i + 1) for i, r in enumerate(res)]
-    if http == "1.1" and url.startswith("http://"):
-        used = limiter.opened
-    else:
-        used = len({c for c in conn_ids if c}) or None
+    if limiter:
+        for o in objects:  # the origin's URLs, not the loopback ones the browser used
+            if o["url"].startswith(limiter.base):
+                o["url"] = limiter.origin + o["url"][len(limiter.base):]
+                o["protocol"] = "http/1.1"
+    used = limiter.opened if limiter else (len({c for c in conn_ids if c}) or None)
     row = {
         "page": name, "status": "ok", "reason": None, **base,
         "load_ms": load_end, "ttfb_ms": nav["responseStart"], "dcl_ms": nav["domContentLoadedEventEnd"],
         "fcp_ms": m["paint"].get("first-contentful-paint"), "lcp_ms": m["lcp"],
         "objects": len(objects), "bytes": sum(o["transfer_bytes"] for o in objects),
         "body_bytes": sum(o["encoded_bytes"] for o in objects), "decoded_bytes": sum(o["decoded_bytes"] for o in objects),
-        "connections_used": used, "protocol": nav.get("nextHopProtocol"),
+        "connections_used": used, "protocol": "http/1.1" if limiter else nav.get("nextHopProtocol"),
     }
     return Load(row, [{"page": name, "connections": connections, "load": index, **o} for o in objects])
 
