@@ -93,8 +93,13 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
                         "install Debian's 'chromium' or set CELLPERF_CHROMIUM)")
     out: list[Load] = []
     t0 = time.monotonic()
-    limiters: dict[str, ConnectionLimiter] = {}
-    with sync_playwright() as pw, ExitStack() as stack:
+    # A limiter per origin of the HTTP/1.1 pages, started while the browser starts.
+    limiters = {o: ConnectionLimiter(o).start() for o in {_origin(u) for _, u in pages}
+                if http == "1.1" and o.startswith("http://")}
+    with ExitStack() as stack:
+        for lim in limiters.values():
+            stack.callback(lim.__exit__, None, None, None)
+        pw = stack.enter_context(sync_playwright())
         try:
             browser = pw.chromium.launch(executable_path=exe, args=_QUIET, timeout=30_000)
         except PlaywrightError as e:
@@ -103,12 +108,7 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
         try:
             for n in connections:
                 for name, url in pages:
-                    limiter = None
-                    if http == "1.1" and url.startswith("http://"):
-                        origin = _origin(url)
-                        if origin not in limiters:
-                            limiters[origin] = stack.enter_context(ConnectionLimiter(origin))
-                        limiter = limiters[origin]
+                    limiter = limiters[_origin(url)].wait() if _origin(url) in limiters else None
                     for k in range(loads):
                         out.append(_one_load(browser, limiter, name, url, n, http, cache, k, timeout_s))
         finally:
