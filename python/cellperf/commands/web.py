@@ -1,4 +1,4 @@
-"""Web page loads in a real browser: page set, server at the CN, browser at the MN.
+"""Web page loads in headless Chromium: pages, server, browser timings.
 
 METHODS §13, seed 004 §VI.A. `pages` writes the three pages of 004 Table VI; `serve` serves a
 page folder over HTTP/1.1 or HTTP/2 with compression on or off; `load` loads pages in
