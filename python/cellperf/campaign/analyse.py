@@ -39,7 +39,7 @@ def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
 
 #: Transport of each test's measured traffic; other flows in the captures are not the test's.
 TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
-                 "tcp-bulk": "tcp", "window-sweep": "tcp"}
+                 "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp"}
 
 
 def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_port: int | None) -> dict[int, str]:

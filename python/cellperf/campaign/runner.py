@@ -96,6 +96,10 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
                 run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
                 clocks_synced=outcome.clocks_synced, control_port=getattr(testbed, "port", None) or _port(campaign))
             analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+            if run.test.type == "web":
+                from cellperf.campaign.web import web_tables
+
+                tables.update(web_tables(run, outcome.result, folder))
         reason = outcome.error
     except UserError as e:
         if "disk full" in str(e):

@@ -246,6 +246,30 @@ def parse_duration(value, where) -> float:
     return _positive(float(m.group(1)) * scale, where)
 
 
+def _connections(value, where):
+    values = value if isinstance(value, list) else [value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 32 for v in values):
+        raise ValueError("must be a whole number 1..32 or a list of them, e.g. [2, 4, 6, 8, 10]")
+    return values
+
+
+def _names(value, where):
+    if not isinstance(value, list) or not value or any(not isinstance(v, str) or not _NAME.fullmatch(v) for v in value):
+        raise ValueError("must be a list of page names (sub-folders of the site), e.g. [\"yahoo\", \"cnn\"]")
+    return value
+
+
+def _urls(value, where):
+    if not isinstance(value, list) or not value or any(
+            not isinstance(v, str) or not v.startswith(("http://", "https://")) for v in value):
+        raise ValueError("must be a list of http:// or https:// URLs")
+    return [plain_text(v) for v in value]
+
+
+#: Test types the agents do not run: application tests (METHODS §13), run by their own tools.
+APP_TESTS = ("web",)
+TEST_TYPES = (*TESTS, *APP_TESTS)
+
 TEST_OPTIONS = {
     "direction": ("--direction", _choice("up", "down", "both"), ("udp-cbr", "tcp-bulk")),
     "duration": ("--duration", parse_duration, None),
@@ -263,7 +287,16 @@ TEST_OPTIONS = {
     "timeout": ("--timeout", _positive, None),
     "windows": ("--windows", _size_list, ("window-sweep",)),
     "mss_values": ("--mss-values", _size_list, ("window-sweep",)),
-    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), None),
+    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), TESTS),
+    # web (docs/web.md): pages of `site` (default: the shipped 004 Table VI set) or real `urls`.
+    "site": (None, _text, ("web",)),
+    "pages": (None, _names, ("web",)),
+    "urls": (None, _urls, ("web",)),
+    "connections": ("--connections", _connections, ("web",)),
+    "compression": (None, lambda v, w: _bool(v, w), ("web",)),
+    "http": ("--http", _choice("1.1", "2"), ("web",)),
+    "cache": ("--cache", _choice("cold", "warm"), ("web",)),
+    "loads": ("--loads", _count, ("web",)),
 }
 
 
@@ -272,6 +305,8 @@ def probe_args(options: dict) -> list[str]:
     args = []
     for key, value in options.items():
         flag = TEST_OPTIONS[key][0]
+        if flag is None:
+            continue
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)
         args += [flag, str(value)]
@@ -381,8 +416,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     for i, t in enumerate(tests_doc):
         where = ("tests", i)
         c.table(t, where, {"type", "name", *TEST_OPTIONS})
-        ttype = c.value(t, where, "type", _choice(*TESTS), required=True)
+        ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
         options = _test_options(c, where, ttype, {k: v for k, v in t.items() if k not in ("type", "name")})
+        if ttype == "web":
+            _check_web(c, where, options, kind, path)
         label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
         if any(x.name == label for x in tests):
             c.fail(where + ("name",) if "name" in t else where, f"test name '{label}' is used twice; give each a distinct name")
@@ -447,6 +484,33 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                         parallel, scenarios, networks, tests)
     campaign.runs = expand(campaign, default_duration)
     return campaign
+
+
+def _check_web(c: _Checker, where: tuple, options: dict, testbed: str, path: Path) -> None:
+    """A web test loads pages of a site folder (emulated or real) or real URLs (real network)."""
+    from cellperf.web.pages import PAGE_NAMES
+
+    if "urls" in options:
+        if testbed != "real":
+            c.fail(where + ("urls",), "real URLs are for kind = \"real\"; the emulated testbed serves a site folder")
+        for k in ("site", "pages", "compression"):
+            if k in options:
+                c.fail(where + (k,), "does not go with urls (the real server decides)")
+        return
+    if "site" in options:
+        from cellperf.commands.web import check_site
+
+        site = path.parent / options["site"]
+        try:
+            check_site(site)
+        except UserError as e:
+            c.fail(where + ("site",), str(e))
+        names = [p.parent.name for p in sorted(site.glob("*/index.html"))] or [site.name]
+    else:
+        names = list(PAGE_NAMES)
+    for page in options.get("pages", []):
+        if page not in names:
+            c.fail(where + ("pages",), f"no page '{page}' in the site (it has {', '.join(names)})")
 
 
 def _test_options(c: _Checker, where: tuple, ttype: str, opts: dict) -> dict:

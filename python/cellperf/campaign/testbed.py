@@ -98,6 +98,7 @@ class EmulatedTestbed:
         self.server: subprocess.Popen | None = None
         self.port: int | None = None
         self.token_file = work_dir / ".token"
+        self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
         from cellperf.emulate.runner import check_environment
@@ -134,10 +135,30 @@ class EmulatedTestbed:
         self.token_file.unlink(missing_ok=True)
 
     def run(self, run: RunSpec, folder: Path) -> Outcome:
-        c = self.campaign
         exe = cellperf_exe()
+        if run.test.type == "web":
+            return self._run_web(run, folder, exe)
         probe = [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", run.test.type, *probe_args(run.options),
                  "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
+        return self._emulate(run, folder, probe)
+
+    def _run_web(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+        from cellperf.campaign import web
+
+        if self.site is None:
+            self.site = web.shipped_site(self.work_dir)
+        site, pages = web.site_and_pages(run, self.campaign.path.parent, self.site)
+        http = run.options.get("http", "1.1")
+        with web.page_server(exe, site, compression=run.options.get("compression", False), http=http,
+                             preexec_fn=_die_with_parent) as port:
+            scheme = "https" if http == "2" else "http"
+            urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
+            return self._emulate(run, folder, web.load_argv(exe, run, urls, folder / "objects.parquet"))
+
+    def _emulate(self, run: RunSpec, folder: Path, command: list[str]) -> Outcome:
+        """`command` inside the run's emulated MN; its JSON document is the run's result."""
+        c = self.campaign
+        exe = cellperf_exe()
         cmd = [exe, "emulate", "--profile", run.profile, "--seed", str(run.network.seed + run.repetition), "--json"]
         if not run.network.radio_mechanisms:
             cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off", "--delay-wander", "off"]
@@ -147,11 +168,11 @@ class EmulatedTestbed:
             cmd += ["--radio-log", str(folder / "radio.csv")]
         if run.scenario == "mobile" and run.network.handoffs is not None:
             cmd += ["--handoffs", str(run.network.handoffs)]
-        # The probe's result goes to a file: the emulator's own stdout is its statistics.
+        # The command's result goes to a file: the emulator's own stdout is its statistics.
         # The file names are arguments of the script, never part of its text: a run folder named
         # `o$(touch x)` or holding a `"` must stay a name (the runner is root).
         cmd += ["--", "sh", "-c", f'out=$1 err=$2; shift 2; "$@" >"$out" 2>"$err"; rc=$?; {DRAIN_SH}; exit $rc',
-                "sh", str(folder / "probe.json"), str(folder / "probe.err"), *probe]
+                "sh", str(folder / "probe.json"), str(folder / "probe.err"), *command]
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
@@ -254,16 +275,16 @@ class RealTestbed:
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
         started = time.time()
-        cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),
-               "--token-file", str(self.tb.token_file), "--json", "--log", str(folder / "agent.parquet")]
-        if not self.tb.cn_capture:
-            # No capture at the CN: the server's own per-packet record of the test (what it
-            # received and when), fetched over the control connection, stands in for it.
-            cmd += ["--server-log", str(folder / "server.parquet")]
+        if run.test.type == "web":
+            from cellperf.campaign.web import load_argv
+
+            cmd = load_argv(cellperf_exe(), run, run.options["urls"], folder / "objects.parquet")
+        else:
+            cmd = self._probe_argv(run, folder)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
                                preexec_fn=_die_with_parent)
-            error = None if p.returncode == 0 else (_last_error_line(p.stderr) or f"cellperf probe exited {p.returncode}")
+            error = None if p.returncode == 0 else (_last_error_line(p.stderr) or f"cellperf {cmd[1]} exited {p.returncode}")
             stdout = p.stdout
         except subprocess.TimeoutExpired:
             error, stdout = f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s", ""
@@ -279,6 +300,15 @@ class RealTestbed:
         if out.result and out.result.get("server"):
             out.cn_addr = out.result["server"].rsplit(":", 1)[0].strip("[]")
         return out
+
+    def _probe_argv(self, run: RunSpec, folder: Path) -> list[str]:
+        cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),
+               "--token-file", str(self.tb.token_file), "--json", "--log", str(folder / "agent.parquet")]
+        if not self.tb.cn_capture:
+            # No capture at the CN: the server's own per-packet record of the test (what it
+            # received and when), fetched over the control connection, stands in for it.
+            cmd += ["--server-log", str(folder / "server.parquet")]
+        return cmd
 
 
 def _server_host(server: str) -> str:

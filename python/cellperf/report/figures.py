@@ -380,5 +380,11 @@ def failed_table(store: Store) -> list[Item]:
                  table_html=f"<table><thead><tr><th>run</th><th>reason</th></tr></thead><tbody>{body}</tbody></table>")]
 
 
+def _web(store: Store) -> list[Item]:
+    from cellperf.report.web import download_times, pages_table
+
+    return pages_table(store) + download_times(store)
+
+
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
-            ("VoIP", (voip,)), ("Radio", (channel_table,)))
+            ("VoIP", (voip,)), ("Web", (_web,)), ("Radio", (channel_table,)))

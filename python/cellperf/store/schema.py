@@ -74,14 +74,26 @@ UPDATE voip_windows AS v SET near_handoff = EXISTS (
     WHERE h.run_id = v.run_id AND h.time_s >= epoch(v.window_start) - 5 AND h.time_s < epoch(v.window_end) + 5);
 """
 
+#: Version 3: application tests (METHODS §13): one row per page load of a `web` test (its
+#: objects are Parquet, `page_objects`).
+_V3 = """
+CREATE TABLE page_loads (
+    run_id VARCHAR NOT NULL, page VARCHAR NOT NULL, url VARCHAR, "load" INTEGER NOT NULL,
+    connections INTEGER, compression BOOLEAN, http VARCHAR, "cache" VARCHAR,
+    status VARCHAR NOT NULL CHECK (status IN ('ok', 'failed')), reason VARCHAR,
+    load_ms DOUBLE, ttfb_ms DOUBLE, dcl_ms DOUBLE, fcp_ms DOUBLE, lcp_ms DOUBLE,
+    objects INTEGER, bytes UBIGINT, body_bytes UBIGINT, decoded_bytes UBIGINT,
+    connections_used INTEGER, protocol VARCHAR);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2]
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run
 #: (`runs/<run_id>/<name>.parquet`, each with a run_id column).
-PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log")
+PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "page_objects")
 
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
-              "handoffs", "channel_stats")
+              "handoffs", "channel_stats", "page_loads")

@@ -1,0 +1,91 @@
+"""The `web` test in a campaign (METHODS §13): the page server on the CN side for the run,
+the browser's command for the MN, and the run's `page_loads` rows and `page_objects` Parquet.
+
+The server is started per run (its compression and HTTP version are the run's) on every
+address of the host, as the agents' server is: the CN address of an emulated link exists only
+while its emulator runs. The browser runs inside the emulated MN (`cellperf web load`), so
+every packet of the load crosses the link and both captures.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import polars as pl
+
+from cellperf.campaign.spec import RunSpec, probe_args
+from cellperf.errors import UserError
+from cellperf.store import write_parquet
+
+#: Seconds one page load may take before the browser gives up on it (the test's `timeout`).
+DEFAULT_LOAD_TIMEOUT_S = 60.0
+
+
+def site_and_pages(run: RunSpec, campaign_dir: Path, shipped: Path) -> tuple[Path, list[str]]:
+    """The run's site folder and the pages to load in it (every page when none are named)."""
+    site = campaign_dir / run.options["site"] if "site" in run.options else shipped
+    if "pages" in run.options:
+        return site, run.options["pages"]
+    names = [p.parent.name for p in sorted(site.glob("*/index.html"))]
+    return site, names or [""]
+
+
+def shipped_site(work_dir: Path) -> Path:
+    """The 004 Table VI pages, written once per campaign folder (deterministic contents)."""
+    from cellperf.web.pages import PAGE_NAMES, write_pages
+
+    site = work_dir / ".pages"
+    if not all((site / n / "index.html").is_file() for n in PAGE_NAMES):
+        write_pages(site)
+    return site
+
+
+@contextmanager
+def page_server(exe: str, site: Path, *, compression: bool, http: str, preexec_fn=None):
+    """`cellperf web serve` on a free port of every address; yields its port."""
+    p = subprocess.Popen([exe, "web", "serve", str(site), "--listen", "0.0.0.0:0", "--compression",
+                          "on" if compression else "off", "--http", http, "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    try:
+        line = p.stdout.readline()
+        try:
+            port = int(json.loads(line)["url"].rsplit(":", 1)[1])
+        except (ValueError, KeyError, IndexError):
+            err = p.stderr.read() if p.wait(timeout=5) is not None else ""
+            raise UserError(f"the page server did not start: {err.strip().splitlines()[-1] if err.strip() else 'no output'}") from None
+        yield port
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def load_argv(exe: str, run: RunSpec, urls: list[str], objects: Path) -> list[str]:
+    """`cellperf web load` for the run's options (duration is the run's budget, not the browser's)."""
+    options = {k: v for k, v in run.options.items() if k in ("connections", "http", "cache", "loads", "timeout")}
+    return [exe, "web", "load", *urls, *probe_args(options), "--json", "--objects", str(objects)]
+
+
+def page_urls(base: str, pages: list[str]) -> list[str]:
+    return [f"{base}/{p}/" if p else f"{base}/" for p in pages]
+
+
+def web_tables(run: RunSpec, result: dict, folder: Path) -> dict[str, pl.DataFrame]:
+    """`page_loads` rows of the browser's document; its objects become `page_objects.parquet`."""
+    rows = [{k: v for k, v in r.items()} for r in result.get("loads", [])]
+    compression = run.options.get("compression")
+    loads = pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        run_id=pl.lit(run.run_id), compression=pl.lit(compression, dtype=pl.Boolean))
+    objects = folder / "objects.parquet"
+    if objects.exists():
+        write_parquet(pl.read_parquet(objects).with_columns(run_id=pl.lit(run.run_id)), folder / "page_objects.parquet")
+        objects.unlink()
+    return {"page_loads": loads}

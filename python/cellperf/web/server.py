@@ -1,0 +1,147 @@
+"""The web server at the CN: static files of a page folder over HTTP/1.1 (keep-alive) or
+HTTP/2 (over TLS, as browsers speak it), with server compression on or off.
+
+Hypercorn (h11 / h2) does the protocol; this module is the application: files under the
+root only, a content type by extension, and gzip of text types (HTML, CSS, JavaScript, ...)
+when compression is on and the browser accepts it, as IIS's standard compression did in
+004 §VI.A; images are sent as they are. Compressed bodies are made once per file and kept.
+HTTP/3 is not offered: hypercorn needs aioquic for it and Chromium accepts QUIC only with a
+trusted certificate (a self-signed one is refused even with --ignore-certificate-errors).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import mimetypes
+import signal
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote
+
+from cellperf.errors import UserError, os_reason
+
+_COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
+HTTP_VERSIONS = ("1.1", "2")
+
+
+class StaticApp:
+    """ASGI application serving `root`; `compress` turns gzip on."""
+
+    def __init__(self, root: Path, compress: bool):
+        self.root = root.resolve()
+        self.compress = compress
+        self._gz: dict[Path, bytes] = {}
+
+    def _file(self, path: str) -> Path | None:
+        rel = unquote(path).lstrip("/")
+        target = (self.root / rel).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(self.root) or not target.is_file():
+            return None
+        return target
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        target = self._file(scope["path"]) if scope["method"] in ("GET", "HEAD") else None
+        if target is None:
+            await self._reply(send, 404, b"not found\n", "text/plain")
+            return
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        accepts = b"gzip" in dict(scope["headers"]).get(b"accept-encoding", b"")
+        headers = []
+        if self.compress and ctype.startswith(_COMPRESSIBLE):
+            headers.append((b"vary", b"accept-encoding"))
+            if accepts:
+                body = self._gz.get(target)
+                if body is None:
+                    body = self._gz[target] = gzip.compress(target.read_bytes(), compresslevel=6)
+                headers.append((b"content-encoding", b"gzip"))
+            else:
+                body = target.read_bytes()
+        else:
+            body = target.read_bytes()
+        await self._reply(send, 200, body if scope["method"] == "GET" else b"", ctype, headers, len(body))
+
+    @staticmethod
+    async def _reply(send, status, body, ctype, headers=(), length=None):
+        # max-age lets a warm-cache load use the browser's cache, as a real site's images do.
+        hdrs = [(b"content-type", ctype.encode()), (b"content-length", str(len(body) if length is None else length).encode()),
+                (b"cache-control", b"max-age=3600"), *headers]
+        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await send({"type": "http.response.body", "body": body})
+
+
+def bind(listen: str) -> socket.socket:
+    """A listening socket on HOST:PORT (port 0: any free one); UserError if in use."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        port_n = int(port)
+        if not 0 <= port_n <= 65535:
+            raise ValueError
+    except ValueError:
+        raise UserError(f"--listen {listen}: expected HOST:PORT with a port 0..65535") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port_n))
+    except OSError as e:
+        sock.close()
+        raise UserError(f"--listen {listen}: cannot listen there ({os_reason(e)})") from None
+    # Accepted connections inherit it (Linux): a response's header and body writes leave at
+    # once instead of the body waiting on the browser's delayed ACK (nginx does the same).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.listen(1024)
+    return sock
+
+
+def self_signed_cert(folder: Path) -> tuple[Path, Path]:
+    """A throw-away certificate for HTTP/2 over TLS (the browser is told to accept it)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "2", "-subj", "/CN=cellperf", "-keyout", str(key), "-out", str(cert)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise UserError(f"openssl could not make a certificate for HTTP/2: {p.stderr.strip().splitlines()[-1:]}")
+    return cert, key
+
+
+def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) -> None:
+    """Serves until SIGINT/SIGTERM. `ready(url_base)` is called once listening."""
+    from hypercorn.asyncio import serve as hypercorn_serve
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{sock.fileno()}"]
+    config.keep_alive_timeout = 120  # a page's connections stay open between its objects
+    config.accesslog = None
+    config.errorlog = None
+    with tempfile.TemporaryDirectory(prefix="cellperf-web-") as tmp:
+        if http == "2":
+            config.certfile, config.keyfile = map(str, self_signed_cert(Path(tmp)))
+            config.alpn_protocols = ["h2", "http/1.1"]
+        else:
+            config.alpn_protocols = ["http/1.1"]
+        host, port = sock.getsockname()[:2]
+        scheme = "https" if http == "2" else "http"
+
+        async def main():
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            loop.call_soon(ready, f"{scheme}://{host}:{port}")
+            await hypercorn_serve(StaticApp(root, compress), config, shutdown_trigger=stop.wait)
+
+        asyncio.run(main())

@@ -1,0 +1,107 @@
+"""Page loads in Debian's Chromium through `cellperf emulate`: the load time the link's delay
+and rate imply, more connections on a high-delay link (004 Fig. 8), compression on the wire
+(004 Table VII), connections counted in the capture by tshark."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CELLPERF
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture(autouse=True)
+def _root_and_tshark():
+    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+        pytest.skip("needs root and /dev/net/tun (network namespaces)")
+
+
+def _over_link(tmp_path: Path, link: list[str], loads: list[list[str]]) -> list[dict]:
+    """Runs each `cellperf web load ARGS` in turn inside one emulated MN; their documents."""
+    outs = [tmp_path / f"load{i}.json" for i in range(len(loads))]
+    script = "; ".join(f'"$0" web load {" ".join(args)} --json > {out}' for args, out in zip(loads, outs))
+    p = subprocess.run([CELLPERF, "emulate", *link, "--pcap-dir", str(tmp_path), "--", "sh", "-c", script, CELLPERF],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(o.read_text()) for o in outs]
+
+
+def _tshark(pcap: Path, display_filter: str, field: str) -> list[str]:
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark absent (Debian package 'tshark', installed by scripts/dev)")
+    p = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields", "-e", field],
+                       capture_output=True, text=True, check=True)
+    return [ln for ln in p.stdout.splitlines() if ln]
+
+
+def test_load_time_is_what_round_trips_and_rate_imply(chromium, page_server, pages, tmp_path):
+    """yahoo (15 objects) over 2 connections, RTT 200 ms, 1 Mbit/s down: at least the round
+    trips (handshake, the page, then 14 objects two at a time) and the bytes' transmission
+    time; at most twice their sum plus 2 s (the browser's own work on a busy host)."""
+    port = page_server()
+    rtt, rate = 0.2, 1e6
+    [doc] = _over_link(tmp_path, ["--delay", "100", "--downlink", "1mbit", "--uplink", "1mbit"],
+                       [[f"http://$CELLPERF_CN:{port}/yahoo/", "--connections", "2"]])
+    [load] = doc["loads"]
+    assert load["status"] == "ok" and load["objects"] == 15 and load["connections_used"] == 2
+    wire = sum(map(int, _tshark(tmp_path / "mn.pcap", f"tcp.srcport == {port}", "frame.len")))
+    rounds = 2 + math.ceil(14 / 2)
+    lower = max(rounds * rtt, wire * 8 / rate)
+    upper = 2 * (rounds * rtt + wire * 8 / rate) + 2.0
+    assert lower * 1000 <= load["load_ms"] <= upper * 1000, (lower, load["load_ms"], upper)
+    assert load["ttfb_ms"] >= 2 * rtt * 1000  # handshake, then the request's round trip
+    # Every byte of the page crossed the link (headers on top).
+    assert wire > sum(p.stat().st_size for p in (pages / "yahoo").rglob("*") if p.is_file())
+
+
+def test_more_connections_help_a_many_object_page_on_a_high_delay_link(chromium, page_server, tmp_path):
+    """cnn (70 objects), RTT 600 ms (004's UMTS pings ran 200-600 ms), 2 Mbit/s: 10
+    connections load it well before 2 (004 Fig. 8: 43 % less); the capture holds exactly the
+    connections the limiter reports."""
+    port = page_server()
+    [doc] = _over_link(tmp_path, ["--delay", "300", "--downlink", "2mbit", "--uplink", "1mbit"],
+                       [[f"http://$CELLPERF_CN:{port}/cnn/", "--connections", "2,10"]])
+    two, ten = doc["loads"]
+    assert two["status"] == ten["status"] == "ok"
+    assert (two["connections_used"], ten["connections_used"]) == (2, 10)
+    assert ten["load_ms"] < 0.7 * two["load_ms"], (two["load_ms"], ten["load_ms"])
+    syns = _tshark(tmp_path / "mn.pcap", f"tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {port}",
+                   "tcp.srcport")
+    assert len(syns) == len(set(syns)) == 12
+
+
+def test_compression_shrinks_bytes_on_the_wire_for_the_text_page(chromium, page_server, tmp_path):
+    """yahoo is 78 % HTML (004 Table VII: only its load gained from compression): with gzip
+    the server sends well under half the bytes; the browser's transfer sizes agree."""
+    plain, packed = page_server(compression=False), page_server(compression=True)
+    off, on = _over_link(tmp_path, ["--delay", "50", "--downlink", "4mbit", "--uplink", "1mbit"],
+                         [[f"http://$CELLPERF_CN:{plain}/yahoo/", "--connections", "2"],
+                          [f"http://$CELLPERF_CN:{packed}/yahoo/", "--connections", "2"]])
+    wire = {port: sum(map(int, _tshark(tmp_path / "mn.pcap", f"tcp.srcport == {port}", "tcp.len")))
+            for port in (plain, packed)}
+    assert wire[packed] < 0.5 * wire[plain], wire
+    a, b = off["loads"][0], on["loads"][0]
+    assert b["bytes"] < 0.5 * a["bytes"] and b["decoded_bytes"] == a["decoded_bytes"]
+    # The browser's body bytes are the payload the capture saw, less the HTTP headers.
+    assert 0.8 * wire[plain] < a["bytes"] <= 1.1 * wire[plain]
+
+
+def test_http2_carries_the_page_on_one_connection(chromium, page_server, tmp_path):
+    """Every response on one connection (the DevTools connection ids); Chromium may open
+    one more that carries none (measured here: 2 SYNs), never one per object."""
+    port = page_server(http="2")
+    [doc] = _over_link(tmp_path, ["--delay", "50", "--downlink", "4mbit", "--uplink", "1mbit"],
+                       [[f"https://$CELLPERF_CN:{port}/cnn/", "--http", "2"]])
+    [load] = doc["loads"]
+    assert load["status"] == "ok" and load["protocol"] == "h2" and load["connections_used"] == 1
+    syns = _tshark(tmp_path / "mn.pcap", f"tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {port}",
+                   "tcp.srcport")
+    assert 1 <= len(syns) <= 2
