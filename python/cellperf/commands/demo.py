@@ -2,7 +2,7 @@
 
 EV-DO, HSDPA and WiBro links emulated (stationary, and mobile with handoffs), UDP CBR, TCP
 bulk and VoIP tests through cellperf's own agents, both ends captured, analysed, stored in
-results.duckdb and shown in report.html. About four minutes; --quick under one. Needs root
+results.duckdb and shown in report.html. About six minutes; --quick under one. Needs root
 (network namespaces and TUN devices). Run it again to resume an interrupted demo. The campaign
 file is cellperf/campaigns/demo.toml: copy it to start your own.
 
