@@ -297,7 +297,9 @@ impl Sender {
             return;
         }
         self.stats.fast_retransmits += 1;
-        self.ssthresh = self.cc.ssthresh_after_loss(self.cwnd, self.flight_size(), now);
+        self.ssthresh = self
+            .cc
+            .ssthresh_after_loss(self.cwnd, self.flight_size(), now);
         self.recover = Some(self.snd_max);
         self.in_recovery = true;
         let una = self.snd_una;
@@ -313,7 +315,9 @@ impl Sender {
         }
         self.stats.timeouts += 1;
         if !self.una_timed_out {
-            self.ssthresh = self.cc.ssthresh_after_loss(self.cwnd, self.flight_size(), now);
+            self.ssthresh = self
+                .cc
+                .ssthresh_after_loss(self.cwnd, self.flight_size(), now);
         }
         self.una_timed_out = true;
         self.cwnd = 1.0;

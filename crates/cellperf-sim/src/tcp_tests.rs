@@ -89,7 +89,10 @@ fn reno_recovers_one_loss_by_fast_retransmit_and_halves_the_window() {
     assert_eq!(s.cwnd(), 5.0);
     assert_eq!(out, vec![14]);
     let st = s.stats();
-    assert_eq!((st.fast_retransmits, st.retransmissions, st.timeouts), (1, 1, 0));
+    assert_eq!(
+        (st.fast_retransmits, st.retransmissions, st.timeouts),
+        (1, 1, 0)
+    );
     assert_eq!(st.segments_sent, 16);
 }
 
@@ -167,7 +170,7 @@ fn rto_follows_rfc_6298_backs_off_and_karn_skips_retransmitted_samples() {
     assert_eq!(out, vec![0, 1]);
     out.clear();
     assert_eq!(s.next_timer(), Some(1000 * MS)); // initial RTO 1 s
-    // Sample 100 ms: SRTT 100, RTTVAR 50, RTO = 100 + 4·50 = 300 ms; the timer restarts.
+                                                 // Sample 100 ms: SRTT 100, RTTVAR 50, RTO = 100 + 4·50 = 300 ms; the timer restarts.
     s.on_ack(1, 100 * MS, &mut out);
     assert_eq!(s.rto(), 300 * MS);
     assert_eq!(s.next_timer(), Some(400 * MS));
@@ -211,5 +214,8 @@ fn receiver_delays_acks_for_in_order_pairs_and_acks_holes_at_once() {
     assert_eq!(r.on_segment(3, 310 * MS), Some(5)); // fills the hole: at once
     assert_eq!(r.on_segment(1, 320 * MS), Some(5)); // a duplicate: at once
     let st = r.stats();
-    assert_eq!((st.segments_received, st.segments_delivered, st.acks_sent), (6, 5, 5));
+    assert_eq!(
+        (st.segments_received, st.segments_delivered, st.acks_sent),
+        (6, 5, 5)
+    );
 }
