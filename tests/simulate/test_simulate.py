@@ -118,3 +118,19 @@ def test_bad_options_are_one_line_exit_1(args, needle):
 def test_unknown_option_is_a_usage_error():
     p = cellperf("simulate", "--bogus", check=False)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_vegas_keeps_the_queue_short_where_reno_fills_it_and_cubic_fills_the_link():
+    # One flow on its own 500 kb/s link with a 50-packet queue: the path's RTT is 44 ms
+    # (see the first test). Reno fills the queue (up to 50 × 4 ms = 200 ms more); Vegas holds
+    # 2-4 packets in it (8-16 ms more). All three keep the link busy.
+    def flow(variant):
+        out = simulate_json("--users", "1", "--scheduler", "none", "--channel", "500kbit", "--queue", "packets=50",
+                            "--tcp", variant, "--duration", "120")
+        return out["runs"][0]["flows"][0]
+
+    reno, vegas, cubic = flow("reno"), flow("vegas"), flow("cubic")
+    assert vegas["rtt_p50_s"] < 44e-3 + 20e-3 < reno["rtt_p50_s"], (vegas, reno)
+    assert vegas["retransmissions"] == 0 and reno["retransmissions"] > 0
+    for f in (reno, vegas, cubic):
+        assert f["goodput_bps"] > 0.9 * 500e3, f

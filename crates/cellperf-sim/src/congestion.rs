@@ -177,14 +177,16 @@ impl Controller {
         if slow_start {
             if diff > VEGAS_GAMMA {
                 // Leave slow start at the window the path holds without queueing, plus one.
-                let target = *cwnd * base as f64 / round_rtt as f64;
+                let target = (*cwnd * base as f64 / round_rtt as f64).floor();
                 *cwnd = cwnd.min(target + 1.0).max(2.0);
-                *ssthresh = (*cwnd - 1.0).max(2.0);
+                *ssthresh = ssthresh.min(*cwnd - 1.0).max(2.0);
             }
         } else if diff < VEGAS_ALPHA {
             *cwnd += 1.0;
         } else if diff > VEGAS_BETA {
+            // Shrinking keeps the window out of slow start (ssthresh below it).
             *cwnd = (*cwnd - 1.0).max(2.0);
+            *ssthresh = ssthresh.min(*cwnd - 1.0).max(2.0);
         }
         v.round_start = Some(now);
         v.round_min_rtt = None;

@@ -8,6 +8,8 @@ pub mod tables;
 pub mod tcp;
 
 #[cfg(test)]
+mod congestion_tests;
+#[cfg(test)]
 mod tcp_tests;
 
 /// A run's summary and its time series as named Arrow batches.
