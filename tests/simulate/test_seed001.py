@@ -14,26 +14,15 @@ import json
 
 import pytest
 
+from cellperf.simulate.seed001 import PAPER
 from tests.conftest import cellperf
-
-# Seed 001 Tables 2 (PF) and 3 (RR): kbit/s per source, by transitions per second.
-PAPER = {
-    ("pf", 0.1): [188.54, 184.92, 186.68],
-    ("pf", 1): [67.72, 70.4, 68.68],
-    ("pf", 5): [55.72, 55.68, 53.32],
-    ("rr", 0.1): [136.48, 138.94, 136.36],
-    ("rr", 1): [61.08, 59.36, 59.96],
-    ("rr", 5): [48.50, 51.52, 50.22],
-}
 
 
 @pytest.fixture(scope="module")
 def simulated() -> dict:
-    out = {}
-    for scheduler, rate in PAPER:
-        doc = json.loads(cellperf("simulate", "--scheduler", scheduler, "--channel",
-                                  f"ge:good=1mbit,bad=100kbit,switch={rate}", "--repetitions", "4", "--json").stdout)
-        out[scheduler, rate] = [u["goodput_bps"]["mean"] / 1e3 for u in doc["per_user"]]
+    doc = json.loads(cellperf("simulate", "--seed001", "--repetitions", "4", "--json").stdout)
+    out = {(c["scheduler"], c["transitions_per_s"]): c["simulated_kbps"] for c in doc["cells"]}
+    assert set(out) == set(PAPER)
     print("\nseed 001 Tables 2/3, kbit/s per source: simulated / paper")
     for key, values in out.items():
         print(f"{key[0].upper()} {key[1]:>3} tr/s  " + "  ".join(
@@ -64,3 +53,15 @@ def test_pf_beats_rr_at_fast_transitions_and_the_gap_shrinks(simulated):
     assert gap[1] > 1.0 and gap[5] > 1.0, gap
     # 001 §4, Fig. 7: at 5 transitions/s the schedulers differ very little.
     assert gap[5] < 1.10, gap
+
+
+def test_figures_5_to_7_and_their_table(tmp_path):
+    figs = tmp_path / "figs"
+    cellperf("simulate", "--seed001", "--duration", "30", "--figures", figs)
+    for fig in ("fig5", "fig6", "fig7"):
+        for ext in ("png", "pdf"):
+            assert (figs / f"seed001-{fig}.{ext}").stat().st_size > 1000
+    rows = (figs / "seed001.csv").read_text().splitlines()
+    assert rows[0] == "scheduler,transitions_per_s,source,simulated_kbps,sd_kbps,paper_kbps"
+    assert len(rows) == 1 + 18
+    assert "pf,0.1,1," in rows[1] and rows[1].endswith(",188.54")

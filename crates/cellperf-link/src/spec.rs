@@ -626,6 +626,19 @@ pub fn build_link(
     seed: u64,
     record_events: bool,
 ) -> Result<(Pipeline, RateSource), LinkError> {
+    let (elements, source) = link_elements(spec, outages, mode, seed, record_events)?;
+    Ok((Pipeline::new(elements), source))
+}
+
+/// The elements of `build_link`'s pipeline, for a caller chaining several links into one
+/// pipeline (the simulator's wired hops).
+pub fn link_elements(
+    spec: &LinkSpec,
+    outages: &OutagePlan,
+    mode: OutageMode,
+    seed: u64,
+    record_events: bool,
+) -> Result<(Vec<Box<dyn Element>>, RateSource), LinkError> {
     let source = RateSource::load(&spec.rate, seed)?;
     let queue = Queue::new(queue_spec(&spec.queue)?);
     let mut server = if outages.is_empty() {
@@ -642,7 +655,7 @@ pub fn build_link(
     }
     let mut elements: Vec<Box<dyn Element>> = vec![Box::new(server)];
     elements.extend(after_bottleneck(spec, seed)?);
-    Ok((Pipeline::new(elements), source))
+    Ok((elements, source))
 }
 
 /// Validates one direction's JSON (files readable, numbers valid) by building it; returns

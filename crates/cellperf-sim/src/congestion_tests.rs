@@ -36,7 +36,13 @@ fn cubic_returns_to_w_max_after_k_then_grows_cubically() {
     let at_k = avoid(&mut c, 70.0, rtt, 0, (k * 1e9) as Nanos);
     assert!((at_k - 100.0).abs() < 1.0, "{at_k}");
     // At 2K: W(2K) = 0.4·K³ + 100 = 0.4·75 + 100 = 130 (one RTT ahead: W(2K + 0.1) = 132.2).
-    let at_2k = avoid(&mut c, at_k, rtt, (k * 1e9) as Nanos, (2.0 * k * 1e9) as Nanos);
+    let at_2k = avoid(
+        &mut c,
+        at_k,
+        rtt,
+        (k * 1e9) as Nanos,
+        (2.0 * k * 1e9) as Nanos,
+    );
     assert!((129.0..=133.0).contains(&at_2k), "{at_2k}");
 }
 
@@ -95,7 +101,10 @@ fn vegas_settles_between_alpha_and_beta_segments_queued_where_reno_keeps_growing
     };
     let vegas = queueing_path(&mut Sender::new(cfg(Variant::Vegas)), 100 * MS, 100.0, 60);
     let tail = &vegas[40..];
-    assert!(tail.iter().all(|&w| (11.0..=15.0).contains(&w)), "{vegas:?}");
+    assert!(
+        tail.iter().all(|&w| (11.0..=15.0).contains(&w)),
+        "{vegas:?}"
+    );
     let reno = queueing_path(&mut Sender::new(cfg(Variant::Reno)), 100 * MS, 100.0, 60);
     assert!(reno[59] > 30.0, "{reno:?}");
 }

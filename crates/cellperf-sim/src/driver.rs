@@ -4,6 +4,7 @@
 //! event to the next (a backlogged cell has one per slot, as it has in the emulator).
 use crate::scenario::{Network, Scenario};
 use crate::tcp::{Receiver, Sender};
+use cellperf_analysis::stats::quantile_sorted;
 use cellperf_link::element::{Nanos, Packet, NANOS_PER_SEC};
 use cellperf_link::LinkError;
 use serde::Serialize;
@@ -187,7 +188,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
             let st = f.sender.stats();
             let rs = f.receiver.stats();
             f.rtts.sort_by(f64::total_cmp);
-            let q = |p: f64| quantile(&f.rtts, p);
+            let q = |p: f64| quantile_sorted(&f.rtts, p);
             FlowResult {
                 user: u,
                 throughput_bps: rs.segments_received as f64 * (data_bytes * 8) as f64 / duration,
@@ -250,15 +251,6 @@ fn record_cwnd(series: &mut Series, u: usize, now: Nanos, s: &Sender) {
     series.cwnd_user.push(u as u32);
     series.cwnd.push(s.cwnd());
     series.ssthresh.push(s.ssthresh());
-}
-
-/// Nearest-rank quantile of sorted values.
-fn quantile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
 }
 
 fn next_event(net: &Network, flows: &[Flow]) -> Option<Nanos> {

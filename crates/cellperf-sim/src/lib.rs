@@ -13,7 +13,10 @@ mod congestion_tests;
 mod tcp_tests;
 
 /// A run's summary and its time series as named Arrow batches.
-pub type Simulated = (driver::RunResult, Vec<(&'static str, arrow_array::RecordBatch)>);
+pub type Simulated = (
+    driver::RunResult,
+    Vec<(&'static str, arrow_array::RecordBatch)>,
+);
 
 /// Runs a scenario given as JSON.
 pub fn simulate(scenario_json: &str) -> Result<Simulated, cellperf_link::LinkError> {

@@ -12,8 +12,8 @@ use cellperf_link::cell::{MultiUserLink, SharedCell};
 use cellperf_link::element::{secs_to_nanos, Drops, Element, Nanos, Packet, Pipeline};
 use cellperf_link::outage::OutageMode;
 use cellperf_link::spec::{
-    build_link, cell_scheduler, cell_user, handoff_schedule, outage_plan, user_seed, CellSpec,
-    HandoffsJson, LinkSpec, OutagesJson, QueueJson, RateSpec,
+    build_link, cell_scheduler, cell_user, handoff_schedule, link_elements, outage_plan, user_seed,
+    CellSpec, HandoffsJson, LinkSpec, OutagesJson, QueueJson, RateSpec,
 };
 use cellperf_link::LinkError;
 use serde::Deserialize;
@@ -378,19 +378,20 @@ impl Scenario {
         }
         let hop = wired_hop(&self.wired);
         let no_outages = Default::default();
+        // Every hop's elements in one flat pipeline (no pipeline per hop to step through).
         let wired = |seed: u64| -> Result<Vec<Box<dyn Element>>, LinkError> {
-            (0..self.wired.hops)
-                .map(|h| {
-                    let (p, _) = build_link(
-                        &hop,
-                        &no_outages,
-                        OutageMode::Buffer,
-                        seed ^ h as u64,
-                        false,
-                    )?;
-                    Ok(Box::new(p) as Box<dyn Element>)
-                })
-                .collect()
+            let mut elements = Vec::new();
+            for h in 0..self.wired.hops {
+                let (hop, _) = link_elements(
+                    &hop,
+                    &no_outages,
+                    OutageMode::Buffer,
+                    seed ^ h as u64,
+                    false,
+                )?;
+                elements.extend(hop);
+            }
+            Ok(elements)
         };
         let mut wired_down = Vec::new();
         let mut own_down = Vec::new();
@@ -404,8 +405,7 @@ impl Scenario {
                 Some(_) => cell_users.push(cell_user(&u.downlink, &source, &plan, down_seed)?),
                 None => own_down.push(down),
             }
-            let (air_up, _) = build_link(&u.uplink, &plan, mode, up_seed, false)?;
-            let mut back: Vec<Box<dyn Element>> = vec![Box::new(air_up)];
+            let (mut back, _) = link_elements(&u.uplink, &plan, mode, up_seed, false)?;
             back.extend(wired(up_seed ^ 0x7769_7265)?);
             up.push(Pipeline::new(back));
         }

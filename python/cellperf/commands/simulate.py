@@ -14,6 +14,7 @@ Examples:
   cellperf simulate scenario.toml --repetitions 5 --json
   cellperf simulate --scheduler rr --tcp cubic --out run1      # cwnd.parquet, rtt.parquet, flows.parquet
   cellperf simulate --profile evdo-stationary --users 4 --wired-hops 0 --duration 60
+  cellperf simulate --seed001 --repetitions 4 --figures figs   # Tables 2/3 beside the paper, Figs. 5-7
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--duration", metavar="T", help="Simulated time per repetition [default: 1000 s].")
     run.add_argument("--seed", metavar="N", help="Seed of the first repetition; repetition k uses seed + k [default: 1].")
     run.add_argument("--repetitions", metavar="N", help="Runs with successive seeds; the summary gives their spread [default: 1].")
+    parser.add_argument("--seed001", action="store_true",
+                        help="Run seed 001's nine cells (PF and RR at 0.1, 1, 5 transitions/s, 3 sources) with the other "
+                        "options and print Tables 2 and 3 beside the paper's.")
+    parser.add_argument("--figures", dest="figures_dir", metavar="DIR", type=folder_path(),
+                        help="With --seed001: write Figs. 5-7 (PNG and PDF) and seed001.csv here.")
     parser.add_argument("--out", metavar="DIR", type=folder_path(),
                         help="Write cwnd.parquet, rtt.parquet (over time) and flows.parquet (per flow and seed) here.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
@@ -75,9 +81,14 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> None:
+    from cellperf.errors import UserError
     from cellperf.simulate import runner
     from cellperf.simulate.scenario import build
 
+    if args.seed001:
+        return _seed001(args)
+    if args.figures_dir:
+        raise UserError("--figures: draws seed 001's figures; give --seed001 too")
     scenario = build(_options(args))
     outcome = runner.run(scenario, record=bool(args.out))
     if args.out:
@@ -86,6 +97,34 @@ def run(args: argparse.Namespace) -> None:
         print(json.dumps(outcome.to_json()))
         return
     _print_summary(outcome)
+
+
+def _seed001(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from cellperf.errors import UserError
+    from cellperf.simulate import seed001
+
+    options = _options(args)
+    given = [k for k in seed001.OWN_OPTIONS if k in options and k != "_from_file"]
+    if given or args.out:
+        what = "--out" if args.out else given[0].replace("_", "-")
+        raise UserError(f"--seed001 sets the users, scheduler and channel of each cell itself; drop {what}")
+    result = seed001.reproduce(options, record=bool(args.figures_dir))
+    if args.figures_dir:
+        import polars as pl
+
+        from cellperf.channel.traces import atomic_write
+        from cellperf.report import export_figures
+
+        directory = Path(args.figures_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write(directory / "seed001.csv", pl.DataFrame(seed001.table_rows(result)).write_csv)
+        export_figures(seed001.figure_items(result), directory)
+    if args.as_json:
+        print(json.dumps({"cells": result["cells"]}))
+        return
+    seed001.print_tables(result, int(options.get("repetitions") or 1))
 
 
 def _write_tables(outcome, out: str) -> None:
