@@ -1,4 +1,4 @@
-"""Simulate TCP flows over a scheduled cell in virtual time (no root, no packets).
+"""TCP over a PF/RR-scheduled cell in virtual time (no root).
 
 Seed 001's topology: N fixed hosts → wired hops → base station (a queue per user) → a shared
 downlink scheduled slot by slot (PF or RR) → N mobile hosts, one bulk TCP flow each, ACKs back
