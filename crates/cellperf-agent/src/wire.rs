@@ -255,6 +255,8 @@ pub enum StreamDir {
     Down = 1,
 }
 
+// Frames are decoded one at a time and handled at once: the size of the largest costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     Message(Message),
