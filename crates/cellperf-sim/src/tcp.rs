@@ -9,7 +9,9 @@
 //!   recovery on the first ACK of new data, NewReno (RFC 6582) stays until everything sent
 //!   before the loss is acknowledged, retransmitting one hole per partial ACK;
 //! - the retransmission timer of RFC 6298 (SRTT/RTTVAR, clock granularity G, a minimum and
-//!   a maximum), Karn's rule (no RTT sample from a retransmitted segment) and exponential
+//!   a maximum), Karn's rule (no RTT sample from a retransmitted segment, nor, as BSD times
+//!   segments, from one in flight when a loss was repaired: its ACK may wait for the hole to
+//!   fill and would inflate the RTO) and exponential
 //!   backoff; a timeout sets cwnd to 1 and goes back to the first unacknowledged segment;
 //! - Cubic (RFC 9438) and Vegas (Brakmo and Peterson, 1995) change only how the window grows
 //!   and shrinks (`congestion.rs`).
@@ -69,11 +71,11 @@ pub struct SenderStats {
     pub timeouts: u64,
 }
 
-/// Per segment in flight: when it was first sent and whether it was sent again (Karn).
+/// Per segment in flight: when it was first sent and whether its ACK may time it (Karn).
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     sent: Nanos,
-    retransmitted: bool,
+    timed: bool,
 }
 
 pub struct Sender {
@@ -183,12 +185,12 @@ impl Sender {
     fn transmit(&mut self, seq: u64, now: Nanos, out: &mut Vec<u64>) {
         if seq < self.snd_max {
             let f = &mut self.flight[(seq - self.snd_una) as usize];
-            f.retransmitted = true;
+            f.timed = false;
             self.stats.retransmissions += 1;
         } else {
             self.flight.push_back(InFlight {
                 sent: now,
-                retransmitted: false,
+                timed: true,
             });
             self.snd_max = seq + 1;
         }
@@ -241,7 +243,7 @@ impl Sender {
         let acked = ack - self.snd_una;
         // Karn: sample only from the newest acknowledged segment, and only if it was sent once.
         let newest = self.flight[(acked - 1) as usize];
-        let rtt = (!newest.retransmitted).then(|| now - newest.sent);
+        let rtt = newest.timed.then(|| now - newest.sent);
         if let Some(r) = rtt {
             self.sample_rtt(r);
         }
@@ -297,6 +299,7 @@ impl Sender {
             return;
         }
         self.stats.fast_retransmits += 1;
+        self.untime_flight();
         self.ssthresh = self
             .cc
             .ssthresh_after_loss(self.cwnd, self.flight_size(), now);
@@ -308,12 +311,20 @@ impl Sender {
         self.send_allowed(now, out);
     }
 
+    /// A loss is being repaired: the ACKs of what is in flight now may wait for the hole.
+    fn untime_flight(&mut self) {
+        for f in &mut self.flight {
+            f.timed = false;
+        }
+    }
+
     /// The retransmission timer fired at `now` (call when `now >= next_timer()`).
     pub fn on_timeout(&mut self, now: Nanos, out: &mut Vec<u64>) {
         if self.rto_deadline.is_none_or(|d| d > now) {
             return;
         }
         self.stats.timeouts += 1;
+        self.untime_flight();
         if !self.una_timed_out {
             self.ssthresh = self
                 .cc

@@ -219,3 +219,22 @@ fn receiver_delays_acks_for_in_order_pairs_and_acks_holes_at_once() {
         (6, 5, 5)
     );
 }
+
+#[test]
+fn no_rtt_sample_from_segments_in_flight_when_the_timer_fired() {
+    // 0..3 sent at 0; 0 is lost, 1..3 wait at the receiver. The timer fires at 1 s and
+    // resends 0; its ACK (4) covers 3, sent once at 0 — but that ACK waited for the hole, so
+    // timing 3 would give a 1.1-s "RTT". No sample: the backed-off RTO (2 s) stays.
+    let mut s = Sender::new(config(Variant::Reno, 4.0, 16.0));
+    let mut out = Vec::new();
+    s.start(0, &mut out);
+    s.on_timeout(1000 * MS, &mut out);
+    assert_eq!(s.rto(), 2000 * MS);
+    s.on_ack(4, 1100 * MS, &mut out);
+    assert_eq!(s.take_rtt_sample(), None);
+    assert_eq!(s.rto(), 2000 * MS);
+    // Segments sent after the repair are timed again: 4 at 1.1 s, acknowledged at 1.15 s.
+    assert!(out.contains(&4));
+    s.on_ack(5, 1150 * MS, &mut out);
+    assert_eq!(s.take_rtt_sample(), Some(50 * MS));
+}
