@@ -54,6 +54,16 @@ NUMERIC = [
     ("emulate --profile wibro-stationary --delay-wander sd={num} -- true", "--delay-wander"),
     ("emulate --profile wibro-stationary --delay-wander sd=5ms,tau={num} -- true", "--delay-wander"),
     ("emulate --profile wibro-stationary --random-outages every={num},duration=1 -- true", "--random-outages"),
+    # The simulator refuses before it runs (a bad value never reaches the Rust side).
+    ("simulate --duration {num}", "--duration"),
+    ("simulate --users {num}", "--users"),
+    ("simulate --seed {num}", "--seed"),
+    ("simulate --repetitions {num}", "--repetitions"),
+    ("simulate --alpha {num}", "--alpha"),
+    ("simulate --wired-delay {num}", "--wired-delay"),
+    ("simulate --min-rto {num}", "--min-rto"),
+    ("simulate --rwnd {num}", "--rwnd"),
+    ("simulate --initial-window {num}", "--initial-window"),
     # Server and probe (a token in the environment): refused before any socket is opened.
     ("server --max-duration {num}", "--max-duration"),
     ("server --max-tests {num}", "--max-tests"),
@@ -90,6 +100,7 @@ FILES = [
     "interop ditg {file} --out {tmp}/o",
     "run {file} --check",
     "run {tmp}/good.toml --check --out {file}",
+    "simulate {file}",
 ]
 
 GOOD_CAMPAIGN = """\

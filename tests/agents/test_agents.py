@@ -139,12 +139,21 @@ def test_tcp_bulk_and_window_sweep(server):
     doc = _json(server.probe("-t", "tcp-bulk", "--duration", "1", "--congestion", "cubic", "--json"))
     assert doc["throughput_bps"] > 50e6 and doc["congestion"] == "cubic"
     assert doc["rtt_ms"]["median"] > 0 and doc["packets_sent"] > 0
+    # The sender's window every 100 ms from the start of the 1-s test until the report
+    # (issue 13 item 5): the probe sends.
+    (window,) = doc["cwnd"]
+    assert window["direction"] == "up" and window["interval_s"] == 0.1
+    assert 9 <= len(window["cwnd"]) <= 30 and len(window["ssthresh"]) == len(window["cwnd"])
+    assert all(w >= 1 for w in window["cwnd"]) and max(window["cwnd"]) >= 10  # past the initial window
     # Byte budget split over two streams, MSS and window fixed before the handshake.
     doc = _json(server.probe("-t", "tcp-bulk", "--direction", "down", "--bytes", "8M", "--mss", "1200", "-P", "2",
                              "--window", "256K", "--json"))
     assert doc["bytes_received"] == 8 * 2**20 and doc["window_bytes"] == 262144
     assert 1100 < doc["mss"] <= 1200  # minus TCP options
     assert doc["packets_received"] >= 8 * 2**20 / doc["mss"]
+    # The server sends: its two sockets' windows, summed, come back in its report.
+    (window,) = doc["cwnd"]
+    assert window["direction"] == "down" and window["cwnd"] and min(window["cwnd"]) >= 2
     doc = _json(server.probe("-t", "window-sweep", "--windows", "16K,256K", "--duration", "0.5", "--json"))
     assert [r["window_bytes"] for r in doc["sweep"]] == [16384, 262144]
     assert doc["bdp"]["bdp_bytes"] > 0 and doc["bdp"]["rwin_bdp_bytes"] % doc["bdp"]["mss"] == 0

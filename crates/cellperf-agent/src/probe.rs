@@ -623,16 +623,7 @@ fn run_tcp_step(
             g.local
                 .received_samples
                 .push(received.load(Ordering::Relaxed));
-            let rtts: Vec<f64> = info_socks
-                .iter()
-                .filter_map(tcp::tcp_info)
-                .map(|i| i.rtt_ms)
-                .collect();
-            if !rtts.is_empty() {
-                g.local
-                    .rtt_samples_ms
-                    .push(rtts.iter().sum::<f64>() / rtts.len() as f64);
-            }
+            tcp::sample_senders(&info_socks, &mut g.local);
         }
         if let Some((elapsed_s, rate_bps)) =
             ticker.due(received.load(Ordering::Relaxed) + server_bytes)
@@ -825,6 +816,18 @@ pub struct TcpStepResult {
     pub congestion: Option<String>,
     pub mss: Option<u32>,
     pub window_bytes: Option<u32>,
+    /// The sender's congestion window over time, per direction (TCP_INFO every 100 ms).
+    pub window: Vec<WindowSeries>,
+}
+
+/// A sender's congestion window and slow-start threshold (segments, summed over streams;
+/// the threshold null until the first loss), one sample every `interval_s` from the start.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowSeries {
+    pub direction: &'static str,
+    pub interval_s: f64,
+    pub cwnd: Vec<u64>,
+    pub ssthresh: Vec<Option<u64>>,
 }
 
 fn owd_kind(choice: OwdChoice) -> OwdKind {
@@ -1048,6 +1051,19 @@ fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
             congestion: senders.iter().find_map(|s| s.congestion.clone()),
             mss: senders.iter().find_map(|s| s.mss),
             window_bytes: spec.window_bytes,
+            window: [
+                (spec.direction.probe_sends(), "up", &g.local),
+                (spec.direction.server_sends(), "down", &remote),
+            ]
+            .into_iter()
+            .filter(|(on, _, side)| *on && !side.cwnd_samples.is_empty())
+            .map(|(_, direction, side)| WindowSeries {
+                direction,
+                interval_s: 0.1,
+                cwnd: side.cwnd_samples.clone(),
+                ssthresh: side.ssthresh_samples.clone(),
+            })
+            .collect(),
         }),
         ..Default::default()
     }

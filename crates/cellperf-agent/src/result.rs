@@ -123,6 +123,7 @@ fn tcp_top(r: &StepResult) -> Value {
         "congestion": t.congestion,
         "mss": t.mss,
         "window_bytes": t.window_bytes,
+        "cwnd": t.window,
     })
 }
 

@@ -759,15 +759,7 @@ impl Session {
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_millis(100);
                 side.received_samples.push(received.load(Ordering::Relaxed));
-                let rtts: Vec<f64> = info_socks
-                    .iter()
-                    .filter_map(tcp::tcp_info)
-                    .map(|i| i.rtt_ms)
-                    .collect();
-                if !rtts.is_empty() {
-                    side.rtt_samples_ms
-                        .push(rtts.iter().sum::<f64>() / rtts.len() as f64);
-                }
+                tcp::sample_senders(&info_socks, &mut side);
             }
             if !receivers.is_empty() && Instant::now() >= next_progress {
                 next_progress += Duration::from_secs(1);

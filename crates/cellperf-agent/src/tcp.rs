@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 
 use crate::clock::mono_ns;
-use crate::wire::TcpSpec;
+use crate::wire::{TcpSide, TcpSpec};
 
 const CHUNK: usize = 128 * 1024;
 /// `SO_MAX_PACING_RATE` (asm-generic value, which x86 and arm share; libc lacks it on glibc).
@@ -145,9 +145,37 @@ fn grant(limit: &Option<Arc<RateLimit>>, want: usize) -> usize {
 pub struct TcpInfo {
     pub rtt_ms: f64,
     pub mss: u32,
+    /// Congestion window and slow-start threshold, segments (the threshold is
+    /// `INFINITE_SSTHRESH` until the first loss).
+    pub cwnd: u32,
+    pub ssthresh: u32,
     pub total_retrans: u32,
     pub data_segs_out: u32,
     pub data_segs_in: u32,
+}
+
+/// The kernel's "no threshold yet" (TCP_INFINITE_SSTHRESH).
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// One sample (taken every 100 ms during a test) of the sending sockets into `side`: their
+/// mean smoothed RTT, and their summed congestion window and slow-start threshold (null while
+/// a socket has none), so that real and emulated runs give the window plot the simulator
+/// draws (seed 001 Figs. 5-6).
+pub fn sample_senders(socks: &[TcpStream], side: &mut TcpSide) {
+    let infos: Vec<TcpInfo> = socks.iter().filter_map(tcp_info).collect();
+    if infos.is_empty() {
+        return;
+    }
+    side.rtt_samples_ms
+        .push(infos.iter().map(|i| i.rtt_ms).sum::<f64>() / infos.len() as f64);
+    side.cwnd_samples
+        .push(infos.iter().map(|i| i.cwnd as u64).sum());
+    side.ssthresh_samples.push(
+        infos
+            .iter()
+            .map(|i| (i.ssthresh < INFINITE_SSTHRESH).then_some(i.ssthresh as u64))
+            .sum(),
+    );
 }
 
 pub fn tcp_info(sock: &TcpStream) -> Option<TcpInfo> {
@@ -167,6 +195,8 @@ pub fn tcp_info(sock: &TcpStream) -> Option<TcpInfo> {
     (r == 0).then(|| TcpInfo {
         rtt_ms: info.tcpi_rtt as f64 / 1000.0,
         mss: info.tcpi_snd_mss,
+        cwnd: info.tcpi_snd_cwnd,
+        ssthresh: info.tcpi_snd_ssthresh,
         total_retrans: info.tcpi_total_retrans,
         data_segs_out: info.tcpi_data_segs_out,
         data_segs_in: info.tcpi_data_segs_in,

@@ -151,6 +151,12 @@ pub struct TcpSide {
     pub rtt_samples_ms: Vec<f64>,
     /// Cumulative bytes received, sampled every 100 ms.
     pub received_samples: Vec<u64>,
+    /// Congestion window of the sending sockets (summed, segments), sampled with the RTT.
+    #[serde(default)]
+    pub cwnd_samples: Vec<u64>,
+    /// Their slow-start threshold (summed, segments; null while a socket has none).
+    #[serde(default)]
+    pub ssthresh_samples: Vec<Option<u64>>,
     pub retransmitted_segments: u64,
     pub data_segments_sent: u64,
     /// Data segments that arrived at the receiving sockets (retransmitted copies included).
@@ -249,6 +255,8 @@ pub enum StreamDir {
     Down = 1,
 }
 
+// Frames are decoded one at a time and handled at once: the size of the largest costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     Message(Message),

@@ -2,7 +2,10 @@
 //! functions that turn it into elements. The Python front writes this JSON from the command
 //! line and the profiles; the format is documented in `docs/emulator.md`.
 use crate::arq::{Arq, ArqParams};
-use crate::capacity::{two_state_model_json, Capacity, MahimahiTrace, MarkovRates, SlotRates};
+use crate::capacity::{
+    two_state_model_json, Capacity, CapacityMeter, MahimahiTrace, MarkovRates, SlotRates,
+};
+use crate::cell::CellUser;
 use crate::delay::{Delay, Wander};
 use crate::element::{secs_to_nanos, Element, Pipeline};
 use crate::error::LinkError;
@@ -14,6 +17,7 @@ use crate::outage::{
 use crate::queue::{Queue, QueueSpec};
 use crate::random::SeededRng;
 use crate::server::RateServer;
+use cellperf_channel::{Discipline, SlotScheduler};
 use serde::Deserialize;
 
 /// One direction of one user's link.
@@ -550,6 +554,68 @@ pub fn after_bottleneck(spec: &LinkSpec, seed: u64) -> Result<Vec<Box<dyn Elemen
     Ok(elements)
 }
 
+/// The seed of one user's direction (0 downlink, 1 uplink) from the run's seed: the emulator
+/// and the simulator derive it the same way, so the same seed gives the same channels.
+pub fn user_seed(seed: u64, user: usize, direction: u64) -> u64 {
+    seed ^ ((user as u64 * 2 + direction + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// What a shared cell serves: the scheduler, PF's α and the slot length.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSpec {
+    /// `pf` or `rr`.
+    pub scheduler: String,
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    #[serde(default = "default_slot")]
+    pub slot_s: f64,
+}
+
+fn default_alpha() -> f64 {
+    cellperf_channel::DEFAULT_ALPHA
+}
+fn default_slot() -> f64 {
+    cellperf_channel::drc::SLOT_S
+}
+
+/// The cell's scheduler for `users` users.
+pub fn cell_scheduler(c: &CellSpec, users: usize) -> Result<SlotScheduler, LinkError> {
+    let discipline = match c.scheduler.as_str() {
+        "pf" => Discipline::ProportionalFair { alpha: c.alpha },
+        "rr" => Discipline::RoundRobin,
+        other => {
+            return Err(LinkError::spec(format!(
+                "scheduler {other:?} is not pf or rr"
+            )))
+        }
+    };
+    if !(c.slot_s > 0.0) {
+        return Err(LinkError::spec("the cell's slot length must be positive"));
+    }
+    SlotScheduler::new(discipline, users).map_err(|e| LinkError::spec(e.to_string()))
+}
+
+/// A reader of the capacity a rate source offers, clipped by the outages.
+pub fn meter(source: &RateSource, plan: &OutagePlan) -> CapacityMeter {
+    CapacityMeter::new(Box::new(OutageClipped::new(source.stream(), plan.clone())))
+}
+
+/// One user of a shared cell from its downlink's description: its channel (from `source`,
+/// clipped by outages), its queue at the base station and the elements after the air.
+pub fn cell_user(
+    spec: &LinkSpec,
+    source: &RateSource,
+    plan: &OutagePlan,
+    seed: u64,
+) -> Result<CellUser, LinkError> {
+    Ok(CellUser::new(
+        meter(source, plan),
+        Queue::new(queue_spec(&spec.queue)?),
+        Pipeline::new(after_bottleneck(spec, seed)?),
+    ))
+}
+
 /// A whole direction: rate server (queue + capacity clipped by outages), loss, delay.
 /// Returns the pipeline and the rate source (for a meter). With `record_events` the rate
 /// server records its arrivals, departures and drops (`Element::take_events`).
@@ -560,6 +626,19 @@ pub fn build_link(
     seed: u64,
     record_events: bool,
 ) -> Result<(Pipeline, RateSource), LinkError> {
+    let (elements, source) = link_elements(spec, outages, mode, seed, record_events)?;
+    Ok((Pipeline::new(elements), source))
+}
+
+/// The elements of `build_link`'s pipeline, for a caller chaining several links into one
+/// pipeline (the simulator's wired hops).
+pub fn link_elements(
+    spec: &LinkSpec,
+    outages: &OutagePlan,
+    mode: OutageMode,
+    seed: u64,
+    record_events: bool,
+) -> Result<(Vec<Box<dyn Element>>, RateSource), LinkError> {
     let source = RateSource::load(&spec.rate, seed)?;
     let queue = Queue::new(queue_spec(&spec.queue)?);
     let mut server = if outages.is_empty() {
@@ -576,7 +655,7 @@ pub fn build_link(
     }
     let mut elements: Vec<Box<dyn Element>> = vec![Box::new(server)];
     elements.extend(after_bottleneck(spec, seed)?);
-    Ok((Pipeline::new(elements), source))
+    Ok((elements, source))
 }
 
 /// Validates one direction's JSON (files readable, numbers valid) by building it; returns

@@ -6,6 +6,7 @@ mod agent;
 mod analysis;
 mod channel;
 mod link;
+mod sim;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -14,5 +15,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     channel::register(m)?;
     link::register(m)?;
     agent::register(m)?;
+    sim::register(m)?;
     Ok(())
 }

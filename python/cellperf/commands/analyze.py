@@ -1,4 +1,4 @@
-"""Analyse captures or agent logs: throughput, RTT, loss, jitter, delay.
+"""Analyse captures or agent logs: throughput, RTT, loss, jitter, OWD.
 
 Flows, throughput series, RTT, loss, jitter, one-way delay, TCP retransmission classes and ACK
 compression (METHODS §3–§4). Give the two captures of a run (--mn and --cn) for the full

@@ -1,4 +1,4 @@
-"""Compare PF and RR scheduling on rate traces, users always backlogged.
+"""Compare PF and RR scheduling on rate traces, all users backlogged.
 
 Trace-driven, full-buffer Proportional Fair vs Round Robin (METHODS §8, seed 002 §6). Reports
 per-user and system throughput, the gain T_PF/T_RR and Jain's fairness for 1..N users. With

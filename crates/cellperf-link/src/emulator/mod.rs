@@ -13,16 +13,14 @@ pub mod radio_log;
 pub mod tun;
 
 use crate::capacity::CapacityMeter;
-use crate::cell::{CellUser, Independent, MultiUserLink, SharedCell};
-use crate::element::{secs_to_nanos, LinkEvent, Nanos, Pipeline};
+use crate::cell::{Independent, MultiUserLink, SharedCell};
+use crate::element::{secs_to_nanos, LinkEvent, Nanos};
 use crate::error::LinkError;
-use crate::outage::{OutageClipped, OutageMode, OutagePlan};
-use crate::queue::Queue;
+use crate::outage::OutageMode;
 use crate::spec::{
-    after_bottleneck, build_link, handoff_schedule, outage_plan, queue_spec, HandoffsJson,
-    LinkSpec, OutagesJson, RateSource,
+    build_link, cell_scheduler, cell_user, handoff_schedule, meter, outage_plan, user_seed,
+    CellSpec, HandoffsJson, LinkSpec, OutagesJson,
 };
-use cellperf_channel::{Discipline, SlotScheduler};
 use hop::{decrement_hop_limit, Hop};
 use mahimahi_log::MahimahiLog;
 use pcap::PcapWriter;
@@ -77,24 +75,6 @@ pub struct UserSpec {
     pub cn_tun: String,
     pub downlink: LinkSpec,
     pub uplink: LinkSpec,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CellSpec {
-    /// `pf` or `rr`.
-    pub scheduler: String,
-    #[serde(default = "default_alpha")]
-    pub alpha: f64,
-    #[serde(default = "default_slot")]
-    pub slot_s: f64,
-}
-
-fn default_alpha() -> f64 {
-    cellperf_channel::DEFAULT_ALPHA
-}
-fn default_slot() -> f64 {
-    cellperf_channel::drc::SLOT_S
 }
 
 /// Release error (actual write time − due time) in 1 µs bins up to 100 ms.
@@ -269,10 +249,6 @@ fn describe_queue(queue: &crate::spec::QueueJson) -> String {
     }
 }
 
-fn user_seed(seed: u64, user: usize, direction: u64) -> u64 {
-    seed ^ ((user as u64 * 2 + direction + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
 impl Emulator {
     /// Loads every trace and model (all input errors surface here) and creates the TUN devices.
     pub fn new(spec_json: &str) -> Result<Self, LinkError> {
@@ -321,13 +297,12 @@ impl Emulator {
             }
             radio_users.push(UserRadio::new(meter(&source, &plan), plan.clone()));
             if spec.cell.is_some() {
-                let after =
-                    Pipeline::new(after_bottleneck(&u.downlink, user_seed(spec.seed, i, 0))?);
-                cell_users.push(CellUser::new(
-                    meter(&source, &plan),
-                    Queue::new(queue_spec(&u.downlink.queue)?),
-                    after,
-                ));
+                cell_users.push(cell_user(
+                    &u.downlink,
+                    &source,
+                    &plan,
+                    user_seed(spec.seed, i, 0),
+                )?);
                 if mode == OutageMode::Drop && !plan.is_empty() {
                     return Err(LinkError::spec(
                         "a shared cell supports buffering outages only (drop mode is per-user)",
@@ -340,20 +315,7 @@ impl Emulator {
         let (downlink, cell_slots): (Box<dyn MultiUserLink>, _) = match &spec.cell {
             None => (Box::new(Independent::new(down_links)), None),
             Some(c) => {
-                let discipline = match c.scheduler.as_str() {
-                    "pf" => Discipline::ProportionalFair { alpha: c.alpha },
-                    "rr" => Discipline::RoundRobin,
-                    other => {
-                        return Err(LinkError::spec(format!(
-                            "scheduler {other:?} is not pf or rr"
-                        )))
-                    }
-                };
-                if !(c.slot_s > 0.0) {
-                    return Err(LinkError::spec("the cell's slot length must be positive"));
-                }
-                let scheduler = SlotScheduler::new(discipline, cell_users.len())
-                    .map_err(|e| LinkError::spec(e.to_string()))?;
+                let scheduler = cell_scheduler(c, cell_users.len())?;
                 let slots = Arc::new(Mutex::new(vec![0; cell_users.len()]));
                 (
                     Box::new(CountingCell {
@@ -747,10 +709,6 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             }
         }
     }
-}
-
-fn meter(source: &RateSource, plan: &OutagePlan) -> CapacityMeter {
-    CapacityMeter::new(Box::new(OutageClipped::new(source.stream(), plan.clone())))
 }
 
 /// The shared cell plus a copy of its per-user slot counts readable after the run.

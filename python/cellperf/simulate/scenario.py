@@ -1,0 +1,198 @@
+"""A simulation scenario from command-line options and/or a TOML file, written as the JSON
+`cellperf._native.simulate` reads (docs/simulate.md). The defaults are seed 001's topology and
+the documented choices where 001 is silent (docs/simulate.md, "Choices")."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+
+from cellperf.campaign.spec import _Locator
+from cellperf.emulate.spec import EVDO_SLOT_S, DirectionConfig, parse_link, parse_queue
+from cellperf.emulate.units import parse_duration, parse_rate
+from cellperf.errors import UserError, os_reason
+from cellperf.validate import number
+
+SCHEDULERS = ("pf", "rr", "none")
+VARIANTS = ("reno", "newreno", "cubic", "vegas")
+
+#: Seed 001 §3 Table 1, and the choices where it is silent (docs/simulate.md gives reasons).
+DEFAULTS = {
+    "users": 3,
+    "scheduler": "pf",
+    "alpha": 1 / 1000,
+    "slot": EVDO_SLOT_S,
+    "channel": ["ge:good=1mbit,bad=100kbit,switch=1"],
+    "uplink": "100mbit",
+    "queue": "packets=10",
+    "profile": None,
+    "wired_hops": 2,
+    "wired_rate": "100mbit",
+    "wired_delay": "10ms",
+    "tcp": "reno",
+    "packet": "2000bit",
+    "initial_ssthresh": 16,
+    "initial_window": 1,
+    "rwnd": None,
+    "delayed_ack": "off",
+    "min_rto": "1s",
+    "initial_rto": "1s",
+    "duration": 1000.0,
+    "seed": 1,
+    "repetitions": 1,
+}
+
+#: Most repetitions one command may ask for (each is a full run).
+MAX_REPETITIONS = 10_000
+
+
+def parse_packet(text, what: str) -> int:
+    """Bytes of a data packet: `2000bit`, `250B`, `250` (bytes)."""
+    t = str(text).strip().lower()
+    try:
+        if t.endswith("bit"):
+            bits = float(t[:-3])
+            if bits % 8:
+                raise UserError(f"{what}: {text!r} is not a whole number of bytes")
+            value = bits / 8
+        else:
+            value = float(t[:-1] if t.endswith("b") else t)
+    except ValueError:
+        raise UserError(f"{what}: {text!r} is not a packet size (examples: 2000bit, 250B, 1500)") from None
+    if not (16 <= value <= 65535) or not value.is_integer():
+        raise UserError(f"{what}: {text!r} must be a whole number of bytes from 16 to 65535")
+    return int(value)
+
+
+def _count(value, what: str, lo: int, hi: int) -> int:
+    try:
+        return int(number(value, lo=lo, hi=hi, integer=True))
+    except ValueError as e:
+        raise UserError(f"{what}: {e}") from None
+
+
+def _real(value, what: str, lo: float, hi: float, lo_open: bool = False) -> float:
+    try:
+        return float(number(value, lo=lo, hi=hi, lo_open=lo_open))
+    except ValueError as e:
+        raise UserError(f"{what}: {e}") from None
+
+
+def _seconds(value, what: str, least: float = 0.0) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = f"{value}s"
+    return parse_duration(str(value), what, least=least)
+
+
+def read_toml(path: str) -> dict:
+    """The scenario file's keys (the long options' names with `_`); an unknown key or a
+    value of the wrong kind is `FILE:LINE: ...`."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the scenario ({os_reason(e)})") from None
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path}: not a TOML scenario ({e})") from None
+    if not data:
+        raise UserError(f"{path}: the scenario is empty (keys: {', '.join(DEFAULTS)})")
+    where = _Locator(text)
+    for key, value in data.items():
+        line = where.line((key,))
+        if key not in DEFAULTS:
+            raise UserError(f"{path}:{line}: unknown key {key!r} (keys: {', '.join(DEFAULTS)})")
+        if isinstance(value, dict):
+            raise UserError(f"{path}:{line}: {key}: expected a value, not a table")
+    if isinstance(data.get("channel"), str):
+        data["channel"] = [data["channel"]]
+    data["_where"] = (path, where)
+    return data
+
+
+@dataclass
+class Scenario:
+    """What `cellperf simulate` runs: the options after defaults, and the JSON of one run."""
+
+    options: dict
+    base: dict
+
+    def run_json(self, seed: int, record: bool) -> str:
+        return json.dumps({**self.base, "seed": seed, "record": record})
+
+
+def build(options: dict) -> Scenario:
+    """`options`: the merged TOML keys and command-line values (missing keys take DEFAULTS)."""
+    o = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    path, where = options.get("_where") or (None, None)
+
+    def name(key: str) -> str:
+        # Errors name the TOML line when the value came from the file, else the option.
+        if path and key in options.get("_from_file", ()):
+            return f"{path}:{where.line((key,))}: {key}"
+        return "--" + key.replace("_", "-")
+
+    users = _count(o["users"], name("users"), 1, 4096)
+    scheduler = str(o["scheduler"]).lower()
+    if scheduler not in SCHEDULERS:
+        raise UserError(f"{name('scheduler')}: unknown scheduler {o['scheduler']!r} (pf, rr, none)")
+    variant = str(o["tcp"]).lower()
+    if variant not in VARIANTS:
+        raise UserError(f"{name('tcp')}: unknown TCP variant {o['tcp']!r} ({', '.join(VARIANTS)})")
+    seed = _count(o["seed"], name("seed"), 0, 2**63 - 1)
+    repetitions = _count(o["repetitions"], name("repetitions"), 1, MAX_REPETITIONS)
+    duration = _seconds(o["duration"], name("duration"))
+    if duration <= 0:
+        raise UserError(f"{name('duration')}: the duration must be positive")
+
+    if o["profile"]:
+        from cellperf.emulate.profiles import profile
+
+        cfg = profile(o["profile"])
+        downlinks = [cfg.downlink] * users
+        uplink = cfg.uplink
+    else:
+        channels = o["channel"]
+        if len(channels) not in (1, users):
+            raise UserError(f"{name('channel')}: given {len(channels)} times for {users} users (once, or once per user)")
+        queue = parse_queue(str(o["queue"]))
+        downlinks = [DirectionConfig(rate=parse_link(str(c), name("channel")), queue=queue) for c in channels]
+        downlinks = downlinks * users if len(downlinks) == 1 else downlinks
+        uplink = DirectionConfig(rate=parse_link(str(o["uplink"]), name("uplink")))
+    packet = parse_packet(o["packet"], name("packet"))
+    tcp = {
+        "variant": variant,
+        "packet_bytes": packet,
+        "initial_window": _real(o["initial_window"], name("initial_window"), 1, 1e6),
+        "initial_ssthresh": None if str(o["initial_ssthresh"]).lower() in ("off", "none", "inf")
+        else _real(o["initial_ssthresh"], name("initial_ssthresh"), 2, 1e9),
+        "min_rto_s": _seconds(o["min_rto"], name("min_rto"), least=1e-6),
+        "initial_rto_s": _seconds(o["initial_rto"], name("initial_rto"), least=1e-6),
+    }
+    if o["rwnd"] is not None:
+        tcp["receive_window"] = _count(o["rwnd"], name("rwnd"), 1, 2**30)
+    if str(o["delayed_ack"]).lower() != "off":
+        tcp["delayed_ack_s"] = _seconds(o["delayed_ack"], name("delayed_ack"), least=1e-6)
+    base = {
+        "users": [{"downlink": d.to_json(), "uplink": uplink.to_json()} for d in downlinks],
+        "wired": {
+            "hops": _count(o["wired_hops"], name("wired_hops"), 0, 64),
+            "rate_bps": parse_rate(str(o["wired_rate"]), name("wired_rate")),
+            "delay_s": _seconds(o["wired_delay"], name("wired_delay")),
+        },
+        "tcp": tcp,
+        "duration_s": duration,
+    }
+    if scheduler != "none":
+        base["cell"] = {
+            "scheduler": scheduler,
+            "alpha": _real(o["alpha"], name("alpha"), 0, 1, lo_open=True),
+            "slot_s": _seconds(o["slot"], name("slot"), least=1e-4),
+        }
+    o.update(users=users, scheduler=scheduler, tcp=variant, seed=seed, repetitions=repetitions, duration=duration)
+    o.pop("_where", None)
+    o.pop("_from_file", None)
+    return Scenario(options=o, base=base)

@@ -1,0 +1,46 @@
+"""Same cell, two clocks, one answer (issue 13 item 4): three kernel Reno flows through
+`cellperf emulate`'s shared PF cell for 60 s, and `cellperf simulate` on the same cell with
+the same channel seed, must give each user the same goodput within 15 %.
+
+The simulator is set to what the kernel does where it can be: 1500-B packets, initial window
+10, no initial ssthresh, minimum RTO 200 ms, delayed ACKs (40 ms). The emulator's 20-ms delay
+each way is one wired hop of 20 ms each way in the simulator. What the model leaves out
+(SACK, PRR, TSO bursts, the kernel's RTT-based delayed-ACK timer, the flows starting a
+fraction of a second after the cell) is what this test bounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import cellperf
+from tests.emulate.conftest import emulate
+
+pytestmark = pytest.mark.netns
+
+CHANNEL = "ge:good=1mbit,bad=100kbit,switch=1"
+SEED = "3"
+SECONDS = 60
+
+
+def test_kernel_reno_through_the_emulated_cell_matches_the_simulator(tmp_path, iperf3_server, nothing_left_behind):
+    ports = [iperf3_server().port for _ in range(3)]
+    p = emulate("--users", "3", "--scheduler", "pf", "--downlink", CHANNEL, "--uplink", "10mbit",
+                "--queue", "packets=10", "--delay", "20", "--seed", SEED, "--",
+                "sh", "-c", f"set -- {' '.join(map(str, ports))}; shift $CELLPERF_USER; "
+                f"iperf3 -c $CELLPERF_CN -p $1 -R -C reno -t {SECONDS} -J > {tmp_path}/u$CELLPERF_USER.json",
+                timeout=SECONDS + 60)
+    assert p.returncode == 0, p.stderr
+    # iperf3 counts payload; 1448 of each 1500-B packet with timestamps on.
+    kernel = [json.loads((tmp_path / f"u{u}.json").read_text())["end"]["sum_received"]["bits_per_second"] * 1500 / 1448
+              for u in range(3)]
+    sim = json.loads(cellperf("simulate", "--users", "3", "--scheduler", "pf", "--channel", CHANNEL, "--uplink", "10mbit",
+                              "--queue", "packets=10", "--wired-hops", "1", "--wired-delay", "20ms", "--packet", "1500",
+                              "--tcp", "reno", "--initial-window", "10", "--initial-ssthresh", "off", "--min-rto", "200ms",
+                              "--delayed-ack", "40ms", "--duration", str(SECONDS), "--seed", SEED, "--json").stdout)
+    simulated = [f["goodput_bps"] for f in sim["runs"][0]["flows"]]
+    print("\ngoodput per user, kb/s: kernel (emulate) vs model (simulate):",
+          [(round(k / 1e3, 1), round(s / 1e3, 1)) for k, s in zip(kernel, simulated)])
+    for k, s in zip(kernel, simulated):
+        assert abs(s / k - 1) <= 0.15, (kernel, simulated)
