@@ -10,6 +10,7 @@ use arrow_array::{
     UInt64Array, UInt8Array,
 };
 use arrow_schema::ArrowError;
+use cellperf_capture::{Packet, Transport};
 
 use crate::udp_stream::{IntervalRow, PacketResult};
 
@@ -46,6 +47,32 @@ pub struct PacketTable {
 }
 
 impl PacketTable {
+    /// A row for `p`, a TCP or UDP packet of flow `flow_id` going `dir` (0: from the
+    /// flow key's `a` to `b`) at capture `capture`.
+    pub fn push(&mut self, capture: u8, flow_id: u32, dir: u8, p: &Packet<'_>, probe_seq: Option<u64>) {
+        let (seq, ack, flags, window, tsval, payload_len) = match &p.transport {
+            Transport::Tcp(t) => {
+                (Some(t.seq), Some(t.ack), Some(t.flags), Some(t.window), t.options.timestamp.map(|x| x.0), t.payload_len)
+            }
+            Transport::Udp(u) => (None, None, None, None, None, u.payload_len),
+            Transport::Other(_) => return,
+        };
+        self.tcp_seq.push(seq);
+        self.tcp_ack.push(ack);
+        self.tcp_flags.push(flags);
+        self.tcp_window.push(window);
+        self.tcp_tsval.push(tsval);
+        self.payload_len.push(payload_len);
+        self.capture.push(capture);
+        self.flow_id.push(flow_id);
+        self.ts.push(p.ts_ns);
+        self.dir.push(dir);
+        self.ttl.push(p.ip.ttl);
+        self.ip_id.push(p.ip.ip_id);
+        self.ip_len.push(p.ip.len);
+        self.probe_seq.push(probe_seq);
+    }
+
     /// `mn_dir[flow_id]` is the key direction that goes from the MN to the CN.
     pub fn into_batch(self, mn_dir: &[u8]) -> Result<RecordBatch, ArrowError> {
         let uplink: Vec<bool> = self.dir.iter().zip(&self.flow_id).map(|(d, f)| *d == mn_dir[*f as usize]).collect();

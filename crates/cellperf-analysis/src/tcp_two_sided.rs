@@ -160,7 +160,7 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
 
     // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
     let mut space = Unwrapper::default();
-    space.unwrap(first.seq);
+    space.unwrap(first.data_seq());
     let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
     let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
     let mut acks = ReceiverAcks::default();
@@ -173,14 +173,14 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
 
     let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
     let mut seq_space = Unwrapper::default();
-    let base = seq_space.unwrap(first.seq);
+    let base = seq_space.unwrap(first.data_seq());
     let mut snd_max = base;
     // Latest transmission (index into `sent`) by start, and its end.
     let mut latest = LatestBySeq::default();
     let mut times_resent: AHashMap<u64, u32> = AHashMap::new();
     let mut starts = Vec::with_capacity(sent.len());
     for (i, r) in sent.iter().enumerate() {
-        let start = seq_space.unwrap(r.seq);
+        let start = seq_space.unwrap(r.data_seq());
         let end = start + r.payload_len as u64;
         starts.push(start);
         out.data_matched += arrival[i].is_some() as u64;

@@ -10,7 +10,7 @@
 //! bytes, so a capture cut by a short snapshot length (`tcpdump -s 96`) still yields true
 //! payload sizes.
 
-use etherparse::{IpNumber, Ipv4HeaderSlice, Ipv6ExtensionsSlice, Ipv6HeaderSlice};
+use etherparse::{IpNumber, Ipv4HeaderSlice, Ipv6ExtensionSlice, Ipv6ExtensionsSlice, Ipv6HeaderSlice};
 
 use crate::linktype::LinkType;
 use crate::reader::Frame;
@@ -56,6 +56,15 @@ pub struct IpInfo {
     pub has_options: bool,
     /// The packet is a fragment (more-fragments set or a non-zero offset).
     pub fragment: bool,
+    /// A fragment other than the first (non-zero offset): it carries no transport header,
+    /// only the middle or end of its datagram, which [`IpInfo::fragment_id`] names.
+    pub later_fragment: bool,
+    /// The datagram a fragment belongs to: the IPv4 identification, or the IPv6 fragment
+    /// header's (0 when not a fragment).
+    pub fragment_id: u32,
+    /// IPv4 header checksum (0 for IPv6): with the IP id, it tells a frame captured twice
+    /// (same header, same checksum) from a resend (the sender gives a resend a new id).
+    pub checksum: u16,
 }
 
 /// TCP flag bits as in the header's flags byte, plus NS in bit 8.
@@ -188,6 +197,7 @@ mod field {
     pub const TCP_HEADER: usize = 20;
     pub const UDP_SRC_PORT: Field = 0..2;
     pub const UDP_DST_PORT: Field = 2..4;
+    pub const UDP_LENGTH: Field = 4..6;
     pub const UDP_HEADER: usize = 8;
 }
 
@@ -291,6 +301,9 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
         len,
         has_options: hdr_len > 20,
         fragment: h.more_fragments() || offset != 0,
+        later_fragment: offset != 0,
+        fragment_id: h.identification() as u32,
+        checksum: h.header_checksum(),
     };
     let proto = h.protocol().0;
     if offset != 0 {
@@ -314,6 +327,15 @@ fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
         Ipv6ExtensionsSlice::from_slice(h.next_header(), &bytes[40..end]).map_err(|_| Skip::Malformed)?;
     let ext_len = exts.slice().len() as u32;
     let fragment = exts.is_fragmenting_payload();
+    let (mut later_fragment, mut fragment_id) = (false, 0);
+    if fragment {
+        for ext in exts {
+            if let Ipv6ExtensionSlice::Fragment(f) = ext {
+                later_fragment |= f.fragment_offset().value() != 0;
+                fragment_id = f.identification();
+            }
+        }
+    }
     let ip = IpInfo {
         version: 6,
         src: u128::from_be_bytes(h.source()),
@@ -323,7 +345,13 @@ fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
         len,
         has_options: ext_len > 0,
         fragment,
+        later_fragment,
+        fragment_id,
+        checksum: 0,
     };
+    if later_fragment {
+        return Ok(Packet { ts_ns, ip, transport: Transport::Other(proto.0) });
+    }
     let l4_len = len.saturating_sub(40 + ext_len);
     let transport = decode_transport(proto.0, payload, l4_len, fragment)?;
     Ok(Packet { ts_ns, ip, transport })
@@ -354,12 +382,17 @@ fn decode_transport(proto: u8, bytes: &[u8], l4_len: u32, fragment: bool) -> Res
                 options: parse_tcp_options(options),
             }))
         }
-        IpNumber::UDP if bytes.len() >= field::UDP_HEADER => Ok(Transport::Udp(UdpInfo {
-            src_port: be16(bytes, field::UDP_SRC_PORT),
-            dst_port: be16(bytes, field::UDP_DST_PORT),
-            payload_len: l4_len.saturating_sub(field::UDP_HEADER as u32),
-            payload: &bytes[field::UDP_HEADER..],
-        })),
+        IpNumber::UDP if bytes.len() >= field::UDP_HEADER => {
+            // The first fragment of a datagram holds only part of it: its UDP header's
+            // length field says how long the whole datagram is.
+            let udp_len = if fragment { be16(bytes, field::UDP_LENGTH) as u32 } else { l4_len };
+            Ok(Transport::Udp(UdpInfo {
+                src_port: be16(bytes, field::UDP_SRC_PORT),
+                dst_port: be16(bytes, field::UDP_DST_PORT),
+                payload_len: udp_len.saturating_sub(field::UDP_HEADER as u32),
+                payload: &bytes[field::UDP_HEADER..],
+            }))
+        }
         // TCP or UDP whose header is missing in a first fragment or cut short.
         IpNumber::TCP | IpNumber::UDP if !fragment => Err(Skip::Malformed),
         other => Ok(Transport::Other(other.0)),
@@ -524,6 +557,44 @@ mod tests {
         assert!(d.ip.has_options);
         assert!(d.ip.fragment);
         assert_eq!(d.ip.ip_id, Some(7));
+    }
+
+    #[test]
+    fn fragments_carry_their_datagram_id_and_the_first_its_full_udp_length() {
+        // First fragment: MF, offset 0; UDP length field 1008 (a 1000-byte payload), but
+        // only 16 bytes of the datagram in this fragment.
+        let mut p = vec![0x45, 0, 0, 36, 0x12, 0x34, 0x20, 0x00, 64, 17, 0xab, 0xcd, 1, 1, 1, 1, 2, 2, 2, 2];
+        p.extend([0x1f, 0x90, 0x1f, 0x91, 0x03, 0xf0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
+        assert!(d.ip.fragment && !d.ip.later_fragment);
+        assert_eq!((d.ip.fragment_id, d.ip.checksum, d.ip.len), (0x1234, 0xabcd, 36));
+        let Transport::Udp(u) = d.transport else { panic!("{d:?}") };
+        assert_eq!(u.payload_len, 1000);
+        // A later fragment (offset 2 units): no ports, only its datagram's id.
+        p[6..8].copy_from_slice(&[0x00, 0x02]);
+        let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
+        assert!(d.ip.later_fragment);
+        assert_eq!((d.transport, d.ip.fragment_id), (Transport::Other(17), 0x1234));
+    }
+
+    #[test]
+    fn ipv6_later_fragment_is_not_read_as_udp() {
+        let mut p = vec![0x60, 0, 0, 0, 0, 24, 44, 64]; // payload 24, next header fragment
+        p.extend([0u8; 15]);
+        p.push(1);
+        p.extend([0u8; 15]);
+        p.push(2);
+        // Fragment header: next UDP, offset 185 (×8 bytes), M set, id 0xdeadbeef.
+        p.extend([17, 0, 0x05, 0xc9, 0xde, 0xad, 0xbe, 0xef]);
+        p.extend([0x30u8; 16]);
+        let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
+        assert!(d.ip.fragment && d.ip.later_fragment);
+        assert_eq!((d.transport, d.ip.fragment_id, d.ip.len), (Transport::Other(17), 0xdead_beef, 64));
+        // The first fragment (offset 0) still decodes its UDP header.
+        p[42..44].copy_from_slice(&[0x00, 0x01]);
+        let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
+        assert!(d.ip.fragment && !d.ip.later_fragment);
+        assert!(matches!(d.transport, Transport::Udp(_)), "{d:?}");
     }
 
     #[test]
