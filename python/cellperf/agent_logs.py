@@ -113,6 +113,7 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
     df = _read(p)
     mn, cn = "MN", _server_of(p) or "CN"
     flows, udp_packets, intervals = [], [], []
+    connections: dict[tuple, int] = {}  # (log flow, step) → connection id: its two directions share it
     groups = df.group_by(["flow_id", "step", "direction"], maintain_order=True)
     for i, ((name, step, direction), g) in enumerate(groups):
         if direction not in ("up", "down"):
@@ -120,7 +121,8 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
         firsts = g.unique("seq", keep="first", maintain_order=True).sort("seq")
         uplink = direction == "up"
         flow = {
-            "flow_id": i, "log_flow": name, "step": step, "proto": "udp",
+            "flow_id": i, "connection_id": connections.setdefault((name, step), len(connections)),
+            "log_flow": name, "step": step, "proto": "udp",
             "src": mn if uplink else cn, "dst": cn if uplink else mn, "sport": None, "dport": None,
             "direction": "uplink" if uplink else "downlink", "direction_basis": "agent-log",
             "packets": firsts.height, "bytes": int(firsts["bytes"].sum()),

@@ -19,6 +19,7 @@ use crate::tcp_two_sided::{self, AckCompression};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::pass::{FlowAt, Scan};
+use crate::tcp_one_sided::TcpOneSided;
 use crate::{for_each_packet, PassCounts};
 
 /// Where a capture was taken.
@@ -138,7 +139,11 @@ pub struct SeriesReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
+    /// The 5-tuple's id in the tables (`flow_id` columns).
     pub flow_id: u32,
+    /// The connection this entry is a direction of: a TCP connection with data both ways
+    /// (or a UDP flow with datagrams both ways) has two entries sharing it.
+    pub connection_id: u32,
     pub proto: &'static str,
     /// Sender of the data this report describes.
     pub src: String,
@@ -434,6 +439,11 @@ impl<'a> FlowCtx<'a> {
         }
     }
 
+    /// The connection's TCP state at each capture that holds it.
+    fn tcp(&self) -> impl Iterator<Item = &'a TcpOneSided> + '_ {
+        self.at.iter().filter_map(|(_, f)| f.tcp.as_ref())
+    }
+
     fn at(&self, side: Side) -> Option<&'a FlowAt> {
         self.at.iter().find(|(s, _)| *s == side).map(|(_, f)| *f)
     }
@@ -443,6 +453,7 @@ impl<'a> FlowCtx<'a> {
         let duration_s = main.duration_s();
         FlowReport {
             flow_id: self.id,
+            connection_id: self.id,
             proto,
             src: addr_to_string(src.addr),
             dst: addr_to_string(dst.addr),
@@ -515,71 +526,57 @@ impl Assembler<'_> {
         }
     }
 
+    /// A TCP connection: one report per direction that carried payload (its sender is the
+    /// report's `src`), or one for a connection without any.
     fn tcp_flow(&mut self, flow: &FlowCtx<'_>) {
-        let past: u64 = flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.packets_past_series()).sum();
+        let past: u64 = flow.tcp().map(|t| t.packets_past_series()).sum();
         if past > 0 {
             self.cut_series.push((flow.id, past));
         }
-        let unique = |d: Dir| {
-            flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.summary(d).unique_bytes).max().unwrap_or(0)
-        };
-        let data_dir = match unique(Dir::AtoB).cmp(&unique(Dir::BtoA)) {
-            std::cmp::Ordering::Greater => Dir::AtoB,
-            std::cmp::Ordering::Less => Dir::BtoA,
-            std::cmp::Ordering::Equal => flow.at[0].1.syn_dir.unwrap_or(flow.at[0].1.first_dir),
-        };
+        let unique = |d: Dir| flow.tcp().map(|t| t.summary(d).unique_bytes).max().unwrap_or(0);
+        let opener = flow.at[0].1.syn_dir.unwrap_or(flow.at[0].1.first_dir);
+        let mut dirs: Vec<Dir> = [opener, opener.reverse()].into_iter().filter(|&d| unique(d) > 0).collect();
+        if dirs.is_empty() {
+            dirs.push(opener);
+        }
+        // Each direction's SYN resends as its sender's capture saw them (a receiver's
+        // capture sees no more than were sent).
+        let syn: u64 = [Dir::AtoB, Dir::BtoA]
+            .into_iter()
+            .map(|d| flow.tcp().map(|t| t.summary(d).syn_retransmissions).max().unwrap_or(0))
+            .sum();
+        let shared = dirs.len() == 2;
+        for data_dir in dirs {
+            self.tcp_direction(flow, data_dir, shared, syn);
+        }
+    }
+
+    /// The report of the data `flow` carried in `data_dir`; `shared` when the connection
+    /// carried data the other way too (its packets are then counted per direction).
+    fn tcp_direction(&mut self, flow: &FlowCtx<'_>, data_dir: Dir, shared: bool, syn: u64) {
         let sender_side = flow.side_of(data_dir);
         let at_sender = flow.at(sender_side);
         let at_receiver = flow.at(sender_side.other());
         let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
-        let mut r = flow.base_report(
-            "tcp",
-            data_dir,
-            main,
-            main.packets.iter().sum(),
-            main.bytes.iter().sum(),
-            main.duplicates.iter().sum(),
-        );
-
+        let d = data_dir.index();
+        let mut r = if shared {
+            flow.base_report("tcp", data_dir, main, main.packets[d], main.bytes[d], main.duplicates[d])
+        } else {
+            let sum = |v: [u64; 2]| v[0] + v[1];
+            flow.base_report("tcp", data_dir, main, sum(main.packets), sum(main.bytes), sum(main.duplicates))
+        };
+        let uplink = data_dir == flow.mn_dir;
         let delivered = at_receiver.or(at_sender).unwrap_or(main);
         let dtcp = delivered.tcp.as_ref();
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
         if let Some(t) = dtcp {
-            let bins = t.interval_bytes(data_dir);
-            r.series = self.series(bins, ddur);
-            if self.opts.tables {
-                for (i, b) in bins.iter().enumerate() {
-                    let row = IntervalRow {
-                        start_ns: t.t0() + i as i64 * self.interval_ns,
-                        start_s: i as f64 * self.opts.interval_s,
-                        bytes: *b,
-                        ..Default::default()
-                    };
-                    self.intervals.push(flow.id, data_dir == flow.mn_dir, self.opts.interval_s, false, i, &row);
-                }
-            }
+            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur);
         }
-
         let stcp = at_sender.and_then(|f| f.tcp.as_ref());
         if let Some(t) = stcp {
-            r.rtt_ms = t.rtt(data_dir).summary().map(|s| Summary {
-                min: s.min / 1e6,
-                median: s.median / 1e6,
-                p95: s.p95 / 1e6,
-                max: s.max / 1e6,
-                samples: s.samples,
-            });
-            if self.opts.tables {
-                for (ts, d, ms) in t.rtt_samples() {
-                    if *d == data_dir {
-                        self.rtt.flow_id.push(flow.id);
-                        self.rtt.ts.push(*ts);
-                        self.rtt.rtt_ms.push(*ms);
-                    }
-                }
-            }
+            r.rtt_ms = self.tcp_rtt(flow.id, uplink, t, data_dir);
         }
         let one = stcp.or(dtcp).map(|t| t.summary(data_dir)).unwrap_or_default();
         let mut details = TcpDetails {
@@ -592,13 +589,6 @@ impl Assembler<'_> {
             data_matched: None,
             acks_matched: None,
         };
-        let rate = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
-        // Each direction's SYN resends as its sender's capture saw them (a receiver's
-        // capture sees no more than were sent).
-        let syn: u64 = [Dir::AtoB, Dir::BtoA]
-            .iter()
-            .map(|&d| flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.summary(d).syn_retransmissions).max().unwrap_or(0))
-            .sum();
         match (at_sender, at_receiver) {
             (Some(s), Some(rx)) => {
                 let two = tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir);
@@ -611,7 +601,7 @@ impl Assembler<'_> {
                     serial: c.serial,
                     fast: Some(one.fast),
                     rto: Some(one.rto),
-                    rate: rate(c.total, two.data_packets),
+                    rate: fraction(c.total, two.data_packets),
                     method: "two-sided",
                     syn,
                     original_not_captured: None,
@@ -620,17 +610,7 @@ impl Assembler<'_> {
                 details.data_matched = Some(two.data_matched);
                 details.acks_matched = Some(two.acks_matched);
                 if self.opts.tables {
-                    for x in &two.retransmissions {
-                        self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
-                    }
-                    for a in &two.acks {
-                        self.acks.flow_id.push(flow.id);
-                        self.acks.sent_ts.push(a.sent_ns);
-                        self.acks.received_ts.push(a.received_ns);
-                        self.acks.ratio.push(a.ratio);
-                        self.acks.compressed.push(a.compressed);
-                        self.acks.in_event.push(a.in_event);
-                    }
+                    self.two_sided_rows(flow.id, uplink, &two);
                 }
             }
             _ => {
@@ -642,22 +622,63 @@ impl Assembler<'_> {
                     serial: one.serial,
                     fast: Some(one.fast),
                     rto: Some(one.rto),
-                    rate: rate(one.retransmissions, one.data_packets),
+                    rate: fraction(one.retransmissions, one.data_packets),
                     method: "one-sided",
                     syn,
                     original_not_captured: Some(one.original_not_captured),
                 });
-                if self.opts.tables {
-                    if let Some(t) = stcp.or(dtcp) {
-                        for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
-                            self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "one-sided");
-                        }
+                if let Some(t) = stcp.or(dtcp).filter(|_| self.opts.tables) {
+                    for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
+                        let class = serde_name(&x.class);
+                        self.retx.push(flow.id, uplink, x.ts_ns, x.rel_seq, x.len, &class, x.serial, "one-sided");
                     }
                 }
             }
         }
         r.tcp = Some(details);
         self.reports.push(r);
+    }
+
+    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any).
+    fn tcp_series(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir, duration_s: f64) -> SeriesReport {
+        let bins = t.interval_bytes(dir);
+        if self.opts.tables {
+            for (i, b) in bins.iter().enumerate() {
+                let row = IntervalRow {
+                    start_ns: t.t0() + i as i64 * self.interval_ns,
+                    start_s: i as f64 * self.opts.interval_s,
+                    bytes: *b,
+                    ..Default::default()
+                };
+                self.intervals.push(id, uplink, self.opts.interval_s, false, i, &row);
+            }
+        }
+        self.series(bins, duration_s)
+    }
+
+    /// RTT of the data sent in `dir`, at its sender's capture `t`, in milliseconds.
+    fn tcp_rtt(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir) -> Option<Summary> {
+        if self.opts.tables {
+            for &(ts, _, ms) in t.rtt_samples().iter().filter(|(_, d, _)| *d == dir) {
+                self.rtt.push(id, uplink, ts, ms);
+            }
+        }
+        t.rtt(dir).summary().map(|s| Summary {
+            min: s.min / 1e6,
+            median: s.median / 1e6,
+            p95: s.p95 / 1e6,
+            max: s.max / 1e6,
+            samples: s.samples,
+        })
+    }
+
+    fn two_sided_rows(&mut self, id: u32, uplink: bool, two: &tcp_two_sided::TwoSided) {
+        for x in &two.retransmissions {
+            self.retx.push(id, uplink, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
+        }
+        for a in &two.acks {
+            self.acks.push(id, uplink, a);
+        }
     }
 
     /// An echoed flow's round trips (see `udp_echo`), paired at the requester's capture
@@ -677,10 +698,9 @@ impl Assembler<'_> {
         let (vantage, e) = found.iter().find(|(v, _)| *v == Vantage::Requester).or(found.first())?;
         let at_requester = *vantage == Vantage::Requester;
         if self.opts.tables && at_requester {
+            let uplink = e.request_dir == flow.mn_dir;
             for (ts, ms) in e.deltas() {
-                self.rtt.flow_id.push(flow.id);
-                self.rtt.ts.push(ts);
-                self.rtt.rtt_ms.push(ms);
+                self.rtt.push(flow.id, uplink, ts, ms);
             }
         }
         Some(FlowEcho {
@@ -777,6 +797,15 @@ fn echo_key(recs: &[UdpRec]) -> MatchBy {
         MatchBy::CellperfSeq
     } else {
         MatchBy::Payload
+    }
+}
+
+/// `n / of`, 0 when `of` is 0.
+fn fraction(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 / of as f64
     }
 }
 

@@ -12,6 +12,7 @@ use arrow_array::{
 use arrow_schema::ArrowError;
 use cellperf_capture::{Packet, Transport};
 
+use crate::tcp_two_sided::AckSpacing;
 use crate::udp_stream::{IntervalRow, PacketResult};
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
@@ -203,6 +204,7 @@ impl UdpPacketTable {
 #[derive(Default)]
 pub struct RetransmissionTable {
     pub flow_id: Vec<u32>,
+    pub uplink: Vec<bool>,
     pub ts: Vec<i64>,
     pub rel_seq: Vec<u64>,
     pub len: Vec<u32>,
@@ -213,8 +215,19 @@ pub struct RetransmissionTable {
 
 impl RetransmissionTable {
     #[allow(clippy::too_many_arguments)]
-    pub fn push(&mut self, flow_id: u32, ts_ns: i64, rel_seq: u64, len: u32, class: &str, serial: bool, method: &str) {
+    pub fn push(
+        &mut self,
+        flow_id: u32,
+        uplink: bool,
+        ts_ns: i64,
+        rel_seq: u64,
+        len: u32,
+        class: &str,
+        serial: bool,
+        method: &str,
+    ) {
         self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
         self.ts.push(ts_ns);
         self.rel_seq.push(rel_seq);
         self.len.push(len);
@@ -226,6 +239,7 @@ impl RetransmissionTable {
     pub fn into_batch(mut self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("ts", ts(self.ts)),
             ("rel_seq", Arc::new(UInt64Array::from(self.rel_seq))),
             ("len", Arc::new(UInt32Array::from(self.len))),
@@ -240,6 +254,8 @@ impl RetransmissionTable {
 #[derive(Default)]
 pub struct AckTable {
     pub flow_id: Vec<u32>,
+    /// The data these ACKs acknowledge goes MN→CN.
+    pub uplink: Vec<bool>,
     pub sent_ts: Vec<i64>,
     pub received_ts: Vec<i64>,
     pub ratio: Vec<f64>,
@@ -248,9 +264,21 @@ pub struct AckTable {
 }
 
 impl AckTable {
+    /// An ACK of flow `flow_id`'s data, which goes MN→CN when `uplink`.
+    pub fn push(&mut self, flow_id: u32, uplink: bool, a: &AckSpacing) {
+        self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
+        self.sent_ts.push(a.sent_ns);
+        self.received_ts.push(a.received_ns);
+        self.ratio.push(a.ratio);
+        self.compressed.push(a.compressed);
+        self.in_event.push(a.in_event);
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("sent_ts", ts(self.sent_ts)),
             ("received_ts", ts(self.received_ts)),
             ("ratio", Arc::new(Float64Array::from(self.ratio))),
@@ -264,14 +292,24 @@ impl AckTable {
 #[derive(Default)]
 pub struct RttTable {
     pub flow_id: Vec<u32>,
+    /// The data (or requests) whose round trips these are go MN→CN.
+    pub uplink: Vec<bool>,
     pub ts: Vec<i64>,
     pub rtt_ms: Vec<f64>,
 }
 
 impl RttTable {
+    pub fn push(&mut self, flow_id: u32, uplink: bool, ts_ns: i64, rtt_ms: f64) {
+        self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
+        self.ts.push(ts_ns);
+        self.rtt_ms.push(rtt_ms);
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("ts", ts(self.ts)),
             ("rtt_ms", Arc::new(Float64Array::from(self.rtt_ms))),
         ])
