@@ -32,7 +32,7 @@ mod report;
 use std::path::PathBuf;
 
 use cellperf_capture::decode::{decode_frame, Skip, Transport};
-use cellperf_capture::{Addr, Capture, CaptureError};
+use cellperf_capture::{Addr, Capture, CaptureError, Fragmentation};
 use flows::{PROTO_TCP, PROTO_UDP};
 
 pub use report::{
@@ -87,7 +87,9 @@ pub fn for_each_packet(
                     match p.transport {
                         Transport::Tcp(_) => counts.tcp += 1,
                         Transport::Udp(_) => counts.udp += 1,
-                        Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.later_fragment => counts.later_fragments += 1,
+                        Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.fragment == Fragmentation::Later => {
+                            counts.later_fragments += 1
+                        }
                         Transport::Other(_) => {
                             counts.other_ip += 1;
                             continue;

@@ -50,6 +50,9 @@ pub struct PacketTable {
 impl PacketTable {
     /// A row for `p`, a TCP or UDP packet of flow `flow_id` going `dir` (0: from the
     /// flow key's `a` to `b`) at capture `capture`.
+    // Inlined into the reading loop: a call would take the decoded packet through memory
+    // for every packet, tables or not.
+    #[inline(always)]
     pub fn push(&mut self, capture: u8, flow_id: u32, dir: u8, p: &Packet<'_>, probe_seq: Option<u64>) {
         let (seq, ack, flags, window, tsval, payload_len) = match &p.transport {
             Transport::Tcp(t) => {
