@@ -33,6 +33,11 @@ _PARQUET_MAGIC = b"PAR1"
 _CSV_HEADER = b"flow_id,step,direction,seq,"
 
 
+#: What captures start with (pcap in either byte order and precision, pcapng).
+_CAPTURE_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
+                   b"\x0a\x0d\x0d\x0a")
+
+
 def _head(path: str | os.PathLike) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -42,11 +47,15 @@ def _head(path: str | os.PathLike) -> bytes:
 
 
 def is_agent_log(path: str | os.PathLike) -> bool:
-    """Whether `path` is meant as an agent log: by its first bytes, or by its name
+    """Whether `path` is meant as an agent log, by its first bytes: a log's, or a
+    capture's (whatever the file is called). Only a file that is neither goes by its name
     (`.parquet`, `.csv`), so that a damaged log is reported as a damaged log."""
     head = _head(path)
-    named = os.path.splitext(path)[1].lower() in (".parquet", ".csv")
-    return head.startswith(_PARQUET_MAGIC) or head.startswith(_CSV_HEADER) or (named and os.path.exists(path))
+    if head.startswith(_PARQUET_MAGIC) or head.startswith(_CSV_HEADER):
+        return True
+    if head.startswith(_CAPTURE_MAGICS):
+        return False
+    return os.path.splitext(path)[1].lower() in (".parquet", ".csv") and os.path.exists(path)
 
 
 def _read(path: Path):
@@ -104,6 +113,7 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
     df = _read(p)
     mn, cn = "MN", _server_of(p) or "CN"
     flows, udp_packets, intervals = [], [], []
+    connections: dict[tuple, int] = {}  # (log flow, step) → connection id: its two directions share it
     groups = df.group_by(["flow_id", "step", "direction"], maintain_order=True)
     for i, ((name, step, direction), g) in enumerate(groups):
         if direction not in ("up", "down"):
@@ -111,7 +121,8 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
         firsts = g.unique("seq", keep="first", maintain_order=True).sort("seq")
         uplink = direction == "up"
         flow = {
-            "flow_id": i, "log_flow": name, "step": step, "proto": "udp",
+            "flow_id": i, "connection_id": connections.setdefault((name, step), len(connections)),
+            "log_flow": name, "step": step, "proto": "udp",
             "src": mn if uplink else cn, "dst": cn if uplink else mn, "sport": None, "dport": None,
             "direction": "uplink" if uplink else "downlink", "direction_basis": "agent-log",
             "packets": firsts.height, "bytes": int(firsts["bytes"].sum()),

@@ -47,7 +47,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str, **kwargs) -> None:
         # argparse would ask shutil for the terminal width, and it builds a formatter on every
         # add_argument (to check metavars): importing shutil would add ~2 ms to every command.
-        kwargs.setdefault("width", _terminal_width() - 2)
+        kwargs.setdefault("width", terminal_width() - 2)
         kwargs.setdefault("max_help_position", 32)
         super().__init__(prog, **kwargs)
 
@@ -64,7 +64,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def _terminal_width() -> int:
+def terminal_width() -> int:
     """What shutil.get_terminal_size() says: $COLUMNS, else the terminal's, else 80."""
     try:
         columns = int(os.environ.get("COLUMNS", 0))

@@ -18,12 +18,34 @@ def _checksum(b: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def _ip(src: str, dst: str, proto: int, payload: bytes, ip_id: int, ttl: int) -> bytes:
+def _ip(src: str, dst: str, proto: int, payload: bytes, ip_id: int, ttl: int, frag: int = 0x4000) -> bytes:
+    """An IPv4 packet; `frag` is the flags-and-offset field (DF by default)."""
     a = bytes(int(x) for x in src.split("."))
     b = bytes(int(x) for x in dst.split("."))
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ip_id, 0x4000, ttl, proto, 0, a, b)
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ip_id, frag, ttl, proto, 0, a, b)
     hdr = hdr[:10] + struct.pack("!H", _checksum(hdr)) + hdr[12:]
     return hdr + payload
+
+
+def ip_fragments(src, dst, proto: int, payload: bytes, *, ip_id: int, mtu: int = 1500, ttl: int = 64) -> list[bytes]:
+    """`payload` (a whole UDP or TCP datagram) as IPv4 fragments of at most `mtu` bytes."""
+    step = (mtu - 20) // 8 * 8
+    out = []
+    for off in range(0, len(payload), step):
+        more = off + step < len(payload)
+        out.append(_ip(src, dst, proto, payload[off:off + step], ip_id, ttl, (0x2000 if more else 0) | off // 8))
+    return out
+
+
+def udp_datagram(sport, dport, payload: bytes) -> bytes:
+    """A UDP header and payload (checksum 0: none)."""
+    return struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+
+
+def ethernet(ip_packet: bytes, fcs: bool = False) -> bytes:
+    """An Ethernet II frame around an IPv4 packet, with a 4-byte FCS when asked."""
+    frame = b"\x02\0\0\0\0\x01" + b"\x02\0\0\0\0\x02" + b"\x08\x00" + ip_packet
+    return frame + (struct.pack("<I", 0xDEADBEEF) if fcs else b"")
 
 
 def tcp_packet(src, sport, dst, dport, seq, ack, flags, *, data=b"", ip_id=0, ttl=64, window=1000,
@@ -39,27 +61,48 @@ def tcp_packet(src, sport, dst, dport, seq, ack, flags, *, data=b"", ip_id=0, tt
 
 
 def udp_packet(src, sport, dst, dport, payload: bytes, *, ip_id=0, ttl=64) -> bytes:
-    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    return _ip(src, dst, 17, udp, ip_id, ttl)
+    return _ip(src, dst, 17, udp_datagram(sport, dport, payload), ip_id, ttl)
 
 
 @dataclass
 class Pcap:
-    """Records (time in seconds, raw IPv4 bytes); written as LINKTYPE_RAW, nanoseconds."""
+    """Records (time in seconds, frame bytes); written with nanosecond stamps and the
+    link-type field `linktype` (LINKTYPE_RAW: raw IP packets)."""
 
     records: list[tuple[float, bytes]] = field(default_factory=list)
+    linktype: int = 101
 
     def add(self, t: float, pkt: bytes) -> None:
         self.records.append((t, pkt))
 
-    def write(self, path: Path) -> Path:
-        out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 101)]
+    def to_bytes(self) -> bytes:
+        out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, self.linktype)]
         for t, pkt in self.records:
             sec = int(t)
             ns = round((t - sec) * 1e9)
             out.append(struct.pack("<IIII", sec, ns, len(pkt), len(pkt)) + pkt)
-        path.write_bytes(b"".join(out))
+        return b"".join(out)
+
+    def write(self, path: Path) -> Path:
+        path.write_bytes(self.to_bytes())
         return path
+
+
+def _ng_block(kind: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack("<II", kind, n) + body + struct.pack("<I", n)
+
+
+def pcapng(records: list[tuple[float, bytes]], linktype: int = 101) -> bytes:
+    """A pcapng file: one section, one interface (microseconds), an enhanced packet block
+    per record."""
+    out = [_ng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)),
+           _ng_block(1, struct.pack("<HHI", linktype, 0, 65535))]
+    for t, pkt in records:
+        us = round(t * 1e6)
+        out.append(_ng_block(6, struct.pack("<IIIII", 0, us >> 32, us & 0xFFFFFFFF, len(pkt), len(pkt)) + pkt))
+    return b"".join(out)
 
 
 class TcpRun:

@@ -81,6 +81,31 @@ def test_tcp_two_sided_against_tshark_and_ip_ids(tcp_downlink):
     assert f["series"]["intervals"] >= 1
 
 
+def test_control_connection_has_both_directions_against_ip_ids(tcp_downlink):
+    """iperf3's control connection carries data both ways (parameters up, results down)
+    beside the bulk data on the bottleneck: two entries, one connection, and each
+    direction's classes equal an IP-id count of its own."""
+    mn, cn, _ = tcp_downlink
+    rep = cellperf_json("analyze", "--mn", mn, "--cn", cn)
+    bulk = max(rep["flows"], key=lambda x: x["goodput_bps"] or 0)
+    control = [f for f in rep["flows"] if f["proto"] == "tcp" and f["connection_id"] != bulk["connection_id"]
+               and 5201 in (f["sport"], f["dport"]) and f["tcp"]["unique_bytes"] > 0]
+    assert len(control) == 2 and control[0]["connection_id"] == control[1]["connection_id"], control
+    assert sorted(f["direction"] for f in control) == ["downlink", "uplink"]
+    for f in control:
+        at_sender, at_receiver = (mn, cn) if f["direction"] == "uplink" else (cn, mn)
+        data = f"tcp.srcport == {f['sport']} && tcp.dstport == {f['dport']} && tcp.len > 0"
+        sent = tshark_fields(at_sender, data, "ip.id", "tcp.seq_raw")
+        got = {x[0] for x in tshark_fields(at_receiver, data, "ip.id")}
+        missing = [(i, seq) for i, (ident, seq) in enumerate(sent) if ident not in got]
+        lost = sum(1 for i, seq in missing if any(s == seq for _, s in sent[i + 1:]))
+        resent = len(sent) - len({seq for _, seq in sent})
+        rx = f["retransmissions"]
+        assert (f["tcp"]["data_packets"], f["tcp"]["data_matched"]) == (len(sent), len(sent) - len(missing))
+        assert (rx["method"], rx["normal"], rx["total"]) == ("two-sided", lost, resent), (f["direction"], rx)
+        assert rx["normal"] + rx["spurious"] + rx["unavoidable"] == rx["total"]
+
+
 def test_tcp_one_sided_at_sender_matches_tshark(tcp_downlink):
     _, cn, _ = tcp_downlink
     f = max(cellperf_json("analyze", cn, "--side", "cn")["flows"], key=lambda x: x["goodput_bps"] or 0)

@@ -163,8 +163,12 @@ def test_without_cn_capture_the_server_log_comes_over_the_control_connection(bed
         # The uplink stream's receiver is the CN: its delivery comes from the server's records,
         # fetched over the control connection (kept as the server_log view); the MN's capture
         # saw it sent (role `sent`).
-        roles = dict(s.frame("SELECT role, count(*) FROM flows WHERE direction = 'uplink' GROUP BY 1").rows())
+        roles = dict(s.frame("SELECT role, count(*) FROM flows WHERE direction = 'uplink' AND role <> 'control' "
+                             "GROUP BY 1").rows())
         assert roles == {"sent": 1, "data": 1}
+        # The control connection carries data both ways: two entries, one connection.
+        assert s.frame("SELECT count(DISTINCT direction) AS d, count(DISTINCT connection_id) AS c FROM flows "
+                       "WHERE role = 'control'").row(0) == (2, 1)
         data = s.frame("SELECT packets, bytes, loss_rate, owd_kind FROM flows WHERE role = 'data'").row(0, named=True)
         assert abs(data["packets"] - 4 * 1e6 / (1460 * 8)) <= 3 and data["loss_rate"] == 0.0 and data["owd_kind"] == "raw"
         received = s.frame("SELECT count(recv_ts) AS n FROM server_log WHERE direction = 'up'")["n"][0]

@@ -4,6 +4,8 @@ write the store, its Parquet files or anything else, nor read files outside the 
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import duckdb
@@ -88,15 +90,38 @@ def test_options_are_accepted_after_the_folder(tmp_path):
     assert p.returncode == 0 and p.stdout.splitlines() == ["run_id", "r1"]
 
 
-def test_timestamps_read_with_plain_duckdb(tmp_path):
-    """docs/store.md: the store is plain DuckDB; TIMESTAMPTZ columns convert to Python (pytz)."""
+#: A value of each column type the store uses, for filling every table with one row.
+_SAMPLE = {"VARCHAR": "'x'", "JSON": "'{}'", "BOOLEAN": "true", "DOUBLE": "1.5", "INTEGER": "1", "BIGINT": "1",
+           "UINTEGER": "1", "UBIGINT": "1", "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ '2026-11-24 10:00:00+00'"}
+
+
+def test_every_table_reads_with_plain_duckdb(tmp_path):
+    """docs/store.md: the store is plain DuckDB. Every table, filled with a row of every
+    column type (TIMESTAMPTZ converts to Python through pytz), reads with the `duckdb`
+    package alone, in a fresh interpreter that imports nothing of cellperf."""
     store = make_store(tmp_path / "out")
-    con = duckdb.connect(str(store / "results.duckdb"), read_only=True)
-    rows = con.execute("SELECT run_id, started_at FROM runs").fetchall()
-    assert rows[0][0] == "r1" and rows[0][1].year == 2026
-    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-        con.execute(f'SELECT * FROM "{table}"').fetchall()
+    db = store / "results.duckdb"
+    con = duckdb.connect(str(db))
+    tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+    for table in tables:
+        cols = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                           "ORDER BY column_index", [table]).fetchall()
+        values = ", ".join("'ok'" if name == "status" else _SAMPLE[kind] for name, kind in cols)
+        con.execute(f'INSERT INTO "{table}" VALUES ({values})')
     con.close()
+    script = ("import duckdb, sys, datetime\n"
+              "con = duckdb.connect(sys.argv[1], read_only=True)\n"
+              "for t in sys.argv[2:]:\n"
+              "    rows = con.execute(f'SELECT * FROM \"{t}\"').fetchall()\n"
+              "    stamps = [v for r in rows for v in r if isinstance(v, datetime.datetime)]\n"
+              "    print(t, len(rows), len(stamps))\n")
+    out = subprocess.run([sys.executable, "-I", "-c", script, str(db), *tables], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    counts = {t: (int(n), int(k)) for t, n, k in (line.split() for line in out.stdout.splitlines())}
+    assert set(counts) == set(tables) and {"runs", "flows", "intervals", "tcp_retransmissions"} <= set(counts)
+    assert all(n >= 1 for n, _ in counts.values()), counts
+    assert counts["runs"][1] >= 2 and counts["intervals"][1] >= 1, counts
 
 
 @pytest.mark.parametrize("command", [("report",), ("query", "SELECT * FROM runs")])

@@ -36,16 +36,18 @@ def make_v1(path) -> None:
         con.execute("INSERT INTO voip_windows (run_id, direction, \"window\", window_start, window_end, r, status) "
                     "VALUES ('r1', 'down', ?, to_timestamp(?), to_timestamp(?), 90, 'ok')", [k, T0 + 5 * k, T0 + 5 * k + 5])
     con.execute("INSERT INTO handoffs (run_id, time_s, kind) VALUES ('r1', ?, 'inter-BS')", [T0 + 22])
+    con.execute("INSERT INTO flows (run_id, flow_id, role, proto, direction) VALUES ('r1', 7, 'data', 'tcp', 'downlink')")
+    con.execute("INSERT INTO tcp_retransmissions (run_id, flow_id, class) VALUES ('r1', 7, 'normal')")
     con.close()
 
 
 def test_migration_from_version_1_keeps_rows_and_marks_handoff_windows(tmp_path):
     db = tmp_path / "results.duckdb"
     make_v1(db)
-    with pytest.raises(UserError, match="schema version 1, this cellperf uses 3"):
+    with pytest.raises(UserError, match="schema version 1, this cellperf uses 4"):
         Store.open(tmp_path, read_only=True)
     with Store.open(tmp_path) as s:
-        assert s.version == SCHEMA_VERSION == 3
+        assert s.version == SCHEMA_VERSION == 4
         near = s.frame('SELECT "interval", near_handoff FROM intervals ORDER BY 1')
         # [start, start + 5) overlaps [22 − 5, 22 + 5] for starts 15, 20 and 25 s: intervals 3, 4, 5.
         assert near.filter(pl.col("near_handoff"))["interval"].to_list() == [3, 4, 5]
@@ -53,9 +55,13 @@ def test_migration_from_version_1_keeps_rows_and_marks_handoff_windows(tmp_path)
         w = s.frame('SELECT "window" FROM voip_windows WHERE near_handoff ORDER BY 1')["window"].to_list()
         assert w == [3, 4, 5]
         assert s.frame("SELECT count(*) AS n FROM channel_stats")["n"][0] == 0
+        # Version 4: a stored TCP connection had one entry, its own connection; its
+        # retransmissions take its direction.
+        assert s.frame("SELECT connection_id FROM flows").rows() == [(7,)]
+        assert s.frame("SELECT direction FROM tcp_retransmissions").rows() == [("downlink",)]
     # Migrated once: a read-only open now works, and the history is recorded.
     with Store.open(tmp_path, read_only=True) as s:
-        assert s.frame("SELECT version FROM schema_info ORDER BY 1")["version"].to_list() == [1, 2, 3]
+        assert s.frame("SELECT version FROM schema_info ORDER BY 1")["version"].to_list() == [1, 2, 3, 4]
 
 
 def test_newer_store_is_refused(tmp_path):

@@ -85,6 +85,7 @@ pub struct FlowTable {
 impl FlowTable {
     /// The flow `key` belongs to, and whether `key` is the flow's alias with its ends
     /// swapped (a packet's [`Dir`] must then be reversed).
+    #[inline(always)]
     pub fn get(&mut self, key: &FlowKey) -> Option<(u32, bool)> {
         if let Some((k, found)) = self.last {
             if k == *key {

@@ -17,6 +17,7 @@
 pub mod flows;
 pub mod matching;
 pub mod nat;
+mod pass;
 pub mod record;
 pub mod seq;
 pub mod stats;
@@ -31,7 +32,8 @@ mod report;
 use std::path::PathBuf;
 
 use cellperf_capture::decode::{decode_frame, Skip, Transport};
-use cellperf_capture::{Addr, Capture, CaptureError};
+use cellperf_capture::{Addr, Capture, CaptureError, Fragmentation};
+use flows::{PROTO_TCP, PROTO_UDP};
 
 pub use report::{
     analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Side, Tables,
@@ -57,9 +59,17 @@ pub struct PassCounts {
     pub non_ip: u64,
     pub malformed: u64,
     pub skipped_unknown_link: u64,
+    /// Link types of the interfaces those packets were on.
+    pub unsupported_link_types: Vec<u32>,
+    /// IP fragments after the first of a TCP or UDP datagram (no ports of their own: their
+    /// bytes go to the flow of their datagram's first fragment).
+    pub later_fragments: u64,
+    /// Frames captured twice, left out of every flow's figures (see `pass`).
+    pub capture_duplicates: u64,
 }
 
-/// Reads every frame of `path`, decodes it and hands TCP/UDP packets to `sink`. Returns the
+/// Reads every frame of `path`, decodes it and hands TCP/UDP packets (and the later
+/// fragments of TCP/UDP datagrams) to `sink`. Returns the
 /// counts and the warning that ended reading early, if any.
 pub fn for_each_packet(
     path: &PathBuf,
@@ -77,6 +87,9 @@ pub fn for_each_packet(
                     match p.transport {
                         Transport::Tcp(_) => counts.tcp += 1,
                         Transport::Udp(_) => counts.udp += 1,
+                        Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.fragment == Fragmentation::Later => {
+                            counts.later_fragments += 1
+                        }
                         Transport::Other(_) => {
                             counts.other_ip += 1;
                             continue;
@@ -89,6 +102,7 @@ pub fn for_each_packet(
             }
         }
         counts.skipped_unknown_link = frames.skipped_unknown_link();
+        counts.unsupported_link_types = frames.unsupported_link_types().to_vec();
         warning = frames.warning().cloned();
     }
     Ok((capture, counts, warning))

@@ -2,6 +2,7 @@
 //! the rows of the per-packet Arrow tables.
 
 use cellperf_capture::probe_header::{parse_cellperf, parse_iperf3, ProbeHeader};
+use cellperf_capture::decode::tcp_flags::SYN;
 use cellperf_capture::{TcpInfo, UdpInfo};
 
 use crate::flows::Dir;
@@ -46,6 +47,12 @@ impl TcpRec {
 
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
+    }
+
+    /// Sequence number of the first payload byte: a SYN takes one number itself, so data on
+    /// a SYN (TCP Fast Open) starts one after it.
+    pub fn data_seq(&self) -> u32 {
+        self.seq.wrapping_add(self.has(SYN) as u32)
     }
 }
 

@@ -4,21 +4,22 @@ use std::fmt;
 use std::path::PathBuf;
 
 use arrow_array::RecordBatch;
-use cellperf_capture::decode::tcp_flags::SYN;
 use cellperf_capture::probe_header::HeaderKind;
-use cellperf_capture::{addr_to_string, Addr, CaptureError, Transport};
+use cellperf_capture::reader::unsupported_link;
+use cellperf_capture::{addr_to_string, Addr, CaptureError};
 use serde::Serialize;
 
-use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
-use crate::nat::{self, NatPairing, Signature};
-use crate::record::{payload_hash, TcpRec, TcpRecords, UdpRec};
+use crate::flows::{Dir, FlowKey, FlowTable, PROTO_TCP};
+use crate::nat::NatPairing;
+use crate::record::UdpRec;
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
-use crate::tcp_one_sided::TcpOneSided;
 use crate::matching::match_in_order;
 use crate::tcp_two_sided::{self, AckCompression};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
+use crate::pass::{FlowAt, Scan};
+use crate::tcp_one_sided::TcpOneSided;
 use crate::{for_each_packet, PassCounts};
 
 /// Where a capture was taken.
@@ -108,6 +109,11 @@ pub struct RetransmissionReport {
     pub rate: f64,
     /// "two-sided" (METHODS §4 classes) or "one-sided" (Wireshark-like heuristics).
     pub method: &'static str,
+    /// Resent SYNs and SYN/ACKs of the connection's setup (not in `total`).
+    pub syn: u64,
+    /// Of `total` (one-sided): resends whose original the capture did not hold, known to be
+    /// resends because an ACK or SACK had already covered their bytes.
+    pub original_not_captured: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -133,7 +139,11 @@ pub struct SeriesReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
+    /// The 5-tuple's id in the tables (`flow_id` columns).
     pub flow_id: u32,
+    /// The connection this entry is a direction of: a TCP connection with data both ways
+    /// (or a UDP flow with datagrams both ways) has two entries sharing it.
+    pub connection_id: u32,
     pub proto: &'static str,
     /// Sender of the data this report describes.
     pub src: String,
@@ -151,6 +161,8 @@ pub struct FlowReport {
     /// Packets and bytes (IP) of the flow at the sender's capture (or the one capture).
     pub packets: u64,
     pub bytes: u64,
+    /// Frames recorded twice by that capture, left out of every figure (see `pass`).
+    pub capture_duplicates: u64,
     pub duration_s: f64,
     pub throughput_bps: f64,
     pub goodput_bps: Option<f64>,
@@ -199,50 +211,6 @@ pub struct Analysis {
     pub tables: Tables,
 }
 
-/// One flow as seen at one capture.
-struct FlowAt {
-    first_ts: i64,
-    last_ts: i64,
-    packets: [u64; 2],
-    bytes: [u64; 2],
-    max_ttl: [u8; 2],
-    first_dir: Dir,
-    syn_dir: Option<Dir>,
-    tcp: Option<TcpOneSided>,
-    tcp_recs: TcpRecords,
-    udp_recs: Vec<UdpRec>,
-}
-
-impl FlowAt {
-    fn new(ts: i64, dir: Dir) -> FlowAt {
-        FlowAt {
-            first_ts: ts,
-            last_ts: ts,
-            packets: [0; 2],
-            bytes: [0; 2],
-            max_ttl: [0; 2],
-            first_dir: dir,
-            syn_dir: None,
-            tcp: None,
-            tcp_recs: TcpRecords::default(),
-            udp_recs: Vec::new(),
-        }
-    }
-
-    fn count(&mut self, ts: i64, dir: Dir, ttl: u8, ip_len: u32) {
-        let d = dir.index();
-        self.first_ts = self.first_ts.min(ts);
-        self.last_ts = self.last_ts.max(ts);
-        self.packets[d] += 1;
-        self.bytes[d] += ip_len as u64;
-        self.max_ttl[d] = self.max_ttl[d].max(ttl);
-    }
-
-    fn duration_s(&self) -> f64 {
-        (self.last_ts - self.first_ts) as f64 / 1e9
-    }
-}
-
 struct CapturePass {
     side: Side,
     flows: Vec<Option<FlowAt>>,
@@ -271,138 +239,29 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let mut nat = NatPairing::default();
 
     for (ci, input) in inputs.iter().enumerate() {
-        let mut flows: Vec<Option<FlowAt>> = Vec::new();
-        let mut first_ts: Option<i64> = None;
-        let mut last_ts: Option<i64> = None;
-        let (capture, counts, warning) = for_each_packet(&input.path, |p| {
-            first_ts = Some(first_ts.map_or(p.ts_ns, |t| t.min(p.ts_ns)));
-            last_ts = Some(last_ts.map_or(p.ts_ns, |t| t.max(p.ts_ns)));
-            let (proto, sport, dport) = match &p.transport {
-                Transport::Tcp(t) => (PROTO_TCP, t.src_port, t.dst_port),
-                Transport::Udp(u) => (PROTO_UDP, u.src_port, u.dst_port),
-                Transport::Other(_) => return,
-            };
-            let (key, dir) = FlowKey::new(
-                proto,
-                Endpoint { addr: p.ip.src, port: sport },
-                Endpoint { addr: p.ip.dst, port: dport },
-            );
-            let (id, flip) = match table.get(&key) {
-                Some(found) => found,
-                None => {
-                    // A 5-tuple new to the CN's capture may be an MN flow behind a NAT.
-                    let translated = match (ci, opening_signature(&p.transport)) {
-                        (1, Some(sig)) => nat.find(&key, sig, dir, |i| table.key(i), |i| {
-                            flows.get(i as usize).is_some_and(|f| f.is_some())
-                        }),
-                        _ => None,
-                    };
-                    match translated {
-                        Some((id, flip)) => {
-                            table.alias(key, id, flip);
-                            (id, flip)
-                        }
-                        None => (table.insert(key), false),
-                    }
-                }
-            };
-            let dir = if flip { dir.reverse() } else { dir };
-            if flows.len() <= id as usize {
-                flows.resize_with(id as usize + 1, || None);
-            }
-            let f = flows[id as usize].get_or_insert_with(|| FlowAt::new(p.ts_ns, dir));
-            f.count(p.ts_ns, dir, p.ip.ttl, p.ip.len);
-            // The openings of the MN's flows (a SYN; a UDP flow's first datagrams), which
-            // pair flows seen behind a NAT at the CN (see `nat`).
-            if two_sided && ci == 0 && f.udp_recs.len() < nat::UDP_OPENING {
-                if let Some(sig) = opening_signature(&p.transport) {
-                    nat.note(sig, id, dir);
-                }
-            }
-            let mut probe_seq = None;
-            match &p.transport {
-                Transport::Tcp(t) => {
-                    let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
-                    if rec.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) {
-                        f.syn_dir.get_or_insert(dir);
-                    }
-                    let t0 = f.first_ts;
-                    let sack = &*t.options.sack_blocks();
-                    f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, opts.tables)).push(&rec, sack);
-                    if two_sided {
-                        f.tcp_recs.push(rec, sack);
-                    }
-                    if opts.tables {
-                        packet_table.tcp_seq.push(Some(t.seq));
-                        packet_table.tcp_ack.push(Some(t.ack));
-                        packet_table.tcp_flags.push(Some(t.flags));
-                        packet_table.tcp_window.push(Some(t.window));
-                        packet_table.tcp_tsval.push(t.options.timestamp.map(|x| x.0));
-                        packet_table.payload_len.push(t.payload_len);
-                    }
-                }
-                Transport::Udp(u) => {
-                    let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);
-                    probe_seq = rec.probe.map(|h| h.seq);
-                    f.udp_recs.push(rec);
-                    if opts.tables {
-                        packet_table.tcp_seq.push(None);
-                        packet_table.tcp_ack.push(None);
-                        packet_table.tcp_flags.push(None);
-                        packet_table.tcp_window.push(None);
-                        packet_table.tcp_tsval.push(None);
-                        packet_table.payload_len.push(u.payload_len);
-                    }
-                }
-                Transport::Other(_) => {}
-            }
-            if opts.tables {
-                packet_table.capture.push(ci as u8);
-                packet_table.flow_id.push(id);
-                packet_table.ts.push(p.ts_ns);
-                packet_table.dir.push(dir as u8);
-                packet_table.ttl.push(p.ip.ttl);
-                packet_table.ip_id.push(p.ip.ip_id);
-                packet_table.ip_len.push(p.ip.len);
-                packet_table.probe_seq.push(probe_seq);
-            }
-        })
-        .map_err(AnalysisError::Capture)?;
+        let rows = opts.tables.then_some(&mut packet_table);
+        let mut scan = Scan::new(ci, two_sided, interval_ns, &mut table, &mut nat, rows);
+        let (capture, mut counts, warning) =
+            for_each_packet(&input.path, |p| scan.packet(p)).map_err(AnalysisError::Capture)?;
+        counts.capture_duplicates = scan.duplicates;
         let path = input.path.display().to_string();
-        if let Some(w) = &warning {
-            warnings.push(format!("{w}; kept the {} packets before it", counts.frames));
-        }
-        if counts.skipped_unknown_link > 0 {
-            warnings.push(format!(
-                "{path}: skipped {} packets on interfaces with unsupported link types",
-                counts.skipped_unknown_link
-            ));
-        }
         if counts.tcp + counts.udp == 0 {
-            let what = if counts.frames == 0 {
-                "no packets".to_string()
-            } else {
-                format!(
-                    "no TCP or UDP packets ({} frames: {} other IP, {} not IP, {} malformed)",
-                    counts.frames, counts.other_ip, counts.non_ip, counts.malformed
-                )
-            };
-            return Err(AnalysisError::Input(format!("{path}: {what}")));
+            return Err(nothing_to_analyse(&path, &counts, warning));
         }
+        warnings.extend(capture_warnings(&path, &counts, warning.as_ref(), scan.orphan_fragments()));
+        let span = (scan.first_ts.unwrap_or(0), scan.last_ts.unwrap_or(0));
         summaries.push(CaptureSummary {
             path,
             side: input.side,
             format: capture.format().name(),
             packets: counts.frames,
-            flows: flows.iter().filter(|f| f.is_some()).count() as u64,
+            flows: scan.flows.iter().filter(|f| f.is_some()).count() as u64,
             counts,
-            first_ts_s: first_ts.map(|t| t as f64 / 1e9),
-            last_ts_s: last_ts.map(|t| t as f64 / 1e9),
+            first_ts_s: scan.first_ts.map(|t| t as f64 / 1e9),
+            last_ts_s: scan.last_ts.map(|t| t as f64 / 1e9),
             warning: warning.map(|w| w.to_string()),
         });
-        flows.resize_with(table.len(), || None);
-        let span = (first_ts.unwrap_or(0), last_ts.unwrap_or(0));
-        passes.push(CapturePass { side: input.side, flows, span });
+        passes.push(CapturePass { side: input.side, flows: scan.flows, span });
     }
     for p in &mut passes {
         p.flows.resize_with(table.len(), || None);
@@ -482,14 +341,47 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     })
 }
 
-/// What a flow's first packet at the CN must match at the MN to be the same flow behind a
-/// NAT: a SYN's sequence number, or a datagram's payload.
-fn opening_signature(t: &Transport<'_>) -> Option<Signature> {
-    match t {
-        Transport::Tcp(t) if t.has(SYN) && !t.has(cellperf_capture::decode::tcp_flags::ACK) => Some(Signature::syn(t.seq)),
-        Transport::Udp(u) => Some(Signature::datagram(payload_hash(u), u.payload_len)),
-        _ => None,
+/// The error for a capture without a TCP or UDP packet: what it held instead, or the
+/// damage or link type that left nothing to read.
+fn nothing_to_analyse(path: &str, counts: &PassCounts, warning: Option<CaptureError>) -> AnalysisError {
+    if counts.frames == 0 {
+        if let Some(w) = warning {
+            return AnalysisError::Input(format!("{w}; no packets before it"));
+        }
+        if counts.skipped_unknown_link > 0 {
+            return AnalysisError::Input(format!(
+                "{path}: all {} packets are on interfaces with an {}",
+                counts.skipped_unknown_link,
+                unsupported_link(&counts.unsupported_link_types)
+            ));
+        }
+        return AnalysisError::Input(format!("{path}: no packets"));
     }
+    AnalysisError::Input(format!(
+        "{path}: no TCP or UDP packets ({} frames: {} other IP, {} not IP, {} malformed)",
+        counts.frames, counts.other_ip, counts.non_ip, counts.malformed
+    ))
+}
+
+/// The warnings about one capture: where reading stopped, what was skipped.
+fn capture_warnings(path: &str, counts: &PassCounts, warning: Option<&CaptureError>, orphans: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(w) = warning {
+        out.push(format!("{w}; kept the {} packets before it", counts.frames));
+    }
+    if counts.skipped_unknown_link > 0 {
+        out.push(format!(
+            "{path}: skipped {} packets on interfaces with an {}",
+            counts.skipped_unknown_link,
+            unsupported_link(&counts.unsupported_link_types)
+        ));
+    }
+    if orphans > 0 {
+        out.push(format!(
+            "{path}: {orphans} IP fragments came without their datagram's first fragment; their bytes are in no flow"
+        ));
+    }
+    out
 }
 
 /// The direction (of the flow key) that goes from the MN to the CN, and how it was decided.
@@ -547,15 +439,21 @@ impl<'a> FlowCtx<'a> {
         }
     }
 
+    /// The connection's TCP state at each capture that holds it.
+    fn tcp(&self) -> impl Iterator<Item = &'a TcpOneSided> + '_ {
+        self.at.iter().filter_map(|(_, f)| f.tcp.as_ref())
+    }
+
     fn at(&self, side: Side) -> Option<&'a FlowAt> {
         self.at.iter().find(|(s, _)| *s == side).map(|(_, f)| *f)
     }
 
-    fn base_report(&self, proto: &'static str, dir: Dir, main: &FlowAt, packets: u64, bytes: u64) -> FlowReport {
+    fn base_report(&self, proto: &'static str, dir: Dir, main: &FlowAt, packets: u64, bytes: u64, duplicates: u64) -> FlowReport {
         let (src, dst) = self.key.ends(dir);
         let duration_s = main.duration_s();
         FlowReport {
             flow_id: self.id,
+            connection_id: self.id,
             proto,
             src: addr_to_string(src.addr),
             dst: addr_to_string(dst.addr),
@@ -575,6 +473,7 @@ impl<'a> FlowCtx<'a> {
             }),
             packets,
             bytes,
+            capture_duplicates: duplicates,
             duration_s,
             throughput_bps: if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
             goodput_bps: None,
@@ -627,64 +526,57 @@ impl Assembler<'_> {
         }
     }
 
+    /// A TCP connection: one report per direction that carried payload (its sender is the
+    /// report's `src`), or one for a connection without any.
     fn tcp_flow(&mut self, flow: &FlowCtx<'_>) {
-        let past: u64 = flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.packets_past_series()).sum();
+        let past: u64 = flow.tcp().map(|t| t.packets_past_series()).sum();
         if past > 0 {
             self.cut_series.push((flow.id, past));
         }
-        let unique = |d: Dir| {
-            flow.at.iter().filter_map(|(_, f)| f.tcp.as_ref()).map(|t| t.summary(d).unique_bytes).max().unwrap_or(0)
-        };
-        let data_dir = match unique(Dir::AtoB).cmp(&unique(Dir::BtoA)) {
-            std::cmp::Ordering::Greater => Dir::AtoB,
-            std::cmp::Ordering::Less => Dir::BtoA,
-            std::cmp::Ordering::Equal => flow.at[0].1.syn_dir.unwrap_or(flow.at[0].1.first_dir),
-        };
+        let unique = |d: Dir| flow.tcp().map(|t| t.summary(d).unique_bytes).max().unwrap_or(0);
+        let opener = flow.at[0].1.syn_dir.unwrap_or(flow.at[0].1.first_dir);
+        let mut dirs: Vec<Dir> = [opener, opener.reverse()].into_iter().filter(|&d| unique(d) > 0).collect();
+        if dirs.is_empty() {
+            dirs.push(opener);
+        }
+        // Each direction's SYN resends as its sender's capture saw them (a receiver's
+        // capture sees no more than were sent).
+        let syn: u64 = [Dir::AtoB, Dir::BtoA]
+            .into_iter()
+            .map(|d| flow.tcp().map(|t| t.summary(d).syn_retransmissions).max().unwrap_or(0))
+            .sum();
+        let shared = dirs.len() == 2;
+        for data_dir in dirs {
+            self.tcp_direction(flow, data_dir, shared, syn);
+        }
+    }
+
+    /// The report of the data `flow` carried in `data_dir`; `shared` when the connection
+    /// carried data the other way too (its packets are then counted per direction).
+    fn tcp_direction(&mut self, flow: &FlowCtx<'_>, data_dir: Dir, shared: bool, syn: u64) {
         let sender_side = flow.side_of(data_dir);
         let at_sender = flow.at(sender_side);
         let at_receiver = flow.at(sender_side.other());
         let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
-        let mut r = flow.base_report("tcp", data_dir, main, main.packets.iter().sum(), main.bytes.iter().sum());
-
+        let d = data_dir.index();
+        let mut r = if shared {
+            flow.base_report("tcp", data_dir, main, main.packets[d], main.bytes[d], main.duplicates[d])
+        } else {
+            let sum = |v: [u64; 2]| v[0] + v[1];
+            flow.base_report("tcp", data_dir, main, sum(main.packets), sum(main.bytes), sum(main.duplicates))
+        };
+        let uplink = data_dir == flow.mn_dir;
         let delivered = at_receiver.or(at_sender).unwrap_or(main);
         let dtcp = delivered.tcp.as_ref();
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
         if let Some(t) = dtcp {
-            let bins = t.interval_bytes(data_dir);
-            r.series = self.series(bins, ddur);
-            if self.opts.tables {
-                for (i, b) in bins.iter().enumerate() {
-                    let row = IntervalRow {
-                        start_ns: t.t0() + i as i64 * self.interval_ns,
-                        start_s: i as f64 * self.opts.interval_s,
-                        bytes: *b,
-                        ..Default::default()
-                    };
-                    self.intervals.push(flow.id, data_dir == flow.mn_dir, self.opts.interval_s, false, i, &row);
-                }
-            }
+            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur);
         }
-
         let stcp = at_sender.and_then(|f| f.tcp.as_ref());
         if let Some(t) = stcp {
-            r.rtt_ms = t.rtt(data_dir).summary().map(|s| Summary {
-                min: s.min / 1e6,
-                median: s.median / 1e6,
-                p95: s.p95 / 1e6,
-                max: s.max / 1e6,
-                samples: s.samples,
-            });
-            if self.opts.tables {
-                for (ts, d, ms) in t.rtt_samples() {
-                    if *d == data_dir {
-                        self.rtt.flow_id.push(flow.id);
-                        self.rtt.ts.push(*ts);
-                        self.rtt.rtt_ms.push(*ms);
-                    }
-                }
-            }
+            r.rtt_ms = self.tcp_rtt(flow.id, uplink, t, data_dir);
         }
         let one = stcp.or(dtcp).map(|t| t.summary(data_dir)).unwrap_or_default();
         let mut details = TcpDetails {
@@ -697,7 +589,6 @@ impl Assembler<'_> {
             data_matched: None,
             acks_matched: None,
         };
-        let rate = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
         match (at_sender, at_receiver) {
             (Some(s), Some(rx)) => {
                 let two = tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir);
@@ -710,24 +601,16 @@ impl Assembler<'_> {
                     serial: c.serial,
                     fast: Some(one.fast),
                     rto: Some(one.rto),
-                    rate: rate(c.total, two.data_packets),
+                    rate: fraction(c.total, two.data_packets),
                     method: "two-sided",
+                    syn,
+                    original_not_captured: None,
                 });
                 r.ack_compression = Some(two.ack_compression());
                 details.data_matched = Some(two.data_matched);
                 details.acks_matched = Some(two.acks_matched);
                 if self.opts.tables {
-                    for x in &two.retransmissions {
-                        self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
-                    }
-                    for a in &two.acks {
-                        self.acks.flow_id.push(flow.id);
-                        self.acks.sent_ts.push(a.sent_ns);
-                        self.acks.received_ts.push(a.received_ns);
-                        self.acks.ratio.push(a.ratio);
-                        self.acks.compressed.push(a.compressed);
-                        self.acks.in_event.push(a.in_event);
-                    }
+                    self.two_sided_rows(flow.id, uplink, &two);
                 }
             }
             _ => {
@@ -739,20 +622,63 @@ impl Assembler<'_> {
                     serial: one.serial,
                     fast: Some(one.fast),
                     rto: Some(one.rto),
-                    rate: rate(one.retransmissions, one.data_packets),
+                    rate: fraction(one.retransmissions, one.data_packets),
                     method: "one-sided",
+                    syn,
+                    original_not_captured: Some(one.original_not_captured),
                 });
-                if self.opts.tables {
-                    if let Some(t) = stcp.or(dtcp) {
-                        for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
-                            self.retx.push(flow.id, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "one-sided");
-                        }
+                if let Some(t) = stcp.or(dtcp).filter(|_| self.opts.tables) {
+                    for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
+                        let class = serde_name(&x.class);
+                        self.retx.push(flow.id, uplink, x.ts_ns, x.rel_seq, x.len, &class, x.serial, "one-sided");
                     }
                 }
             }
         }
         r.tcp = Some(details);
         self.reports.push(r);
+    }
+
+    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any).
+    fn tcp_series(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir, duration_s: f64) -> SeriesReport {
+        let bins = t.interval_bytes(dir);
+        if self.opts.tables {
+            for (i, b) in bins.iter().enumerate() {
+                let row = IntervalRow {
+                    start_ns: t.t0() + i as i64 * self.interval_ns,
+                    start_s: i as f64 * self.opts.interval_s,
+                    bytes: *b,
+                    ..Default::default()
+                };
+                self.intervals.push(id, uplink, self.opts.interval_s, false, i, &row);
+            }
+        }
+        self.series(bins, duration_s)
+    }
+
+    /// RTT of the data sent in `dir`, at its sender's capture `t`, in milliseconds.
+    fn tcp_rtt(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir) -> Option<Summary> {
+        if self.opts.tables {
+            for &(ts, _, ms) in t.rtt_samples().iter().filter(|(_, d, _)| *d == dir) {
+                self.rtt.push(id, uplink, ts, ms);
+            }
+        }
+        t.rtt(dir).summary().map(|s| Summary {
+            min: s.min / 1e6,
+            median: s.median / 1e6,
+            p95: s.p95 / 1e6,
+            max: s.max / 1e6,
+            samples: s.samples,
+        })
+    }
+
+    fn two_sided_rows(&mut self, id: u32, uplink: bool, two: &tcp_two_sided::TwoSided) {
+        for x in &two.retransmissions {
+            self.retx.push(id, uplink, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
+        }
+        for a in &two.acks {
+            self.acks.push(id, uplink, a);
+        }
     }
 
     /// An echoed flow's round trips (see `udp_echo`), paired at the requester's capture
@@ -772,10 +698,9 @@ impl Assembler<'_> {
         let (vantage, e) = found.iter().find(|(v, _)| *v == Vantage::Requester).or(found.first())?;
         let at_requester = *vantage == Vantage::Requester;
         if self.opts.tables && at_requester {
+            let uplink = e.request_dir == flow.mn_dir;
             for (ts, ms) in e.deltas() {
-                self.rtt.flow_id.push(flow.id);
-                self.rtt.ts.push(ts);
-                self.rtt.rtt_ms.push(ms);
+                self.rtt.push(flow.id, uplink, ts, ms);
             }
         }
         Some(FlowEcho {
@@ -794,7 +719,8 @@ impl Assembler<'_> {
             let at_sender = flow.at(sender_side).filter(|f| f.packets[dir.index()] > 0);
             let at_receiver = flow.at(sender_side.other()).filter(|f| f.packets[dir.index()] > 0);
             let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
-            let mut r = flow.base_report("udp", dir, main, main.packets[dir.index()], main.bytes[dir.index()]);
+            let d = dir.index();
+            let mut r = flow.base_report("udp", dir, main, main.packets[d], main.bytes[d], main.duplicates[d]);
             let mut owd_kind = self.owd_kind;
             let (packets, duplicates, losses_known, view) = match (at_sender, at_receiver) {
                 (Some(s), Some(rx)) => {
@@ -871,6 +797,15 @@ fn echo_key(recs: &[UdpRec]) -> MatchBy {
         MatchBy::CellperfSeq
     } else {
         MatchBy::Payload
+    }
+}
+
+/// `n / of`, 0 when `of` is 0.
+fn fraction(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 / of as f64
     }
 }
 

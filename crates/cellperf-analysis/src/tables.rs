@@ -10,7 +10,9 @@ use arrow_array::{
     UInt64Array, UInt8Array,
 };
 use arrow_schema::ArrowError;
+use cellperf_capture::{Packet, Transport};
 
+use crate::tcp_two_sided::AckSpacing;
 use crate::udp_stream::{IntervalRow, PacketResult};
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
@@ -46,6 +48,35 @@ pub struct PacketTable {
 }
 
 impl PacketTable {
+    /// A row for `p`, a TCP or UDP packet of flow `flow_id` going `dir` (0: from the
+    /// flow key's `a` to `b`) at capture `capture`.
+    // Inlined into the reading loop: a call would take the decoded packet through memory
+    // for every packet, tables or not.
+    #[inline(always)]
+    pub fn push(&mut self, capture: u8, flow_id: u32, dir: u8, p: &Packet<'_>, probe_seq: Option<u64>) {
+        let (seq, ack, flags, window, tsval, payload_len) = match &p.transport {
+            Transport::Tcp(t) => {
+                (Some(t.seq), Some(t.ack), Some(t.flags), Some(t.window), t.options.timestamp.map(|x| x.0), t.payload_len)
+            }
+            Transport::Udp(u) => (None, None, None, None, None, u.payload_len),
+            Transport::Other(_) => return,
+        };
+        self.tcp_seq.push(seq);
+        self.tcp_ack.push(ack);
+        self.tcp_flags.push(flags);
+        self.tcp_window.push(window);
+        self.tcp_tsval.push(tsval);
+        self.payload_len.push(payload_len);
+        self.capture.push(capture);
+        self.flow_id.push(flow_id);
+        self.ts.push(p.ts_ns);
+        self.dir.push(dir);
+        self.ttl.push(p.ip.ttl);
+        self.ip_id.push(p.ip.ip_id);
+        self.ip_len.push(p.ip.len);
+        self.probe_seq.push(probe_seq);
+    }
+
     /// `mn_dir[flow_id]` is the key direction that goes from the MN to the CN.
     pub fn into_batch(self, mn_dir: &[u8]) -> Result<RecordBatch, ArrowError> {
         let uplink: Vec<bool> = self.dir.iter().zip(&self.flow_id).map(|(d, f)| *d == mn_dir[*f as usize]).collect();
@@ -176,6 +207,7 @@ impl UdpPacketTable {
 #[derive(Default)]
 pub struct RetransmissionTable {
     pub flow_id: Vec<u32>,
+    pub uplink: Vec<bool>,
     pub ts: Vec<i64>,
     pub rel_seq: Vec<u64>,
     pub len: Vec<u32>,
@@ -186,8 +218,19 @@ pub struct RetransmissionTable {
 
 impl RetransmissionTable {
     #[allow(clippy::too_many_arguments)]
-    pub fn push(&mut self, flow_id: u32, ts_ns: i64, rel_seq: u64, len: u32, class: &str, serial: bool, method: &str) {
+    pub fn push(
+        &mut self,
+        flow_id: u32,
+        uplink: bool,
+        ts_ns: i64,
+        rel_seq: u64,
+        len: u32,
+        class: &str,
+        serial: bool,
+        method: &str,
+    ) {
         self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
         self.ts.push(ts_ns);
         self.rel_seq.push(rel_seq);
         self.len.push(len);
@@ -199,6 +242,7 @@ impl RetransmissionTable {
     pub fn into_batch(mut self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("ts", ts(self.ts)),
             ("rel_seq", Arc::new(UInt64Array::from(self.rel_seq))),
             ("len", Arc::new(UInt32Array::from(self.len))),
@@ -213,6 +257,8 @@ impl RetransmissionTable {
 #[derive(Default)]
 pub struct AckTable {
     pub flow_id: Vec<u32>,
+    /// The data these ACKs acknowledge goes MN→CN.
+    pub uplink: Vec<bool>,
     pub sent_ts: Vec<i64>,
     pub received_ts: Vec<i64>,
     pub ratio: Vec<f64>,
@@ -221,9 +267,21 @@ pub struct AckTable {
 }
 
 impl AckTable {
+    /// An ACK of flow `flow_id`'s data, which goes MN→CN when `uplink`.
+    pub fn push(&mut self, flow_id: u32, uplink: bool, a: &AckSpacing) {
+        self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
+        self.sent_ts.push(a.sent_ns);
+        self.received_ts.push(a.received_ns);
+        self.ratio.push(a.ratio);
+        self.compressed.push(a.compressed);
+        self.in_event.push(a.in_event);
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("sent_ts", ts(self.sent_ts)),
             ("received_ts", ts(self.received_ts)),
             ("ratio", Arc::new(Float64Array::from(self.ratio))),
@@ -237,14 +295,24 @@ impl AckTable {
 #[derive(Default)]
 pub struct RttTable {
     pub flow_id: Vec<u32>,
+    /// The data (or requests) whose round trips these are go MN→CN.
+    pub uplink: Vec<bool>,
     pub ts: Vec<i64>,
     pub rtt_ms: Vec<f64>,
 }
 
 impl RttTable {
+    pub fn push(&mut self, flow_id: u32, uplink: bool, ts_ns: i64, rtt_ms: f64) {
+        self.flow_id.push(flow_id);
+        self.uplink.push(uplink);
+        self.ts.push(ts_ns);
+        self.rtt_ms.push(rtt_ms);
+    }
+
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("ts", ts(self.ts)),
             ("rtt_ms", Arc::new(Float64Array::from(self.rtt_ms))),
         ])

@@ -24,6 +24,9 @@ use crate::MAX_INTERVALS;
 /// A hole filled sooner than this after it opened is reordering, not loss recovery
 /// (Wireshark's default threshold for "out-of-order").
 pub const OUT_OF_ORDER_NS: i64 = 3_000_000;
+/// Ranges known sent from ACKs alone that are remembered per direction (a capture that
+/// drops packets all along makes one per drop; the oldest are forgotten).
+const MAX_UNSEEN_RANGES: usize = 256;
 /// Duplicate ACKs that trigger fast retransmission (RFC 5681).
 pub const DUPACK_THRESHOLD: u32 = 3;
 
@@ -62,8 +65,17 @@ struct DirState {
     payload_bytes: u64,
     retx_times: AHashMap<u64, u32>,
     out_of_order: u64,
+    /// The SYN's sequence number, once seen; a SYN that repeats it is a resend.
+    isn: Option<u64>,
+    syn_retransmissions: u64,
+    /// Resends of bytes whose original the capture missed (see `sent_before`).
+    original_not_captured: u64,
+    /// Ranges known to have been sent only from the peer's ACKs and SACKs.
+    unseen: Vec<(u64, u64)>,
     // As the receiver of the opposite direction's data (acks it sends):
     highest_ack: u64,
+    /// Highest right edge of the SACK blocks it sent.
+    highest_sack: u64,
     last_ack_raw: Option<u32>,
     last_window: u16,
     dupack_run: u32,
@@ -139,6 +151,11 @@ pub struct DirSummary {
     /// Zero-window advertisements by the receiver of this data.
     pub zero_windows: u64,
     pub mss: Option<u16>,
+    /// Resends of this direction's SYN (or SYN/ACK), apart from data retransmissions.
+    pub syn_retransmissions: u64,
+    /// Retransmissions whose original the capture did not hold: an ACK or SACK from the
+    /// peer showed the bytes had been sent before.
+    pub original_not_captured: u64,
 }
 
 impl TcpOneSided {
@@ -162,6 +179,10 @@ impl TcpOneSided {
         if r.has(SYN) {
             let st = &mut self.dirs[d];
             let isn = st.seq_space.unwrap(r.seq);
+            if st.isn == Some(isn) {
+                st.syn_retransmissions += 1;
+            }
+            st.isn = Some(isn);
             st.started = true;
             st.base = isn + 1;
             st.max_end = st.max_end.max(isn + 1);
@@ -204,7 +225,13 @@ impl TcpOneSided {
                 let (l2, r2) = sack[1];
                 left >= self.dirs[o].seq_space.peek(l2) && right <= self.dirs[o].seq_space.peek(r2)
             };
-            if right <= ack || inside_second {
+            let dsack = right <= ack || inside_second;
+            if !dsack {
+                let space = self.dirs[o].seq_space;
+                let edge = sack.iter().map(|&(_, rr)| space.peek(rr)).max().unwrap_or(0);
+                self.dirs[d].highest_sack = self.dirs[d].highest_sack.max(edge);
+            }
+            if dsack {
                 if let Some(&i) = self.by_start.get(&(o as u8, left)) {
                     let rx = &mut self.retransmissions[i];
                     if rx.class != OneSidedClass::Spurious {
@@ -240,15 +267,25 @@ impl TcpOneSided {
     fn on_data(&mut self, r: &TcpRec, d: usize, o: usize) {
         let len = r.payload_len as u64 + (r.has(FIN) as u64);
         let acked_by_peer = self.dirs[o].highest_ack;
+        // Bytes below the peer's highest ACK or SACK edge were sent before, even when the
+        // capture did not see them (it began mid-connection, or dropped them).
+        let sent_before = acked_by_peer.max(self.dirs[o].highest_sack);
         let peer_dupacks = self.dirs[o].dupack_run;
         let peer_last_ack = self.dirs[o].last_ack_raw;
         let st = &mut self.dirs[d];
-        let start = st.seq_space.unwrap(r.seq);
+        let start = st.seq_space.unwrap(r.data_seq());
         let end = start + len;
         if !st.started {
             st.started = true;
             st.base = start;
             st.max_end = start;
+        }
+        if start < sent_before && sent_before > st.max_end {
+            if st.unseen.len() >= MAX_UNSEEN_RANGES {
+                st.unseen.remove(0);
+            }
+            st.unseen.push((st.max_end, sent_before));
+            st.max_end = sent_before;
         }
         if r.payload_len > 0 {
             st.data_packets += 1;
@@ -315,6 +352,7 @@ impl TcpOneSided {
             st.out_of_order += 1;
         }
         if is_retx {
+            st.original_not_captured += take_range(&mut st.unseen, start, end) as u64;
             let times = st.retx_times.entry(start).or_insert(0);
             *times += 1;
             let serial = *times > 1;
@@ -355,6 +393,8 @@ impl TcpOneSided {
             dup_acks: rcv.dup_acks,
             zero_windows: rcv.zero_windows,
             mss: st.mss,
+            syn_retransmissions: st.syn_retransmissions,
+            original_not_captured: st.original_not_captured,
             ..Default::default()
         };
         for rx in self.retransmissions.iter().filter(|x| x.dir == dir) {
@@ -396,6 +436,14 @@ impl TcpOneSided {
     pub fn rtt_samples(&self) -> &[(i64, Dir, f64)] {
         &self.rtt_samples
     }
+}
+
+/// Whether `start..end` overlaps one of `ranges`; removes the overlap if so.
+fn take_range(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) -> bool {
+    let Some(i) = ranges.iter().position(|&(l, r)| start < r && end > l) else { return false };
+    let (l, r) = ranges.swap_remove(i);
+    ranges.extend([(l, start), (end, r)].into_iter().filter(|(a, b)| a < b));
+    true
 }
 
 fn two<T>(v: &mut [T; 2], a: usize, b: usize) -> (&mut T, &mut T) {
@@ -519,6 +567,38 @@ pub(crate) mod tests {
         t.push(&seg(310, B, 0, 0, 101, ACK), &[(1, 101)]);
         let s = t.summary(A);
         assert_eq!((s.retransmissions, s.spurious, s.rto), (1, 1, 0));
+    }
+
+    #[test]
+    fn data_on_a_syn_is_new_data_and_a_repeated_syn_a_setup_resend() {
+        // TCP Fast Open: the SYN carries 50 bytes, sent once; the SYN/ACK is sent twice.
+        let t = run(&[
+            seg(0, A, 1000, 50, 0, SYN),
+            seg(10, B, 7000, 0, 1051, SYN | ACK),
+            seg(1010, B, 7000, 0, 1051, SYN | ACK),
+            seg(1020, A, 1051, 100, 7001, ACK),
+            seg(1030, B, 7001, 0, 1151, ACK),
+        ]);
+        let (a, b) = (t.summary(A), t.summary(B));
+        assert_eq!((a.unique_bytes, a.retransmissions, a.syn_retransmissions), (150, 0, 0));
+        assert_eq!((b.retransmissions, b.syn_retransmissions), (0, 1));
+        // A SYN sent three times counts two resends.
+        let t = run(&[seg(0, A, 5, 0, 0, SYN), seg(1000, A, 5, 0, 0, SYN), seg(3000, A, 5, 0, 0, SYN)]);
+        assert_eq!((t.summary(A).syn_retransmissions, t.summary(A).retransmissions), (2, 0));
+    }
+
+    #[test]
+    fn resends_of_bytes_the_capture_never_saw_are_known_by_the_acks() {
+        // The capture starts mid-connection: the receiver acknowledges up to 5001 and SACKs
+        // up to 7001 before any data is seen; then 3001.., 5001.. and 7001.. arrive.
+        let mut t = run(&[seg(0, B, 1, 0, 5001, ACK)]);
+        t.push(&seg(1, B, 1, 0, 5001, ACK), &[(6001, 7001)]);
+        for r in [seg(2, A, 3001, 1000, 1, ACK), seg(3, A, 5001, 1000, 1, ACK), seg(4, A, 7001, 1000, 1, ACK)] {
+            t.push(&r, &[]);
+        }
+        let s = t.summary(A);
+        assert_eq!((s.retransmissions, s.spurious, s.rto, s.original_not_captured), (2, 1, 1, 2));
+        assert_eq!(s.unique_bytes, 1000, "only 7001.. is new");
     }
 
     #[test]

@@ -159,28 +159,54 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
     let (arrival, _) = match_in_order(&sent_keys, &received);
 
     // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
-    let mut space = Unwrapper::default();
-    space.unwrap(first.seq);
-    let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).collect();
+    // Once all the data is acknowledged, only pure ACKs matter (to ACK compression): the
+    // data the other way, each segment carrying an ACK, is left out (a connection with a
+    // few bytes one way and a bulk transfer the other would else match the whole transfer
+    // as ACKs of the few bytes).
+    let anchored = || {
+        let mut u = Unwrapper::default();
+        u.unwrap(first.data_seq());
+        u
+    };
+    let data_end = {
+        let mut space = anchored();
+        sent.iter().map(|r| space.unwrap(r.data_seq()) + r.payload_len as u64).max().unwrap_or(0)
+    };
+    // An ACK of this direction's data, at either capture, that the analysis uses.
+    let relevant = |space: &mut Unwrapper, covered: &mut bool, r: &TcpRec| {
+        if r.dir != ack_dir || !r.has(ACK) {
+            return false;
+        }
+        let keep = !*covered || is_pure_ack(r);
+        *covered |= space.unwrap(r.ack) >= data_end;
+        keep
+    };
+    let (mut rx_space, mut rx_covered) = (anchored(), false);
+    let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| relevant(&mut rx_space, &mut rx_covered, r)).collect();
     let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
     let mut acks = ReceiverAcks::default();
+    let mut space = anchored();
     for r in &rx_acks {
         acks.push(r.ts_ns, space.unwrap(r.ack), receiver.sack(r).iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
     }
-    let ack_arrivals: Vec<(AckKey, i64)> =
-        at_sender.iter().filter(|r| r.dir == ack_dir && r.has(ACK)).map(|r| (ack_key(r), r.ts_ns)).collect();
+    let (mut tx_space, mut tx_covered) = (anchored(), false);
+    let ack_arrivals: Vec<(AckKey, i64)> = at_sender
+        .iter()
+        .filter(|r| relevant(&mut tx_space, &mut tx_covered, r))
+        .map(|r| (ack_key(r), r.ts_ns))
+        .collect();
     (acks.reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
 
     let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
     let mut seq_space = Unwrapper::default();
-    let base = seq_space.unwrap(first.seq);
+    let base = seq_space.unwrap(first.data_seq());
     let mut snd_max = base;
     // Latest transmission (index into `sent`) by start, and its end.
     let mut latest = LatestBySeq::default();
     let mut times_resent: AHashMap<u64, u32> = AHashMap::new();
     let mut starts = Vec::with_capacity(sent.len());
     for (i, r) in sent.iter().enumerate() {
-        let start = seq_space.unwrap(r.seq);
+        let start = seq_space.unwrap(r.data_seq());
         let end = start + r.payload_len as u64;
         starts.push(start);
         out.data_matched += arrival[i].is_some() as u64;

@@ -12,7 +12,7 @@ pub mod probe_header;
 pub mod reader;
 
 pub use decode::{
-    addr_from_str, addr_to_string, decode_frame, Addr, IpInfo, Packet, SackBlocks, Skip, TcpInfo, TcpOptions, Transport, UdpInfo,
+    addr_from_str, addr_to_string, decode_frame, Addr, Fragmentation, IpInfo, Packet, SackBlocks, Skip, TcpInfo, TcpOptions, Transport, UdpInfo,
 };
 pub use linktype::LinkType;
 pub use reader::{Capture, CaptureError, CaptureFormat, CaptureWarning, Frame, Frames};

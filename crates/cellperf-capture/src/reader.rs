@@ -130,6 +130,13 @@ impl Capture {
         };
         let data: &[u8] = &map;
         if data.len() >= 4 && data[0..4] == SHB_MAGIC.to_le_bytes() {
+            if let Err(e) = parse_sectionheaderblock(data) {
+                let what = match e {
+                    nom::Err::Incomplete(_) => "truncated pcapng section header".to_string(),
+                    _ => format!("damaged pcapng section header ({})", describe_block(data, None)),
+                };
+                return Err(err(Some(0), what));
+            }
             return Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None });
         }
         let magic_le = data.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
@@ -146,10 +153,11 @@ impl Capture {
             Ok((_, h)) => h,
             Err(_) => return Err(err(Some(0), "truncated pcap file header (24 bytes needed)".into())),
         };
-        let number = header.network.0 as u32;
-        let linktype = LinkType::from_number(number).ok_or_else(|| {
-            err(None, format!("unsupported link type {number} (cellperf reads Ethernet, Linux SLL/SLL2, raw IP, null/loopback)"))
-        })?;
+        // The field's upper 16 bits carry the FCS length and flags (libpcap's
+        // LT_FCS_LENGTH and LT_RESERVED1); the link type is the low 16 (its LT_LINKTYPE).
+        // A trailing FCS is harmless: lengths come from the IP headers.
+        let number = header.network.0 as u32 & 0xffff;
+        let linktype = LinkType::from_number(number).ok_or_else(|| err(None, unsupported_link(&[number])))?;
         let format = CaptureFormat::Pcap {
             nanosecond: header.is_nanosecond_precision(),
             big_endian: header.is_bigendian(),
@@ -191,6 +199,28 @@ impl Capture {
     }
 }
 
+/// The message for link types cellperf does not decode.
+pub fn unsupported_link(numbers: &[u32]) -> String {
+    let list: Vec<String> = numbers.iter().map(u32::to_string).collect();
+    let s = if numbers.len() == 1 { "" } else { "s" };
+    format!("unsupported link type{s} {} (cellperf reads Ethernet, Linux SLL/SLL2, raw IP, null/loopback)", list.join(", "))
+}
+
+/// A pcapng block's type and length fields, for a message about it (never its bytes:
+/// a damaged length can make "the block" the rest of the file).
+fn describe_block(rest: &[u8], big_endian: Option<bool>) -> String {
+    let word = |at: usize| {
+        rest.get(at..at + 4).map(|b| {
+            let b = [b[0], b[1], b[2], b[3]];
+            if big_endian.unwrap_or(false) { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        })
+    };
+    match (word(0), word(4)) {
+        (Some(kind), Some(len)) => format!("type 0x{kind:08x}, length {len}, {} bytes left in the file", rest.len()),
+        _ => format!("{} bytes left in the file", rest.len()),
+    }
+}
+
 fn io_message(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".into(),
@@ -205,6 +235,8 @@ struct NgState {
     /// Per interface of the current section: link type (None if unsupported),
     /// timestamp units per second, timestamp offset in seconds.
     interfaces: Vec<(Option<LinkType>, u64, i64)>,
+    /// Link-type numbers of interfaces cellperf cannot decode, each once.
+    unsupported: Vec<u32>,
 }
 
 /// Iterator over a capture's records. When it ends early because the file is damaged,
@@ -228,6 +260,11 @@ impl<'a> Frames<'a> {
     /// Records skipped because their pcapng interface has a link type cellperf cannot decode.
     pub fn skipped_unknown_link(&self) -> u64 {
         self.skipped_unknown_link
+    }
+
+    /// The link types of those interfaces.
+    pub fn unsupported_link_types(&self) -> &[u32] {
+        &self.ng.unsupported
     }
 
     fn stop(&mut self, offset: usize, message: String) -> Option<Frame<'a>> {
@@ -321,14 +358,15 @@ impl<'a> Frames<'a> {
             let (after, block) = match parsed {
                 Ok(v) => v,
                 Err(nom::Err::Incomplete(_)) => {
-                    return self.stop(offset, "truncated pcapng block".into())
+                    let what = format!("truncated pcapng block ({})", describe_block(rest, Some(self.ng.big_endian)));
+                    return self.stop(offset, what);
                 }
                 Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
                     let what = match e {
-                        PcapError::HeaderNotRecognized => "unrecognized pcapng block header".to_string(),
-                        other => format!("corrupt pcapng block ({other})"),
+                        PcapError::HeaderNotRecognized => "unrecognized pcapng block header",
+                        _ => "damaged pcapng block",
                     };
-                    return self.stop(offset, what);
+                    return self.stop(offset, format!("{what} ({})", describe_block(rest, Some(self.ng.big_endian))));
                 }
             };
             self.pos = data.len() - after.len();
@@ -340,7 +378,11 @@ impl<'a> Frames<'a> {
                 }
                 Block::InterfaceDescription(idb) => {
                     let units = idb.ts_resolution().unwrap_or(1_000_000).max(1);
-                    let link = LinkType::from_number(idb.linktype.0 as u32);
+                    let number = idb.linktype.0 as u32 & 0xffff;
+                    let link = LinkType::from_number(number);
+                    if link.is_none() && !self.ng.unsupported.contains(&number) {
+                        self.ng.unsupported.push(number);
+                    }
                     self.ng.interfaces.push((link, units, idb.ts_offset()));
                 }
                 Block::EnhancedPacket(epb) => {
@@ -690,6 +732,53 @@ mod tests {
     }
 
     #[test]
+    fn link_type_field_keeps_its_low_16_bits() {
+        // libpcap's LT_LINKTYPE: the upper bits carry the FCS length and flags.
+        for (field, want) in [(0x3000_0001, LinkType::Ethernet), (0x3000_00e5, LinkType::Ipv6), (0x0400_0065, LinkType::Raw)] {
+            let mut f = pcap_header(0xa1b2_c3d4, field, false);
+            f.extend(pcap_record(1, 0, &[0u8; 20], false));
+            let cap = Capture::from_bytes("fcs", &f).unwrap();
+            assert_eq!(cap.frames().next().unwrap().linktype, want, "field {field:#x}");
+        }
+        let e = Capture::from_bytes("fcs", &pcap_header(0xa1b2_c3d4, 0x3000_0093, false)).err().unwrap();
+        assert!(e.to_string().contains("unsupported link type 147 "), "{e}");
+    }
+
+    #[test]
+    fn damaged_pcapng_block_is_one_short_line() {
+        // A block whose trailing length disagrees with its leading one, then 100 kB more:
+        // the message names type and length, never the bytes.
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        f.extend(ng_epb(0, 1, &[0u8; 14]));
+        let at = f.len();
+        let mut bad = ng_epb(0, 2, &[0u8; 14]);
+        let n = bad.len();
+        bad[n - 4..].copy_from_slice(&999u32.to_le_bytes());
+        f.extend(bad);
+        f.extend(vec![0x5au8; 100_000]);
+        let cap = Capture::from_bytes("bad-block", &f).unwrap();
+        let mut frames = cap.frames();
+        assert_eq!(frames.by_ref().count(), 1);
+        let w = frames.warning().unwrap();
+        assert_eq!(w.offset, Some(at as u64));
+        let text = w.to_string();
+        assert!(text.len() < 160 && !text.contains('\n') && text.contains("type 0x00000006"), "{text}");
+    }
+
+    #[test]
+    fn damaged_section_header_is_refused_at_byte_0() {
+        let mut f = ng_shb();
+        f[8..12].copy_from_slice(&[1, 2, 3, 4]); // byte-order magic
+        f.extend(ng_idb(1, None));
+        let e = Capture::from_bytes("bad-shb", &f).err().unwrap();
+        assert_eq!(e.offset, Some(0));
+        assert!(e.to_string().contains("damaged pcapng section header"), "{e}");
+        let e = Capture::from_bytes("short-shb", &ng_shb()[..20]).err().unwrap();
+        assert!(e.to_string().contains("bytes 0") || e.to_string().contains("byte 0"), "{e}");
+    }
+
+    #[test]
     fn pcapng_unknown_linktype_is_skipped_and_counted() {
         let mut f = ng_shb();
         f.extend(ng_idb(147, None));
@@ -700,6 +789,7 @@ mod tests {
         let mut frames = cap.frames();
         assert_eq!(frames.by_ref().count(), 1);
         assert_eq!(frames.skipped_unknown_link(), 1);
+        assert_eq!(frames.unsupported_link_types(), &[147]);
         assert!(frames.warning().is_none());
     }
 }

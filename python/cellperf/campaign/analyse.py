@@ -71,7 +71,8 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
         ac = f.get("ack_compression") or {}
         rtt, jit, owd = f.get("rtt_ms") or {}, f.get("jitter_ms") or {}, f.get("owd_ms") or {}
         rows.append({
-            "flow_id": f["flow_id"], "role": roles[f["flow_id"]], "proto": f["proto"],
+            "flow_id": f["flow_id"], "connection_id": f.get("connection_id", f["flow_id"]),
+            "role": roles[f["flow_id"]], "proto": f["proto"],
             "direction": f["direction"], "src": f["src"], "dst": f["dst"], "sport": f["sport"], "dport": f["dport"],
             "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
             "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
@@ -81,7 +82,8 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "data_packets": (f.get("tcp") or {}).get("data_packets"),
             "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),
             "retx_unavoidable": rx.get("unavoidable"), "retx_serial": rx.get("serial"), "retx_fast": rx.get("fast"),
-            "retx_rto": rx.get("rto"), "retx_method": rx.get("method"),
+            "retx_rto": rx.get("rto"), "retx_method": rx.get("method"), "retx_syn": rx.get("syn"),
+            "capture_duplicates": f.get("capture_duplicates"),
             "ack_ratios": ac.get("acks"), "ack_compressed_fraction": ac.get("compressed_fraction"),
             "ack_event_fraction": ac.get("event_fraction"), "ack_events": ac.get("events"),
             "detail": json.dumps({k: f.get(k) for k in ("series", "tcp", "udp", "seen_at", "direction_basis")}),
@@ -203,10 +205,10 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
         interval_parts.append(_with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep)))
         for name in ("tcp_retransmissions", "ack_compression"):
-            tables[name] = pl.from_arrow(a.tables[name]).filter(keep).with_columns(run_id=run_id)
+            tables[name] = _with_direction(pl.from_arrow(a.tables[name]).filter(keep)).with_columns(run_id=run_id)
         # Per-packet tables: Parquet beside the database, with the run id in every row.
         write_parquet(packets.with_columns(run_id=run_id), folder / "packets.parquet")
-        write_parquet(pl.from_arrow(a.tables["rtt"]).with_columns(run_id=run_id), folder / "rtt.parquet")
+        write_parquet(_with_direction(pl.from_arrow(a.tables["rtt"])).with_columns(run_id=run_id), folder / "rtt.parquet")
         udp = _with_direction(pl.from_arrow(a.tables["udp_packets"]))
         write_parquet(udp.with_columns(run_id=run_id), folder / "udp_packets.parquet")
     if from_log:

@@ -53,42 +53,90 @@ def _nat(ends: dict | None) -> str:
     return "" if not ends else f" (at CN {ends['src']}:{ends['sport']} → {ends['dst']}:{ends['dport']})"
 
 
-def _print_human(report: dict, console: Console) -> None:
+def _ends(f: dict) -> str:
+    return f"{_end(f['src'], f['sport'])} → {_end(f['dst'], f['dport'])}" + _nat(f.get("nat"))
+
+
+def _dir(f: dict) -> str:
+    return f["direction"][:2] + ("?" if f["direction_basis"] == "initiator" else "")
+
+
+def _table(report: dict):
+    """One row per flow direction, the headline figures (the wide layout)."""
     from rich.table import Table
 
-    for c in report["captures"]:
-        console.print(
-            f"[bold]{(c['side'] or 'log').upper()}[/] {c['path']}: {c['format']}, {c['packets']} packets, "
-            f"{c['counts']['tcp']} TCP, {c['counts']['udp']} UDP, {c['flows']} flows"
-        )
     t = Table(show_lines=False, header_style="bold")
     for col in ("id", "proto", "dir", "flow (sender → receiver)", "pkts", "time s", "goodput",
                 "RTT ms", "retransmissions", "ACK comp", "loss", "jitter ms", "OWD ms"):
         t.add_column(col, overflow="fold")
-    one_sided = False
     for f in report["flows"]:
-        ac = f.get("ack_compression")
-        r = f.get("retransmissions")
-        one_sided |= bool(r and r["method"] == "one-sided")
-        owd = f.get("owd_ms")
+        ac, owd = f.get("ack_compression"), f.get("owd_ms")
         t.add_row(
-            str(f["flow_id"]),
-            f["proto"],
-            f["direction"][:2] + ("?" if f["direction_basis"] == "initiator" else ""),
-            f"{_end(f['src'], f['sport'])} → {_end(f['dst'], f['dport'])}" + _nat(f.get("nat")),
-            str(f["packets"]),
-            f"{f['duration_s']:.1f}",
-            format_rate(f.get("goodput_bps")),
-            _fmt_ms(f.get("rtt_ms")),
-            _retx(r),
+            str(f["flow_id"]), f["proto"], _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
+            format_rate(f.get("goodput_bps")), _fmt_ms(f.get("rtt_ms")), _retx(f.get("retransmissions")),
             "-" if not ac else f"{100 * ac['event_fraction']:.1f}% ev",
             "-" if f.get("loss_rate") is None else f"{100 * f['loss_rate']:.2f}%",
-            _fmt_ms(f.get("jitter_ms")),
-            "-" if not owd else f"{owd['median']:.1f} ({owd['kind']})",
+            _fmt_ms(f.get("jitter_ms")), "-" if not owd else f"{owd['median']:.1f} ({owd['kind']})",
         )
-    console.print(t)
+    return t
+
+
+def _facts(f: dict) -> list[str]:
+    """A flow direction's figures as short phrases (the narrow layout), unknown ones left out."""
+    out = [f"{f['packets']} pkts in {f['duration_s']:.1f} s", f"goodput {format_rate(f.get('goodput_bps'))}"]
+    if f.get("rtt_ms"):
+        out.append(f"RTT {_fmt_ms(f['rtt_ms'])} ms")
+    if f.get("retransmissions"):
+        out.append(f"retx {_retx(f['retransmissions'])}")
+        if f["retransmissions"].get("syn"):
+            out.append(f"SYN resent {f['retransmissions']['syn']}")
+    if f.get("ack_compression"):
+        out.append(f"ACK comp {100 * f['ack_compression']['event_fraction']:.1f}% ev")
+    if f.get("loss_rate") is not None:
+        out.append(f"loss {100 * f['loss_rate']:.2f}%")
+    if f.get("jitter_ms"):
+        out.append(f"jitter {_fmt_ms(f['jitter_ms'])} ms")
+    if f.get("owd_ms"):
+        out.append(f"OWD {f['owd_ms']['median']:.1f} ms ({f['owd_ms']['kind']})")
+    if f.get("capture_duplicates"):
+        out.append(f"{f['capture_duplicates']} frames captured twice")
+    return out
+
+
+def _packed(items: list[str], width: int, indent: str = "    ") -> list[str]:
+    """`items` joined by ' · ' into lines of at most `width` characters."""
+    lines, line = [], ""
+    for item in items:
+        if line and len(indent) + len(line) + 3 + len(item) > width:
+            lines.append(indent + line)
+            line = item
+        else:
+            line = f"{line} · {item}" if line else item
+    return lines + ([indent + line] if line else [])
+
+
+def _print_human(report: dict, console: Console) -> None:
+    """A table when it fits the terminal, else a few lines per flow direction."""
+    from rich.markup import escape
+    from rich.measure import Measurement
+
+    for c in report["captures"]:
+        console.print(
+            f"[bold]{(c['side'] or 'log').upper()}[/] {escape(c['path'])}: {c['format']}, {c['packets']} packets, "
+            f"{c['counts']['tcp']} TCP, {c['counts']['udp']} UDP, {c['flows']} flows"
+        )
+    table = _table(report)
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+    else:
+        for f in report["flows"]:
+            guessed = "?" if f["direction_basis"] == "initiator" else ""
+            console.print(f"[bold]{f['flow_id']} {f['proto']} {f['direction']}{guessed}[/] {escape(_ends(f))}")
+            for line in _packed(_facts(f), console.width):
+                console.print(escape(line), highlight=False)
     notes = ["dir: up = MN→CN; '?' = guessed from the connection's initiator (use --mn-addr)"]
-    if one_sided:
+    if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
     notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (METHODS §4)")
     for n in notes:

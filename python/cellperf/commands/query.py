@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cellperf.cli import terminal_width
 from cellperf.errors import UserError
 
 
@@ -61,7 +62,34 @@ def run(args: argparse.Namespace) -> None:
     elif args.as_csv:
         print(frame.write_csv(), end="")
     else:
-        import polars as pl
+        print(format_frame(frame, terminal_width()))
 
-        with pl.Config(tbl_rows=200, tbl_cols=30, fmt_str_lengths=60, tbl_width_chars=200):
-            print(frame)
+
+#: Rows printed at most (the rest is counted); a longer answer wants --csv or --json.
+MAX_ROWS = 200
+
+
+def format_frame(frame, width: int) -> str:
+    """The result as polars prints it when that fits `width` columns; else one block per
+    row, a `column  value` line per field (like psql's expanded display), so that a wide
+    row never wraps into columns a few characters wide."""
+    import polars as pl
+
+    shown = frame.head(MAX_ROWS)
+    more = "" if frame.height <= MAX_ROWS else f"\n({frame.height - MAX_ROWS} more rows: use --csv or --json)"
+    with pl.Config(tbl_rows=MAX_ROWS, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=10_000):
+        table = str(shown)
+    if max(map(len, table.splitlines())) <= width:
+        return table + more
+    names = max(map(len, frame.columns))
+    room = max(width - names - 2, 10)
+    blocks = []
+    for i, row in enumerate(shown.iter_rows()):
+        lines = [f"-- row {i + 1} " + "-" * max(width - len(f"-- row {i + 1} "), 0)]
+        for name, value in zip(frame.columns, row):
+            text = "null" if value is None else str(value).replace("\n", " ")
+            if len(text) > room:
+                text = text[:room - 1] + "…"
+            lines.append(f"{name:<{names}}  {text}")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks) + f"\n({frame.height} rows)" + more

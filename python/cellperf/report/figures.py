@@ -217,6 +217,9 @@ def tcp(store: Store) -> list[Item]:
                                sum(f.retx_unavoidable)::BIGINT AS u, sum(f.retx_serial)::BIGINT AS m, any_value(f.retx_method) AS method
                         FROM flows f JOIN runs r USING (run_id)
                         WHERE r.status = 'ok' AND r.test_type = 'tcp-bulk' AND f.role = 'data' AND f.proto = 'tcp'
+                          -- the test's direction (the reverse one carries iperf-like cookies)
+                          AND f.direction = coalesce(CASE r.direction WHEN 'up' THEN 'uplink'
+                                                     WHEN 'down' THEN 'downlink' END, f.direction)
                         GROUP BY ALL ORDER BY r.scenario DESC, r.network""")
     if rx.height:
         rows = []

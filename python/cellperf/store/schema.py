@@ -86,8 +86,24 @@ CREATE TABLE page_loads (
     connections_used INTEGER, protocol VARCHAR);
 """
 
+#: Version 4: a TCP connection with data both ways is two `flows` rows sharing a
+#: connection_id (issue 17); retransmissions and ACK-compression rows say which direction
+#: they belong to; setup (SYN) resends and frames captured twice are counted.
+_V4 = """
+ALTER TABLE flows ADD COLUMN connection_id UINTEGER;
+ALTER TABLE flows ADD COLUMN retx_syn UBIGINT;
+ALTER TABLE flows ADD COLUMN capture_duplicates UBIGINT;
+UPDATE flows SET connection_id = flow_id;
+ALTER TABLE tcp_retransmissions ADD COLUMN direction VARCHAR;
+ALTER TABLE ack_compression ADD COLUMN direction VARCHAR;
+UPDATE tcp_retransmissions AS t SET direction = (
+    SELECT any_value(f.direction) FROM flows f WHERE f.run_id = t.run_id AND f.flow_id = t.flow_id);
+UPDATE ack_compression AS a SET direction = (
+    SELECT any_value(f.direction) FROM flows f WHERE f.run_id = a.run_id AND f.flow_id = a.flow_id);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run

@@ -1,0 +1,345 @@
+//! One pass over one capture: each TCP or UDP packet goes to its flow's state ([`FlowAt`]),
+//! with the flow's id shared by every capture of the run (see `flows`, `nat`).
+//!
+//! Two things are settled here, before any metric sees a packet:
+//! - **Capture duplicates**: the same frame recorded twice (some capture setups do: a
+//!   mirror port and the host, `-i any` over a bridge) is the previous packet of its flow
+//!   and direction again, with the same IPv4 id, TTL, length and TCP numbers (within a flow,
+//!   the same IP header and checksum), within
+//!   [`DUPLICATE_WINDOW_NS`]. A sender gives every packet, resends included, a new id, so
+//!   such a copy is no retransmission; it is counted apart (`capture_duplicates`) and left
+//!   out of every other figure. An id of 0 (a sender that does not number its packets)
+//!   proves nothing and is never taken for a duplicate, nor is IPv6 (no id).
+//! - **IP fragments**: only a datagram's first fragment carries its ports; the later ones
+//!   are given to the flow of the first fragment with the same addresses, protocol and
+//!   fragment id, and their IP bytes counted there, also when they came before it. Later
+//!   fragments whose first one never comes (or comes after [`MAX_OPEN_DATAGRAMS`] other
+//!   fragmented datagrams) are in no flow; a warning counts them.
+
+use ahash::AHashMap;
+use cellperf_capture::decode::tcp_flags::{ACK, SYN};
+use cellperf_capture::{Addr, Packet, Transport};
+
+use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
+use crate::nat::{self, NatPairing, Signature};
+use crate::record::{payload_hash, TcpRec, TcpRecords, UdpRec};
+use crate::tables::PacketTable;
+use crate::tcp_one_sided::TcpOneSided;
+
+/// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
+/// come microseconds apart; a sender gives a resend a new IP id; a copy the network made
+/// (a link-layer retransmission) comes a transmission time or more later, and is left to
+/// the metrics as a duplicate received (it is one).
+pub const DUPLICATE_WINDOW_NS: i64 = 100_000;
+
+/// Fragmented datagrams whose later fragments are awaited at once; beyond it the table is
+/// emptied (bounded memory on a capture of fragments without end).
+pub const MAX_OPEN_DATAGRAMS: usize = 1 << 16;
+
+/// One flow as seen at one capture.
+pub(crate) struct FlowAt {
+    pub first_ts: i64,
+    pub last_ts: i64,
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub max_ttl: [u8; 2],
+    pub first_dir: Dir,
+    pub syn_dir: Option<Dir>,
+    pub tcp: Option<TcpOneSided>,
+    pub tcp_recs: TcpRecords,
+    pub udp_recs: Vec<UdpRec>,
+    /// Frames captured twice (see the module docs), per direction.
+    pub duplicates: [u64; 2],
+    /// The last packet of each direction.
+    last: [Option<Fingerprint>; 2],
+}
+
+impl FlowAt {
+    fn new(ts: i64, dir: Dir) -> FlowAt {
+        FlowAt {
+            first_ts: ts,
+            last_ts: ts,
+            packets: [0; 2],
+            bytes: [0; 2],
+            max_ttl: [0; 2],
+            first_dir: dir,
+            syn_dir: None,
+            tcp: None,
+            tcp_recs: TcpRecords::default(),
+            udp_recs: Vec::new(),
+            duplicates: [0; 2],
+            last: [None; 2],
+        }
+    }
+
+    /// Counts `packets` packets of `bytes` IP bytes in all, the first at `ts`.
+    fn count(&mut self, ts: i64, dir: Dir, ttl: u8, packets: u64, bytes: u64) {
+        let d = dir.index();
+        self.first_ts = self.first_ts.min(ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.packets[d] += packets;
+        self.bytes[d] += bytes;
+        self.max_ttl[d] = self.max_ttl[d].max(ttl);
+    }
+
+    pub fn duration_s(&self) -> f64 {
+        (self.last_ts - self.first_ts) as f64 / 1e9
+    }
+
+    /// Whether `p` is a capture duplicate of this direction's previous packet; remembers it.
+    #[inline(always)]
+    fn is_duplicate(&mut self, p: &Packet<'_>, dir: Dir) -> bool {
+        let Some(id) = p.ip.ip_id.filter(|id| *id != 0) else { return false };
+        // The IP header's fields that differ between packets of a flow (id, length, TTL)
+        // and where the segment sits; a datagram's length stands for its content.
+        let (seq, ack) = match &p.transport {
+            Transport::Tcp(t) => (t.seq, t.ack),
+            Transport::Udp(u) => (u.payload_len, 0),
+            Transport::Other(_) => return false,
+        };
+        let now = Fingerprint { ts: p.ts_ns, id, ttl: p.ip.ttl, len: p.ip.len, seq, ack };
+        let d = dir.index();
+        let dup = self.last[d].is_some_and(|last| now.repeats(&last));
+        if dup {
+            self.duplicates[d] += 1;
+        } else {
+            self.last[d] = Some(now);
+        }
+        dup
+    }
+}
+
+/// What tells a frame captured twice: its time and the fields a resend would change.
+#[derive(Clone, Copy)]
+struct Fingerprint {
+    ts: i64,
+    id: u16,
+    ttl: u8,
+    len: u32,
+    seq: u32,
+    ack: u32,
+}
+
+impl Fingerprint {
+    fn repeats(&self, earlier: &Fingerprint) -> bool {
+        (self.id, self.ttl, self.len, self.seq, self.ack)
+            == (earlier.id, earlier.ttl, earlier.len, earlier.seq, earlier.ack)
+            && (0..=DUPLICATE_WINDOW_NS).contains(&(self.ts - earlier.ts))
+    }
+}
+
+/// A datagram's fragments: source, destination, protocol and fragment id.
+type DatagramKey = (Addr, Addr, u8, u32);
+
+/// What is known of a fragmented datagram.
+#[derive(Clone, Copy)]
+enum Datagram {
+    /// Its first fragment was seen: the flow and direction its fragments go to.
+    Flow(u32, Dir),
+    /// Only later fragments so far: how many, their IP bytes, earliest time, highest TTL.
+    Pending { packets: u64, bytes: u64, ts: i64, ttl: u8 },
+}
+
+/// The state one capture's pass builds.
+pub(crate) struct Scan<'t> {
+    /// Index of the capture among the run's (0: the MN's, or the only one).
+    pub capture: usize,
+    pub two_sided: bool,
+    pub interval_ns: i64,
+    pub flows: Vec<Option<FlowAt>>,
+    pub first_ts: Option<i64>,
+    pub last_ts: Option<i64>,
+    pub table: &'t mut FlowTable,
+    pub nat: &'t mut NatPairing,
+    /// Per-packet rows, when the tables are wanted.
+    pub packet_table: Option<&'t mut PacketTable>,
+    /// The fragmented datagrams seen.
+    datagrams: AHashMap<DatagramKey, Datagram>,
+    /// Later fragments held as pending, and those dropped with the table.
+    pending_fragments: u64,
+    orphaned: u64,
+    pub duplicates: u64,
+}
+
+impl<'t> Scan<'t> {
+    pub fn new(
+        capture: usize,
+        two_sided: bool,
+        interval_ns: i64,
+        table: &'t mut FlowTable,
+        nat: &'t mut NatPairing,
+        packet_table: Option<&'t mut PacketTable>,
+    ) -> Self {
+        Scan {
+            capture,
+            two_sided,
+            interval_ns,
+            flows: Vec::new(),
+            first_ts: None,
+            last_ts: None,
+            table,
+            nat,
+            packet_table,
+            datagrams: AHashMap::new(),
+            pending_fragments: 0,
+            orphaned: 0,
+            duplicates: 0,
+        }
+    }
+
+    /// Takes the capture's next TCP or UDP packet (or later fragment of one).
+    // Inlined into the reading loop, so that the decoded packet stays in registers (a call
+    // took it through memory: +10 % instructions per packet, measured with callgrind).
+    #[inline(always)]
+    pub fn packet(&mut self, p: &Packet<'_>) {
+        self.first_ts = Some(self.first_ts.map_or(p.ts_ns, |t| t.min(p.ts_ns)));
+        self.last_ts = Some(self.last_ts.map_or(p.ts_ns, |t| t.max(p.ts_ns)));
+        let (proto, sport, dport) = match &p.transport {
+            Transport::Tcp(t) => (PROTO_TCP, t.src_port, t.dst_port),
+            Transport::Udp(u) => (PROTO_UDP, u.src_port, u.dst_port),
+            Transport::Other(proto) => {
+                let key = (p.ip.src, p.ip.dst, *proto, p.ip.fragment_id);
+                return self.later_fragment(key, p.ts_ns, p.ip.ttl, p.ip.len);
+            }
+        };
+        let (key, dir) =
+            FlowKey::new(proto, Endpoint { addr: p.ip.src, port: sport }, Endpoint { addr: p.ip.dst, port: dport });
+        let (id, flip) = self.flow_of(&key, dir, &p.transport);
+        let dir = if flip { dir.reverse() } else { dir };
+        if self.flows.len() <= id as usize {
+            self.flows.resize_with(id as usize + 1, || None);
+        }
+        let f = self.flows[id as usize].get_or_insert_with(|| FlowAt::new(p.ts_ns, dir));
+        if f.is_duplicate(p, dir) {
+            self.duplicates += 1;
+            return;
+        }
+        f.count(p.ts_ns, dir, p.ip.ttl, 1, p.ip.len as u64);
+        if p.ip.is_fragment() {
+            let key = (p.ip.src, p.ip.dst, proto, p.ip.fragment_id);
+            if let Some(Datagram::Pending { packets, bytes, ts, ttl }) = self.datagrams.get(&key).copied() {
+                // Later fragments that came first.
+                f.count(ts, dir, ttl, packets, bytes);
+                self.pending_fragments -= packets;
+            }
+        }
+        // The openings of the MN's flows (a SYN; a UDP flow's first datagrams), which
+        // pair flows seen behind a NAT at the CN (see `nat`).
+        if self.two_sided && self.capture == 0 && f.udp_recs.len() < nat::UDP_OPENING {
+            if let Some(sig) = opening_signature(&p.transport) {
+                self.nat.note(sig, id, dir);
+            }
+        }
+        let mut probe_seq = None;
+        match &p.transport {
+            Transport::Tcp(t) => {
+                let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
+                if rec.has(SYN) && !rec.has(ACK) {
+                    f.syn_dir.get_or_insert(dir);
+                }
+                let (t0, keep_samples) = (f.first_ts, self.packet_table.is_some());
+                let sack = &*t.options.sack_blocks();
+                f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples)).push(&rec, sack);
+                if self.two_sided {
+                    f.tcp_recs.push(rec, sack);
+                }
+            }
+            Transport::Udp(u) => {
+                let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);
+                probe_seq = rec.probe.map(|h| h.seq);
+                f.udp_recs.push(rec);
+            }
+            Transport::Other(_) => {}
+        }
+        if let Some(rows) = self.packet_table.as_deref_mut() {
+            rows.push(self.capture as u8, id, dir as u8, p, probe_seq);
+        }
+        if p.ip.is_fragment() {
+            self.open_datagram((p.ip.src, p.ip.dst, proto, p.ip.fragment_id), Datagram::Flow(id, dir));
+        }
+    }
+
+    /// The flow `key` belongs to.
+    #[inline(always)]
+    fn flow_of(&mut self, key: &FlowKey, dir: Dir, transport: &Transport<'_>) -> (u32, bool) {
+        match self.table.get(key) {
+            Some(found) => found,
+            None => self.new_flow(key, dir, opening_signature(transport)),
+        }
+    }
+
+    /// A new flow for `key`, unless a NAT hides a known flow behind it. (Out of line, and
+    /// given no reference into the packet: one would keep the decoded packet in memory.)
+    #[cold]
+    #[inline(never)]
+    fn new_flow(&mut self, key: &FlowKey, dir: Dir, opening: Option<Signature>) -> (u32, bool) {
+        // A 5-tuple new to the CN's capture may be an MN flow behind a NAT.
+        let flows = &self.flows;
+        let table = &*self.table;
+        let translated = match (self.capture, opening) {
+            (1, Some(sig)) => self.nat.find(key, sig, dir, |i| table.key(i), |i| {
+                flows.get(i as usize).is_some_and(|f| f.is_some())
+            }),
+            _ => None,
+        };
+        match translated {
+            Some((id, flip)) => {
+                self.table.alias(*key, id, flip);
+                (id, flip)
+            }
+            None => (self.table.insert(*key), false),
+        }
+    }
+
+    /// A fragment after the first (of `len` IP bytes, at `at`, with TTL `hops`): its bytes
+    /// go to its datagram's flow, now or when the first fragment comes.
+    #[cold]
+    #[inline(never)]
+    fn later_fragment(&mut self, key: DatagramKey, at: i64, hops: u8, len: u32) {
+        match self.datagrams.get_mut(&key) {
+            Some(&mut Datagram::Flow(id, dir)) => {
+                if let Some(Some(f)) = self.flows.get_mut(id as usize) {
+                    f.count(at, dir, hops, 1, len as u64);
+                }
+            }
+            Some(Datagram::Pending { packets, bytes, ts, ttl }) => {
+                *packets += 1;
+                *bytes += len as u64;
+                *ts = (*ts).min(at);
+                *ttl = (*ttl).max(hops);
+                self.pending_fragments += 1;
+            }
+            None => {
+                let pending = Datagram::Pending { packets: 1, bytes: len as u64, ts: at, ttl: hops };
+                self.open_datagram(key, pending);
+                self.pending_fragments += 1;
+            }
+        }
+    }
+
+    fn open_datagram(&mut self, key: DatagramKey, d: Datagram) {
+        if self.datagrams.len() >= MAX_OPEN_DATAGRAMS && !self.datagrams.contains_key(&key) {
+            self.orphaned += self.pending_fragments;
+            self.pending_fragments = 0;
+            self.datagrams.clear();
+        }
+        self.datagrams.insert(key, d);
+    }
+
+    /// Later fragments whose first fragment never came (or came after the table was
+    /// emptied): their bytes are in no flow.
+    pub fn orphan_fragments(&self) -> u64 {
+        self.orphaned + self.pending_fragments
+    }
+}
+
+/// What a flow's first packet at the CN must match at the MN to be the same flow behind a
+/// NAT: a SYN's sequence number, or a datagram's payload.
+#[inline(always)]
+fn opening_signature(t: &Transport<'_>) -> Option<Signature> {
+    match t {
+        Transport::Tcp(t) if t.has(SYN) && !t.has(ACK) => Some(Signature::syn(t.seq)),
+        Transport::Udp(u) => Some(Signature::datagram(payload_hash(u), u.payload_len)),
+        _ => None,
+    }
+}
