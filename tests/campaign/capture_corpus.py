@@ -1,0 +1,81 @@
+"""Real captures for the import tests and bench/corpus.py: a small emulated campaign (real
+kernel TCP and UDP through `cellperf emulate`, both ends captured, the emulator's radio log),
+laid out as a drive tester's folder (RUN/mn.pcap, RUN/cn.pcap, RUN/radio.csv), and
+replicated into a corpus of distinct files."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+from tests.conftest import cellperf
+
+HANDOFFS = "time_s,bs_id,sector_id,outage_ms\n1.0,1,2,50\n2.0,2,1,200\n"
+
+CAMPAIGN = """\
+[campaign]
+name = "captures"
+duration = 3
+interval = 1
+scenarios = ["stationary", "mobile"]
+parallel = 2
+
+[[networks]]
+name = "WiBro"
+profile = "wibro"
+handoffs = "handoffs.csv"
+
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "2M"
+
+[[tests]]
+type = "tcp-bulk"
+direction = "down"
+window = "128K"
+"""
+
+
+def run_campaign(folder: Path) -> Path:
+    """Runs the campaign above into `folder/out` (4 runs) and returns that store."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "handoffs.csv").write_text(HANDOFFS)
+    (folder / "campaign.toml").write_text(CAMPAIGN)
+    cellperf("run", folder / "campaign.toml", "--out", folder / "out", timeout=300)
+    return folder / "out"
+
+
+def as_captures(store: Path, dest: Path) -> list[str]:
+    """The store's runs as a captures folder, one folder per run named by its run id."""
+    names = []
+    for run in sorted((store / "runs").iterdir()):
+        if run.name.startswith("."):
+            continue
+        (dest / run.name).mkdir(parents=True)
+        for name in ("mn.pcap", "cn.pcap", "radio.csv"):
+            shutil.copyfile(run / name, dest / run.name / name)
+        names.append(run.name)
+    return names
+
+
+def replicate_pcap(src: Path, dst: Path, index: int) -> None:
+    """A copy of a classic pcap whose bytes differ (the global header's `sigfigs` field, which
+    no reader uses, holds `index`), so every replica is a run of its own by content."""
+    data = bytearray(src.read_bytes())
+    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    struct.pack_into(f"{endian}I", data, 12, index)
+    dst.write_bytes(bytes(data))
+
+
+def replicate_corpus(captures: Path, dest: Path, runs: int) -> None:
+    """`runs` run folders in `dest`, cycling over the runs in `captures`."""
+    sources = sorted(p for p in captures.iterdir() if p.is_dir())
+    for i in range(runs):
+        src = sources[i % len(sources)]
+        d = dest / f"r{i:05d}"
+        d.mkdir(parents=True)
+        for name in ("mn.pcap", "cn.pcap"):
+            replicate_pcap(src / name, d / name, i)
+        shutil.copyfile(src / "radio.csv", d / "radio.csv")
