@@ -6,11 +6,13 @@ refuses bad input with one line and nothing stored."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -212,3 +214,42 @@ def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign,
         assert orphans["n"][0] == 0
         assert s.frame("SELECT count(DISTINCT run_id) AS n FROM packets")["n"][0] == 24
     assert len(list((out / "dataset" / "packets").glob("*/*/run=*"))) == 24
+
+
+def _gpx(path: Path, start_s: float, seconds: int) -> None:
+    """A GPX track of one fix a second from `start_s`, heading north-east (made for this test)."""
+    points = "".join(
+        f'<trkpt lat="{37.5 + 1e-4 * i:.6f}" lon="{127.0 + 1e-4 * i:.6f}"><time>'
+        f'{datetime.fromtimestamp(start_s + i, timezone.utc):%Y-%m-%dT%H:%M:%SZ}</time></trkpt>'
+        for i in range(seconds))
+    path.write_text('<?xml version="1.0"?><gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">'
+                    f"<trk><trkseg>{points}</trkseg></trk></gpx>")
+
+
+def test_report_maps_the_route_coloured_by_throughput_with_handoffs(campaign, tmp_path):
+    _, captures, _ = campaign
+    folder = tmp_path / "captures"
+    shutil.copytree(captures, folder)
+    for run in folder.iterdir():
+        start = pl.read_csv(run / "radio.csv")["time_s"].min()
+        _gpx(run / "gps.gpx", math.floor(start) - 2, 10)
+    out = tmp_path / "out"
+    _import(out, folder, "--scenario", "mobile", "--workers", 1)
+    report = build_report(out, tmp_path / "report.html")
+    assert "map-throughput-WiBro-mobile" in report["items"]
+    from cellperf.report import collect_items
+
+    with Store.open(out, read_only=True) as s:
+        item = next(i for _, items in collect_items(s) for i in items if i.key == "map-throughput-WiBro-mobile")
+        handoffs = s.frame("SELECT kind, count(*) AS n FROM handoffs GROUP BY 1 ORDER BY 1")
+        inside = s.frame("""SELECT count(*) AS n FROM positions p WHERE EXISTS (
+                              SELECT 1 FROM intervals i WHERE i.run_id = p.run_id AND p.time_s >= epoch(i.start_ts)
+                                AND p.time_s < epoch(i.start_ts) + 1)""")["n"][0]
+    traces = {t.name: t for t in item.figure.data}
+    # One grey route per run, the coloured fixes inside measured intervals, one marker per handoff.
+    assert sum(t.line.color == "#bbb" for t in item.figure.data) == 4
+    assert len(traces["throughput, kb/s"].x) == inside > 0
+    assert {k: len(traces[f"{k} handoff"].x) for k in handoffs["kind"]} == dict(handoffs.iter_rows())
+    # Offline: plain axes (no map or geo traces that would fetch tiles or a basemap).
+    assert {t.type for t in item.figure.data} == {"scatter"}
+    assert item.figure.layout.xaxis.scaleanchor == "y"
