@@ -20,7 +20,7 @@ import pytest
 
 from cellperf.report import build_report
 from cellperf.store import Store
-from tests.campaign.capture_corpus import as_captures, replicate_corpus, run_campaign
+from tests.campaign.capture_corpus import replicate_corpus
 from tests.conftest import cellperf
 
 pytestmark = pytest.mark.netns
@@ -39,18 +39,6 @@ SAME_ROWS = [
     "SELECT * EXCLUDE (run_id) FROM packets",
     "SELECT * EXCLUDE (run_id) FROM udp_packets",
 ]
-
-
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    """The emulated campaign's store, its runs as a captures folder, and its server's port."""
-    root = tmp_path_factory.mktemp("captures")
-    store = run_campaign(root / "campaign")
-    names = as_captures(store, root / "captures")
-    with Store.open(store, read_only=True) as s:
-        port = s.frame("SELECT DISTINCT sport FROM flows WHERE role = 'control'")["sport"].to_list()
-    assert len(names) == 4 and len(port) == 1
-    return store, root / "captures", port[0]
 
 
 def _import(store: Path, captures: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
@@ -183,18 +171,20 @@ def test_manifest_with_other_tools_logs(campaign, tmp_path):
 def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign, tmp_path):
     _, captures, _ = campaign
     corpus = tmp_path / "corpus"
-    replicate_corpus(captures, corpus, 24)
+    replicate_corpus(captures, corpus, 60)
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("cellperf")
     proc = subprocess.Popen([str(exe), "import", str(out), "--captures", str(corpus), "--workers", "1",
                              "--interval", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        # Finished runs are committed in batches (folders moved into place, then one transaction):
+        # once a folder of a second batch is in place, the first batch is committed. Kill then.
         deadline = time.time() + 120
-        while time.time() < deadline:  # kill once a few runs are committed, mid-corpus
-            done = [p for p in (out / "runs").glob("[!.]*")] if (out / "runs").is_dir() else []
-            if len(done) >= 3:
+        while time.time() < deadline:
+            done = list((out / "runs").glob("[!.]*")) if (out / "runs").is_dir() else []
+            if len(done) > corpus_batch():
                 break
-            time.sleep(0.05)
+            time.sleep(0.005)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
@@ -202,18 +192,26 @@ def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign,
             proc.kill()
     with Store.open(out, read_only=True) as s:
         kept = s.frame("SELECT run_id, config_sha256, started_at FROM runs")
-    assert 3 <= kept.height < 24
+    assert 1 <= kept.height < 60
     summary = json.loads(cellperf("import", out, "--captures", corpus, "--workers", 1, "--interval", 1, "--json",
                                   timeout=300).stdout)
-    assert summary["runs_skipped"] == kept.height and summary["runs_done"] == 24 - kept.height
+    assert summary["runs_skipped"] == kept.height and summary["runs_done"] == 60 - kept.height
     with Store.open(out, read_only=True) as s:
-        runs = s.frame("SELECT run_id, config_sha256 FROM runs")
-        assert runs.height == 24 and runs["config_sha256"].n_unique() == 24 and runs["run_id"].n_unique() == 24
+        runs = s.frame("SELECT run_id, config_sha256, started_at FROM runs")
+        assert runs.height == 60 and runs["config_sha256"].n_unique() == 60 and runs["run_id"].n_unique() == 60
+        # The runs committed before the kill are kept as they were, not redone.
+        assert runs.join(kept, on="run_id").filter(pl.col("started_at") == pl.col("started_at_right")).height == kept.height
         assert sorted(p.name for p in s.runs_dir.iterdir()) == sorted(runs["run_id"])
         orphans = s.frame("SELECT count(*) AS n FROM flows WHERE run_id NOT IN (SELECT run_id FROM runs)")
         assert orphans["n"][0] == 0
-        assert s.frame("SELECT count(DISTINCT run_id) AS n FROM packets")["n"][0] == 24
-    assert len(list((out / "dataset" / "packets").glob("*/*/run=*"))) == 24
+        assert s.frame("SELECT count(DISTINCT run_id) AS n FROM packets")["n"][0] == 60
+    assert len(list((out / "dataset" / "packets").glob("*/*/run=*"))) == 60
+
+
+def corpus_batch() -> int:
+    from cellperf.campaign.corpus import COMMIT_RUNS
+
+    return COMMIT_RUNS
 
 
 def _gpx(path: Path, start_s: float, seconds: int) -> None:

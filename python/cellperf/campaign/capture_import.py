@@ -133,7 +133,7 @@ def analyse_capture(job: Job) -> RunRecord:
     started = min(first) if first else t0
     ended = max(last) if last else started
     duration = ended - started if first else None
-    analysis["import"] = {"seconds": time.time() - t0, "host": socket.gethostname()}
+    analysis["import"] = {"seconds": time.time() - t0, "host": socket.gethostname(), "pid": os.getpid()}
     config = {"network": run.network, "scenario": run.scenario, "test": job.test,
               "test_type": analysis.get("test_type", run.test_type), "repetition": job.repetition,
               "options": {}, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",

@@ -262,30 +262,50 @@ class Store:
 
     def commit_run(self, record: RunRecord) -> None:
         """Stores one run atomically, replacing an earlier failed attempt of the same run."""
-        run_id = record.row["run_id"]
-        final = self.runs_dir / run_id
-        try:
-            if final.exists():
-                shutil.rmtree(final)
-            if record.staging_dir is not None:
-                os.replace(record.staging_dir, final)
-                self._move_into_dataset(final, record.row)
-        except OSError as e:
-            raise _write_error(final, e) from None
-        row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
-        for key in ("config", "versions", "result", "emulator", "analysis"):
-            if row.get(key) is not None and not isinstance(row[key], str):
-                row[key] = json.dumps(row[key])
+        self.commit_runs([record])
+
+    def commit_runs(self, records: list[RunRecord]) -> None:
+        """Stores several runs in one transaction (a corpus import commits what its workers
+        have finished together: one transaction per run would make the writer the bottleneck)."""
+        rows = []
+        for record in records:
+            run_id = record.row["run_id"]
+            final = self.runs_dir / run_id
+            try:
+                if final.exists():
+                    shutil.rmtree(final)
+                if record.staging_dir is not None:
+                    os.replace(record.staging_dir, final)
+                    self._move_into_dataset(final, record.row)
+            except OSError as e:
+                raise _write_error(final, e) from None
+            row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
+            for key in ("config", "versions", "result", "emulator", "analysis"):
+                if row.get(key) is not None and not isinstance(row[key], str):
+                    row[key] = json.dumps(row[key])
+            rows.append(row)
+        ids = [r["run_id"] for r in rows]
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
-            for t in ("runs", *RUN_TABLES):
-                con.execute(f"DELETE FROM {t} WHERE run_id = ?", [run_id])
-            con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
-            for name, table in record.tables.items():
-                if name not in RUN_TABLES:
-                    raise ValueError(f"unknown run table {name}")
-                self._insert(name, table)
+            # Only a run stored before (a failed attempt) has rows to replace; looking it up by
+            # its key is cheap, a DELETE on every run table is not (it scans them).
+            again = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?))",
+                                               [ids]).fetchall()]
+            if again:
+                for t in ("runs", *RUN_TABLES):
+                    con.execute(f"DELETE FROM {t} WHERE run_id IN (SELECT unnest(?))", [again])
+            for row in rows:
+                con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                            list(row.values()))
+            by_table: dict[str, list] = {}
+            for record in records:
+                for name, table in record.tables.items():
+                    if name not in RUN_TABLES:
+                        raise ValueError(f"unknown run table {name}")
+                    by_table.setdefault(name, []).append(table if isinstance(table, pl.DataFrame) else pl.from_arrow(table))
+            for name, tables in by_table.items():
+                self._insert(name, pl.concat(tables, how="diagonal_relaxed") if len(tables) > 1 else tables[0])
             con.execute("COMMIT")
         except BaseException as e:
             # A COMMIT that failed (e.g. the WAL could not be written) has already ended the
