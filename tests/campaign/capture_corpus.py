@@ -13,20 +13,19 @@ from tests.conftest import cellperf
 
 HANDOFFS = "time_s,bs_id,sector_id,outage_ms\n1.0,1,2,50\n2.0,2,1,200\n"
 
-CAMPAIGN = """\
-[campaign]
+def campaign_text(seconds: int = 3, networks: tuple[tuple[str, str], ...] = (("WiBro", "wibro"),)) -> str:
+    """A campaign of `seconds`-long UDP CBR and TCP bulk downlink runs, stationary and mobile
+    (with two handoffs), on each (name, profile) of `networks`."""
+    nets = "".join(f'[[networks]]\nname = "{name}"\nprofile = "{profile}"\nhandoffs = "handoffs.csv"\n\n'
+                   for name, profile in networks)
+    return f"""[campaign]
 name = "captures"
-duration = 3
+duration = {seconds}
 interval = 1
 scenarios = ["stationary", "mobile"]
 parallel = 2
 
-[[networks]]
-name = "WiBro"
-profile = "wibro"
-handoffs = "handoffs.csv"
-
-[[tests]]
+{nets}[[tests]]
 type = "udp-cbr"
 direction = "down"
 rate = "2M"
@@ -38,11 +37,11 @@ window = "128K"
 """
 
 
-def run_campaign(folder: Path) -> Path:
-    """Runs the campaign above into `folder/out` (4 runs) and returns that store."""
+def run_campaign(folder: Path, text: str | None = None) -> Path:
+    """Runs a campaign (default: `campaign_text()`, 4 runs) into `folder/out` and returns that store."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "handoffs.csv").write_text(HANDOFFS)
-    (folder / "campaign.toml").write_text(CAMPAIGN)
+    (folder / "campaign.toml").write_text(text or campaign_text())
     cellperf("run", folder / "campaign.toml", "--out", folder / "out", timeout=300)
     return folder / "out"
 

@@ -96,7 +96,13 @@ def test_importing_again_stores_nothing_new(campaign, tmp_path):
     before = _rows(out, "SELECT run_id, started_at, config_sha256 FROM runs")
     again = json.loads(_import(out, captures, "--workers", 1).stdout)
     assert again["runs_skipped"] == 4 and again["runs_done"] == 0
+    # The same files elsewhere (another path, a new mtime) are read again, found stored by content.
+    copy = tmp_path / "copy"
+    shutil.copytree(captures, copy)
+    moved = json.loads(_import(out, copy, "--workers", 1).stdout)
+    assert moved["runs_skipped"] == 4 and moved["runs_done"] == 0
     assert _rows(out, "SELECT run_id, started_at, config_sha256 FROM runs").equals(before)
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(before["run_id"])
 
 
 def test_one_bad_capture_is_a_failed_run_and_the_others_are_imported(campaign, tmp_path):

@@ -18,7 +18,6 @@ import platform
 import shutil
 import socket
 import time
-import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,8 @@ import polars as pl
 
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run
-from cellperf.campaign.captures import CaptureRun, describe
+from cellperf.campaign.captures import CaptureRun, content_identity, describe
+from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.spec import Network, RunSpec, TestSpec
 from cellperf.errors import UserError, os_reason
 from cellperf.store import RunRecord, disk_full, staging_dir
@@ -41,8 +41,7 @@ class Job:
     run_id: str
     test: str
     repetition: int
-    identity: str  # SHA-256 of the files and options (the run's `config_sha256`)
-    file_digests: dict
+    quick: str  # `captures.quick_key`: the files' path, size and mtime, and the options
     runs_dir: Path
     interval_s: float
     tz: str
@@ -102,8 +101,9 @@ def analyse_capture(job: Job) -> RunRecord:
     folder = staging_dir(job.runs_dir, f"{job.run_id}-{socket.gethostname()}-{os.getpid()}")
     tables: dict = {}
     analysis: dict = {"warnings": []}
-    reason = None
-    try:
+    identity, digests = job.quick, {}  # until the files are read
+    with recorded_failure(folder, job.runs_dir) as failure:
+        identity, digests = content_identity(run, job.interval_s, job.tz)
         for role in ("mn", "cn"):
             if getattr(run, role) is not None:
                 _place(getattr(run, role), folder / f"{role}.pcap")
@@ -116,17 +116,7 @@ def analyse_capture(job: Job) -> RunRecord:
         analysis = summary
         if positions is not None:
             tables["positions"] = positions.with_columns(run_id=pl.lit(job.run_id))
-    except UserError as e:
-        if "disk full" in str(e):
-            raise
-        reason = str(e)
-    except OSError as e:
-        if e.errno == errno.ENOSPC:
-            raise disk_full(job.runs_dir) from None
-        reason = f"{e.filename or folder}: {os_reason(e)}"
-    except Exception as e:  # a bug: keep the files and the traceback for the report
-        reason = f"internal error: {type(e).__name__}: {e}"
-        (folder / "error.txt").write_text(traceback.format_exc())
+    reason = failure.reason
     captures = analysis.get("captures") or []
     first = [c["first_ts_s"] for c in captures if c.get("first_ts_s") is not None]
     last = [c["last_ts_s"] for c in captures if c.get("last_ts_s") is not None]
@@ -137,11 +127,12 @@ def analyse_capture(job: Job) -> RunRecord:
     config = {"network": run.network, "scenario": run.scenario, "test": job.test,
               "test_type": analysis.get("test_type", run.test_type), "repetition": job.repetition,
               "options": {}, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",
-              "imported": {"tool": "captures", **describe(run), "sha256": job.file_digests, "tz": job.tz}}
+              "imported": {"tool": "captures", **describe(run), "sha256": digests, "quick": job.quick,
+                           "tz": job.tz}}
     row = {
         "run_id": job.run_id, "network": run.network, "scenario": run.scenario, "test": job.test,
         "test_type": config["test_type"], "direction": _direction(tables.get("flows")), "repetition": job.repetition,
-        "profile": None, "config": config, "config_sha256": job.identity,
+        "profile": None, "config": config, "config_sha256": identity,
         "status": "failed" if reason else "ok", "reason": reason, "host": socket.gethostname(),
         "kernel": platform.release(), "versions": {"cellperf": __version__},
         "started_at": datetime.fromtimestamp(started, timezone.utc),

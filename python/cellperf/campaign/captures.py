@@ -13,8 +13,11 @@ Manifest (CSV, any other layout): one row per run, paths relative to the manifes
 `run` and one of `mn`/`cn` are required; an empty cell takes the command line's value.
 
 Identity (**choice**): a run is the SHA-256 of its files' contents (each file's own SHA-256,
-in role order) and of the options that change its analysis; importing the same files
-with the same options again finds it stored and does nothing.
+by role) and of the options that change its analysis, computed by whoever analyses the run
+(a Dask worker reads the files once for both); a run whose content is stored already is not
+stored again. Before that, a quick check spares re-reading files imported before: a run
+whose files have the path, size and modification time (ns) they had when it was stored, with
+the same options, is skipped unread (as make, rsync and git decide a file is unchanged).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -180,18 +182,26 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def run_digests(runs: list[CaptureRun], interval_s: float, tz: str) -> list[tuple[str, dict[str, str]]]:
-    """(identity, {role: file SHA-256}) per run; files hashed in threads (hashlib releases the
-    GIL), so a corpus is read at disk speed."""
-    paths = sorted({p for r in runs for p in r.files().values()})
-    with ThreadPoolExecutor(4) as pool:
-        digest = dict(zip(paths, pool.map(file_sha256, paths)))
-    out = []
-    for r in runs:
-        files = {role: digest[p] for role, p in r.files().items()}
-        ident = json.dumps({"files": files, "options": r.options(interval_s, tz)}, sort_keys=True)
-        out.append((hashlib.sha256(ident.encode()).hexdigest(), files))
-    return out
+def quick_key(run: CaptureRun, interval_s: float, tz: str) -> str:
+    """The run's files as they stand (path, size, mtime in ns) and its options, hashed."""
+    stat = {}
+    for role, p in run.files().items():
+        try:
+            st = p.stat()
+        except OSError as e:
+            raise UserError(f"{p}: cannot read ({os_reason(e)})") from None
+        stat[role] = [str(p.resolve()), st.st_size, st.st_mtime_ns]
+    return _digest({"stat": stat, "options": run.options(interval_s, tz)})
+
+
+def content_identity(run: CaptureRun, interval_s: float, tz: str) -> tuple[str, dict[str, str]]:
+    """(identity, {role: file SHA-256}): what the run is, by content and options."""
+    files = {role: file_sha256(p) for role, p in run.files().items()}
+    return _digest({"files": files, "options": run.options(interval_s, tz)}), files
+
+
+def _digest(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def describe(run: CaptureRun) -> dict:

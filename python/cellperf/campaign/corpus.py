@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cellperf.campaign.capture_import import Job, analyse_capture
-from cellperf.campaign.captures import CaptureRun, find_runs, run_digests
+from cellperf.campaign.captures import CaptureRun, find_runs, quick_key
 from cellperf.campaign.imports import ensure_campaign
 from cellperf.campaign.runner import RunStatus, Summary
 from cellperf.errors import UserError
@@ -51,8 +51,8 @@ class CorpusStats:
     engine: str
     workers: int
     startup_s: float = 0.0  # starting the local cluster or connecting to the scheduler
-    wall_s: float = 0.0  # from the cluster being ready to the last commit
-    driver_s: float = 0.0  # time this process spent not waiting for workers
+    wall_s: float = 0.0  # from the cluster being ready to the last commit: hashing, analysis, commits
+    driver_s: float = 0.0  # time this process spent not waiting for workers, finding and hashing the runs too
     packets: int = 0
 
     def to_json(self, runs: int) -> dict:
@@ -99,7 +99,7 @@ def _on_dask(client, jobs: list[Job]) -> Iterator[list[tuple[Job, RunRecord]]]:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    futures = {client.submit(analyse_capture, job, key=f"cellperf-import-{job.identity}", pure=False): job
+    futures = {client.submit(analyse_capture, job, key=f"cellperf-import-{job.quick}", pure=False): job
                for job in jobs}
     for batch in as_completed(futures).batches():
         out = []
@@ -128,90 +128,116 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
                     on_start: Callable[[int], None] | None = None,
                     on_run: Callable[[RunStatus, int, int], None] | None = None) -> tuple[Summary, CorpusStats]:
     """Imports every run under `source` (folder or manifest) into the store at `store_dir`."""
+    t_found = time.perf_counter()
     runs = find_runs(source, defaults)
-    digests = run_digests(runs, interval_s, tz)
+    finding_s = time.perf_counter() - t_found
+    n = local_workers(len(runs), workers, cluster)
+    stats = CorpusStats("dask" if (cluster or n > 1) else "in-process", n)
     new_store = not (store_dir / DB_NAME).exists()
     folder_existed = store_dir.exists()
     store = Store.open(store_dir, create=True)
-    committed = 0
     try:
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
-        states = store.frame("SELECT run_id, status, config_sha256 FROM runs")
-        by_hash = {h: (rid, st) for rid, st, h in states.iter_rows()}
-        jobs, planned = [], set(states["run_id"])
-        for run, (identity, files) in zip(runs, digests):
-            stored = by_hash.get(identity)
-            if stored and stored[1] == "ok":
-                summary.skipped += 1
-                continue
-            if stored:  # failed before: the same run again
-                run_id = stored[0]
-                repetition = int(run_id.rsplit(".", 1)[1])
-            else:
-                prefix = f"{run.network}.{run.scenario}.{test}."
-                repetition = 1 + max((int(r[len(prefix):]) for r in planned
-                                      if r.startswith(prefix) and r[len(prefix):].isdigit()), default=0)
-                run_id = f"{prefix}{repetition}"
-            planned.add(run_id)
-            jobs.append(Job(run, run_id, test, repetition, identity, files, store.runs_dir, interval_s, tz))
-        n = local_workers(len(jobs), workers, cluster)
-        stats = CorpusStats("dask" if (cluster or n > 1) else "in-process", n)
-        if on_start:
-            on_start(len(jobs))
-        if not jobs:
-            return summary, stats
         t_start = time.perf_counter()
-        waited = 0.0
-        held: list[tuple[RunRecord, RunStatus]] = []
-        pending: list[RunRecord] = []
-        last_commit = t_start
         with (_dask_client(n, cluster) if stats.engine == "dask" else contextlib.nullcontext()) as client:
             t0 = time.perf_counter()
             stats.startup_s = t0 - t_start
+            jobs, stored = _plan(store, summary, runs, test, interval_s, tz)
+            if on_start:
+                on_start(len(jobs))
             results = _on_dask(client, jobs) if client is not None else _in_process(jobs)
-            while True:
-                w0 = time.perf_counter()
-                batch = next(results, None)
-                waited += time.perf_counter() - w0
-                if batch is None:
-                    break
-                for job, record in batch:
-                    seconds = ((record.row.get("analysis") or {}).get("import") or {}).get("seconds", 0.0)
-                    status = RunStatus(job.run_id, record.row["status"], record.row["reason"], seconds)
-                    if status.status == "ok":
-                        pending.append(record)
-                        stats.packets += sum(c.get("packets", 0) for c in record.row["analysis"].get("captures", []))
-                    else:
-                        held.append((_complete_failed(record, job), status))
-                    summary.finished.append(status)
-                    if on_run:
-                        on_run(status, summary.skipped + len(summary.finished), summary.total)
-                if len(pending) >= COMMIT_RUNS or time.perf_counter() - last_commit >= COMMIT_EVERY_S:
-                    committed += _commit(store, pending, campaign, source)
-                    last_commit = time.perf_counter()
-        committed += _commit(store, pending, campaign, source)
+            held, waited = _collect(store, results, stored, summary, stats, campaign, source, on_run)
         # Failed runs are stored once something of the corpus is: a wrong folder stores nothing.
-        if (committed or summary.skipped) and held:
-            store.commit_runs([record for record, _ in held])
+        if held and (summary.skipped or any(r.status == "ok" for r in summary.finished)):
+            store.commit_runs(held)
         stats.wall_s = time.perf_counter() - t0
-        stats.driver_s = stats.wall_s - waited
+        stats.driver_s = stats.wall_s - waited + finding_s
         store.remove_debris()
         return summary, stats
     finally:
+        # A store this import created and stored nothing in goes (also when it was interrupted).
+        try:
+            empty = new_store and not store.frame("SELECT count(*) AS n FROM runs")["n"][0]
+        except Exception:  # the error being raised says what happened to the store
+            empty = False
         store.close()
-        if new_store and committed == 0:
+        if empty:
             _remove_new_store(store_dir, folder_existed)
 
 
-def _commit(store: Store, records: list[RunRecord], campaign: str | None, source: Path) -> int:
+def _plan(store: Store, summary: Summary, runs: list[CaptureRun], test: str, interval_s: float,
+          tz: str) -> tuple[list[Job], set[str]]:
+    """A job per run not known to be stored (counted as skipped otherwise, by the quick check of
+    `captures.quick_key`), and the identities of the runs stored ok. A run that failed before
+    keeps its id, a new one takes the next free repetition of NETWORK.SCENARIO.TEST."""
+    states = store.frame("""SELECT run_id, status, config_sha256,
+                                   json_extract_string(config, '$.imported.quick') AS quick FROM runs""")
+    by_quick = {q: (rid, st) for rid, st, _, q in states.iter_rows() if q}
+    jobs, planned = [], set(states["run_id"])
+    for run in runs:
+        quick = quick_key(run, interval_s, tz)
+        stored = by_quick.get(quick)
+        if stored and stored[1] == "ok":
+            summary.skipped += 1
+            continue
+        if stored:  # failed before: the same run again
+            run_id = stored[0]
+            repetition = int(run_id.rsplit(".", 1)[1])
+        else:
+            prefix = f"{run.network}.{run.scenario}.{test}."
+            repetition = 1 + max((int(r[len(prefix):]) for r in planned
+                                  if r.startswith(prefix) and r[len(prefix):].isdigit()), default=0)
+            run_id = f"{prefix}{repetition}"
+        planned.add(run_id)
+        jobs.append(Job(run, run_id, test, repetition, quick, store.runs_dir, interval_s, tz))
+    return jobs, set(states.filter(states["status"] == "ok")["config_sha256"])
+
+
+def _collect(store: Store, results: Iterator[list[tuple[Job, RunRecord]]], stored: set[str], summary: Summary,
+             stats: CorpusStats, campaign: str | None, source: Path,
+             on_run: Callable[[RunStatus, int, int], None] | None) -> tuple[list[RunRecord], float]:
+    """Commits the runs as they finish, but not one whose content is stored already (`stored`:
+    identities, growing); returns the failed ones (held back) and the seconds spent waiting."""
+    waited = 0.0
+    held: list[RunRecord] = []
+    pending: list[RunRecord] = []
+    last_commit = time.perf_counter()
+    while True:
+        w0 = time.perf_counter()
+        batch = next(results, None)
+        waited += time.perf_counter() - w0
+        if batch is None:
+            break
+        for job, record in batch:
+            if record.row["status"] == "ok" and record.row["config_sha256"] in stored:
+                # The same files under another name or path: stored already.
+                shutil.rmtree(record.staging_dir, ignore_errors=True)
+                summary.skipped += 1
+                continue
+            seconds = ((record.row.get("analysis") or {}).get("import") or {}).get("seconds", 0.0)
+            status = RunStatus(job.run_id, record.row["status"], record.row["reason"], seconds)
+            if status.status == "ok":
+                pending.append(record)
+                stored.add(record.row["config_sha256"])
+                stats.packets += sum(c.get("packets", 0) for c in record.row["analysis"].get("captures", []))
+            else:
+                held.append(_complete_failed(record, job))
+            summary.finished.append(status)
+            if on_run:
+                on_run(status, summary.skipped + len(summary.finished), summary.total)
+        if len(pending) >= COMMIT_RUNS or time.perf_counter() - last_commit >= COMMIT_EVERY_S:
+            _commit(store, pending, campaign, source)
+            last_commit = time.perf_counter()
+    _commit(store, pending, campaign, source)
+    return held, waited
+
+
+def _commit(store: Store, records: list[RunRecord], campaign: str | None, source: Path) -> None:
     """Commits the finished runs held (one transaction) and empties the list."""
-    if not records:
-        return 0
-    ensure_campaign(store, campaign, [f"captures {source}"])
-    store.commit_runs(records)
-    n = len(records)
-    records.clear()
-    return n
+    if records:
+        ensure_campaign(store, campaign, [f"captures {source}"])
+        store.commit_runs(records)
+        records.clear()
 
 
 def local_workers(runs: int, workers: int | None, cluster: str | None) -> int:
@@ -233,8 +259,8 @@ def _complete_failed(record: RunRecord, job: Job) -> RunRecord:
     run = job.run
     row = {"run_id": job.run_id, "network": run.network, "scenario": run.scenario, "test": job.test,
            "test_type": run.test_type, "repetition": job.repetition,
-           "config": {"testbed": "imported", "imported": {"tool": "captures", "name": run.name}},
-           "config_sha256": job.identity, "status": "failed", "reason": record.row["reason"]}
+           "config": {"testbed": "imported", "imported": {"tool": "captures", "name": run.name, "quick": job.quick}},
+           "config_sha256": job.quick, "status": "failed", "reason": record.row["reason"]}
     return RunRecord(row, {}, None)
 
 

@@ -247,8 +247,6 @@ class Store:
         its network, day (UTC, of its start) and run."""
         started = row.get("started_at")
         day = started.astimezone(timezone.utc).date().isoformat() if isinstance(started, datetime) else "unknown"
-        for d in self._partitions(row["run_id"]):  # an earlier attempt of the run
-            shutil.rmtree(d)
         for name in PARQUET_TABLES:
             f = run_folder / f"{name}.parquet"
             if f.exists():
@@ -272,8 +270,10 @@ class Store:
             run_id = record.row["run_id"]
             final = self.runs_dir / run_id
             try:
-                if final.exists():
+                if final.exists():  # an earlier attempt of the run: its files go
                     shutil.rmtree(final)
+                    for d in self._partitions(run_id):
+                        shutil.rmtree(d)
                 if record.staging_dir is not None:
                     os.replace(record.staging_dir, final)
                     self._move_into_dataset(final, record.row)
@@ -295,9 +295,12 @@ class Store:
             if again:
                 for t in ("runs", *RUN_TABLES):
                     con.execute(f"DELETE FROM {t} WHERE run_id IN (SELECT unnest(?))", [again])
-            for row in rows:
+            if len(rows) == 1:
+                row = rows[0]
                 con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                             list(row.values()))
+            else:  # one statement for the batch
+                self._insert("runs", pl.DataFrame(rows, infer_schema_length=None))
             by_table: dict[str, list] = {}
             for record in records:
                 for name, table in record.tables.items():
