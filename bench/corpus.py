@@ -9,8 +9,12 @@ namespaces; real kernel TCP and UDP, both ends captured by the emulator, its rad
 (each replica's pcaps differ in one unused header field, so each is a run of its own by
 content; the analysis sees the same packets).
 
-Prints, per way of analysing: wall time of the whole command, runs/s and packets/s over the
-analysis (cluster start excluded, given apart), the importing process's own time per run
+Ways: `--workers 1` (in the importing process), `--workers 2` (a LocalCluster started by the
+import), and `--cluster` on a real `dask scheduler` with 1 and with 2 `dask worker` processes
+started beforehand (the steady state of a running cluster). Prints, per way: wall time of the
+whole command, its CPU time (with its children; a running cluster's workers are not), runs/s
+and packets/s over the analysis (cluster start excluded, given apart), the importing
+process's own time per run
 (`driver_ms_per_run`: hashing aside, what it spends not waiting for workers: receiving rows,
 committing them), and the speed-up of 2 workers over 1. Imports run `--repeat` times
 (alternating) and the median is reported; the shell loop runs once. The load average is
@@ -22,9 +26,11 @@ printed beside each figure: on a shared machine, compare ratios measured togethe
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +67,40 @@ def _import(corpus: Path, store: Path, workers: int) -> dict:
     return {**doc["corpus"], "command_s": wall, "cpu_s": cpu, "runs": doc["runs_done"], "load": os.getloadavg()[0]}
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _on_cluster(corpus: Path, store: Path, workers: int) -> dict:
+    """The import on a real `dask scheduler` with `workers` single-threaded `dask worker`
+    processes on this machine (started and warmed before the clock starts, stopped after)."""
+    from distributed import Client
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).with_name("dask"))
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(workers, timeout=120)
+            c.run(importlib.import_module, "cellperf.campaign.capture_import")
+        shutil.rmtree(store, ignore_errors=True)
+        stdout, wall, cpu = _measure([CELLPERF, "import", str(store), "--captures", str(corpus), "--cluster", address,
+                                      "--interval", "1", "--json"])
+        # The workers' CPU: they are not children of the import.
+        return {**json.loads(stdout)["corpus"], "command_s": wall, "load": os.getloadavg()[0]}
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+
+
 def _shell_loop(corpus: Path, out: Path) -> dict:
     runs = sorted(p for p in corpus.iterdir() if p.is_dir())
     script = (f'for d in "{corpus}"/*/; do "{CELLPERF}" analyze --mn "$d/mn.pcap" --cn "$d/cn.pcap" --interval 1 '
@@ -95,34 +135,39 @@ def main() -> None:
         size = sum(f.stat().st_size for f in corpus.rglob("*.pcap"))
         print(f"corpus: {args.runs} runs, {size / 1e6:.0f} MB of pcap, from "
               f"{len(list((work / 'captures').iterdir()))} emulated runs", file=sys.stderr)
-        results: dict[int, list[dict]] = {1: [], 2: []}
+        results: dict[str, list[dict]] = {"1": [], "2": [], "cluster-1": [], "cluster-2": []}
         for _ in range(args.repeat):
             for workers in (1, 2):
-                results[workers].append(_import(corpus, work / f"store-{workers}", workers))
+                results[str(workers)].append(_import(corpus, work / f"store-{workers}", workers))
+                results[f"cluster-{workers}"].append(_on_cluster(corpus, work / f"store-c{workers}", workers))
         shutil.rmtree(work / "loop", ignore_errors=True)
         loop = _shell_loop(corpus, work / "loop")
-        med = {w: {k: statistics.median(r[k] for r in rs) for k in
+        med = {w: {k: statistics.median(r.get(k, float("nan")) for r in rs) for k in
                    ("command_s", "cpu_s", "wall_s", "startup_s", "runs_per_s", "packets_per_s", "driver_ms_per_run",
                     "load")}
                for w, rs in results.items()}
         for w in med:
             med[w]["packets"] = results[w][0]["packets"]
-            med[w]["runs"] = results[w][0]["runs"]
-        out = {"runs": args.runs, "repeat": args.repeat, "cpus": os.cpu_count(), "one_worker": med[1],
-               "two_workers": med[2], "speedup_2_over_1": med[2]["runs_per_s"] / med[1]["runs_per_s"],
-               "speedup_2_over_1_command": med[1]["command_s"] / med[2]["command_s"],
-               "shell_loop": loop, "import_2_over_shell_loop": loop["command_s"] / med[2]["command_s"]}
+        out = {"runs": args.runs, "repeat": args.repeat, "cpus": os.cpu_count(), "ways": med,
+               "speedup_2_over_1": med["2"]["runs_per_s"] / med["1"]["runs_per_s"],
+               "speedup_2_over_1_command": med["1"]["command_s"] / med["2"]["command_s"],
+               "speedup_cluster_2_over_1": med["cluster-2"]["runs_per_s"] / med["cluster-1"]["runs_per_s"],
+               "shell_loop": loop, "import_2_over_shell_loop": loop["command_s"] / med["2"]["command_s"]}
         if args.json:
             print(json.dumps(out, indent=2))
             return
         print(f"{'way':<26}{'command s':>10}{'CPU s':>7}{'runs/s':>8}{'packets/s':>10}{'driver ms':>10}{'load':>6}")
-        for name, r in (("import --workers 1", med[1]), ("import --workers 2 (Dask)", med[2])):
-            print(f"{name:<26}{r['command_s']:>10.2f}{r['cpu_s']:>7.1f}{r['runs_per_s']:>8.1f}"
+        for name, key in (("import --workers 1", "1"), ("import --workers 2 (Dask)", "2"),
+                          ("--cluster, 1 dask worker", "cluster-1"), ("--cluster, 2 dask workers", "cluster-2")):
+            r = med[key]
+            cpu = f"{r['cpu_s']:>7.1f}" if r["cpu_s"] == r["cpu_s"] else f"{'–':>7}"
+            print(f"{name:<26}{r['command_s']:>10.2f}{cpu}{r['runs_per_s']:>8.1f}"
                   f"{r['packets_per_s']:>10.0f}{r['driver_ms_per_run']:>10.1f}{r['load']:>6.2f}")
         print(f"{'shell loop of analyze':<26}{loop['command_s']:>10.2f}{loop['cpu_s']:>7.1f}{loop['runs_per_s']:>8.1f}"
               f"{'':>10}{'':>10}{loop['load']:>6.2f}")
         print(f"speed-up, 2 workers over 1: {out['speedup_2_over_1']:.2f}x over the analysis "
-              f"({out['speedup_2_over_1_command']:.2f}x whole command, Dask start {med[2]['startup_s']:.1f} s); "
+              f"({out['speedup_2_over_1_command']:.2f}x whole command, Dask start {med['2']['startup_s']:.1f} s); "
+              f"2 dask workers over 1 on a running cluster: {out['speedup_cluster_2_over_1']:.2f}x; "
               f"import --workers 2 over the shell loop: {out['import_2_over_shell_loop']:.1f}x")
         print(f"medians of {args.repeat}; {os.cpu_count()} CPUs; load average shown (a shared machine)")
     finally:
