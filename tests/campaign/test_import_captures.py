@@ -153,6 +153,13 @@ def test_bad_input_is_one_line_and_stores_nothing(campaign, tmp_path):
     # A scheduler nobody runs.
     _refused(_import(out, captures, "--cluster", "tcp://127.0.0.1:9", check=False), "tcp://127.0.0.1:9",
              "cannot reach the Dask scheduler")
+    # Options and manifests are checked before anything is read.
+    _refused(_import(out, captures, "--test-type", "bogus", check=False), "--test-type: 'bogus' unknown", "tcp-bulk")
+    manifest = tmp_path / "runs.csv"
+    manifest.write_text(f"run,mn,scenario\nx,{runs[0]}/mn.pcap,moving\n")
+    _refused(_import(out, manifest, check=False), "runs.csv:2: scenario: use stationary or mobile, not 'moving'")
+    manifest.write_text(f"run,mn,phone\nx,{runs[0]}/mn.pcap,1\n")
+    _refused(_import(out, manifest, check=False), "runs.csv: unknown column(s) phone")
     assert not out.exists()
 
 

@@ -133,15 +133,19 @@ def _from_manifest(path: Path, defaults: CaptureRun) -> list[CaptureRun]:
     return runs
 
 
-def _check_options(run: CaptureRun, where: str) -> None:
+def _check_options(run: CaptureRun, where: str | None = None) -> None:
+    """The run's options; errors name the manifest line (`where`) or the command-line option."""
+    def name(option: str) -> str:
+        return f"{where}: {option}" if where else f"--{option.replace('_', '-')}"
+
     try:
         _name_check(run.network, "network")
     except ValueError as e:
-        raise UserError(f"{where}: network: '{run.network}' {e}") from None
+        raise UserError(f"{name('network')}: '{run.network}' {e}") from None
     if run.scenario not in SCENARIOS:
-        raise UserError(f"{where}: scenario: use {' or '.join(SCENARIOS)}, not '{run.scenario}'")
+        raise UserError(f"{name('scenario')}: use {' or '.join(SCENARIOS)}, not '{run.scenario}'")
     if run.test_type != AUTO_TEST_TYPE and run.test_type not in TEST_PROTOCOL:
-        raise UserError(f"{where}: test type '{run.test_type}' unknown "
+        raise UserError(f"{name('test_type')}: '{run.test_type}' unknown "
                         f"(choose from {AUTO_TEST_TYPE}, {', '.join(sorted(TEST_PROTOCOL))})")
 
 
@@ -153,7 +157,7 @@ def find_runs(source: Path, defaults: CaptureRun) -> list[CaptureRun]:
     if source.is_file():
         runs = _from_manifest(source, defaults)
     else:
-        _check_options(defaults, "--network/--scenario/--test-type")
+        _check_options(defaults)
         single = _from_folder(source, defaults)
         runs = [single] if single else [r for d in sorted(p for p in source.iterdir() if p.is_dir())
                                         if (r := _from_folder(d, defaults)) is not None]
