@@ -26,11 +26,9 @@ printed beside each figure: on a shared machine, compare ratios measured togethe
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,7 +38,8 @@ from pathlib import Path
 
 # The corpus is made by the tests' helpers (the same captures the import tests use).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.campaign.capture_corpus import as_captures, campaign_text, replicate_corpus, run_campaign  # noqa: E402
+from tests.campaign.capture_corpus import (  # noqa: E402
+    as_captures, campaign_text, dask_processes, replicate_corpus, run_campaign)
 
 CELLPERF = str(Path(sys.executable).with_name("cellperf"))
 
@@ -67,38 +66,15 @@ def _import(corpus: Path, store: Path, workers: int) -> dict:
     return {**doc["corpus"], "command_s": wall, "cpu_s": cpu, "runs": doc["runs_done"], "load": os.getloadavg()[0]}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _on_cluster(corpus: Path, store: Path, workers: int) -> dict:
     """The import on a real `dask scheduler` with `workers` single-threaded `dask worker`
     processes on this machine (started and warmed before the clock starts, stopped after)."""
-    from distributed import Client
-
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    dask = str(Path(sys.executable).with_name("dask"))
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
-        with Client(address, timeout=60) as c:
-            c.wait_for_workers(workers, timeout=120)
-            c.run(importlib.import_module, "cellperf.campaign.capture_import")
+    with dask_processes(workers) as (address, _):
         shutil.rmtree(store, ignore_errors=True)
-        stdout, wall, cpu = _measure([CELLPERF, "import", str(store), "--captures", str(corpus), "--cluster", address,
-                                      "--interval", "1", "--json"])
-        # The workers' CPU: they are not children of the import.
+        stdout, wall, _ = _measure([CELLPERF, "import", str(store), "--captures", str(corpus), "--cluster", address,
+                                    "--interval", "1", "--json"])
+        # No CPU time: the workers are not children of the import.
         return {**json.loads(stdout)["corpus"], "command_s": wall, "load": os.getloadavg()[0]}
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait()
 
 
 def _shell_loop(corpus: Path, out: Path) -> dict:

@@ -1,12 +1,20 @@
 """Real captures for the import tests and bench/corpus.py: a small emulated campaign (real
 kernel TCP and UDP through `cellperf emulate`, both ends captured, the emulator's radio log),
 laid out as a drive tester's folder (RUN/mn.pcap, RUN/cn.pcap, RUN/radio.csv), and
-replicated into a corpus of distinct files."""
+replicated into a corpus of distinct files; and a real Dask cluster of processes to import on."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import shutil
+import signal
+import socket
 import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import cellperf
@@ -78,3 +86,43 @@ def replicate_corpus(captures: Path, dest: Path, runs: int) -> None:
         for name in ("mn.pcap", "cn.pcap"):
             replicate_pcap(src / name, d / name, i)
         shutil.copyfile(src / "radio.csv", d / "radio.csv")
+
+
+@contextlib.contextmanager
+def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """A `dask scheduler` and `workers` single-threaded `dask worker` processes without nannies
+    (a killed worker stays dead) on loopback, each worker with cellperf's analysis imported;
+    yields (scheduler address, worker processes); stops them by their process ids."""
+    from distributed import Client
+
+    dask = str(Path(sys.executable).with_name("dask"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                                    "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for i in range(workers)]
+        with Client(address, timeout=30) as c:
+            c.wait_for_workers(workers, timeout=120)
+            c.run(importlib.import_module, "cellperf.campaign.capture_import")
+        yield address, procs[1:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,22 +15,11 @@ from pathlib import Path
 import pytest
 
 from cellperf.store import Store
-from tests.campaign.capture_corpus import replicate_corpus
+from tests.campaign.capture_corpus import dask_processes, replicate_corpus
 
 pytestmark = pytest.mark.netns
 
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _wait_for(predicate, seconds: float, what: str, poll_s: float = 0.002):
@@ -45,34 +33,9 @@ def _wait_for(predicate, seconds: float, what: str, poll_s: float = 0.002):
 
 
 @pytest.fixture
-def dask_cluster(tmp_path):
-    """A `dask scheduler` and two single-threaded `dask worker`s without nannies (a killed
-    worker stays dead), all on loopback; stopped at the end by their process ids."""
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        _wait_for(lambda: _listening(port), 30, "the scheduler", poll_s=0.1)
-        for name in ("w1", "w2"):
-            procs.append(subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny",
-                                           "--no-dashboard", "--name", name],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        from distributed import Client
-
-        with Client(address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield address, procs[1], procs[2]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+def dask_cluster():
+    with dask_processes(2) as (address, (w1, w2)):
+        yield address, w1, w2
 
 
 def test_corpus_on_a_dask_cluster_survives_a_killed_worker(campaign, tmp_path, dask_cluster):
