@@ -41,6 +41,19 @@ def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
 TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
                  "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp"}
 
+#: Test type of an imported capture whose test nobody named (`cellperf import --captures`):
+#: it becomes the type of its largest flow's protocol (`inferred_test_type`).
+AUTO_TEST_TYPE = "auto"
+
+
+def inferred_test_type(report: dict) -> str:
+    """`tcp-bulk` or `udp-cbr`, after the protocol of the flow that carried the most bytes
+    (**choice**: a capture of unknown purpose is read as a bulk transfer or a stream)."""
+    flows = [f for f in report["flows"] if f["proto"] in ("tcp", "udp")]
+    if not flows:
+        return "udp-cbr"
+    return "tcp-bulk" if max(flows, key=lambda f: f["bytes"])["proto"] == "tcp" else "udp-cbr"
+
 
 def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_port: int | None) -> dict[int, str]:
     """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
@@ -161,9 +174,11 @@ def _streams_from_log(agent_log: Path, directions: set[str], interval_s: float,
 def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str | None, clocks_synced: bool,
                 control_port: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
     """Rows for the run tables and a summary for `runs.analysis`. Per-packet tables are
-    written to `folder` as Parquet. Raises UserError when the captures cannot be read."""
+    written to `folder` as Parquet. Raises UserError when the captures cannot be read.
+    A test type `auto` is inferred from the captures (`summary["test_type"]`)."""
     tables: dict[str, pl.DataFrame] = {}
     summary: dict = {"warnings": []}
+    test_type = run.test.type
     warnings = summary["warnings"]
     run_id = pl.lit(run.run_id)
 
@@ -185,7 +200,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     # capture = false): a UDP test's delivery there is known from the agents' log only, where
     # the probe merged the server's records fetched over the control connection.
     from_log = set()
-    if agent_log.exists() and TEST_PROTOCOL.get(run.test.type) == "udp":
+    if agent_log.exists() and TEST_PROTOCOL.get(test_type) == "udp":
         from_log = {d for d, receiver in (("uplink", cn), ("downlink", mn)) if not receiver.exists()}
     flow_parts, interval_parts = [], []
     if mn.exists() or cn.exists():
@@ -196,7 +211,9 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         summary["captures"] = report["captures"]
         summary["owd_kind"] = report.get("owd_kind")
         packets = pl.from_arrow(a.tables["packets"])
-        roles = _flow_roles(report, packets, run.test.type, control_port)
+        if test_type == AUTO_TEST_TYPE:
+            test_type = summary["test_type"] = inferred_test_type(report)
+        roles = _flow_roles(report, packets, test_type, control_port)
         for f in report["flows"]:
             if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
                 roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
@@ -236,7 +253,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         log = pl.read_parquet(agent_log)
         write_parquet(log.with_columns(run_id=run_id), folder / "agent_log.parquet")
         agent_log.unlink()
-        if run.test.type == "voip":
+        if test_type == "voip":
             w = _voip_windows(folder / "agent_log.parquet", interval_s, warnings)
             if w is not None:
                 start = w["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9

@@ -95,6 +95,18 @@ def _read(source: Source, *, direction: str, date: dt.date | None, interval_s: f
     return read_ditg(source.path, date=date, direction=direction, interval_s=interval_s)
 
 
+def ensure_campaign(store: Store, name: str | None, sources: list[str]) -> None:
+    """A store made by an import alone records an `imported` campaign listing its sources;
+    a campaign's store keeps its own record."""
+    if store.campaign() is None:
+        listing = "\n".join(f"# {s}" for s in sources)
+        store.set_campaign({
+            "name": name or store.root.resolve().name, "description": "imported results",
+            "testbed": "imported", "spec_toml": f"# imported by cellperf import\n{listing}\n",
+            "spec_sha256": hashlib.sha256(listing.encode()).hexdigest(),
+            "created_at": datetime.now(timezone.utc), "cellperf_version": __version__})
+
+
 def import_results(store_dir: Path, sources: list[Source], *, network: str, scenario: str = "stationary",
                    test: str | None = None, ditg_direction: str = "up", date: dt.date | None = None,
                    interval_s: float = DEFAULT_INTERVAL_S, campaign: str | None = None) -> list[ImportedRun]:
@@ -120,13 +132,7 @@ def import_results(store_dir: Path, sources: list[Source], *, network: str, scen
 
     out: list[ImportedRun] = []
     with Store.open(store_dir, create=True) as store:
-        if store.campaign() is None:
-            listing = "\n".join(f"# {s.tool} {s.path}" for s in sources)
-            store.set_campaign({
-                "name": campaign or Path(store_dir).resolve().name, "description": "imported results",
-                "testbed": "imported", "spec_toml": f"# imported by cellperf import\n{listing}\n",
-                "spec_sha256": hashlib.sha256(listing.encode()).hexdigest(),
-                "created_at": datetime.now(timezone.utc), "cellperf_version": __version__})
+        ensure_campaign(store, campaign, [f"{s.tool} {s.path}" for s in sources])
         for source, imported, digest in read:
             doc = imported.document
             known = store.frame("SELECT run_id FROM runs WHERE config_sha256 = ?", [digest])

@@ -14,7 +14,6 @@ import os
 import platform
 import socket
 import time
-import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,10 +22,11 @@ from typing import Callable
 
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run
+from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
 from cellperf.campaign.testbed import Outcome, testbed_for
-from cellperf.errors import UserError, os_reason
+from cellperf.errors import UserError
 from cellperf.store import RunRecord, Store, disk_full
 
 #: Seconds of set-up and analysis expected per run beyond its test duration (for the ETA).
@@ -86,8 +86,7 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
     outcome = Outcome(started, started)
     tables: dict = {}
     analysis: dict = {}
-    reason = None
-    try:
+    with recorded_failure(folder, store.root) as failure:
         outcome = testbed.run(run, folder)
         if campaign.radio_log.kind == "csv":
             cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, folder / "radio.csv")
@@ -100,18 +99,8 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
                 from cellperf.campaign.web import web_tables
 
                 tables.update(web_tables(run, outcome.result, folder))
-        reason = outcome.error
-    except UserError as e:
-        if "disk full" in str(e):
-            raise
-        reason = str(e)
-    except OSError as e:
-        if e.errno == errno.ENOSPC:
-            raise disk_full(store.root) from None
-        reason = f"{e.filename or folder}: {os_reason(e)}"
-    except Exception as e:  # a bug: keep the run's files and the traceback for the report
-        reason = f"internal error: {type(e).__name__}: {e}"
-        (folder / "error.txt").write_text(traceback.format_exc())
+        failure.reason = outcome.error
+    reason = failure.reason
     if reason and os.strerror(errno.ENOSPC) in reason:
         # A child (capture, emulator, probe) ran out of space: every later run would too.
         raise disk_full(store.root)

@@ -343,7 +343,8 @@ def summary_table(store: Store) -> list[Item]:
             res.append(f"loss {100 * r['loss']:.2f} %")
         if r["test_type"] == "voip" and (r["network"], r["scenario"]) in rmap:
             res.append(f"median R {rmap[(r['network'], r['scenario'])]:.1f}")
-        cells = [r["network"], r["test"], r["scenario"], f"{r['ok']}/{r['runs']}", f"{r['duration']:g} s",
+        cells = [r["network"], r["test"], r["scenario"], f"{r['ok']}/{r['runs']}",
+                 f"{r['duration']:g} s" if r["duration"] is not None else "–",
                  opts or "–", "; ".join(res) or "–"]
         body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     table = ("<table><thead><tr><th>network</th><th>test</th><th>scenario</th><th>runs ok/all</th><th>duration</th>"

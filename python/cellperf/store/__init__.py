@@ -33,9 +33,12 @@ from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES, RUN_TABLES, SCHEMA
 DB_NAME = "results.duckdb"
 RUNS_DIR = "runs"
 STAGING_PREFIX = ".staging-"
+#: Per-packet tables of every run: one Hive-partitioned Parquet dataset per table,
+#: `dataset/TABLE/network=N/date=YYYY-MM-DD/run=RUN_ID/part-0.parquet` (docs/store.md).
+DATASET_DIR = "dataset"
 
-__all__ = ["DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "disk_full", "store_path",
-           "write_parquet"]
+__all__ = ["DATASET_DIR", "DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "disk_full", "staging_dir",
+           "store_path", "write_parquet"]
 
 
 def store_path(path: str | os.PathLike) -> Path:
@@ -144,17 +147,20 @@ class Store:
 
     def _register_parquet_views(self) -> list[Path]:
         """Temporary views over the per-run Parquet files, so SQL can join them with the
-        tables (plain DuckDB: `SELECT * FROM 'runs/*/packets.parquet'` in the folder).
+        tables (plain DuckDB: `SELECT * FROM 'dataset/packets/**/*.parquet'` in the folder).
+        Stores written before the dataset existed keep theirs in `runs/RUN/TABLE.parquet`.
         Returns the files the views read."""
         every_file = []
         for name in PARQUET_TABLES:
-            files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet"))
+            files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet")) + sorted(
+                (self.root / DATASET_DIR / name).glob("network=*/date=*/run=*/*.parquet"))
             if not files:
                 continue
             every_file += files
             listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS "
-                             f"SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+            # The run id is a column of every file: the partition keys are not repeated here.
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM "
+                             f"read_parquet([{listing}], union_by_name = true, hive_partitioning = false)")
         return every_file
 
     def _confine(self, parquet_files: list[Path]) -> None:
@@ -220,50 +226,89 @@ class Store:
     def remove_debris(self) -> list[str]:
         """Deletes staging folders and run folders that have no committed `runs` row (a run
         killed between moving its folder and committing its rows). Returns their names."""
-        if not self.runs_dir.is_dir():
-            return []
         known = set(self.run_states())
         removed = []
-        for d in self.runs_dir.iterdir():
-            if d.is_dir() and (d.name.startswith(STAGING_PREFIX) or d.name not in known):
+        if self.runs_dir.is_dir():
+            for d in self.runs_dir.iterdir():
+                if d.is_dir() and (d.name.startswith(STAGING_PREFIX) or d.name not in known):
+                    shutil.rmtree(d, ignore_errors=True)
+                    removed.append(d.name)
+        for d in self._partitions():
+            if d.name.removeprefix("run=") not in known:
                 shutil.rmtree(d, ignore_errors=True)
-                removed.append(d.name)
         return removed
 
+    def _partitions(self, run_id: str = "*") -> list[Path]:
+        """The run's folders in the per-packet dataset (every run's with the default)."""
+        return list((self.root / DATASET_DIR).glob(f"*/network=*/date=*/run={run_id}"))
+
+    def _move_into_dataset(self, run_folder: Path, row: dict) -> None:
+        """The run's per-packet Parquet files from its folder into the dataset's partition of
+        its network, day (UTC, of its start) and run."""
+        started = row.get("started_at")
+        day = started.astimezone(timezone.utc).date().isoformat() if isinstance(started, datetime) else "unknown"
+        for name in PARQUET_TABLES:
+            f = run_folder / f"{name}.parquet"
+            if f.exists():
+                part = (self.root / DATASET_DIR / name / f"network={row['network']}" / f"date={day}"
+                        / f"run={row['run_id']}")
+                part.mkdir(parents=True, exist_ok=True)
+                os.replace(f, part / "part-0.parquet")
+
     def staging_dir(self, run_id: str) -> Path:
-        d = self.runs_dir / f"{STAGING_PREFIX}{run_id}"
-        shutil.rmtree(d, ignore_errors=True)
-        try:
-            d.mkdir(parents=True)
-        except OSError as e:
-            raise _write_error(self.runs_dir, e) from None
-        return d
+        return staging_dir(self.runs_dir, run_id)
 
     def commit_run(self, record: RunRecord) -> None:
         """Stores one run atomically, replacing an earlier failed attempt of the same run."""
-        run_id = record.row["run_id"]
-        final = self.runs_dir / run_id
-        try:
-            if final.exists():
-                shutil.rmtree(final)
-            if record.staging_dir is not None:
-                os.replace(record.staging_dir, final)
-        except OSError as e:
-            raise _write_error(final, e) from None
-        row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
-        for key in ("config", "versions", "result", "emulator", "analysis"):
-            if row.get(key) is not None and not isinstance(row[key], str):
-                row[key] = json.dumps(row[key])
+        self.commit_runs([record])
+
+    def commit_runs(self, records: list[RunRecord]) -> None:
+        """Stores several runs in one transaction (a corpus import commits what its workers
+        have finished together: one transaction per run would make the writer the bottleneck)."""
+        rows = []
+        for record in records:
+            run_id = record.row["run_id"]
+            final = self.runs_dir / run_id
+            try:
+                if final.exists():  # an earlier attempt of the run: its files go
+                    shutil.rmtree(final)
+                    for d in self._partitions(run_id):
+                        shutil.rmtree(d)
+                if record.staging_dir is not None:
+                    os.replace(record.staging_dir, final)
+                    self._move_into_dataset(final, record.row)
+            except OSError as e:
+                raise _write_error(final, e) from None
+            row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
+            for key in ("config", "versions", "result", "emulator", "analysis"):
+                if row.get(key) is not None and not isinstance(row[key], str):
+                    row[key] = json.dumps(row[key])
+            rows.append(row)
+        ids = [r["run_id"] for r in rows]
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
-            for t in ("runs", *RUN_TABLES):
-                con.execute(f"DELETE FROM {t} WHERE run_id = ?", [run_id])
-            con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
-            for name, table in record.tables.items():
-                if name not in RUN_TABLES:
-                    raise ValueError(f"unknown run table {name}")
-                self._insert(name, table)
+            # Only a run stored before (a failed attempt) has rows to replace; looking it up by
+            # its key is cheap, a DELETE on every run table is not (it scans them).
+            again = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?))",
+                                               [ids]).fetchall()]
+            if again:
+                for t in ("runs", *RUN_TABLES):
+                    con.execute(f"DELETE FROM {t} WHERE run_id IN (SELECT unnest(?))", [again])
+            if len(rows) == 1:
+                row = rows[0]
+                con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                            list(row.values()))
+            else:  # one statement for the batch
+                self._insert("runs", pl.DataFrame(rows, infer_schema_length=None))
+            by_table: dict[str, list] = {}
+            for record in records:
+                for name, table in record.tables.items():
+                    if name not in RUN_TABLES:
+                        raise ValueError(f"unknown run table {name}")
+                    by_table.setdefault(name, []).append(table if isinstance(table, pl.DataFrame) else pl.from_arrow(table))
+            for name, tables in by_table.items():
+                self._insert(name, pl.concat(tables, how="diagonal_relaxed") if len(tables) > 1 else tables[0])
             con.execute("COMMIT")
         except BaseException as e:
             # A COMMIT that failed (e.g. the WAL could not be written) has already ended the
@@ -285,6 +330,18 @@ class Store:
             self.con.execute(f"INSERT INTO {name} ({quoted}) SELECT {quoted} FROM _incoming")
         finally:
             self.con.unregister("_incoming")
+
+
+def staging_dir(runs_dir: Path, name: str) -> Path:
+    """A fresh staging folder for a run in the store's `runs/` (also from a process that does
+    not hold the store open: a Dask worker writing its run's files)."""
+    d = runs_dir / f"{STAGING_PREFIX}{name}"
+    shutil.rmtree(d, ignore_errors=True)
+    try:
+        d.mkdir(parents=True)
+    except OSError as e:
+        raise _write_error(runs_dir, e) from None
+    return d
 
 
 def disk_full(where: Path) -> UserError:

@@ -102,14 +102,24 @@ UPDATE ack_compression AS a SET direction = (
     SELECT any_value(f.direction) FROM flows f WHERE f.run_id = a.run_id AND f.flow_id = a.flow_id);
 """
 
+#: Version 5: positions of the mobile node (GPS tracks and radio logs that carry them), for
+#: the report's route maps (METHODS §1: GPS position and speed).
+_V5 = """
+CREATE TABLE positions (
+    run_id VARCHAR NOT NULL, time_s DOUBLE NOT NULL, lat DOUBLE NOT NULL, lon DOUBLE NOT NULL,
+    alt_m DOUBLE, speed_mps DOUBLE, source VARCHAR);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
-#: Per-packet tables kept as Parquet beside the database, one file per run
-#: (`runs/<run_id>/<name>.parquet`, each with a run_id column).
+#: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
+#: dataset per table (`dataset/<name>/network=N/date=D/run=R/part-0.parquet`, each with a run_id
+#: column; stores written before: `runs/<run_id>/<name>.parquet`).
 PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "page_objects")
 
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
-              "handoffs", "channel_stats", "page_loads")
+              "handoffs", "channel_stats", "page_loads",
+              "positions")

@@ -1,0 +1,275 @@
+"""`cellperf import --captures`: a corpus of captured runs analysed (here, on a local Dask
+cluster, or on a remote one) and committed into a results store (docs/import.md, docs/scale.md).
+
+The importing process is the store's only writer. It finds the runs, hashes their files,
+skips those already stored, and hands each remaining run to `capture_import.analyse_capture`
+(a job of paths and options, never data); workers stage the run's files and per-packet
+Parquet inside the store's `runs/` and send back the rows, which this process commits as they
+arrive, those finished within a second in one transaction. So a kill -9 at any moment loses only runs not yet committed,
+and the same command resumes: committed runs are found by their content hash, debris of
+unfinished ones is removed. A Dask worker that dies takes only its run with it; the scheduler
+runs it again elsewhere (`distributed`'s allowed failures), and a run that keeps killing
+workers is recorded as failed.
+
+A run whose files cannot be analysed is stored as `failed` with the reason and the others
+are imported; when every run fails nothing is stored (and a store this import created is
+removed), so a wrong folder or a bad single pair leaves no trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellperf.campaign.capture_import import Job, analyse_capture
+from cellperf.campaign.captures import CaptureRun, find_runs, quick_key
+from cellperf.campaign.imports import ensure_campaign
+from cellperf.campaign.runner import RunStatus, Summary
+from cellperf.errors import UserError
+from cellperf.store import DB_NAME, RUNS_DIR, RunRecord, Store
+
+#: A corpus larger than this goes to a local Dask cluster unless `--workers` says otherwise.
+FEW_RUNS = 4
+#: Seconds to reach a scheduler before giving up.
+CONNECT_TIMEOUT_S = 10
+#: Finished runs are committed together, when this many are held or this long after the last
+#: commit: the writer's cost per run (a transaction, the inserts) then stays far below a run's
+#: analysis, and a kill loses at most these (found unstored and analysed again on resume).
+COMMIT_RUNS = 32
+COMMIT_EVERY_S = 1.0
+
+
+@dataclass
+class CorpusStats:
+    """What the driver measured (bench/corpus.py reads it from `--json`)."""
+
+    engine: str
+    workers: int
+    startup_s: float = 0.0  # starting the local cluster or connecting to the scheduler
+    wall_s: float = 0.0  # from the cluster being ready to the last commit: hashing, analysis, commits
+    driver_s: float = 0.0  # time this process spent not waiting for workers, finding and hashing the runs too
+    packets: int = 0
+
+    def to_json(self, runs: int) -> dict:
+        return {"engine": self.engine, "workers": self.workers, "startup_s": self.startup_s, "wall_s": self.wall_s,
+                "runs_per_s": runs / self.wall_s if self.wall_s else None,
+                "packets": self.packets, "packets_per_s": self.packets / self.wall_s if self.wall_s else None,
+                "driver_ms_per_run": 1000 * self.driver_s / runs if runs else None}
+
+
+def _in_process(jobs: list[Job]) -> Iterator[list[tuple[Job, RunRecord]]]:
+    for job in jobs:
+        yield [(job, analyse_capture(job))]
+
+
+@contextlib.contextmanager
+def _dask_client(workers: int, cluster: str | None):
+    """A `distributed.Client` on the scheduler at `cluster`, or on a LocalCluster of
+    `workers` single-threaded processes (the analysis is one core's work per run)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    # The cluster's own chatter (worker start and stop, a lost worker) is not the user's output.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if cluster:
+        try:
+            client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as e:
+            raise UserError(f"--cluster {cluster}: cannot reach the Dask scheduler ({str(e).splitlines()[0]})") from None
+        except ValueError as e:
+            raise UserError(f"--cluster {cluster}: not a scheduler address ({e}); e.g. tcp://HOST:8786") from None
+        with client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as lc, Client(lc) as client:
+        # Each worker imports the analysis once, up front, not inside its first run.
+        client.run(importlib.import_module, "cellperf.campaign.capture_import")
+        yield client
+
+
+def _on_dask(client, jobs: list[Job]) -> Iterator[list[tuple[Job, RunRecord]]]:
+    """The finished runs, in batches of those done since the last batch was taken."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    futures = {client.submit(analyse_capture, job, key=f"cellperf-import-{job.quick}", pure=False): job
+               for job in jobs}
+    for batch in as_completed(futures).batches():
+        out = []
+        for fut in batch:
+            job = futures.pop(fut)
+            try:
+                out.append((job, fut.result()))
+            except KilledWorker:
+                out.append((job, _failed(job, "the run killed every Dask worker that tried it (out of memory?)")))
+            except UserError:
+                raise  # a full disk: stop
+            except Exception as e:  # a worker's exception outside the analysis (e.g. it cannot import cellperf)
+                out.append((job, _failed(job, f"Dask worker: {type(e).__name__}: {e}")))
+            finally:
+                fut.release()
+        yield out
+
+
+def _failed(job: Job, reason: str) -> RunRecord:
+    return RunRecord({"run_id": job.run_id, "status": "failed", "reason": reason}, {}, None)
+
+
+def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test: str = "capture",
+                    interval_s: float = 5.0, tz: str = "UTC", workers: int | None = None, cluster: str | None = None,
+                    campaign: str | None = None,
+                    on_start: Callable[[int], None] | None = None,
+                    on_run: Callable[[RunStatus, int, int], None] | None = None) -> tuple[Summary, CorpusStats]:
+    """Imports every run under `source` (folder or manifest) into the store at `store_dir`."""
+    t_found = time.perf_counter()
+    runs = find_runs(source, defaults)
+    finding_s = time.perf_counter() - t_found
+    n = local_workers(len(runs), workers, cluster)
+    stats = CorpusStats("dask" if (cluster or n > 1) else "in-process", n)
+    new_store = not (store_dir / DB_NAME).exists()
+    folder_existed = store_dir.exists()
+    store = Store.open(store_dir, create=True)
+    try:
+        summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
+        t_start = time.perf_counter()
+        with (_dask_client(n, cluster) if stats.engine == "dask" else contextlib.nullcontext()) as client:
+            t0 = time.perf_counter()
+            stats.startup_s = t0 - t_start
+            jobs, stored = _plan(store, summary, runs, test, interval_s, tz)
+            if on_start:
+                on_start(len(jobs))
+            results = _on_dask(client, jobs) if client is not None else _in_process(jobs)
+            held, waited = _collect(store, results, stored, summary, stats, campaign, source, on_run)
+        # Failed runs are stored once something of the corpus is: a wrong folder stores nothing.
+        if held and (summary.skipped or any(r.status == "ok" for r in summary.finished)):
+            store.commit_runs(held)
+        stats.wall_s = time.perf_counter() - t0
+        stats.driver_s = stats.wall_s - waited + finding_s
+        store.remove_debris()
+        return summary, stats
+    finally:
+        # A store this import created and stored nothing in goes (also when it was interrupted).
+        try:
+            empty = new_store and not store.frame("SELECT count(*) AS n FROM runs")["n"][0]
+        except Exception:  # the error being raised says what happened to the store
+            empty = False
+        store.close()
+        if empty:
+            _remove_new_store(store_dir, folder_existed)
+
+
+def _plan(store: Store, summary: Summary, runs: list[CaptureRun], test: str, interval_s: float,
+          tz: str) -> tuple[list[Job], set[str]]:
+    """A job per run not known to be stored (counted as skipped otherwise, by the quick check of
+    `captures.quick_key`), and the identities of the runs stored ok. A run that failed before
+    keeps its id, a new one takes the next free repetition of NETWORK.SCENARIO.TEST."""
+    states = store.frame("""SELECT run_id, status, config_sha256,
+                                   json_extract_string(config, '$.imported.quick') AS quick FROM runs""")
+    by_quick = {q: (rid, st) for rid, st, _, q in states.iter_rows() if q}
+    jobs, planned = [], set(states["run_id"])
+    for run in runs:
+        quick = quick_key(run, interval_s, tz)
+        stored = by_quick.get(quick)
+        if stored and stored[1] == "ok":
+            summary.skipped += 1
+            continue
+        if stored:  # failed before: the same run again
+            run_id = stored[0]
+            repetition = int(run_id.rsplit(".", 1)[1])
+        else:
+            prefix = f"{run.network}.{run.scenario}.{test}."
+            repetition = 1 + max((int(r[len(prefix):]) for r in planned
+                                  if r.startswith(prefix) and r[len(prefix):].isdigit()), default=0)
+            run_id = f"{prefix}{repetition}"
+        planned.add(run_id)
+        jobs.append(Job(run, run_id, test, repetition, quick, store.runs_dir, interval_s, tz))
+    return jobs, set(states.filter(states["status"] == "ok")["config_sha256"])
+
+
+def _collect(store: Store, results: Iterator[list[tuple[Job, RunRecord]]], stored: set[str], summary: Summary,
+             stats: CorpusStats, campaign: str | None, source: Path,
+             on_run: Callable[[RunStatus, int, int], None] | None) -> tuple[list[RunRecord], float]:
+    """Commits the runs as they finish, but not one whose content is stored already (`stored`:
+    identities, growing); returns the failed ones (held back) and the seconds spent waiting."""
+    waited = 0.0
+    held: list[RunRecord] = []
+    pending: list[RunRecord] = []
+    last_commit = time.perf_counter()
+    while True:
+        w0 = time.perf_counter()
+        batch = next(results, None)
+        waited += time.perf_counter() - w0
+        if batch is None:
+            break
+        for job, record in batch:
+            if record.row["status"] == "ok" and record.row["config_sha256"] in stored:
+                # The same files under another name or path: stored already.
+                shutil.rmtree(record.staging_dir, ignore_errors=True)
+                summary.skipped += 1
+                continue
+            seconds = ((record.row.get("analysis") or {}).get("import") or {}).get("seconds", 0.0)
+            status = RunStatus(job.run_id, record.row["status"], record.row["reason"], seconds)
+            if status.status == "ok":
+                pending.append(record)
+                stored.add(record.row["config_sha256"])
+                stats.packets += sum(c.get("packets", 0) for c in record.row["analysis"].get("captures", []))
+            else:
+                held.append(_complete_failed(record, job))
+            summary.finished.append(status)
+            if on_run:
+                on_run(status, summary.skipped + len(summary.finished), summary.total)
+        if len(pending) >= COMMIT_RUNS or time.perf_counter() - last_commit >= COMMIT_EVERY_S:
+            _commit(store, pending, campaign, source)
+            last_commit = time.perf_counter()
+    _commit(store, pending, campaign, source)
+    return held, waited
+
+
+def _commit(store: Store, records: list[RunRecord], campaign: str | None, source: Path) -> None:
+    """Commits the finished runs held (one transaction) and empties the list."""
+    if records:
+        ensure_campaign(store, campaign, [f"captures {source}"])
+        store.commit_runs(records)
+        records.clear()
+
+
+def local_workers(runs: int, workers: int | None, cluster: str | None) -> int:
+    """How many local workers: none on a remote cluster, `--workers` if given, else one per
+    core for a corpus of more than a few runs, else the analysis runs in this process."""
+    import os
+
+    if cluster:
+        return 0
+    if workers is not None:
+        return workers
+    return min(os.cpu_count() or 1, runs) if runs > FEW_RUNS else 1
+
+
+def _complete_failed(record: RunRecord, job: Job) -> RunRecord:
+    """A failed record as a `runs` row of its own (a worker that died sent none)."""
+    if "network" in record.row:
+        return record
+    run = job.run
+    row = {"run_id": job.run_id, "network": run.network, "scenario": run.scenario, "test": job.test,
+           "test_type": run.test_type, "repetition": job.repetition,
+           "config": {"testbed": "imported", "imported": {"tool": "captures", "name": run.name, "quick": job.quick}},
+           "config_sha256": job.quick, "status": "failed", "reason": record.row["reason"]}
+    return RunRecord(row, {}, None)
+
+
+def _remove_new_store(store_dir: Path, folder_existed: bool) -> None:
+    """Undoes a store this import created and stored nothing in."""
+    for name in (DB_NAME, f"{DB_NAME}.wal"):
+        with contextlib.suppress(FileNotFoundError):
+            (store_dir / name).unlink()
+    shutil.rmtree(store_dir / RUNS_DIR, ignore_errors=True)
+    if not folder_existed:
+        with contextlib.suppress(OSError):
+            store_dir.rmdir()
