@@ -16,9 +16,11 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{mono_ns, realtime_ns, wait_until};
+use crate::log::LogRow;
 use crate::wire::Record;
 
 const RTP_HEADER: usize = 12;
@@ -337,6 +339,49 @@ pub fn receive(server: SocketAddr, req: &StreamRequest, drain_ms: u64) -> Result
     Ok(out)
 }
 
+/// The stream as the agents' UDP streams are measured (`udp_stream::analyze`: loss, jitter,
+/// OWD on the two hosts' wall clocks) and its per-packet log rows (flow `<flow_id>/down`),
+/// one per packet sent; plus every packet's arrival by sequence number, for [`playout`].
+pub fn analyse(r: &Received, flow_id: &str) -> (StreamSummary, Vec<LogRow>, Vec<Option<i64>>) {
+    let mut packets: Vec<StreamPacket> = (0..r.expected)
+        .map(|seq| StreamPacket {
+            seq,
+            send_ns: None,
+            recv_ns: None,
+            bytes: 0,
+        })
+        .collect();
+    for rec in &r.records {
+        packets[rec.seq as usize] = StreamPacket {
+            seq: rec.seq,
+            send_ns: rec.send_ns,
+            recv_ns: rec.recv_ns,
+            bytes: rec.bytes,
+        };
+    }
+    let arrival = packets.iter().map(|p| p.recv_ns).collect();
+    let a = udp_stream::analyze(&packets, 0, true, OwdKind::Raw, 1_000_000_000);
+    let rows = a
+        .packets
+        .iter()
+        .map(|p| LogRow {
+            flow_id: format!("{flow_id}/down"),
+            step: 0,
+            direction: "down",
+            seq: p.seq,
+            send_ns: p.send_ns,
+            recv_ns: p.recv_ns,
+            bytes: p.bytes,
+            lost: Some(p.recv_ns.is_none()),
+            owd_ms: p.owd_ms,
+            owd_kind: "raw",
+            rtt_ms: None,
+            jitter_ms: p.jitter_ms,
+        })
+        .collect();
+    (a.summary, rows, arrival)
+}
+
 /// A stream played through a buffer of `buffer_ns` of media.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Playout {
@@ -476,6 +521,15 @@ mod tests {
             let r = receive(addr, &req(t, 800_000.0, 0.5), 500).unwrap();
             assert_eq!((r.expected, r.records.len()), (50, 50), "{t:?}");
             assert!(r.records.iter().all(|x| x.bytes == 1000));
+            let (summary, rows, arrival) = analyse(&r, "s");
+            assert_eq!(
+                (
+                    summary.packets_received,
+                    rows.len(),
+                    arrival.iter().flatten().count()
+                ),
+                (50, 50, 50)
+            );
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         h.join().unwrap().unwrap();

@@ -3,13 +3,20 @@
 use std::path::PathBuf;
 
 use arrow::pyarrow::ToPyArrow;
+use cellperf_agent::keys;
+use cellperf_agent::media::{self, MediaServer, StreamRequest, Transport};
 use cellperf_agent::plan::{plan, Options};
 use cellperf_agent::server::{Server, ServerConfig};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_native, AgentError, PyException, "An agent option or setup problem the user can fix; one line.");
+create_exception!(
+    _native,
+    AgentError,
+    PyException,
+    "An agent option or setup problem the user can fix; one line."
+);
 
 /// Runs one probe test. Returns (result JSON, per-packet log batch or None, the server's own
 /// log batch or None, error or None): a run that failed part way still returns what it measured.
@@ -32,18 +39,23 @@ fn agent_probe(
                     return false;
                 }
                 match (&progress, serde_json::to_string(p)) {
-                    (Some(cb), Ok(text)) => cb.call1(py, (text,)).map(|r| r.is_truthy(py).unwrap_or(true)).unwrap_or(false),
+                    (Some(cb), Ok(text)) => cb
+                        .call1(py, (text,))
+                        .map(|r| r.is_truthy(py).unwrap_or(true))
+                        .unwrap_or(false),
                     _ => true,
                 }
             })
         })
     });
-    let doc = serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
+    let doc =
+        serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
     let batch = |rows: &[cellperf_agent::log::LogRow]| -> PyResult<Option<Py<PyAny>>> {
         if rows.is_empty() {
             return Ok(None);
         }
-        let b = cellperf_agent::log::to_record_batch(rows).map_err(|e| AgentError::new_err(e.to_string()))?;
+        let b = cellperf_agent::log::to_record_batch(rows)
+            .map_err(|e| AgentError::new_err(e.to_string()))?;
         Ok(Some(b.to_pyarrow(py)?.unbind()))
     };
     Ok((doc, batch(&run.log)?, batch(&run.server_log)?, run.error))
@@ -64,13 +76,25 @@ fn agent_serve(
     log_dir: Option<PathBuf>,
     on_ready: Option<Py<PyAny>>,
 ) -> PyResult<()> {
-    let addr = listen
-        .parse()
-        .map_err(|_| AgentError::new_err(format!("--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)")))?;
-    let cfg = ServerConfig { listen: addr, token, max_rate_bps, max_duration_s, max_tests, log_dir };
+    let addr = listen.parse().map_err(|_| {
+        AgentError::new_err(format!(
+            "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)"
+        ))
+    })?;
+    let cfg = ServerConfig {
+        listen: addr,
+        token,
+        max_rate_bps,
+        max_duration_s,
+        max_tests,
+        log_dir,
+    };
     cfg.check().map_err(AgentError::new_err)?;
-    let server = Server::bind(cfg).map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
-    let bound = server.local_addr().map_err(|e| AgentError::new_err(e.to_string()))?;
+    let server = Server::bind(cfg)
+        .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
+    let bound = server
+        .local_addr()
+        .map_err(|e| AgentError::new_err(e.to_string()))?;
     if let Some(cb) = on_ready {
         cb.call1(py, (bound.to_string(),))?;
     }
@@ -83,14 +107,146 @@ fn agent_serve(
     })
     .map_err(|e| AgentError::new_err(e.to_string()))?;
     if interrupted {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"));
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "interrupted",
+        ));
     }
     Ok(())
+}
+
+/// Serves media streams (the `stream` test's CN end) until Ctrl-C; `on_ready(address)` once
+/// listening on TCP and UDP.
+#[pyfunction]
+#[pyo3(signature = (listen, on_ready = None))]
+fn media_serve(py: Python<'_>, listen: String, on_ready: Option<Py<PyAny>>) -> PyResult<()> {
+    let addr = listen.parse().map_err(|_| {
+        AgentError::new_err(format!(
+            "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets)"
+        ))
+    })?;
+    let server = MediaServer::bind(addr)
+        .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
+    let bound = server
+        .local_addr()
+        .map_err(|e| AgentError::new_err(e.to_string()))?;
+    if let Some(cb) = on_ready {
+        cb.call1(py, (bound.to_string(),))?;
+    }
+    let mut interrupted = false;
+    py.detach(|| {
+        server.serve(&mut || {
+            interrupted = Python::attach(|py| py.check_signals().is_err());
+            interrupted
+        })
+    })
+    .map_err(|e| AgentError::new_err(e.to_string()))?;
+    if interrupted {
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "interrupted",
+        ));
+    }
+    Ok(())
+}
+
+/// Receives one media stream and plays it through a `buffer_s` buffer. Returns (summary JSON:
+/// request, schedule, the stream's loss/jitter/OWD and the playout; per-packet log batch).
+#[pyfunction]
+#[pyo3(signature = (server, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id))]
+#[allow(clippy::too_many_arguments)]
+fn media_receive(
+    py: Python<'_>,
+    server: String,
+    transport: String,
+    rate_bps: f64,
+    packet_bytes: u32,
+    duration_s: f64,
+    buffer_s: f64,
+    drain_s: f64,
+    flow_id: String,
+) -> PyResult<(String, Option<Py<PyAny>>)> {
+    let addr: std::net::SocketAddr = server
+        .parse()
+        .map_err(|_| AgentError::new_err(format!("SERVER: '{server}' is not ADDR:PORT")))?;
+    let transport = match transport.as_str() {
+        "udp" => Transport::Udp,
+        "tcp" => Transport::Tcp,
+        t => {
+            return Err(AgentError::new_err(format!(
+                "--transport: '{t}' is not one of udp, tcp"
+            )))
+        }
+    };
+    // Tells this session's repeated UDP requests from another receiver's.
+    let session = cellperf_agent::clock::realtime_ns() as u64 ^ ((std::process::id() as u64) << 32);
+    let req = StreamRequest {
+        session,
+        transport,
+        rate_bps,
+        packet_bytes,
+        duration_s,
+    };
+    req.schedule().map_err(AgentError::new_err)?;
+    let received = py
+        .detach(|| media::receive(addr, &req, (drain_s * 1e3) as u64))
+        .map_err(AgentError::new_err)?;
+    let (summary, rows, arrival) = media::analyse(&received, &flow_id);
+    let play = media::playout(
+        &arrival,
+        received.interval_ns,
+        (buffer_s * 1e9) as u64,
+        received.request_ns,
+    );
+    let doc = serde_json::json!({
+        "request_ns": received.request_ns, "interval_ns": received.interval_ns,
+        "expected": received.expected, "stream": summary, "playout": play,
+    });
+    let batch = if rows.is_empty() {
+        None
+    } else {
+        let b = cellperf_agent::log::to_record_batch(&rows)
+            .map_err(|e| AgentError::new_err(e.to_string()))?;
+        Some(b.to_pyarrow(py)?.unbind())
+    };
+    Ok((doc.to_string(), batch))
+}
+
+/// Types `count` keys `interval_s` apart into `argv` on a pseudo-terminal once it printed
+/// `ready`; returns each key's send time (wall-clock ns) and echo latency (ns, -1: none).
+#[pyfunction]
+#[pyo3(signature = (argv, ready, count, interval_s, ready_timeout_s, echo_timeout_s))]
+fn type_keys(
+    py: Python<'_>,
+    argv: Vec<String>,
+    ready: String,
+    count: u64,
+    interval_s: f64,
+    ready_timeout_s: f64,
+    echo_timeout_s: f64,
+) -> PyResult<(Vec<i64>, Vec<i64>)> {
+    let keys = py
+        .detach(|| {
+            keys::type_keys(
+                &argv,
+                &ready,
+                count,
+                (interval_s * 1e9) as u64,
+                (ready_timeout_s * 1e9) as i64,
+                (echo_timeout_s * 1e9) as i64,
+            )
+        })
+        .map_err(AgentError::new_err)?;
+    Ok((
+        keys.iter().map(|k| k.sent_ns).collect(),
+        keys.iter().map(|k| k.echo_ns.unwrap_or(-1)).collect(),
+    ))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AgentError", m.py().get_type::<AgentError>())?;
     m.add_function(wrap_pyfunction!(agent_probe, m)?)?;
     m.add_function(wrap_pyfunction!(agent_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(media_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(media_receive, m)?)?;
+    m.add_function(wrap_pyfunction!(type_keys, m)?)?;
     Ok(())
 }
