@@ -27,6 +27,14 @@ fn key(i: u64) -> u8 {
     b'a' + (i % 26) as u8
 }
 
+/// Takes byte `b` printed at `now` as the echo of the oldest key still waiting, if it is that key.
+fn echo(keys: &mut [Keystroke], echoed: &mut usize, b: u8, now: i64) {
+    if *echoed < keys.len() && b == key(*echoed as u64) {
+        keys[*echoed].echo_ns = Some(now - keys[*echoed].sent_ns);
+        *echoed += 1;
+    }
+}
+
 struct Session {
     master: OwnedFd,
     child: Child,
@@ -185,18 +193,9 @@ pub fn type_keys(
     let mut keys: Vec<Keystroke> = Vec::with_capacity(count as usize);
     let mut echoed = 0usize;
     let start = mono_ns();
-    for i in 0..=count {
-        // After the last key: wait for the echoes still out, then stop.
-        let next = if i < count {
-            start + (i * interval_ns) as i64
-        } else {
-            mono_ns() + echo_timeout_ns
-        };
-        let open = s.read_until(next, |b, now| {
-            if echoed < keys.len() && b == key(echoed as u64) {
-                keys[echoed].echo_ns = Some(now - keys[echoed].sent_ns);
-                echoed += 1;
-            }
+    for i in 0..count {
+        let open = s.read_until(start + (i * interval_ns) as i64, |b, now| {
+            echo(&mut keys, &mut echoed, b, now)
         });
         if !open {
             return Err(format!(
@@ -205,9 +204,6 @@ pub fn type_keys(
                 s.tail()
             ));
         }
-        if i == count {
-            break;
-        }
         keys.push(Keystroke {
             index: i,
             sent_ns: realtime_ns(),
@@ -215,6 +211,14 @@ pub fn type_keys(
         });
         s.write(&[key(i)])
             .map_err(|e| format!("cannot type into {} ({e})", argv[0]))?;
+    }
+    // The echoes still out, until the last is in or the timeout.
+    let deadline = mono_ns() + echo_timeout_ns;
+    while echoed < keys.len() && mono_ns() < deadline {
+        let slice = (mono_ns() + 50_000_000).min(deadline);
+        if !s.read_until(slice, |b, now| echo(&mut keys, &mut echoed, b, now)) {
+            break;
+        }
     }
     Ok(keys)
 }

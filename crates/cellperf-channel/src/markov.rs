@@ -287,10 +287,12 @@ impl MarkovModel {
         }
         match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v == MODEL_VERSION as u64 => {}
-            v => return Err(ChannelError::InvalidModel(format!(
+            v => {
+                return Err(ChannelError::InvalidModel(format!(
                 "model version {} is not supported (this cellperf reads version {MODEL_VERSION})",
                 v.map_or("missing".to_string(), |v| v.to_string())
-            ))),
+            )))
+            }
         }
         let file: ModelFile =
             serde_json::from_value(value).map_err(|e| ChannelError::InvalidModel(e.to_string()))?;
