@@ -61,7 +61,7 @@ def stream_argv(exe: str, run: RunSpec, server: str, log: Path) -> list[str]:
 
 def interactive_argv(exe: str, run: RunSpec, host: str, port: int, identity: Path, user: str, log: Path) -> list[str]:
     options = {k: v for k, v in run.options.items() if k in _INTERACTIVE_OPTIONS}
-    return [exe, "interactive", "type", host, "--port", str(port), "--identity", str(identity), "--user", user,
+    return [exe, "term", "type", host, "--port", str(port), "--identity", str(identity), "--user", user,
             *probe_args(options), "--json", "--log", str(log)]
 
 

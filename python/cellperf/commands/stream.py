@@ -1,4 +1,4 @@
-"""Constant-bitrate media stream into a playout buffer: start-up delay, stalls, late and lost.
+"""Media stream into a playout buffer: start-up, stalls, losses.
 
 METHODS §13, seed 004 §VI.B. `serve` sends streams at the CN (RTP over UDP, or over TCP with
 RFC 4571 framing, on one port); `play` asks for one at the MN, records every packet's arrival
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from cellperf.cli import add_subcommand, add_subcommands, file_path
+from cellperf.errors import UserError
 from cellperf.validate import number_arg
 
 
@@ -61,6 +62,7 @@ def play_command(args: argparse.Namespace) -> None:
     from cellperf.agents import check_log_path, parse_rate, write_log
     from cellperf.apps.stream import play
 
+    _check_server(args.server)
     rate = parse_rate(args.rate, "--rate")
     if args.log is not None:
         check_log_path(args.log)
@@ -82,11 +84,10 @@ def play_command(args: argparse.Namespace) -> None:
         print(f"  OWD       median {owd['median']:.1f} / p95 {owd['p95']:.1f} / max {owd['max']:.1f} ms")
 
 
-def _server(text: str) -> str:
+def _check_server(text: str) -> None:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"'{text}' is not ADDR:PORT (e.g. 10.0.0.1:5260)")
-    return text
+        raise UserError(f"SERVER: '{text}' is not ADDR:PORT (e.g. 10.0.0.1:5260)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the address as one JSON line when listening.")
 
     p = add_subcommand(subcommands, "play", play_command)
-    p.add_argument("server", metavar="SERVER", type=_server, help="ADDR:PORT of `cellperf stream serve` (an IP address).")
+    p.add_argument("server", metavar="SERVER", help="ADDR:PORT of `cellperf stream serve` (an IP address).")
     p.add_argument("--transport", choices=TRANSPORTS, default="udp", help="RTP over UDP, or over TCP (RFC 4571).")
     p.add_argument("--rate", metavar="RATE", default="384k", help="Media bitrate (e.g. 384k, 2M).")
     p.add_argument("--packet", metavar="BYTES", type=number_arg(lo=28, hi=65507, integer=True), default=1200,

@@ -1,4 +1,4 @@
-"""Remote-terminal interactivity: keystrokes over a real ssh session, timed to their echo.
+"""Remote terminal: keystroke echo latency over a real ssh session.
 
 METHODS §13, seed 004 §VI.C. `serve` runs OpenSSH's sshd at the CN with a throw-away host key
 and a client key made for it; `type` opens `ssh -tt` from the MN, types --count keys
@@ -7,8 +7,8 @@ latency distribution and the shares of keys above 100 and 200 ms. In a campaign
 (`type = "interactive"`) the runner does both around the emulated link (docs/apps.md).
 
 Examples:
-  sudo cellperf interactive serve --folder /tmp/ssh --json
-  sudo cellperf emulate --profile umts-stationary -- cellperf interactive type '$CELLPERF_CN' \\
+  sudo cellperf term serve --folder /tmp/ssh --json
+  sudo cellperf emulate --profile umts-stationary -- cellperf term type '$CELLPERF_CN' \\
       --port 2222 --identity /tmp/ssh/client_key --count 50 --json
 """
 
@@ -33,8 +33,8 @@ def serve_command(args: argparse.Namespace) -> None:
     stdout is {"port": N, "identity": "FOLDER/client_key", "user": "..."}.
 
     Examples:
-      sudo cellperf interactive serve --json
-      sudo cellperf interactive serve --listen 10.0.0.1 --folder /tmp/ssh
+      sudo cellperf term serve --json
+      sudo cellperf term serve --listen 10.0.0.1 --folder /tmp/ssh
     """
     from cellperf.apps.terminal import SshServer
 
@@ -59,8 +59,8 @@ def type_command(args: argparse.Namespace) -> None:
     threshold. --log writes one row per key (Parquet: key, sent_ts, echo_ms).
 
     Examples:
-      cellperf interactive type 10.0.0.1 --port 2222 --identity key --count 100 --interval 0.15
-      cellperf interactive type 10.0.0.1 --port 2222 --identity key --json --log keys.parquet
+      cellperf term type 10.0.0.1 --port 2222 --identity key --count 100 --interval 0.15
+      cellperf term type 10.0.0.1 --port 2222 --identity key --json --log keys.parquet
     """
     from cellperf.apps.terminal import latency_summary, ssh_argv, type_keys
 
