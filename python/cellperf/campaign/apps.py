@@ -21,8 +21,8 @@ from cellperf.errors import UserError
 from cellperf.store import write_parquet
 
 #: Options of each test that its MN command takes (the rest are the campaign's own).
-_STREAM_OPTIONS = ("transport", "rate", "packet", "duration", "buffer")
-_INTERACTIVE_OPTIONS = ("count", "interval")
+_STREAM_OPTIONS = ("transport", "rate", "packet", "duration", "buffer", "timeout")
+_INTERACTIVE_OPTIONS = ("count", "interval", "timeout")
 #: A keystroke test's default length when the campaign gives none: 50 keys, 0.2 s apart.
 DEFAULT_KEYS, DEFAULT_KEY_INTERVAL_S = 50, 0.2
 

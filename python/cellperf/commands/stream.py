@@ -67,7 +67,7 @@ def play_command(args: argparse.Namespace) -> None:
     if args.log is not None:
         check_log_path(args.log)
     doc, log = play(args.server, transport=args.transport, rate_bps=rate, packet_bytes=args.packet,
-                    duration_s=args.duration, buffer_s=args.buffer, drain_s=args.drain)
+                    duration_s=args.duration, buffer_s=args.buffer, drain_s=args.timeout)
     if args.log is not None and log is not None:
         write_log(log, args.log, doc)
     if args.as_json:
@@ -109,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    default=10.0, help="Length of the stream.")
     p.add_argument("--buffer", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=600, unit="seconds"),
                    default=2.0, help="Playout buffer: media held before playback starts and after a stall.")
-    p.add_argument("--drain", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=60, unit="seconds"),
+    p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=60, unit="seconds"),
                    default=2.0, help="UDP: how long after the last packet was due late ones are still taken.")
     p.add_argument("--log", metavar="FILE", type=file_path(Path), help="Per-packet log (.parquet or .csv).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
