@@ -156,14 +156,14 @@ impl MediaServer {
         self.tcp.local_addr()
     }
 
-    /// Serves until `stop()` says so (asked every ~100 ms).
-    pub fn serve(&self, stop: &mut dyn FnMut() -> bool) -> io::Result<()> {
+    /// Serves while `keep_going()` says so (asked about every 100 ms), as [`crate::server::Server::serve`].
+    pub fn serve(&self, keep_going: &mut dyn FnMut() -> bool) -> io::Result<()> {
         self.tcp.set_nonblocking(true)?;
         self.udp
             .set_read_timeout(Some(Duration::from_millis(100)))?;
         let seen: Arc<Mutex<HashSet<(SocketAddr, u64)>>> = Arc::default();
         let mut buf = vec![0u8; 2048];
-        while !stop() {
+        while keep_going() {
             match self.tcp.accept() {
                 Ok((s, _)) => {
                     std::thread::spawn(move || serve_tcp(s));
@@ -515,7 +515,7 @@ mod tests {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s2 = stop.clone();
         let h = std::thread::spawn(move || {
-            server.serve(&mut || s2.load(std::sync::atomic::Ordering::Relaxed))
+            server.serve(&mut || !s2.load(std::sync::atomic::Ordering::Relaxed))
         });
         for t in [Transport::Udp, Transport::Tcp] {
             let r = receive(addr, &req(t, 800_000.0, 0.5), 500).unwrap();

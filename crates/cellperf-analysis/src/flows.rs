@@ -54,23 +54,9 @@ impl Dir {
 impl FlowKey {
     pub fn new(proto: u8, src: Endpoint, dst: Endpoint) -> (FlowKey, Dir) {
         if src <= dst {
-            (
-                FlowKey {
-                    proto,
-                    a: src,
-                    b: dst,
-                },
-                Dir::AtoB,
-            )
+            (FlowKey { proto, a: src, b: dst }, Dir::AtoB)
         } else {
-            (
-                FlowKey {
-                    proto,
-                    a: dst,
-                    b: src,
-                },
-                Dir::BtoA,
-            )
+            (FlowKey { proto, a: dst, b: src }, Dir::BtoA)
         }
     }
 
@@ -123,15 +109,7 @@ impl FlowTable {
     /// Makes `key` (not known yet) another name of flow `id`.
     pub fn alias(&mut self, key: FlowKey, id: u32, flip: bool) {
         self.ids.insert(key, (id, flip));
-        self.aliases[id as usize] = Some(if flip {
-            FlowKey {
-                proto: key.proto,
-                a: key.b,
-                b: key.a,
-            }
-        } else {
-            key
-        });
+        self.aliases[id as usize] = Some(if flip { FlowKey { proto: key.proto, a: key.b, b: key.a } } else { key });
     }
 
     pub fn key(&self, id: u32) -> FlowKey {
@@ -159,10 +137,7 @@ mod tests {
     #[test]
     fn both_directions_share_a_key() {
         let x = Endpoint { addr: 1, port: 80 };
-        let y = Endpoint {
-            addr: 2,
-            port: 5000,
-        };
+        let y = Endpoint { addr: 2, port: 5000 };
         let (k1, d1) = FlowKey::new(PROTO_TCP, x, y);
         let (k2, d2) = FlowKey::new(PROTO_TCP, y, x);
         assert_eq!(k1, k2);
@@ -180,18 +155,9 @@ mod tests {
 
     #[test]
     fn an_alias_names_the_same_flow_with_its_orientation() {
-        let mn = Endpoint {
-            addr: 0x0a00_0002,
-            port: 40000,
-        };
-        let public = Endpoint {
-            addr: 0xc633_6401,
-            port: 61000,
-        };
-        let server = Endpoint {
-            addr: 0x0a00_0101,
-            port: 5201,
-        };
+        let mn = Endpoint { addr: 0x0a00_0002, port: 40000 };
+        let public = Endpoint { addr: 0xc633_6401, port: 61000 };
+        let server = Endpoint { addr: 0x0a00_0101, port: 5201 };
         let (private_key, _) = FlowKey::new(PROTO_TCP, mn, server);
         let (public_key, public_dir) = FlowKey::new(PROTO_TCP, public, server);
         let mut t = FlowTable::default();

@@ -36,8 +36,8 @@ use cellperf_capture::{Addr, Capture, CaptureError, Fragmentation};
 use flows::{PROTO_TCP, PROTO_UDP};
 
 pub use report::{
-    analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report,
-    Side, Tables, TranslatedEnds,
+    analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Side, Tables,
+    TranslatedEnds,
 };
 
 /// The longest interval series a flow gets (about 61 days of 5 s intervals). A damaged

@@ -21,10 +21,7 @@ const LOOK_AHEAD: usize = 256;
 /// For each key of `sent` (in sending order), the time of its arrival in `received`
 /// (in arrival order), if it arrived; and how many arrivals matched nothing sent
 /// (duplicates, or packets the sender's capture missed).
-pub fn match_in_order<K: Hash + Eq + Copy>(
-    sent: &[K],
-    received: &[(K, i64)],
-) -> (Vec<Option<i64>>, u64) {
+pub fn match_in_order<K: Hash + Eq + Copy>(sent: &[K], received: &[(K, i64)]) -> (Vec<Option<i64>>, u64) {
     let n = received.len();
     let mut taken = vec![false; n];
     let mut waiting = vec![false; n];
@@ -99,10 +96,7 @@ mod tests {
         let sent = [1, 2, 3, 4, 5, 6];
         // 3 lost, 5 before 4, 6 twice.
         let (t, extra) = match_in_order(&sent, &recv(&[1, 2, 5, 4, 6, 6]));
-        assert_eq!(
-            t,
-            vec![Some(10), Some(20), None, Some(40), Some(50), Some(60)]
-        );
+        assert_eq!(t, vec![Some(10), Some(20), None, Some(40), Some(50), Some(60)]);
         assert_eq!(extra, 1);
     }
 

@@ -33,20 +33,12 @@ pub struct Signature {
 impl Signature {
     /// A TCP SYN (without ACK): its sequence number.
     pub fn syn(seq: u32) -> Signature {
-        Signature {
-            proto: PROTO_TCP,
-            value: seq as u64,
-            len: 0,
-        }
+        Signature { proto: PROTO_TCP, value: seq as u64, len: 0 }
     }
 
     /// A UDP datagram: the hash of its first bytes and its length.
     pub fn datagram(payload_hash: u64, payload_len: u32) -> Signature {
-        Signature {
-            proto: PROTO_UDP,
-            value: payload_hash,
-            len: payload_len,
-        }
+        Signature { proto: PROTO_UDP, value: payload_hash, len: payload_len }
     }
 }
 
@@ -94,18 +86,9 @@ mod tests {
     use crate::flows::Endpoint;
 
     fn ends() -> (Endpoint, Endpoint, Endpoint) {
-        let private = Endpoint {
-            addr: 0x0a00_0002,
-            port: 40000,
-        };
-        let public = Endpoint {
-            addr: 0xc633_6401,
-            port: 61000,
-        };
-        let server = Endpoint {
-            addr: 0x0a00_0101,
-            port: 5201,
-        };
+        let private = Endpoint { addr: 0x0a00_0002, port: 40000 };
+        let public = Endpoint { addr: 0xc633_6401, port: 61000 };
+        let server = Endpoint { addr: 0x0a00_0101, port: 5201 };
         (private, public, server)
     }
 
@@ -116,30 +99,12 @@ mod tests {
         let (cn_key, cn_dir) = FlowKey::new(PROTO_TCP, public, server);
         let mut nat = NatPairing::default();
         nat.note(Signature::syn(12345), 7, mn_dir);
-        let found = nat.find(
-            &cn_key,
-            Signature::syn(12345),
-            cn_dir,
-            |_| mn_key,
-            |_| false,
-        );
+        let found = nat.find(&cn_key, Signature::syn(12345), cn_dir, |_| mn_key, |_| false);
         // mn_key has the MN first, cn_key the server first: the alias is flipped.
         assert_eq!(found, Some((7, true)));
         // Another ISN, or a flow already paired, finds nothing.
-        assert_eq!(
-            nat.find(
-                &cn_key,
-                Signature::syn(12346),
-                cn_dir,
-                |_| mn_key,
-                |_| false
-            ),
-            None
-        );
-        assert_eq!(
-            nat.find(&cn_key, Signature::syn(12345), cn_dir, |_| mn_key, |_| true),
-            None
-        );
+        assert_eq!(nat.find(&cn_key, Signature::syn(12346), cn_dir, |_| mn_key, |_| false), None);
+        assert_eq!(nat.find(&cn_key, Signature::syn(12345), cn_dir, |_| mn_key, |_| true), None);
     }
 
     #[test]
@@ -149,18 +114,11 @@ mod tests {
         let mut nat = NatPairing::default();
         let sig = Signature::datagram(0xfeed, 100);
         nat.note(sig, 0, mn_dir);
-        let elsewhere = Endpoint {
-            addr: 0x0a00_0909,
-            port: 9,
-        };
+        let elsewhere = Endpoint { addr: 0x0a00_0909, port: 9 };
         let (both_changed, d) = FlowKey::new(PROTO_UDP, public, elsewhere);
         assert_eq!(nat.find(&both_changed, sig, d, |_| mn_key, |_| false), None);
         let (translated, d) = FlowKey::new(PROTO_UDP, public, server);
-        assert_eq!(
-            nat.find(&translated, sig, d, |_| mn_key, |_| false)
-                .map(|x| x.0),
-            Some(0)
-        );
+        assert_eq!(nat.find(&translated, sig, d, |_| mn_key, |_| false).map(|x| x.0), Some(0));
         // The same length but another payload is another datagram.
         let other = Signature::datagram(0xbeef, 100);
         assert_eq!(nat.find(&translated, other, d, |_| mn_key, |_| false), None);

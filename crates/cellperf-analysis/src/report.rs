@@ -59,12 +59,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            interval_s: 5.0,
-            mn_addr: None,
-            synced_clocks: false,
-            tables: false,
-        }
+        Options { interval_s: 5.0, mn_addr: None, synced_clocks: false, tables: false }
     }
 }
 
@@ -226,20 +221,13 @@ struct CapturePass {
 /// Analyses one capture or two (one per side). See the crate docs.
 pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, AnalysisError> {
     if inputs.is_empty() || inputs.len() > 2 {
-        return Err(AnalysisError::Input(
-            "give one capture, or two (the MN's and the CN's)".into(),
-        ));
+        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
     }
     if inputs.len() == 2 && inputs[0].side == inputs[1].side {
-        return Err(AnalysisError::Input(
-            "two captures must be one at the MN and one at the CN".into(),
-        ));
+        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
     }
     if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
-        return Err(AnalysisError::Input(format!(
-            "interval must be a positive number of seconds, not {}",
-            opts.interval_s
-        )));
+        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
     }
     let interval_ns = (opts.interval_s * 1e9) as i64;
     let two_sided = inputs.len() == 2;
@@ -279,9 +267,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         p.flows.resize_with(table.len(), || None);
     }
     if two_sided {
-        let common = (0..table.len())
-            .filter(|&i| passes[0].flows[i].is_some() && passes[1].flows[i].is_some())
-            .count();
+        let common = (0..table.len()).filter(|&i| passes[0].flows[i].is_some() && passes[1].flows[i].is_some()).count();
         if common == 0 {
             return Err(AnalysisError::Input(format!(
                 "no flow appears in both {} and {}: are they captures of the same run?",
@@ -290,11 +276,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         }
     }
 
-    let owd_kind = if opts.synced_clocks {
-        OwdKind::Raw
-    } else {
-        OwdKind::Excess
-    };
+    let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
     let mut out = Assembler {
         opts,
         spans: passes.iter().map(|p| (p.side, p.span)).collect(),
@@ -312,20 +294,11 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let mut mn_dirs = Vec::with_capacity(table.len());
     for id in 0..table.len() as u32 {
         let key = table.key(id);
-        let at: Vec<(Side, &FlowAt)> = passes
-            .iter()
-            .filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f)))
-            .collect();
+        let at: Vec<(Side, &FlowAt)> =
+            passes.iter().filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f))).collect();
         let (mn_dir, basis) = mn_direction(&key, &at, opts);
         mn_dirs.push(mn_dir as u8);
-        let flow = FlowCtx {
-            id,
-            key,
-            alias: table.alias_of(id),
-            at,
-            mn_dir,
-            basis,
-        };
+        let flow = FlowCtx { id, key, alias: table.alias_of(id), at, mn_dir, basis };
         match key.proto {
             PROTO_TCP => out.tcp_flow(&flow),
             _ => out.udp_flow(&flow),
@@ -347,26 +320,13 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     }
     let mut tables = Tables::default();
     if opts.tables {
-        let err =
-            |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
-        tables
-            .batches
-            .push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
-        tables
-            .batches
-            .push(("intervals", out.intervals.into_batch().map_err(err)?));
-        tables
-            .batches
-            .push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
-        tables
-            .batches
-            .push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
-        tables
-            .batches
-            .push(("ack_compression", out.acks.into_batch().map_err(err)?));
-        tables
-            .batches
-            .push(("rtt", out.rtt.into_batch().map_err(err)?));
+        let err = |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
+        tables.batches.push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
+        tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
+        tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
+        tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
+        tables.batches.push(("ack_compression", out.acks.into_batch().map_err(err)?));
+        tables.batches.push(("rtt", out.rtt.into_batch().map_err(err)?));
     }
     Ok(Analysis {
         report: Report {
@@ -452,14 +412,7 @@ fn mn_direction(key: &FlowKey, at: &[(Side, &FlowAt)], opts: &Options) -> (Dir, 
             let (ta, tb) = (f.max_ttl[0], f.max_ttl[1]);
             if ta > 0 && tb > 0 && ta != tb {
                 let local = if ta > tb { Dir::AtoB } else { Dir::BtoA };
-                return (
-                    if side == Side::Mn {
-                        local
-                    } else {
-                        local.reverse()
-                    },
-                    "ttl",
-                );
+                return (if side == Side::Mn { local } else { local.reverse() }, "ttl");
             }
         }
     }
@@ -506,11 +459,7 @@ impl<'a> FlowCtx<'a> {
             dst: addr_to_string(dst.addr),
             sport: src.port,
             dport: dst.port,
-            direction: if dir == self.mn_dir {
-                "uplink"
-            } else {
-                "downlink"
-            },
+            direction: if dir == self.mn_dir { "uplink" } else { "downlink" },
             direction_basis: self.basis,
             seen_at: self.at.iter().map(|(s, _)| *s).collect(),
             nat: self.alias.map(|k| {
@@ -526,11 +475,7 @@ impl<'a> FlowCtx<'a> {
             bytes,
             capture_duplicates: duplicates,
             duration_s,
-            throughput_bps: if duration_s > 0.0 {
-                bytes as f64 * 8.0 / duration_s
-            } else {
-                0.0
-            },
+            throughput_bps: if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
             goodput_bps: None,
             rtt_ms: None,
             retransmissions: None,
@@ -542,12 +487,7 @@ impl<'a> FlowCtx<'a> {
             udp: None,
             udp_view: None,
             echo: None,
-            series: SeriesReport {
-                interval_s: 0.0,
-                intervals: 0,
-                throughput_bps: None,
-                variability: None,
-            },
+            series: SeriesReport { interval_s: 0.0, intervals: 0, throughput_bps: None, variability: None },
         }
     }
 }
@@ -577,10 +517,7 @@ impl Assembler<'_> {
     fn series(&self, bytes: &[u64], duration_s: f64) -> SeriesReport {
         let interval_s = self.opts.interval_s;
         let full = ((duration_s / interval_s).floor() as usize).min(bytes.len());
-        let tput: Vec<f64> = bytes[..full]
-            .iter()
-            .map(|b| *b as f64 * 8.0 / interval_s)
-            .collect();
+        let tput: Vec<f64> = bytes[..full].iter().map(|b| *b as f64 * 8.0 / interval_s).collect();
         SeriesReport {
             interval_s,
             intervals: bytes.len() as u64,
@@ -633,11 +570,7 @@ impl Assembler<'_> {
         let dtcp = delivered.tcp.as_ref();
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
-        r.goodput_bps = Some(if ddur > 0.0 {
-            dsum.unique_bytes as f64 * 8.0 / ddur
-        } else {
-            0.0
-        });
+        r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
         if let Some(t) = dtcp {
             r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur);
         }
@@ -645,10 +578,7 @@ impl Assembler<'_> {
         if let Some(t) = stcp {
             r.rtt_ms = self.tcp_rtt(flow.id, uplink, t, data_dir);
         }
-        let one = stcp
-            .or(dtcp)
-            .map(|t| t.summary(data_dir))
-            .unwrap_or_default();
+        let one = stcp.or(dtcp).map(|t| t.summary(data_dir)).unwrap_or_default();
         let mut details = TcpDetails {
             data_packets: one.data_packets,
             unique_bytes: dsum.unique_bytes,
@@ -759,27 +689,13 @@ impl Assembler<'_> {
             .iter()
             .filter(|(_, f)| f.packets.iter().all(|n| *n > 0))
             .filter_map(|&(side, f)| {
-                let end = self
-                    .spans
-                    .iter()
-                    .find(|(s, _)| *s == side)
-                    .map_or(i64::MAX, |(_, span)| span.1);
+                let end = self.spans.iter().find(|(s, _)| *s == side).map_or(i64::MAX, |(_, span)| span.1);
                 let e = udp_echo::find_echo(&f.udp_recs, echo_key(&f.udp_recs), end)?;
                 let at_requester = flow.side_of(e.request_dir) == side;
-                Some((
-                    if at_requester {
-                        Vantage::Requester
-                    } else {
-                        Vantage::Echoer
-                    },
-                    e,
-                ))
+                Some((if at_requester { Vantage::Requester } else { Vantage::Echoer }, e))
             })
             .collect();
-        let (vantage, e) = found
-            .iter()
-            .find(|(v, _)| *v == Vantage::Requester)
-            .or(found.first())?;
+        let (vantage, e) = found.iter().find(|(v, _)| *v == Vantage::Requester).or(found.first())?;
         let at_requester = *vantage == Vantage::Requester;
         if self.opts.tables && at_requester {
             let uplink = e.request_dir == flow.mn_dir;
@@ -789,9 +705,7 @@ impl Assembler<'_> {
         }
         Some(FlowEcho {
             summary: e.summary(*vantage),
-            half_rtt: (at_requester && flow.at.len() == 1)
-                .then(|| e.half_rtt())
-                .flatten(),
+            half_rtt: (at_requester && flow.at.len() == 1).then(|| e.half_rtt()).flatten(),
         })
     }
 
@@ -803,9 +717,7 @@ impl Assembler<'_> {
             }
             let sender_side = flow.side_of(dir);
             let at_sender = flow.at(sender_side).filter(|f| f.packets[dir.index()] > 0);
-            let at_receiver = flow
-                .at(sender_side.other())
-                .filter(|f| f.packets[dir.index()] > 0);
+            let at_receiver = flow.at(sender_side.other()).filter(|f| f.packets[dir.index()] > 0);
             let main = at_sender.or(at_receiver).unwrap_or(flow.at[0].1);
             let d = dir.index();
             let mut r = flow.base_report("udp", dir, main, main.packets[d], main.bytes[d], main.duplicates[d]);
@@ -813,11 +725,7 @@ impl Assembler<'_> {
             let (packets, duplicates, losses_known, view) = match (at_sender, at_receiver) {
                 (Some(s), Some(rx)) => {
                     let (mut p, dups) = match_udp(&s.udp_recs, &rx.udp_recs, dir);
-                    if let Some(&(_, span)) = self
-                        .spans
-                        .iter()
-                        .find(|(side, _)| *side == sender_side.other())
-                    {
+                    if let Some(&(_, span)) = self.spans.iter().find(|(side, _)| *side == sender_side.other()) {
                         udp_stream::keep_within_capture(&mut p, span);
                     }
                     (p, dups, true, "two-sided")
@@ -833,21 +741,10 @@ impl Assembler<'_> {
                     }
                     (st.packets, st.duplicates, st.losses_known, "receiver")
                 }
-                (Some(s), None) => (
-                    in_capture_order(s.udp_recs.iter().filter(|r| r.dir == dir)),
-                    0,
-                    false,
-                    "sender",
-                ),
+                (Some(s), None) => (in_capture_order(s.udp_recs.iter().filter(|r| r.dir == dir)), 0, false, "sender"),
                 (None, None) => continue,
             };
-            let a = udp_stream::analyze(
-                &packets,
-                duplicates,
-                losses_known,
-                owd_kind,
-                self.interval_ns,
-            );
+            let a = udp_stream::analyze(&packets, duplicates, losses_known, owd_kind, self.interval_ns);
             if a.packets_past_series > 0 {
                 self.cut_series.push((flow.id, a.packets_past_series));
             }
@@ -871,17 +768,9 @@ impl Assembler<'_> {
             if self.opts.tables {
                 let uplink = dir == flow.mn_dir;
                 for (i, row) in a.intervals.iter().enumerate() {
-                    self.intervals.push(
-                        flow.id,
-                        uplink,
-                        self.opts.interval_s,
-                        losses_known,
-                        i,
-                        row,
-                    );
+                    self.intervals.push(flow.id, uplink, self.opts.interval_s, losses_known, i, row);
                 }
-                self.udp_packets
-                    .push_stream(flow.id, uplink, losses_known, &a.packets);
+                self.udp_packets.push_stream(flow.id, uplink, losses_known, &a.packets);
             }
             r.udp = Some(a.summary);
             r.udp_view = Some(view);
@@ -921,10 +810,7 @@ fn fraction(n: u64, of: u64) -> f64 {
 }
 
 fn serde_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|x| x.as_str().map(str::to_string))
-        .unwrap_or_default()
+    serde_json::to_value(v).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 type UdpKey = (u16, u64, u32);
@@ -936,11 +822,7 @@ fn udp_key(r: &UdpRec) -> UdpKey {
 /// Matches a direction's datagrams across captures by (IP id, payload hash, length).
 /// Returns the stream in sending order and the number of extra copies received.
 fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<StreamPacket>, u64) {
-    let received: Vec<(UdpKey, i64)> = at_receiver
-        .iter()
-        .filter(|r| r.dir == dir)
-        .map(|r| (udp_key(r), r.ts_ns))
-        .collect();
+    let received: Vec<(UdpKey, i64)> = at_receiver.iter().filter(|r| r.dir == dir).map(|r| (udp_key(r), r.ts_ns)).collect();
     let sent: Vec<&UdpRec> = at_sender.iter().filter(|r| r.dir == dir).collect();
     let keys: Vec<UdpKey> = sent.iter().map(|r| udp_key(r)).collect();
     let (arrival, extra) = match_in_order(&keys, &received);
@@ -948,12 +830,7 @@ fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<Str
         .iter()
         .zip(arrival)
         .enumerate()
-        .map(|(i, (r, recv))| StreamPacket {
-            seq: i as u64,
-            send_ns: Some(r.ts_ns),
-            recv_ns: recv,
-            bytes: r.payload_len,
-        })
+        .map(|(i, (r, recv))| StreamPacket { seq: i as u64, send_ns: Some(r.ts_ns), recv_ns: recv, bytes: r.payload_len })
         .collect();
     (packets, extra)
 }
@@ -965,18 +842,11 @@ fn match_udp(at_sender: &[UdpRec], at_receiver: &[UdpRec], dir: Dir) -> (Vec<Str
 fn stream_header_kind(recs: &[&UdpRec]) -> Option<HeaderKind> {
     let n = recs.len();
     for kind in [HeaderKind::Cellperf, HeaderKind::Iperf3] {
-        let seqs: Vec<u64> = recs
-            .iter()
-            .filter_map(|r| r.probe.filter(|h| h.kind == kind))
-            .map(|h| h.seq)
-            .collect();
+        let seqs: Vec<u64> = recs.iter().filter_map(|r| r.probe.filter(|h| h.kind == kind)).map(|h| h.seq).collect();
         if n == 0 || seqs.len() * 10 < n * 9 {
             continue;
         }
-        let runs_on = seqs
-            .windows(2)
-            .filter(|w| w[1] > w[0] && w[1] - w[0] <= 16)
-            .count();
+        let runs_on = seqs.windows(2).filter(|w| w[1] > w[0] && w[1] - w[0] <= 16).count();
         if kind == HeaderKind::Cellperf || runs_on * 10 >= seqs.len().saturating_sub(1) * 9 {
             return Some(kind);
         }
@@ -1015,42 +885,23 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
         wall_clock_sends: false,
         stray_numbers,
     };
-    let Some(kind) = stream_header_kind(&recs) else {
-        return unnumbered(None);
-    };
-    let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> =
-        std::collections::BTreeMap::new();
+    let Some(kind) = stream_header_kind(&recs) else { return unnumbered(None) };
+    let mut by_seq: std::collections::BTreeMap<u64, StreamPacket> = std::collections::BTreeMap::new();
     let mut duplicates = 0u64;
     let mut offsets = Vec::new();
     for r in &recs {
-        let Some(h) = r.probe.filter(|h| h.kind == kind) else {
-            continue;
-        };
+        let Some(h) = r.probe.filter(|h| h.kind == kind) else { continue };
         if by_seq.contains_key(&h.seq) {
             duplicates += 1;
             continue;
         }
         offsets.push((r.ts_ns - h.send_ns) as f64);
-        by_seq.insert(
-            h.seq,
-            StreamPacket {
-                seq: h.seq,
-                send_ns: Some(h.send_ns),
-                recv_ns: Some(r.ts_ns),
-                bytes: r.payload_len,
-            },
-        );
+        by_seq.insert(h.seq, StreamPacket { seq: h.seq, send_ns: Some(h.send_ns), recv_ns: Some(r.ts_ns), bytes: r.payload_len });
     }
     const DAY_NS: f64 = 86_400e9;
     let wall_clock_sends = Summary::of(&mut offsets).is_some_and(|s| s.median.abs() < DAY_NS);
     let (Some(&lo), Some(&hi)) = (by_seq.keys().next(), by_seq.keys().next_back()) else {
-        return ReceiverStream {
-            packets: Vec::new(),
-            duplicates,
-            losses_known: true,
-            wall_clock_sends,
-            stray_numbers: None,
-        };
+        return ReceiverStream { packets: Vec::new(), duplicates, losses_known: true, wall_clock_sends, stray_numbers: None };
     };
     let received = by_seq.len() as u64;
     let span = (hi - lo).saturating_add(1);
@@ -1061,24 +912,13 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
     let mut packets = Vec::with_capacity(span as usize);
     let mut it = by_seq.into_values().peekable();
     for s in lo..=hi {
-        let lost = StreamPacket {
-            seq: s,
-            send_ns: None,
-            recv_ns: None,
-            bytes: 0,
-        };
+        let lost = StreamPacket { seq: s, send_ns: None, recv_ns: None, bytes: 0 };
         match it.peek() {
             Some(p) if p.seq == s => packets.push(it.next().unwrap_or(lost)),
             _ => packets.push(lost),
         }
     }
-    ReceiverStream {
-        packets,
-        duplicates,
-        losses_known: true,
-        wall_clock_sends,
-        stray_numbers: None,
-    }
+    ReceiverStream { packets, duplicates, losses_known: true, wall_clock_sends, stray_numbers: None }
 }
 
 /// Datagrams numbered in the order the capture saw them, each "received" when seen: a
@@ -1086,11 +926,6 @@ fn udp_from_receiver(recs: &[UdpRec], dir: Dir) -> ReceiverStream {
 /// one seen at its sender only (its sending rate and spacing, nothing about delivery).
 fn in_capture_order<'r>(recs: impl Iterator<Item = &'r UdpRec>) -> Vec<StreamPacket> {
     recs.enumerate()
-        .map(|(i, r)| StreamPacket {
-            seq: i as u64,
-            send_ns: None,
-            recv_ns: Some(r.ts_ns),
-            bytes: r.payload_len,
-        })
+        .map(|(i, r)| StreamPacket { seq: i as u64, send_ns: None, recv_ns: Some(r.ts_ns), bytes: r.payload_len })
         .collect()
 }

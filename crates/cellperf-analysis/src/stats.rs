@@ -177,10 +177,7 @@ pub struct Variability {
 }
 
 pub fn sodp_points(series: &[f64]) -> Vec<(f64, f64)> {
-    series
-        .windows(3)
-        .map(|w| (w[1] - w[0], w[2] - w[1]))
-        .collect()
+    series.windows(3).map(|w| (w[1] - w[0], w[2] - w[1])).collect()
 }
 
 impl Variability {
@@ -190,12 +187,7 @@ impl Variability {
             return None;
         }
         let mean = series.iter().sum::<f64>() / series.len() as f64;
-        let ctm = |r: f64| {
-            pts.iter()
-                .filter(|(x, y)| (x * x + y * y).sqrt() <= r)
-                .count() as f64
-                / pts.len() as f64
-        };
+        let ctm = |r: f64| pts.iter().filter(|(x, y)| (x * x + y * y).sqrt() <= r).count() as f64 / pts.len() as f64;
         let diffs: Vec<f64> = series.windows(2).map(|w| w[1] - w[0]).collect();
         let dm = diffs.iter().sum::<f64>() / diffs.len() as f64;
         let var = diffs.iter().map(|d| (d - dm).powi(2)).sum::<f64>() / diffs.len() as f64;
@@ -250,9 +242,7 @@ mod tests {
         let v = Variability::of(&[10.0; 20]).unwrap();
         assert_eq!(v.ctm_5pct, 1.0);
         assert_eq!(v.first_difference_std, 0.0);
-        let alt: Vec<f64> = (0..20)
-            .map(|i| if i % 2 == 0 { 5.0 } else { 15.0 })
-            .collect();
+        let alt: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 5.0 } else { 15.0 }).collect();
         assert_eq!(Variability::of(&alt).unwrap().ctm_10pct, 0.0);
     }
 }

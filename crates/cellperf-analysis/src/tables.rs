@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
 use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, RecordBatch, TimestampNanosecondArray, UInt16Array,
-    UInt32Array, UInt64Array, UInt8Array,
+    ArrayRef, BooleanArray, Float64Array, RecordBatch, TimestampNanosecondArray, UInt16Array, UInt32Array,
+    UInt64Array, UInt8Array,
 };
 use arrow_schema::ArrowError;
 use cellperf_capture::{Packet, Transport};
@@ -79,17 +79,9 @@ impl PacketTable {
 
     /// `mn_dir[flow_id]` is the key direction that goes from the MN to the CN.
     pub fn into_batch(self, mn_dir: &[u8]) -> Result<RecordBatch, ArrowError> {
-        let uplink: Vec<bool> = self
-            .dir
-            .iter()
-            .zip(&self.flow_id)
-            .map(|(d, f)| *d == mn_dir[*f as usize])
-            .collect();
+        let uplink: Vec<bool> = self.dir.iter().zip(&self.flow_id).map(|(d, f)| *d == mn_dir[*f as usize]).collect();
         batch(vec![
-            (
-                "capture",
-                Arc::new(UInt8Array::from(self.capture)) as ArrayRef,
-            ),
+            ("capture", Arc::new(UInt8Array::from(self.capture)) as ArrayRef),
             ("flow_id", Arc::new(UInt32Array::from(self.flow_id))),
             ("ts", ts(self.ts)),
             ("uplink", Arc::new(BooleanArray::from(uplink))),
@@ -127,28 +119,16 @@ pub struct IntervalTable {
 
 impl IntervalTable {
     /// Appends one interval of a flow's series; packet counts only where losses are known.
-    pub fn push(
-        &mut self,
-        flow_id: u32,
-        uplink: bool,
-        interval_s: f64,
-        losses_known: bool,
-        index: usize,
-        row: &IntervalRow,
-    ) {
-        let (sent, lost) = if losses_known {
-            (Some(row.packets_sent), Some(row.packets_lost))
-        } else {
-            (None, None)
-        };
+    pub fn push(&mut self, flow_id: u32, uplink: bool, interval_s: f64, losses_known: bool, index: usize, row: &IntervalRow) {
+        let (sent, lost) =
+            if losses_known { (Some(row.packets_sent), Some(row.packets_lost)) } else { (None, None) };
         self.flow_id.push(flow_id);
         self.uplink.push(uplink);
         self.interval.push(index as u32);
         self.start_ts.push(row.start_ns);
         self.start_s.push(row.start_s);
         self.bytes.push(row.bytes);
-        self.throughput_bps
-            .push(row.bytes as f64 * 8.0 / interval_s);
+        self.throughput_bps.push(row.bytes as f64 * 8.0 / interval_s);
         self.packets_sent.push(sent);
         self.packets_lost.push(lost);
         self.loss_rate.push(match (sent, lost) {
@@ -161,36 +141,18 @@ impl IntervalTable {
 
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
-            (
-                "flow_id",
-                Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef,
-            ),
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
             ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("interval", Arc::new(UInt32Array::from(self.interval))),
             ("start_ts", ts(self.start_ts)),
             ("start_s", Arc::new(Float64Array::from(self.start_s))),
             ("bytes", Arc::new(UInt64Array::from(self.bytes))),
-            (
-                "throughput_bps",
-                Arc::new(Float64Array::from(self.throughput_bps)),
-            ),
-            (
-                "packets_sent",
-                Arc::new(UInt64Array::from(self.packets_sent)),
-            ),
-            (
-                "packets_lost",
-                Arc::new(UInt64Array::from(self.packets_lost)),
-            ),
+            ("throughput_bps", Arc::new(Float64Array::from(self.throughput_bps))),
+            ("packets_sent", Arc::new(UInt64Array::from(self.packets_sent))),
+            ("packets_lost", Arc::new(UInt64Array::from(self.packets_lost))),
             ("loss_rate", Arc::new(Float64Array::from(self.loss_rate))),
-            (
-                "owd_mean_ms",
-                Arc::new(Float64Array::from(self.owd_mean_ms)),
-            ),
-            (
-                "jitter_mean_ms",
-                Arc::new(Float64Array::from(self.jitter_mean_ms)),
-            ),
+            ("owd_mean_ms", Arc::new(Float64Array::from(self.owd_mean_ms))),
+            ("jitter_mean_ms", Arc::new(Float64Array::from(self.jitter_mean_ms))),
         ])
     }
 }
@@ -212,13 +174,7 @@ pub struct UdpPacketTable {
 
 impl UdpPacketTable {
     /// Appends a stream's per-packet results (sending order).
-    pub fn push_stream(
-        &mut self,
-        flow_id: u32,
-        uplink: bool,
-        losses_known: bool,
-        packets: &[PacketResult],
-    ) {
+    pub fn push_stream(&mut self, flow_id: u32, uplink: bool, losses_known: bool, packets: &[PacketResult]) {
         for p in packets {
             self.flow_id.push(flow_id);
             self.uplink.push(uplink);
@@ -234,10 +190,7 @@ impl UdpPacketTable {
 
     pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
         batch(vec![
-            (
-                "flow_id",
-                Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef,
-            ),
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
             ("uplink", Arc::new(BooleanArray::from(self.uplink))),
             ("seq", Arc::new(UInt64Array::from(self.seq))),
             ("send_ts", ts_opt(self.send_ts)),

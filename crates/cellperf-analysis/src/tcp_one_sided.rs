@@ -118,11 +118,7 @@ struct IntervalClock {
 impl IntervalClock {
     fn new(t0: i64, interval_ns: i64) -> Self {
         let interval_ns = interval_ns.max(1);
-        IntervalClock {
-            t0,
-            interval_ns,
-            last: (0, t0, t0.saturating_add(interval_ns)),
-        }
+        IntervalClock { t0, interval_ns, last: (0, t0, t0.saturating_add(interval_ns)) }
     }
 
     /// Interval index of `ts` (0 for anything before `t0`).
@@ -211,11 +207,7 @@ impl TcpOneSided {
         {
             let (me, peer) = two(&mut self.dirs, d, o);
             let outstanding = peer.max_end > ack;
-            if is_pure
-                && me.last_ack_raw == Some(r.ack)
-                && me.last_window == r.window
-                && outstanding
-            {
+            if is_pure && me.last_ack_raw == Some(r.ack) && me.last_window == r.window && outstanding {
                 me.dupack_run += 1;
                 me.dup_acks += 1;
             } else if me.last_ack_raw != Some(r.ack) {
@@ -265,8 +257,7 @@ impl TcpOneSided {
                 if rtt >= 0.0 {
                     self.dirs[o].rtt_ns.add(rtt);
                     if self.keep_rtt_samples {
-                        self.rtt_samples
-                            .push((r.ts_ns, Dir::from_index(o), rtt / 1e6));
+                        self.rtt_samples.push((r.ts_ns, Dir::from_index(o), rtt / 1e6));
                     }
                 }
             }
@@ -355,8 +346,7 @@ impl TcpOneSided {
             self.past_series += 1;
         }
 
-        let filled_hole_late =
-            in_hole_since.is_some_and(|since| r.ts_ns - since >= OUT_OF_ORDER_NS);
+        let filled_hole_late = in_hole_since.is_some_and(|since| r.ts_ns - since >= OUT_OF_ORDER_NS);
         let is_retx = seen_before || filled_hole_late;
         if !is_retx && in_hole_since.is_some() {
             st.out_of_order += 1;
@@ -378,8 +368,7 @@ impl TcpOneSided {
                     seg.2 = true;
                 }
             }
-            self.by_start
-                .insert((d as u8, start), self.retransmissions.len());
+            self.by_start.insert((d as u8, start), self.retransmissions.len());
             self.retransmissions.push(Retransmission {
                 ts_ns: r.ts_ns,
                 dir: r.dir,
@@ -474,18 +463,7 @@ pub(crate) mod tests {
     fn interval_clock_agrees_with_division_in_any_order() {
         let (t0, iv) = (1_000, 300);
         let mut c = IntervalClock::new(t0, iv);
-        for ts in [
-            1_000,
-            1_299,
-            1_300,
-            2_000,
-            1_100,
-            0,
-            999,
-            1_599,
-            1_600,
-            1 << 62,
-        ] {
+        for ts in [1_000, 1_299, 1_300, 2_000, 1_100, 0, 999, 1_599, 1_600, 1 << 62] {
             assert_eq!(c.index(ts), ((ts - t0).max(0) / iv) as usize, "ts {ts}");
         }
         // An interval longer than the clock's range saturates instead of overflowing.
@@ -534,10 +512,7 @@ pub(crate) mod tests {
             seg(151, B, 901, 0, 2101, ACK),
         ]);
         let s = t.summary(A);
-        assert_eq!(
-            (s.data_packets, s.unique_bytes, s.retransmissions),
-            (2, 2000, 0)
-        );
+        assert_eq!((s.data_packets, s.unique_bytes, s.retransmissions), (2, 2000, 0));
         assert_eq!(t.rtt(A).count(), 2);
         assert!((t.rtt(A).quantile(0.0).unwrap() - 50e6).abs() < 1.0);
     }
@@ -565,11 +540,7 @@ pub(crate) mod tests {
         assert_eq!((s.fast, s.rto, s.spurious, s.serial), (1, 2, 1, 2));
         assert_eq!(s.dup_acks, 3);
         assert_eq!(s.unique_bytes, 600);
-        assert_eq!(
-            t.rtt(A).count(),
-            0,
-            "every covering ack spans a retransmitted segment"
-        );
+        assert_eq!(t.rtt(A).count(), 0, "every covering ack spans a retransmitted segment");
         // Offsets from the first byte after the SYN (ISN 0): seq 1 → 0, seq 501 → 500.
         let offsets: Vec<u64> = t.retransmissions().iter().map(|x| x.rel_seq).collect();
         assert_eq!(offsets, vec![0, 500, 500, 500]);

@@ -121,12 +121,7 @@ impl TwoSided {
             .filter(|(a, prev)| a.in_event && !prev.is_some_and(|p| p.in_event))
             .count() as u64;
         let frac = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-        AckCompression {
-            acks: n,
-            compressed_fraction: frac(compressed),
-            event_fraction: frac(inside),
-            events,
-        }
+        AckCompression { acks: n, compressed_fraction: frac(compressed), event_fraction: frac(inside), events }
     }
 }
 
@@ -134,22 +129,11 @@ type DataKey = (u32, u32, u16, u32);
 type AckKey = (u32, u16, u32, u16, u32);
 
 fn data_key(r: &TcpRec) -> DataKey {
-    (
-        r.seq,
-        r.payload_len,
-        r.ip_id.unwrap_or(0),
-        r.tsval.unwrap_or(0),
-    )
+    (r.seq, r.payload_len, r.ip_id.unwrap_or(0), r.tsval.unwrap_or(0))
 }
 
 fn ack_key(r: &TcpRec) -> AckKey {
-    (
-        r.ack,
-        r.window,
-        r.seq,
-        r.ip_id.unwrap_or(0),
-        r.tsval.unwrap_or(0),
-    )
+    (r.ack, r.window, r.seq, r.ip_id.unwrap_or(0), r.tsval.unwrap_or(0))
 }
 
 fn is_data(r: &TcpRec) -> bool {
@@ -165,19 +149,13 @@ fn is_pure_ack(r: &TcpRec) -> bool {
 pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> TwoSided {
     let (at_sender, at_receiver) = (&sender.recs, &receiver.recs);
     let ack_dir = data_dir.reverse();
-    let sent: Vec<&TcpRec> = at_sender
-        .iter()
-        .filter(|r| r.dir == data_dir && is_data(r))
-        .collect();
+    let sent: Vec<&TcpRec> = at_sender.iter().filter(|r| r.dir == data_dir && is_data(r)).collect();
     let Some(first) = sent.first() else {
         return TwoSided::default();
     };
     let sent_keys: Vec<DataKey> = sent.iter().map(|r| data_key(r)).collect();
-    let received: Vec<(DataKey, i64)> = at_receiver
-        .iter()
-        .filter(|r| r.dir == data_dir && is_data(r))
-        .map(|r| (data_key(r), r.ts_ns))
-        .collect();
+    let received: Vec<(DataKey, i64)> =
+        at_receiver.iter().filter(|r| r.dir == data_dir && is_data(r)).map(|r| (data_key(r), r.ts_ns)).collect();
     let (arrival, _) = match_in_order(&sent_keys, &received);
 
     // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
@@ -209,14 +187,7 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
     let mut acks = ReceiverAcks::default();
     let mut space = anchored();
     for r in &rx_acks {
-        acks.push(
-            r.ts_ns,
-            space.unwrap(r.ack),
-            receiver
-                .sack(r)
-                .iter()
-                .map(|(l, rr)| (space.peek(*l), space.peek(*rr))),
-        );
+        acks.push(r.ts_ns, space.unwrap(r.ack), receiver.sack(r).iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
     }
     let (mut tx_space, mut tx_covered) = (anchored(), false);
     let ack_arrivals: Vec<(AckKey, i64)> = at_sender
@@ -226,10 +197,7 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
         .collect();
     (acks.reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
 
-    let mut out = TwoSided {
-        data_packets: sent.len() as u64,
-        ..Default::default()
-    };
+    let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
     let mut seq_space = Unwrapper::default();
     let base = seq_space.unwrap(first.data_seq());
     let mut snd_max = base;
@@ -319,10 +287,7 @@ impl LatestBySeq {
 
     /// The latest transmission whose first byte is at or before `seq` and which covers it.
     fn covering(&self, seq: u64) -> Option<usize> {
-        let at = self
-            .entries
-            .partition_point(|e| e.0 <= seq)
-            .checked_sub(1)?;
+        let at = self.entries.partition_point(|e| e.0 <= seq).checked_sub(1)?;
         let (_, end, index) = self.entries[at];
         (end > seq).then_some(index)
     }
@@ -344,8 +309,7 @@ impl ReceiverAcks {
     fn push(&mut self, ts_ns: i64, cumulative: u64, sack: impl Iterator<Item = (u64, u64)>) {
         let at = self.sack_blocks.len();
         self.sack_blocks.extend(sack);
-        self.sack_at
-            .push((at as u32, (self.sack_blocks.len() - at) as u8));
+        self.sack_at.push((at as u32, (self.sack_blocks.len() - at) as u8));
         self.times.push(ts_ns);
         self.cumulative.push(cumulative);
     }
@@ -354,9 +318,7 @@ impl ReceiverAcks {
     fn covers(&self, i: usize, start: u64, end: u64) -> bool {
         let (at, n) = self.sack_at[i];
         self.cumulative[i] >= end
-            || self.sack_blocks[at as usize..at as usize + n as usize]
-                .iter()
-                .any(|(l, r)| *l <= start && *r >= end)
+            || self.sack_blocks[at as usize..at as usize + n as usize].iter().any(|(l, r)| *l <= start && *r >= end)
     }
 }
 
@@ -438,39 +400,21 @@ mod tests {
             with_id(seg(300, D, 1, 100, 1, ACK), 2),
             with_id(seg(400, U, 1, 0, 101, ACK), 50),
         ];
-        let r = [
-            with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
-            with_id(seg(SKEW + 351, U, 1, 0, 101, ACK), 50),
-        ];
+        let r = [with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2), with_id(seg(SKEW + 351, U, 1, 0, 101, ACK), 50)];
         let t = analyze(&records(&s), &records(&r), D);
-        assert_eq!(
-            t.counts(),
-            ClassCounts {
-                total: 1,
-                normal: 1,
-                spurious: 0,
-                unavoidable: 0,
-                serial: 0
-            }
-        );
+        assert_eq!(t.counts(), ClassCounts { total: 1, normal: 1, spurious: 0, unavoidable: 0, serial: 0 });
         assert_eq!(t.data_matched, 1);
     }
 
     #[test]
     fn unavoidable_when_every_covering_ack_lost() {
-        let s = [
-            with_id(seg(0, D, 1, 100, 1, ACK), 1),
-            with_id(seg(300, D, 1, 100, 1, ACK), 2),
-        ];
+        let s = [with_id(seg(0, D, 1, 100, 1, ACK), 1), with_id(seg(300, D, 1, 100, 1, ACK), 2)];
         let r = [
             with_id(seg(SKEW + 50, D, 1, 100, 1, ACK), 1),
             with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50), // lost on the way back
             with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
         ];
-        assert_eq!(
-            analyze(&records(&s), &records(&r), D).counts().unavoidable,
-            1
-        );
+        assert_eq!(analyze(&records(&s), &records(&r), D).counts().unavoidable, 1);
     }
 
     #[test]
@@ -495,16 +439,10 @@ mod tests {
     fn resent_bytes_before_the_first_segment_seen_do_not_underflow() {
         // Found by cargo fuzz: the capture starts mid-flow, then bytes older than its first
         // segment are sent again.
-        let s = [
-            with_id(seg(0, D, 101, 100, 1, ACK), 1),
-            with_id(seg(300, D, 1, 100, 1, ACK), 2),
-        ];
+        let s = [with_id(seg(0, D, 101, 100, 1, ACK), 1), with_id(seg(300, D, 1, 100, 1, ACK), 2)];
         let t = analyze(&records(&s), &records(&[]), D);
         assert_eq!(t.retransmissions.len(), 1);
-        assert_eq!(
-            (t.retransmissions[0].rel_seq, t.retransmissions[0].class),
-            (0, RetxClass::Normal)
-        );
+        assert_eq!((t.retransmissions[0].rel_seq, t.retransmissions[0].class), (0, RetxClass::Normal));
     }
 
     #[test]
@@ -517,9 +455,7 @@ mod tests {
             with_id(seg(300, D, 1, 100, 1, ACK), 3),
             with_id(seg(301, D, 101, 100, 1, ACK), 4),
         ];
-        let mut r: TcpRecords = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2)]
-            .into_iter()
-            .collect();
+        let mut r: TcpRecords = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2)].into_iter().collect();
         r.push(with_id(seg(SKEW + 51, U, 1, 0, 1, ACK), 50), &[(101, 201)]);
         let t = analyze(&records(&s), &r, D);
         let classes: Vec<_> = t.retransmissions.iter().map(|x| x.class).collect();
@@ -534,14 +470,8 @@ mod tests {
         let mut s = vec![with_id(seg(0, D, 1, 1000, 1, ACK), 1)];
         let mut r = vec![with_id(seg(SKEW, D, 1, 1000, 1, ACK), 1)];
         for i in 0..6 {
-            r.push(with_id(
-                seg(SKEW + sent[i], U, 1, 0, 2 + i as u32, ACK),
-                10 + i as u16,
-            ));
-            s.push(with_id(
-                seg(got[i], U, 1, 0, 2 + i as u32, ACK),
-                10 + i as u16,
-            ));
+            r.push(with_id(seg(SKEW + sent[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
+            s.push(with_id(seg(got[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
         }
         let t = analyze(&records(&s), &records(&r), D);
         let ac = t.ack_compression();

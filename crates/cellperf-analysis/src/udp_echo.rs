@@ -161,13 +161,11 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
     // datagram with no earlier request is a miss; more misses than the share allows (or
     // far more echoes than requests) rule the orientation out.
     let budget = |n: u64| ((1.0 - ECHO_SHARE) * n as f64).floor() as u64;
-    let mut possible =
-        [0usize, 1].map(|d| total[d] > 0 && total[1 - d] > 0 && total[1 - d] <= 2 * total[d]);
+    let mut possible = [0usize, 1].map(|d| total[d] > 0 && total[1 - d] > 0 && total[1 - d] <= 2 * total[d]);
     if by == MatchBy::CellperfSeq {
         // Echoes go the marked way (nearly all marked), requests the other (nearly none).
         for d in 0..2 {
-            possible[d] &= marked[1 - d] as f64 >= ECHO_SHARE * total[1 - d] as f64
-                && marked[d] <= budget(total[d]);
+            possible[d] &= marked[1 - d] as f64 >= ECHO_SHARE * total[1 - d] as f64 && marked[d] <= budget(total[d]);
         }
     }
     if !possible.iter().any(|p| *p) {
@@ -237,15 +235,8 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
     if requests.repeats as f64 > (1.0 - ECHO_SHARE) * total[d] as f64 {
         return None;
     }
-    let mut pairs: Vec<EchoPair> = requests
-        .seen
-        .iter()
-        .map(|&(ts, bytes)| EchoPair {
-            request_ns: ts,
-            echo_ns: None,
-            bytes,
-        })
-        .collect();
+    let mut pairs: Vec<EchoPair> =
+        requests.seen.iter().map(|&(ts, bytes)| EchoPair { request_ns: ts, echo_ns: None, bytes }).collect();
     let mut unmatched = 0u64;
     for (k, &i) in &echoes.index {
         match requests.index.get(k) {
@@ -276,13 +267,9 @@ pub fn find_echo(recs: &[UdpRec], by: MatchBy, capture_end_ns: i64) -> Option<Ec
 /// Drops the unanswered requests whose echo was due (request time plus the median echo
 /// delay of the answered ones) after the capture ended; returns how many.
 fn leave_out_after_capture(pairs: &mut Vec<EchoPair>, capture_end_ns: i64) -> u64 {
-    let mut deltas: Vec<f64> = pairs
-        .iter()
-        .filter_map(|p| Some(p.echo_ns?.saturating_sub(p.request_ns) as f64))
-        .collect();
-    let Some(median) = Summary::of(&mut deltas).map(|s| s.median as i64) else {
-        return 0;
-    };
+    let mut deltas: Vec<f64> =
+        pairs.iter().filter_map(|p| Some(p.echo_ns?.saturating_sub(p.request_ns) as f64)).collect();
+    let Some(median) = Summary::of(&mut deltas).map(|s| s.median as i64) else { return 0 };
     let before = pairs.len();
     pairs.retain(|p| p.echo_ns.is_some() || p.request_ns.saturating_add(median) <= capture_end_ns);
     (before - pairs.len()) as u64
@@ -291,9 +278,7 @@ fn leave_out_after_capture(pairs: &mut Vec<EchoPair>, capture_end_ns: i64) -> u6
 impl EchoFlow {
     /// (time of the echo's first copy, echo − request in ms) of every answered request.
     pub fn deltas(&self) -> impl Iterator<Item = (i64, f64)> + '_ {
-        self.pairs
-            .iter()
-            .filter_map(|p| Some((p.echo_ns?, p.delta_ms()?)))
+        self.pairs.iter().filter_map(|p| Some((p.echo_ns?, p.delta_ms()?)))
     }
 
     pub fn summary(&self, vantage: Vantage) -> EchoSummary {
@@ -309,9 +294,7 @@ impl EchoFlow {
             requests,
             echoed,
             lost,
-            loss_rate: lost
-                .filter(|_| requests > 0)
-                .map(|l| l as f64 / requests as f64),
+            loss_rate: lost.filter(|_| requests > 0).map(|l| l as f64 / requests as f64),
             duplicate_requests: self.duplicate_requests,
             duplicate_echoes: self.duplicate_echoes,
             unmatched_echoes: self.unmatched,
@@ -349,11 +332,7 @@ mod tests {
     }
 
     fn cellperf(at_ms: i64, dir: Dir, seq: u64, len: u32, echo: bool) -> UdpRec {
-        let send_ns = if dir == Dir::AtoB {
-            at_ms * MS
-        } else {
-            at_ms * MS + ECHOER_CLOCK
-        };
+        let send_ns = if dir == Dir::AtoB { at_ms * MS } else { at_ms * MS + ECHOER_CLOCK };
         UdpRec {
             ts_ns: at_ms * MS,
             dir,
@@ -361,24 +340,12 @@ mod tests {
             payload_len: len,
             // The echoer rewrites the send time, so the payload hash changes.
             payload_hash: seq ^ send_ns as u64,
-            probe: Some(ProbeHeader {
-                kind: HeaderKind::Cellperf,
-                seq,
-                send_ns,
-                echo,
-            }),
+            probe: Some(ProbeHeader { kind: HeaderKind::Cellperf, seq, send_ns, echo }),
         }
     }
 
     fn datagram(at_ms: i64, dir: Dir, hash: u64, len: u32) -> UdpRec {
-        UdpRec {
-            ts_ns: at_ms * MS,
-            dir,
-            ip_id: None,
-            payload_len: len,
-            payload_hash: hash,
-            probe: None,
-        }
+        UdpRec { ts_ns: at_ms * MS, dir, ip_id: None, payload_len: len, payload_hash: hash, probe: None }
     }
 
     /// VoIP-like requests every 20 ms from 0, each echoed `rtt_ms[seq]` later (None: no echo).
@@ -400,29 +367,17 @@ mod tests {
     fn round_trips_at_the_requester_are_exact() {
         let recs = voip(&[Some(40), Some(41), Some(45), Some(40), Some(60)]);
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
-        assert_eq!(
-            (e.request_dir, e.pairs.len(), e.unmatched, e.after_capture),
-            (Dir::AtoB, 5, 0, 0)
-        );
+        assert_eq!((e.request_dir, e.pairs.len(), e.unmatched, e.after_capture), (Dir::AtoB, 5, 0, 0));
         let rtts: Vec<f64> = e.deltas().map(|(_, ms)| ms).collect();
         assert_eq!(rtts, vec![40.0, 41.0, 45.0, 40.0, 60.0]);
         assert_eq!(e.deltas().next().unwrap().0, 40 * MS);
         let s = e.summary(Vantage::Requester);
-        assert_eq!(
-            (s.requests, s.echoed, s.lost, s.loss_rate),
-            (5, 5, Some(0), Some(0.0))
-        );
+        assert_eq!((s.requests, s.echoed, s.lost, s.loss_rate), (5, 5, Some(0), Some(0.0)));
         let rtt = s.rtt_ms.unwrap();
-        assert_eq!(
-            (rtt.min, rtt.median, rtt.max, rtt.samples),
-            (40.0, 41.0, 60.0, 5)
-        );
+        assert_eq!((rtt.min, rtt.median, rtt.max, rtt.samples), (40.0, 41.0, 60.0, 5));
         assert!(s.turnaround_ms.is_none());
         let h = e.half_rtt().unwrap();
-        assert_eq!(
-            (h.kind, h.min, h.median, h.max, h.mean),
-            (OwdKind::HalfRtt, 20.0, 20.5, 30.0, 22.6)
-        );
+        assert_eq!((h.kind, h.min, h.median, h.max, h.mean), (OwdKind::HalfRtt, 20.0, 20.5, 30.0, 22.6));
         assert_eq!(serde_json::to_value(h.kind).unwrap(), "half_rtt");
         assert_eq!(serde_json::to_value(s.matched_by).unwrap(), "cellperf-seq");
     }
@@ -431,13 +386,8 @@ mod tests {
     fn a_request_without_echo_is_a_round_trip_loss_at_the_requester() {
         // #2's request or its echo was lost: the MN's capture cannot tell which.
         let recs = voip(&[Some(40), Some(40), None, Some(40), Some(40)]);
-        let s = find_echo(&recs, MatchBy::CellperfSeq, END)
-            .unwrap()
-            .summary(Vantage::Requester);
-        assert_eq!(
-            (s.requests, s.echoed, s.lost, s.loss_rate),
-            (5, 4, Some(1), Some(0.2))
-        );
+        let s = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap().summary(Vantage::Requester);
+        assert_eq!((s.requests, s.echoed, s.lost, s.loss_rate), (5, 4, Some(1), Some(0.2)));
     }
 
     #[test]
@@ -447,28 +397,13 @@ mod tests {
         let mut recs = Vec::new();
         for seq in [0u64, 1, 3, 4] {
             let t = seq as i64 * 20 * MS;
-            recs.push(
-                UdpRec {
-                    dir: Dir::BtoA,
-                    ..cpf(0, Dir::AtoB, seq, 40)
-                }
-                .at(t),
-            );
-            recs.push(
-                UdpRec {
-                    dir: Dir::AtoB,
-                    ..cpe(0, Dir::BtoA, seq, 40)
-                }
-                .at(t + MS / 10),
-            );
+            recs.push(UdpRec { dir: Dir::BtoA, ..cpf(0, Dir::AtoB, seq, 40) }.at(t));
+            recs.push(UdpRec { dir: Dir::AtoB, ..cpe(0, Dir::BtoA, seq, 40) }.at(t + MS / 10));
         }
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
         assert_eq!(e.request_dir, Dir::BtoA);
         let s = e.summary(Vantage::Echoer);
-        assert_eq!(
-            (s.requests, s.echoed, s.lost, s.loss_rate, s.rtt_ms),
-            (4, 4, None, None, None)
-        );
+        assert_eq!((s.requests, s.echoed, s.lost, s.loss_rate, s.rtt_ms), (4, 4, None, None, None));
         let t = s.turnaround_ms.unwrap();
         assert!((t.median - 0.1).abs() < 1e-12 && t.samples == 4);
     }
@@ -487,15 +422,7 @@ mod tests {
         recs.sort_by_key(|r| r.ts_ns);
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
         let s = e.summary(Vantage::Requester);
-        assert_eq!(
-            (
-                s.requests,
-                s.echoed,
-                s.duplicate_echoes,
-                s.duplicate_requests
-            ),
-            (3, 3, 1, 0)
-        );
+        assert_eq!((s.requests, s.echoed, s.duplicate_echoes, s.duplicate_requests), (3, 3, 1, 0));
         assert_eq!(s.rtt_ms.unwrap().max, 40.0);
     }
 
@@ -505,9 +432,7 @@ mod tests {
         let mut recs = voip(&[Some(1); 10]);
         recs.push(cpf(25, Dir::AtoB, 1, 160));
         recs.sort_by_key(|r| r.ts_ns);
-        let s = find_echo(&recs, MatchBy::CellperfSeq, END)
-            .unwrap()
-            .summary(Vantage::Echoer);
+        let s = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap().summary(Vantage::Echoer);
         assert_eq!((s.requests, s.echoed, s.duplicate_requests), (10, 10, 1));
     }
 
@@ -516,10 +441,7 @@ mod tests {
         // #1's echo is held up and arrives after #2's.
         let recs = voip(&[Some(40), Some(70), Some(40)]);
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
-        assert_eq!(
-            e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(),
-            vec![40.0, 70.0, 40.0]
-        );
+        assert_eq!(e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(), vec![40.0, 70.0, 40.0]);
     }
 
     #[test]
@@ -554,10 +476,7 @@ mod tests {
         // RTP both ways: every datagram different.
         let recs: Vec<UdpRec> = (0..100i64)
             .flat_map(|i| {
-                [
-                    datagram(i * 20, Dir::AtoB, 2 * i as u64, 172),
-                    datagram(i * 20 + 7, Dir::BtoA, 2 * i as u64 + 1, 172),
-                ]
+                [datagram(i * 20, Dir::AtoB, 2 * i as u64, 172), datagram(i * 20 + 7, Dir::BtoA, 2 * i as u64 + 1, 172)]
             })
             .collect();
         assert!(find_echo(&recs, MatchBy::Payload, END).is_none());
@@ -579,39 +498,20 @@ mod tests {
         // `udp-cbr --direction both` at the MN: the server's #k arrives 2 ms after the
         // probe's #k left, every time, as an echo's would. Unmarked, it is no echo.
         let mut mn: Vec<UdpRec> = (0..50u64)
-            .flat_map(|k| {
-                [
-                    cpf(k as i64 * 20, Dir::AtoB, k, 1460),
-                    cpf(k as i64 * 20 + 2, Dir::BtoA, k, 1460),
-                ]
-            })
+            .flat_map(|k| [cpf(k as i64 * 20, Dir::AtoB, k, 1460), cpf(k as i64 * 20 + 2, Dir::BtoA, k, 1460)])
             .collect();
         mn.push(hello(-10));
         mn.sort_by_key(|r| r.ts_ns);
         assert!(find_echo(&mn, MatchBy::CellperfSeq, END).is_none());
         // The same at the CN, where the server's #k leaves 15 ms before the probe's arrives.
         let mut cn: Vec<UdpRec> = (0..50u64)
-            .flat_map(|k| {
-                [
-                    cpf(k as i64 * 20 + 15, Dir::AtoB, k, 1460),
-                    cpf(k as i64 * 20, Dir::BtoA, k, 1460),
-                ]
-            })
+            .flat_map(|k| [cpf(k as i64 * 20 + 15, Dir::AtoB, k, 1460), cpf(k as i64 * 20, Dir::BtoA, k, 1460)])
             .collect();
         cn.push(hello(-10));
         cn.sort_by_key(|r| r.ts_ns);
         assert!(find_echo(&cn, MatchBy::CellperfSeq, END).is_none());
         // Marked the same, the MN's returning datagrams are echoes.
-        let marked: Vec<UdpRec> = mn
-            .iter()
-            .map(|r| {
-                if r.dir == Dir::BtoA {
-                    cpe(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 1460)
-                } else {
-                    *r
-                }
-            })
-            .collect();
+        let marked: Vec<UdpRec> = mn.iter().map(|r| if r.dir == Dir::BtoA { cpe(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 1460) } else { *r }).collect();
         let e = find_echo(&marked, MatchBy::CellperfSeq, END).unwrap();
         assert_eq!((e.request_dir, e.pairs.len()), (Dir::AtoB, 50));
     }
@@ -622,95 +522,46 @@ mod tests {
         let remark = |echo_dir: Option<Dir>| -> Vec<UdpRec> {
             voip(&[Some(40); 10])
                 .iter()
-                .map(|r| {
-                    cellperf(
-                        r.ts_ns / MS,
-                        r.dir,
-                        r.probe.unwrap().seq,
-                        160,
-                        echo_dir.is_none_or(|d| d == r.dir),
-                    )
-                })
+                .map(|r| cellperf(r.ts_ns / MS, r.dir, r.probe.unwrap().seq, 160, echo_dir.is_none_or(|d| d == r.dir)))
                 .collect()
         };
         assert!(find_echo(&remark(None), MatchBy::CellperfSeq, END).is_none());
         assert!(find_echo(&remark(Some(Dir::AtoB)), MatchBy::CellperfSeq, END).is_none());
-        assert_eq!(
-            find_echo(&remark(Some(Dir::BtoA)), MatchBy::CellperfSeq, END)
-                .unwrap()
-                .pairs
-                .len(),
-            10
-        );
+        assert_eq!(find_echo(&remark(Some(Dir::BtoA)), MatchBy::CellperfSeq, END).unwrap().pairs.len(), 10);
         // One echo in ten left unmarked (ECHO_SHARE of them marked) still pairs.
         let mut one_unmarked = voip(&[Some(40); 10]);
-        let i = one_unmarked
-            .iter()
-            .position(|r| r.dir == Dir::BtoA)
-            .unwrap();
-        one_unmarked[i] = cpf(
-            one_unmarked[i].ts_ns / MS,
-            Dir::BtoA,
-            one_unmarked[i].probe.unwrap().seq,
-            160,
-        );
-        assert_eq!(
-            find_echo(&one_unmarked, MatchBy::CellperfSeq, END)
-                .unwrap()
-                .pairs
-                .len(),
-            10
-        );
+        let i = one_unmarked.iter().position(|r| r.dir == Dir::BtoA).unwrap();
+        one_unmarked[i] = cpf(one_unmarked[i].ts_ns / MS, Dir::BtoA, one_unmarked[i].probe.unwrap().seq, 160);
+        assert_eq!(find_echo(&one_unmarked, MatchBy::CellperfSeq, END).unwrap().pairs.len(), 10);
     }
 
     #[test]
     fn echoes_of_requests_sent_before_the_capture_began_do_not_hide_the_opener() {
         // The capture starts between #0's request and its echo.
-        let recs: Vec<UdpRec> = voip(&[Some(40); 20])
-            .into_iter()
-            .filter(|r| r.ts_ns > 0)
-            .collect();
+        let recs: Vec<UdpRec> = voip(&[Some(40); 20]).into_iter().filter(|r| r.ts_ns > 0).collect();
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
-        assert_eq!(
-            (e.request_dir, e.pairs.len(), e.unmatched),
-            (Dir::AtoB, 19, 1)
-        );
+        assert_eq!((e.request_dir, e.pairs.len(), e.unmatched), (Dir::AtoB, 19, 1));
     }
 
     #[test]
     fn identical_keepalives_and_a_single_identical_pair_are_no_echo() {
         // NAT-T keepalives: one byte 0xFF each way, every 20 s.
         let keepalives: Vec<UdpRec> = (0..10i64)
-            .flat_map(|i| {
-                [
-                    datagram(i * 20_000, Dir::AtoB, 0xff, 1),
-                    datagram(i * 20_000 + 30, Dir::BtoA, 0xff, 1),
-                ]
-            })
+            .flat_map(|i| [datagram(i * 20_000, Dir::AtoB, 0xff, 1), datagram(i * 20_000 + 30, Dir::BtoA, 0xff, 1)])
             .collect();
         assert!(find_echo(&keepalives, MatchBy::Payload, END).is_none());
         let one = [datagram(0, Dir::AtoB, 7, 1), datagram(30, Dir::BtoA, 7, 1)];
         assert!(find_echo(&one, MatchBy::Payload, END).is_none());
         // One answered cellperf probe (a ping sweep of one packet) is an echo.
         let probe = voip(&[Some(40)]);
-        assert_eq!(
-            find_echo(&probe, MatchBy::CellperfSeq, END)
-                .unwrap()
-                .pairs
-                .len(),
-            1
-        );
+        assert_eq!(find_echo(&probe, MatchBy::CellperfSeq, END).unwrap().pairs.len(), 1);
     }
 
     #[test]
     fn sequence_numbers_starting_over_on_one_flow_are_ambiguous() {
         // Two runs on one 5-tuple, both numbered from 0: which #k answers which?
         let mut recs = voip(&[Some(40); 10]);
-        recs.extend(
-            voip(&[Some(40); 10])
-                .into_iter()
-                .map(|r| r.at(r.ts_ns + 1000 * MS)),
-        );
+        recs.extend(voip(&[Some(40); 10]).into_iter().map(|r| r.at(r.ts_ns + 1000 * MS)));
         assert!(find_echo(&recs, MatchBy::CellperfSeq, END).is_none());
     }
 
@@ -718,18 +569,10 @@ mod tests {
     fn sequence_numbers_far_up_and_an_echo_at_the_same_instant() {
         let base = u64::MAX - 3;
         let recs: Vec<UdpRec> = (0..3u64)
-            .flat_map(|i| {
-                [
-                    cpf(i as i64, Dir::AtoB, base + i, 40),
-                    cpe(i as i64 + i as i64, Dir::BtoA, base + i, 40),
-                ]
-            })
+            .flat_map(|i| [cpf(i as i64, Dir::AtoB, base + i, 40), cpe(i as i64 + i as i64, Dir::BtoA, base + i, 40)])
             .collect();
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
-        assert_eq!(
-            e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(),
-            vec![0.0, 1.0, 2.0]
-        );
+        assert_eq!(e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(), vec![0.0, 1.0, 2.0]);
     }
 
     #[test]
@@ -737,35 +580,20 @@ mod tests {
         // `tcpdump -i any` can write a packet after one captured later on another interface:
         // #1's echo is in the file before its request, with a later time.
         let mut recs = voip(&[Some(40), Some(40), Some(40)]);
-        let echo1 = recs
-            .iter()
-            .position(|r| r.dir == Dir::BtoA && r.probe.unwrap().seq == 1)
-            .unwrap();
-        let req1 = recs
-            .iter()
-            .position(|r| r.dir == Dir::AtoB && r.probe.unwrap().seq == 1)
-            .unwrap();
+        let echo1 = recs.iter().position(|r| r.dir == Dir::BtoA && r.probe.unwrap().seq == 1).unwrap();
+        let req1 = recs.iter().position(|r| r.dir == Dir::AtoB && r.probe.unwrap().seq == 1).unwrap();
         recs.swap(echo1, req1);
         let e = find_echo(&recs, MatchBy::CellperfSeq, END).unwrap();
-        assert_eq!(
-            e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(),
-            vec![40.0, 40.0, 40.0]
-        );
+        assert_eq!(e.deltas().map(|(_, ms)| ms).collect::<Vec<_>>(), vec![40.0, 40.0, 40.0]);
     }
 
     #[test]
     fn a_flow_one_way_or_with_far_more_replies_is_no_echo() {
-        let one_way: Vec<UdpRec> = (0..10)
-            .map(|i| cpf(i * 20, Dir::AtoB, i as u64, 160))
-            .collect();
+        let one_way: Vec<UdpRec> = (0..10).map(|i| cpf(i * 20, Dir::AtoB, i as u64, 160)).collect();
         assert!(find_echo(&one_way, MatchBy::CellperfSeq, END).is_none());
         // Three copies of every echo: not more than twice as many echoes as requests.
         let mut storm = voip(&[Some(40); 5]);
-        let echoes: Vec<UdpRec> = storm
-            .iter()
-            .filter(|r| r.dir == Dir::BtoA)
-            .copied()
-            .collect();
+        let echoes: Vec<UdpRec> = storm.iter().filter(|r| r.dir == Dir::BtoA).copied().collect();
         storm.extend(echoes.iter().map(|r| r.at(r.ts_ns + MS)));
         storm.extend(echoes.iter().map(|r| r.at(r.ts_ns + 2 * MS)));
         storm.sort_by_key(|r| r.ts_ns);

@@ -163,9 +163,7 @@ pub fn analyze(
 ) -> StreamAnalysis {
     let interval_ns = interval_ns.max(1);
     let received: Vec<&StreamPacket> = packets.iter().filter(|p| p.recv_ns.is_some()).collect();
-    let mut by_arrival: Vec<usize> = (0..packets.len())
-        .filter(|i| packets[*i].recv_ns.is_some())
-        .collect();
+    let mut by_arrival: Vec<usize> = (0..packets.len()).filter(|i| packets[*i].recv_ns.is_some()).collect();
     by_arrival.sort_by_key(|i| (packets[*i].recv_ns, *i));
 
     // Reordering: arrivals whose sequence number is below one already received.
@@ -181,10 +179,7 @@ pub fn analyze(
     }
 
     // Raw OWD, then the labelled one.
-    let raw: Vec<Option<i64>> = packets
-        .iter()
-        .map(|p| Some(p.recv_ns? - p.send_ns?))
-        .collect();
+    let raw: Vec<Option<i64>> = packets.iter().map(|p| Some(p.recv_ns? - p.send_ns?)).collect();
     let min_raw = raw.iter().flatten().min().copied();
     let owd_ms: Vec<Option<f64>> = raw
         .iter()
@@ -239,10 +234,8 @@ pub fn analyze(
     let lost = sent - received.len() as u64;
 
     // Send spacing: median of the sender's intervals where known, else of arrivals.
-    let mut send_gaps: Vec<f64> = packets
-        .windows(2)
-        .filter_map(|w| Some((w[1].send_ns? - w[0].send_ns?) as f64 / 1e6))
-        .collect();
+    let mut send_gaps: Vec<f64> =
+        packets.windows(2).filter_map(|w| Some((w[1].send_ns? - w[0].send_ns?) as f64 / 1e6)).collect();
     let send_interval_ms = Summary::of(&mut send_gaps).map(|s| s.median);
     let (gaps, delay_periods) = if losses_known {
         gaps_and_delay_periods(packets, send_interval_ms)
@@ -262,8 +255,7 @@ pub fn analyze(
             jitter_ms: jitter_ms[i],
         })
         .collect();
-    let (intervals, packets_past_series) =
-        interval_rows(&results, first_rx, losses_known, interval_ns);
+    let (intervals, packets_past_series) = interval_rows(&results, first_rx, losses_known, interval_ns);
 
     let summary = StreamSummary {
         packets_sent: losses_known.then_some(sent),
@@ -274,23 +266,14 @@ pub fn analyze(
         reordered,
         bytes_received,
         duration_s,
-        throughput_bps: if duration_s > 0.0 {
-            bytes_received as f64 * 8.0 / duration_s
-        } else {
-            0.0
-        },
+        throughput_bps: if duration_s > 0.0 { bytes_received as f64 * 8.0 / duration_s } else { 0.0 },
         jitter_ms: jitter,
         owd_ms: owd,
         interarrival_ms: Summary::of(&mut pid),
         gaps,
         delay_periods,
     };
-    StreamAnalysis {
-        summary,
-        packets: results,
-        intervals,
-        packets_past_series,
-    }
+    StreamAnalysis { summary, packets: results, intervals, packets_past_series }
 }
 
 fn gaps_and_delay_periods(
@@ -298,10 +281,7 @@ fn gaps_and_delay_periods(
     send_interval_ms: Option<f64>,
 ) -> (Option<GapSummary>, Option<DelayPeriodSummary>) {
     let mut gaps = GapSummary::default();
-    let mut dp = DelayPeriodSummary {
-        send_interval_ms: send_interval_ms.unwrap_or(0.0),
-        ..Default::default()
-    };
+    let mut dp = DelayPeriodSummary { send_interval_ms: send_interval_ms.unwrap_or(0.0), ..Default::default() };
     let mut last_rx: Option<i64> = None;
     let mut lost_run = 0u64;
     for p in packets {
@@ -337,9 +317,7 @@ fn gaps_and_delay_periods(
 /// The median of receive minus send time over the packets that have both: the one-way
 /// delay on the receiver's clock, clock offset included.
 fn median_offset(times: impl Iterator<Item = (Option<i64>, Option<i64>)>) -> Option<i64> {
-    let mut offsets: Vec<f64> = times
-        .filter_map(|(send, recv)| Some(recv?.saturating_sub(send?) as f64))
-        .collect();
+    let mut offsets: Vec<f64> = times.filter_map(|(send, recv)| Some(recv?.saturating_sub(send?) as f64)).collect();
     Summary::of(&mut offsets).map(|s| s.median as i64)
 }
 
@@ -349,17 +327,11 @@ fn median_offset(times: impl Iterator<Item = (Option<i64>, Option<i64>)>) -> Opt
 /// They are neither delivered nor lost; counted as lost, they would turn two captures
 /// stopped a moment apart into loss.
 pub fn keep_within_capture(packets: &mut Vec<StreamPacket>, (start, end): (i64, i64)) {
-    let Some(offset) = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns))) else {
-        return;
-    };
+    let Some(offset) = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns))) else { return };
     let seen = |p: &StreamPacket| {
-        p.recv_ns.is_some()
-            || p.send_ns
-                .is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
+        p.recv_ns.is_some() || p.send_ns.is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
     };
-    let Some(last) = packets.iter().rposition(seen) else {
-        return;
-    };
+    let Some(last) = packets.iter().rposition(seen) else { return };
     packets.truncate(last + 1);
     let first = packets.iter().position(seen).unwrap_or(0);
     packets.drain(..first);
@@ -374,9 +346,7 @@ fn interval_rows(
     losses_known: bool,
     interval_ns: i64,
 ) -> (Vec<IntervalRow>, u64) {
-    let Some(t0) = first_rx else {
-        return (Vec::new(), 0);
-    };
+    let Some(t0) = first_rx else { return (Vec::new(), 0) };
     // Losses are placed by send time, mapped onto the receiver's clock through the
     // median offset of received packets (so a clock offset between hosts does not matter).
     let offset = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns)));
@@ -385,19 +355,14 @@ fn interval_rows(
     let mut jit_n: Vec<u64> = Vec::new();
     let mut last_known_rx = t0;
     let mut past = 0;
-    let grow =
-        |rows: &mut Vec<IntervalRow>, owd_n: &mut Vec<u64>, jit_n: &mut Vec<u64>, bin: usize| {
-            while rows.len() <= bin {
-                let i = rows.len() as i64;
-                rows.push(IntervalRow {
-                    start_ns: t0 + i * interval_ns,
-                    start_s: i as f64 * interval_ns as f64 / 1e9,
-                    ..Default::default()
-                });
-                owd_n.push(0);
-                jit_n.push(0);
-            }
-        };
+    let grow = |rows: &mut Vec<IntervalRow>, owd_n: &mut Vec<u64>, jit_n: &mut Vec<u64>, bin: usize| {
+        while rows.len() <= bin {
+            let i = rows.len() as i64;
+            rows.push(IntervalRow { start_ns: t0 + i * interval_ns, start_s: i as f64 * interval_ns as f64 / 1e9, ..Default::default() });
+            owd_n.push(0);
+            jit_n.push(0);
+        }
+    };
     for p in packets {
         let at = match (p.recv_ns, p.send_ns, offset) {
             (Some(r), _, _) => r,
@@ -444,12 +409,7 @@ mod tests {
     use super::*;
 
     fn p(seq: u64, send_ms: i64, recv_ms: Option<i64>) -> StreamPacket {
-        StreamPacket {
-            seq,
-            send_ns: Some(send_ms * 1_000_000),
-            recv_ns: recv_ms.map(|r| r * 1_000_000),
-            bytes: 100,
-        }
+        StreamPacket { seq, send_ns: Some(send_ms * 1_000_000), recv_ns: recv_ms.map(|r| r * 1_000_000), bytes: 100 }
     }
 
     #[test]
@@ -464,30 +424,14 @@ mod tests {
             })
             .collect();
         keep_within_capture(&mut pk, (5_035_000_000, 5_085_000_000));
-        let kept: Vec<(u64, i64, bool)> = pk
-            .iter()
-            .map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some()))
-            .collect();
-        assert_eq!(
-            kept,
-            vec![
-                (0, 20, true),
-                (1, 30, true),
-                (2, 40, false),
-                (3, 50, true),
-                (4, 60, true)
-            ]
-        );
+        let kept: Vec<(u64, i64, bool)> = pk.iter().map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some())).collect();
+        assert_eq!(kept, vec![(0, 20, true), (1, 30, true), (2, 40, false), (3, 50, true), (4, 60, true)]);
     }
 
     #[test]
     fn a_packet_decades_ahead_is_left_out_of_the_series() {
         let far = (MAX_INTERVALS as i64 + 5) * 1000;
-        let pk = [
-            p(0, 0, Some(10)),
-            p(1, 20, Some(30)),
-            p(2, far, Some(far + 10)),
-        ];
+        let pk = [p(0, 0, Some(10)), p(1, 20, Some(30)), p(2, far, Some(far + 10))];
         let a = analyze(&pk, 0, true, OwdKind::Raw, 1_000_000_000);
         assert_eq!(a.intervals.len(), 1);
         assert_eq!(a.intervals[0].packets_received, 2);
@@ -511,10 +455,7 @@ mod tests {
         ];
         let a = analyze(&pk, 0, true, OwdKind::Raw, 1_000_000_000);
         let s = &a.summary;
-        assert_eq!(
-            (s.packets_sent, s.packets_lost, s.packets_received),
-            (Some(9), Some(2), 7)
-        );
+        assert_eq!((s.packets_sent, s.packets_lost, s.packets_received), (Some(9), Some(2), 7));
         assert!((s.loss_rate.unwrap() - 2.0 / 9.0).abs() < 1e-12);
         let g = s.gaps.unwrap();
         assert_eq!((g.count, g.lost_in_gaps), (1, 2));
@@ -535,11 +476,7 @@ mod tests {
     #[test]
     fn excess_owd_cancels_offset_and_reordering_counted() {
         let off = 7_000_000; // receiver clock 7000 s ahead
-        let pk = [
-            p(0, 0, Some(off + 40)),
-            p(1, 10, Some(off + 65)),
-            p(2, 20, Some(off + 60)),
-        ];
+        let pk = [p(0, 0, Some(off + 40)), p(1, 10, Some(off + 65)), p(2, 20, Some(off + 60))];
         let a = analyze(&pk, 1, true, OwdKind::Excess, 1_000_000_000);
         let o = a.summary.owd_ms.unwrap();
         assert_eq!((o.min, o.max), (0.0, 15.0));
@@ -549,17 +486,12 @@ mod tests {
 
     #[test]
     fn rfc3550_jitter_of_constant_spacing_is_zero() {
-        let pk: Vec<_> = (0..100)
-            .map(|i| p(i, i as i64 * 20, Some(i as i64 * 20 + 30)))
-            .collect();
+        let pk: Vec<_> = (0..100).map(|i| p(i, i as i64 * 20, Some(i as i64 * 20 + 30))).collect();
         let a = analyze(&pk, 0, true, OwdKind::Raw, 500_000_000);
         let j = a.summary.jitter_ms.unwrap();
         assert_eq!((j.max, j.rfc3550), (0.0, 0.0));
         assert_eq!(a.intervals.len(), 4);
-        assert_eq!(
-            a.intervals.iter().map(|r| r.packets_received).sum::<u64>(),
-            100
-        );
+        assert_eq!(a.intervals.iter().map(|r| r.packets_received).sum::<u64>(), 100);
         assert!((a.summary.throughput_bps - 100.0 * 100.0 * 8.0 / 1.98).abs() < 1e-6);
     }
 }

@@ -124,10 +124,7 @@ impl TcpOptions<'_> {
     pub fn sack_blocks(&self) -> SackBlocks {
         let mut out = SackBlocks::default();
         for (slot, e) in out.blocks.iter_mut().zip(self.sack.chunks_exact(8)) {
-            *slot = (
-                u32::from_be_bytes([e[0], e[1], e[2], e[3]]),
-                u32::from_be_bytes([e[4], e[5], e[6], e[7]]),
-            );
+            *slot = (u32::from_be_bytes([e[0], e[1], e[2], e[3]]), u32::from_be_bytes([e[4], e[5], e[6], e[7]]));
             out.len += 1;
         }
         out
@@ -317,11 +314,7 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
     let hdr_len = h.ihl() as u32 * 4;
     let total = h.total_len() as u32;
     // A zero (or too small) total length: take the frame's length, never less than the header.
-    let len = if total >= hdr_len {
-        total
-    } else {
-        wire_len.max(hdr_len)
-    };
+    let len = if total >= hdr_len { total } else { wire_len.max(hdr_len) };
     let offset = h.fragments_offset().value();
     let ip = IpInfo {
         version: 4,
@@ -337,11 +330,7 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
     let proto = h.protocol().0;
     if offset != 0 {
         // A later fragment: its bytes are the middle of a transport payload.
-        return Ok(Packet {
-            ts_ns,
-            ip,
-            transport: Transport::Other(proto),
-        });
+        return Ok(Packet { ts_ns, ip, transport: Transport::Other(proto) });
     }
     // Ethernet pads short frames: the payload ends where the IP length says.
     let end = (len as usize).clamp(hdr_len as usize, bytes.len());
@@ -354,14 +343,10 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
 fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Skip> {
     let h = Ipv6HeaderSlice::from_slice(bytes).map_err(|_| Skip::Malformed)?;
     let plen = h.payload_length() as u32;
-    let len = if plen > 0 {
-        40 + plen
-    } else {
-        wire_len.max(40)
-    };
+    let len = if plen > 0 { 40 + plen } else { wire_len.max(40) };
     let end = (len as usize).min(bytes.len());
-    let (exts, proto, payload) = Ipv6ExtensionsSlice::from_slice(h.next_header(), &bytes[40..end])
-        .map_err(|_| Skip::Malformed)?;
+    let (exts, proto, payload) =
+        Ipv6ExtensionsSlice::from_slice(h.next_header(), &bytes[40..end]).map_err(|_| Skip::Malformed)?;
     let ext_len = exts.slice().len() as u32;
     let fragment = exts.is_fragmenting_payload();
     let (mut position, mut fragment_id) = (Fragmentation::Whole, 0);
@@ -389,23 +374,14 @@ fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
     }
     let l4_len = len.saturating_sub(40 + ext_len);
     let transport = decode_transport(proto.0, payload, l4_len, fragment)?;
-    Ok(Packet {
-        ts_ns,
-        ip,
-        transport,
-    })
+    Ok(Packet { ts_ns, ip, transport })
 }
 
 /// TCP or UDP from an IP payload of `l4_len` bytes on the wire, `bytes` of it captured.
 // Inlined into the decoders so that its result is built in registers, not returned
 // through memory (a store-forwarding stall that cost ~10 % of the analysis loop).
 #[inline(always)]
-fn decode_transport(
-    proto: u8,
-    bytes: &[u8],
-    l4_len: u32,
-    fragment: bool,
-) -> Result<Transport<'_>, Skip> {
+fn decode_transport(proto: u8, bytes: &[u8], l4_len: u32, fragment: bool) -> Result<Transport<'_>, Skip> {
     match IpNumber(proto) {
         IpNumber::TCP if bytes.len() >= field::TCP_HEADER => {
             let header_len = (bytes[field::TCP_DATA_OFFSET] >> 4) as usize * 4;
@@ -414,8 +390,7 @@ fn decode_transport(
             }
             // Options cut by the snapshot length are read as far as they were captured.
             let options = &bytes[field::TCP_HEADER..header_len.min(bytes.len())];
-            let flags =
-                bytes[field::TCP_FLAGS] as u16 | ((bytes[field::TCP_DATA_OFFSET] as u16 & 1) << 8);
+            let flags = bytes[field::TCP_FLAGS] as u16 | ((bytes[field::TCP_DATA_OFFSET] as u16 & 1) << 8);
             Ok(Transport::Tcp(TcpInfo {
                 src_port: be16(bytes, field::TCP_SRC_PORT),
                 dst_port: be16(bytes, field::TCP_DST_PORT),
@@ -477,10 +452,7 @@ fn parse_tcp_options(mut b: &[u8]) -> TcpOptions<'_> {
             (SACK_PERMITTED, 0) => o.sack_permitted = true,
             (SACK, n) if n % 8 == 0 && n > 0 => o.sack = &v[..n.min(32)],
             (TIMESTAMP, 8) => {
-                o.timestamp = Some((
-                    u32::from_be_bytes([v[0], v[1], v[2], v[3]]),
-                    u32::from_be_bytes([v[4], v[5], v[6], v[7]]),
-                ))
+                o.timestamp = Some((u32::from_be_bytes([v[0], v[1], v[2], v[3]]), u32::from_be_bytes([v[4], v[5], v[6], v[7]])))
             }
             _ => {}
         }
@@ -494,14 +466,7 @@ mod tests {
     use super::*;
 
     fn frame(linktype: LinkType, data: &[u8]) -> Frame<'_> {
-        Frame {
-            ts_ns: 5,
-            linktype,
-            data,
-            orig_len: data.len() as u32,
-            offset: 0,
-            interface: 0,
-        }
+        Frame { ts_ns: 5, linktype, data, orig_len: data.len() as u32, offset: 0, interface: 0 }
     }
 
     /// IPv4 (id 0x1234, TTL 63, DF) + TCP 10.0.0.1:5001 → 10.0.0.2:80, seq 1000, ack 2000,
@@ -551,9 +516,7 @@ mod tests {
         let mut f = vec![0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x08, 0x00];
         f.extend(IPV4_TCP);
         check_ipv4_tcp(&decode_frame(&frame(LinkType::LinuxSll, &f)).unwrap());
-        let mut f = vec![
-            0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0,
-        ];
+        let mut f = vec![0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0];
         f.extend(IPV4_TCP);
         check_ipv4_tcp(&decode_frame(&frame(LinkType::LinuxSll2, &f)).unwrap());
     }
@@ -575,18 +538,9 @@ mod tests {
     #[test]
     fn snaplen_cut_keeps_true_payload_length() {
         let cut = &IPV4_TCP[..64];
-        let f = Frame {
-            ts_ns: 0,
-            linktype: LinkType::Raw,
-            data: cut,
-            orig_len: 74,
-            offset: 0,
-            interface: 0,
-        };
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: cut, orig_len: 74, offset: 0, interface: 0 };
         let p = decode_frame(&f).unwrap();
-        let Transport::Tcp(t) = p.transport else {
-            panic!()
-        };
+        let Transport::Tcp(t) = p.transport else { panic!() };
         assert_eq!(t.payload_len, 10);
     }
 
@@ -597,20 +551,11 @@ mod tests {
         let mut p = IPV4_TCP;
         p[2..4].copy_from_slice(&[0, 0]);
         // The IP packet is then the bare header: no room for TCP.
-        let f = Frame {
-            ts_ns: 0,
-            linktype: LinkType::Raw,
-            data: &p,
-            orig_len: 12,
-            offset: 0,
-            interface: 0,
-        };
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: &p, orig_len: 12, offset: 0, interface: 0 };
         assert_eq!(decode_frame(&f), Err(Skip::Malformed));
         // With the true original length, the frame decodes as the packet it is.
         let f = Frame { orig_len: 74, ..f };
-        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else {
-            panic!()
-        };
+        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else { panic!() };
         assert_eq!(t.payload_len, 10);
     }
 
@@ -618,29 +563,15 @@ mod tests {
     fn options_cut_by_snaplen_keep_the_header() {
         // 20 IP + 20 TCP + 6 option bytes captured: NOP NOP and a timestamp cut short.
         let cut = &IPV4_TCP[..46];
-        let f = Frame {
-            ts_ns: 0,
-            linktype: LinkType::Raw,
-            data: cut,
-            orig_len: 74,
-            offset: 0,
-            interface: 0,
-        };
-        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else {
-            panic!()
-        };
-        assert_eq!(
-            (t.seq, t.payload_len, t.options.timestamp),
-            (1000, 10, None)
-        );
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: cut, orig_len: 74, offset: 0, interface: 0 };
+        let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else { panic!() };
+        assert_eq!((t.seq, t.payload_len, t.options.timestamp), (1000, 10, None));
     }
 
     #[test]
     fn ipv4_with_options_and_fragment_flagged() {
         // IHL 6 (one option word: NOP NOP NOP EOL), MF set, UDP inside.
-        let mut p = vec![
-            0x46, 0, 0, 36, 0, 7, 0x20, 0x00, 64, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 0,
-        ];
+        let mut p = vec![0x46, 0, 0, 36, 0, 7, 0x20, 0x00, 64, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 0];
         p.extend([0x1f, 0x90, 0x1f, 0x91, 0, 12, 0, 0, 0xde, 0xad, 0xbe, 0xef]);
         let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
         assert!(d.ip.has_options);
@@ -702,29 +633,19 @@ mod tests {
         assert_eq!(addr_to_string(d.ip.dst), "2001:db8::2");
         assert!(d.ip.has_options);
         assert_eq!(d.ip.ttl, 64);
-        let Transport::Udp(u) = d.transport else {
-            panic!("{d:?}")
-        };
+        let Transport::Udp(u) = d.transport else { panic!("{d:?}") };
         assert_eq!((u.src_port, u.dst_port, u.payload_len), (12345, 53, 4));
         assert_eq!(u.payload, &[9u8, 8, 7, 6][..]);
     }
 
     #[test]
     fn tcp_syn_options() {
-        let mut p = vec![
-            0x45, 0, 0, 60, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-        ];
-        p.extend([
-            0x9c, 0x40, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0xa0, 0x02, 0xff, 0xff, 0, 0, 0, 0,
-        ]);
+        let mut p = vec![0x45, 0, 0, 60, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        p.extend([0x9c, 0x40, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0xa0, 0x02, 0xff, 0xff, 0, 0, 0, 0]);
         // MSS 1460, SACK permitted, TS(1,0), NOP, WS 7
-        p.extend([
-            2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
-        ]);
+        p.extend([2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7]);
         let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
-        let Transport::Tcp(t) = d.transport else {
-            panic!()
-        };
+        let Transport::Tcp(t) = d.transport else { panic!() };
         assert!(t.has(tcp_flags::SYN));
         assert_eq!(t.options.mss, Some(1460));
         assert!(t.options.sack_permitted);
@@ -745,23 +666,11 @@ mod tests {
                     seed as u8
                 })
                 .collect();
-            for lt in [
-                LinkType::Ethernet,
-                LinkType::Raw,
-                LinkType::Null,
-                LinkType::LinuxSll,
-                LinkType::LinuxSll2,
-            ] {
+            for lt in [LinkType::Ethernet, LinkType::Raw, LinkType::Null, LinkType::LinuxSll, LinkType::LinuxSll2] {
                 let _ = decode_frame(&frame(lt, &bytes));
             }
         }
-        assert_eq!(
-            decode_frame(&frame(LinkType::LinuxSll2, &[0x08, 0x00])),
-            Err(Skip::Malformed)
-        );
-        assert_eq!(
-            decode_frame(&frame(LinkType::Raw, &IPV4_TCP[..30])),
-            Err(Skip::Malformed)
-        );
+        assert_eq!(decode_frame(&frame(LinkType::LinuxSll2, &[0x08, 0x00])), Err(Skip::Malformed));
+        assert_eq!(decode_frame(&frame(LinkType::Raw, &IPV4_TCP[..30])), Err(Skip::Malformed));
     }
 }

@@ -66,11 +66,7 @@ pub fn write_cellperf(buf: &mut [u8], seq: u64, send_ns: i64, echo: bool) -> boo
     if buf.len() < CELLPERF_HEADER_LEN {
         return false;
     }
-    buf[0..4].copy_from_slice(if echo {
-        &CELLPERF_ECHO_MAGIC
-    } else {
-        &CELLPERF_MAGIC
-    });
+    buf[0..4].copy_from_slice(if echo { &CELLPERF_ECHO_MAGIC } else { &CELLPERF_MAGIC });
     buf[4..12].copy_from_slice(&seq.to_be_bytes());
     buf[12..20].copy_from_slice(&(send_ns.max(0) as u64).to_be_bytes());
     true
@@ -84,12 +80,7 @@ pub fn parse_iperf3(payload: &[u8]) -> Option<ProbeHeader> {
     if usec >= 1_000_000 {
         return None;
     }
-    Some(ProbeHeader {
-        kind: HeaderKind::Iperf3,
-        seq,
-        send_ns: sec * 1_000_000_000 + usec * 1000,
-        echo: false,
-    })
+    Some(ProbeHeader { kind: HeaderKind::Iperf3, seq, send_ns: sec * 1_000_000_000 + usec * 1000, echo: false })
 }
 
 #[cfg(test)]
@@ -99,17 +90,9 @@ mod tests {
     #[test]
     fn cellperf_round_trip() {
         let mut buf = [0u8; 64];
-        assert!(write_cellperf(
-            &mut buf,
-            42,
-            1_700_000_000_123_456_789,
-            false
-        ));
+        assert!(write_cellperf(&mut buf, 42, 1_700_000_000_123_456_789, false));
         let h = parse_cellperf(&buf).unwrap();
-        assert_eq!(
-            (h.seq, h.send_ns, h.kind, h.echo),
-            (42, 1_700_000_000_123_456_789, HeaderKind::Cellperf, false)
-        );
+        assert_eq!((h.seq, h.send_ns, h.kind, h.echo), (42, 1_700_000_000_123_456_789, HeaderKind::Cellperf, false));
         assert!(parse_cellperf(&buf[..19]).is_none());
         assert!(!write_cellperf(&mut [0u8; 10], 1, 1, false));
         assert!(write_cellperf(&mut buf, 43, 7, true));

@@ -21,6 +21,7 @@ use crate::linktype::LinkType;
 /// here; keeping them would make the resident set grow to the capture's size).
 const RELEASE_CHUNK: usize = 64 << 20;
 
+
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaptureError {
@@ -52,12 +53,8 @@ pub enum CaptureFormat {
 impl CaptureFormat {
     pub fn name(&self) -> &'static str {
         match self {
-            CaptureFormat::Pcap {
-                nanosecond: false, ..
-            } => "pcap",
-            CaptureFormat::Pcap {
-                nanosecond: true, ..
-            } => "pcap-ns",
+            CaptureFormat::Pcap { nanosecond: false, .. } => "pcap",
+            CaptureFormat::Pcap { nanosecond: true, .. } => "pcap-ns",
             CaptureFormat::PcapNg => "pcapng",
         }
     }
@@ -115,11 +112,7 @@ impl Capture {
     /// A capture held in memory (tests, fuzzing, data received over a pipe); `name` stands
     /// for the file name in messages.
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Capture, CaptureError> {
-        let err = |message: String| CaptureError {
-            path: name.to_string(),
-            offset: None,
-            message,
-        };
+        let err = |message: String| CaptureError { path: name.to_string(), offset: None, message };
         if bytes.is_empty() {
             return Err(err("empty file, not a capture".into()));
         }
@@ -146,33 +139,19 @@ impl Capture {
             }
             return Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None });
         }
-        let magic_le = data
-            .get(0..4)
-            .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        let magic_le = data.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         match magic_le {
             Some(0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1) => {}
             Some(0xa1b2_cd34 | 0x34cd_b2a1) => {
-                return Err(err(
-                    None,
-                    "modified (Kuznetzov) pcap format is not supported; convert it with editcap"
-                        .into(),
-                ))
+                return Err(err(None, "modified (Kuznetzov) pcap format is not supported; convert it with editcap".into()))
             }
             _ => {
-                return Err(err(
-                    None,
-                    "not a pcap or pcapng capture (unknown magic number)".into(),
-                ))
+                return Err(err(None, "not a pcap or pcapng capture (unknown magic number)".into()))
             }
         }
         let header = match parse_pcap_header(data) {
             Ok((_, h)) => h,
-            Err(_) => {
-                return Err(err(
-                    Some(0),
-                    "truncated pcap file header (24 bytes needed)".into(),
-                ))
-            }
+            Err(_) => return Err(err(Some(0), "truncated pcap file header (24 bytes needed)".into())),
         };
         // The field's upper 16 bits carry the FCS length and flags (libpcap's
         // LT_FCS_LENGTH and LT_RESERVED1); the link type is the low 16 (its LT_LINKTYPE).
@@ -183,12 +162,7 @@ impl Capture {
             nanosecond: header.is_nanosecond_precision(),
             big_endian: header.is_bigendian(),
         };
-        Ok(Capture {
-            path,
-            map,
-            format,
-            pcap_linktype: Some(linktype),
-        })
+        Ok(Capture { path, map, format, pcap_linktype: Some(linktype) })
     }
 
     pub fn path(&self) -> &Path {
@@ -327,11 +301,7 @@ impl<'a> Frames<'a> {
             self.done = true;
             return None;
         }
-        let parsed = if big_endian {
-            parse_pcap_frame_be(rest)
-        } else {
-            parse_pcap_frame(rest)
-        };
+        let parsed = if big_endian { parse_pcap_frame_be(rest) } else { parse_pcap_frame(rest) };
         match parsed {
             Ok((after, block)) => {
                 let offset = self.pos;
@@ -351,15 +321,9 @@ impl<'a> Frames<'a> {
             Err(_) => {
                 let pos = self.pos;
                 if rest.len() < 16 {
-                    self.stop(
-                        pos,
-                        format!("truncated record header ({} of 16 bytes)", rest.len()),
-                    )
+                    self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()))
                 } else {
-                    self.stop(
-                        pos,
-                        "truncated record (captured length runs past the end of the file)".into(),
-                    )
+                    self.stop(pos, "truncated record (captured length runs past the end of the file)".into())
                 }
             }
         }
@@ -379,16 +343,9 @@ impl<'a> Frames<'a> {
                 // Every block holds at least its type and two lengths (12 bytes);
                 // pcap-parser 0.17 underflows on shorter ones of some types.
                 let len = [rest[4], rest[5], rest[6], rest[7]];
-                let len = if self.ng.big_endian {
-                    u32::from_be_bytes(len)
-                } else {
-                    u32::from_le_bytes(len)
-                };
+                let len = if self.ng.big_endian { u32::from_be_bytes(len) } else { u32::from_le_bytes(len) };
                 if len < 12 {
-                    return self.stop(
-                        offset,
-                        format!("corrupt pcapng block (length {len}, less than 12)"),
-                    );
+                    return self.stop(offset, format!("corrupt pcapng block (length {len}, less than 12)"));
                 }
             }
             let parsed = if is_shb {
@@ -429,13 +386,8 @@ impl<'a> Frames<'a> {
                     self.ng.interfaces.push((link, units, idb.ts_offset()));
                 }
                 Block::EnhancedPacket(epb) => {
-                    let Some(&(link, units, ts_offset)) =
-                        self.ng.interfaces.get(epb.if_id as usize)
-                    else {
-                        return self.stop(
-                            offset,
-                            format!("packet refers to undeclared interface {}", epb.if_id),
-                        );
+                    let Some(&(link, units, ts_offset)) = self.ng.interfaces.get(epb.if_id as usize) else {
+                        return self.stop(offset, format!("packet refers to undeclared interface {}", epb.if_id));
                     };
                     let Some(linktype) = link else {
                         self.skipped_unknown_link += 1;
@@ -443,8 +395,7 @@ impl<'a> Frames<'a> {
                     };
                     let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
                     let ts_ns = clamp_ts(
-                        (raw as u128 * 1_000_000_000 / units as u128) as i128
-                            + ts_offset as i128 * 1_000_000_000,
+                        (raw as u128 * 1_000_000_000 / units as u128) as i128 + ts_offset as i128 * 1_000_000_000,
                     );
                     let caplen = (epb.caplen as usize).min(epb.data.len());
                     return Some(Frame {
@@ -459,8 +410,7 @@ impl<'a> Frames<'a> {
                 Block::SimplePacket(spb) => {
                     // A simple packet belongs to interface 0 and carries no timestamp.
                     let Some(&(link, _, _)) = self.ng.interfaces.first() else {
-                        return self
-                            .stop(offset, "simple packet block before any interface".into());
+                        return self.stop(offset, "simple packet block before any interface".into());
                     };
                     let Some(linktype) = link else {
                         self.skipped_unknown_link += 1;
@@ -492,10 +442,7 @@ impl<'a> Iterator for Frames<'a> {
         }
         self.release_consumed();
         match self.capture.format {
-            CaptureFormat::Pcap {
-                nanosecond,
-                big_endian,
-            } => self.next_pcap(nanosecond, big_endian),
+            CaptureFormat::Pcap { nanosecond, big_endian } => self.next_pcap(nanosecond, big_endian),
             CaptureFormat::PcapNg => self.next_pcapng(),
         }
     }
@@ -540,8 +487,7 @@ mod tests {
     use std::io::Write;
 
     fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("cellperf-capture-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("cellperf-capture-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(name);
         std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
@@ -551,20 +497,8 @@ mod tests {
     /// Classic pcap header, little-endian, microseconds, Ethernet.
     fn pcap_header(magic: u32, linktype: u32, big: bool) -> Vec<u8> {
         let mut v = Vec::new();
-        let put32 = |v: &mut Vec<u8>, x: u32| {
-            v.extend(if big {
-                x.to_be_bytes()
-            } else {
-                x.to_le_bytes()
-            })
-        };
-        let put16 = |v: &mut Vec<u8>, x: u16| {
-            v.extend(if big {
-                x.to_be_bytes()
-            } else {
-                x.to_le_bytes()
-            })
-        };
+        let put32 = |v: &mut Vec<u8>, x: u32| v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
+        let put16 = |v: &mut Vec<u8>, x: u16| v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
         put32(&mut v, magic);
         put16(&mut v, 2);
         put16(&mut v, 4);
@@ -578,11 +512,7 @@ mod tests {
     fn pcap_record(ts_sec: u32, frac: u32, data: &[u8], big: bool) -> Vec<u8> {
         let mut v = Vec::new();
         for x in [ts_sec, frac, data.len() as u32, data.len() as u32] {
-            v.extend(if big {
-                x.to_be_bytes()
-            } else {
-                x.to_le_bytes()
-            });
+            v.extend(if big { x.to_be_bytes() } else { x.to_le_bytes() });
         }
         v.extend_from_slice(data);
         v
@@ -594,13 +524,7 @@ mod tests {
         f.extend(pcap_record(10, 250_000, &[0xaa; 20], false));
         f.extend(pcap_record(11, 1, &[0xbb; 30], false));
         let cap = Capture::open(write_temp("us.pcap", &f)).unwrap();
-        assert_eq!(
-            cap.format(),
-            CaptureFormat::Pcap {
-                nanosecond: false,
-                big_endian: false
-            }
-        );
+        assert_eq!(cap.format(), CaptureFormat::Pcap { nanosecond: false, big_endian: false });
         let frames: Vec<_> = cap.frames().collect();
         assert_eq!(frames.len(), 2);
         assert_eq!(frames[0].ts_ns, 10_250_000_000);
@@ -616,13 +540,7 @@ mod tests {
         let mut f = pcap_header(0xa1b2_3c4d, 113, true);
         f.extend(pcap_record(7, 123_456_789, &[1, 2, 3], true));
         let cap = Capture::open(write_temp("ns-be.pcap", &f)).unwrap();
-        assert_eq!(
-            cap.format(),
-            CaptureFormat::Pcap {
-                nanosecond: true,
-                big_endian: true
-            }
-        );
+        assert_eq!(cap.format(), CaptureFormat::Pcap { nanosecond: true, big_endian: true });
         let frames: Vec<_> = cap.frames().collect();
         assert_eq!(frames[0].ts_ns, 7_123_456_789);
         assert_eq!(frames[0].linktype, LinkType::LinuxSll);
@@ -647,19 +565,13 @@ mod tests {
     fn bad_inputs_give_one_line_errors() {
         let e = Capture::open(write_temp("empty.pcap", b"")).err().unwrap();
         assert!(e.to_string().ends_with("empty file, not a capture"));
-        let e = Capture::open(write_temp("text.pcap", b"hello world, not a pcap"))
-            .err()
-            .unwrap();
+        let e = Capture::open(write_temp("text.pcap", b"hello world, not a pcap")).err().unwrap();
         assert!(e.to_string().contains("not a pcap or pcapng"));
-        let e = Capture::open(write_temp("lt.pcap", &pcap_header(0xa1b2_c3d4, 147, false)))
-            .err()
-            .unwrap();
+        let e = Capture::open(write_temp("lt.pcap", &pcap_header(0xa1b2_c3d4, 147, false))).err().unwrap();
         assert!(e.to_string().contains("unsupported link type 147"), "{e}");
         let e = Capture::open("/nonexistent/x.pcap").err().unwrap();
         assert_eq!(e.to_string(), "/nonexistent/x.pcap: no such file");
-        let e = Capture::open(write_temp("short.pcap", &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0]))
-            .err()
-            .unwrap();
+        let e = Capture::open(write_temp("short.pcap", &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0])).err().unwrap();
         assert!(e.to_string().contains("truncated pcap file header"), "{e}");
     }
 
@@ -726,11 +638,7 @@ mod tests {
         assert_eq!(frames[0].linktype, LinkType::Ethernet);
         assert_eq!(frames[1].ts_ns, 2_000_000_007);
         assert_eq!(frames[1].linktype, LinkType::Raw);
-        assert_eq!(
-            frames[1].data.len(),
-            21,
-            "padding is not part of the packet"
-        );
+        assert_eq!(frames[1].data.len(), 21, "padding is not part of the packet");
         assert_eq!(frames[1].interface, 1);
     }
 
@@ -746,11 +654,7 @@ mod tests {
         assert!(frames.next().is_some());
         assert!(frames.next().is_none());
         assert_eq!(frames.warning().unwrap().offset, Some(good_len as u64));
-        assert!(frames
-            .warning()
-            .unwrap()
-            .message
-            .contains("undeclared interface 3"));
+        assert!(frames.warning().unwrap().message.contains("undeclared interface 3"));
 
         let mut f = ng_shb();
         f.extend(ng_idb(1, None));
@@ -889,3 +793,4 @@ mod tests {
         assert!(frames.warning().is_none());
     }
 }
+

@@ -11,11 +11,7 @@ pub enum ChannelError {
     /// Time stamps that go backwards (index of the first offending row).
     NonMonotonicTime { row: usize },
     /// Two inputs that must have the same length do not.
-    LengthMismatch {
-        what: &'static str,
-        expected: usize,
-        got: usize,
-    },
+    LengthMismatch { what: &'static str, expected: usize, got: usize },
     /// A parameter outside its domain (name and explanation).
     InvalidParameter(String),
     /// A model file that cannot be used (wrong format, version, inconsistent content).
@@ -36,21 +32,14 @@ impl fmt::Display for ChannelError {
             ChannelError::NonMonotonicTime { row } => {
                 write!(f, "time goes backwards at data row {}", row + 1)
             }
-            ChannelError::LengthMismatch {
-                what,
-                expected,
-                got,
-            } => {
+            ChannelError::LengthMismatch { what, expected, got } => {
                 write!(f, "{what}: expected {expected} values, got {got}")
             }
             ChannelError::InvalidParameter(m) => write!(f, "{m}"),
             ChannelError::InvalidModel(m) => write!(f, "{m}"),
             ChannelError::InvalidMahimahi { line, reason } => write!(f, "line {line}: {reason}"),
             ChannelError::TooManyStates { states, limit } => {
-                write!(
-                    f,
-                    "{states} distinct states, more than the {limit} this analysis supports"
-                )
+                write!(f, "{states} distinct states, more than the {limit} this analysis supports")
             }
         }
     }

@@ -30,7 +30,4 @@ pub mod trace;
 pub use error::ChannelError;
 pub use markov::{MarkovModel, MarkovSampler};
 pub use rng::SeededRng;
-pub use scheduler::{
-    jain_fairness, simulate_full_buffer, Discipline, FullBufferOutcome, SlotScheduler, UserTrace,
-    DEFAULT_ALPHA,
-};
+pub use scheduler::{jain_fairness, simulate_full_buffer, Discipline, FullBufferOutcome, SlotScheduler, UserTrace, DEFAULT_ALPHA};

@@ -20,28 +20,18 @@ pub fn parse(text: &[u8]) -> Result<Vec<u64>, ChannelError> {
         if trimmed.is_empty() {
             continue;
         }
-        let bad = |reason: String| ChannelError::InvalidMahimahi {
-            line: i + 1,
-            reason,
-        };
+        let bad = |reason: String| ChannelError::InvalidMahimahi { line: i + 1, reason };
         let text = std::str::from_utf8(trimmed).map_err(|_| bad("not text".into()))?;
-        let ms: u64 = text
-            .parse()
-            .map_err(|_| bad(format!("{text:?} is not a whole number of milliseconds")))?;
+        let ms: u64 = text.parse().map_err(|_| bad(format!("{text:?} is not a whole number of milliseconds")))?;
         if ms < previous {
-            return Err(bad(format!(
-                "{ms} ms comes after {previous} ms (time stamps must not decrease)"
-            )));
+            return Err(bad(format!("{ms} ms comes after {previous} ms (time stamps must not decrease)")));
         }
         previous = ms;
         out.push(ms);
     }
     match out.last() {
         None => Err(ChannelError::EmptyTrace),
-        Some(0) => Err(ChannelError::InvalidMahimahi {
-            line: 1,
-            reason: "the trace lasts 0 ms (its last time stamp is its period)".into(),
-        }),
+        Some(0) => Err(ChannelError::InvalidMahimahi { line: 1, reason: "the trace lasts 0 ms (its last time stamp is its period)".into() }),
         Some(_) => Ok(out),
     }
 }
@@ -50,15 +40,11 @@ pub fn parse(text: &[u8]) -> Result<Vec<u64>, ChannelError> {
 /// opportunity at exactly the period belongs to the next repetition's slot 0.
 pub fn to_slot_rates(timestamps_ms: &[u64], slot_s: f64) -> Result<Vec<f64>, ChannelError> {
     if !(slot_s > 0.0 && slot_s.is_finite()) {
-        return Err(ChannelError::InvalidParameter(format!(
-            "slot length {slot_s} s is not positive"
-        )));
+        return Err(ChannelError::InvalidParameter(format!("slot length {slot_s} s is not positive")));
     }
     let period = *timestamps_ms.last().ok_or(ChannelError::EmptyTrace)?;
     if period == 0 {
-        return Err(ChannelError::InvalidParameter(
-            "the mahimahi trace lasts 0 ms".into(),
-        ));
+        return Err(ChannelError::InvalidParameter("the mahimahi trace lasts 0 ms".into()));
     }
     let slot_ms = slot_s * 1000.0;
     let slots = ((period as f64 / slot_ms) - 1e-9).ceil().max(1.0) as usize;
@@ -77,9 +63,7 @@ pub fn to_slot_rates(timestamps_ms: &[u64], slot_s: f64) -> Result<Vec<f64>, Cha
 /// opportunity at the end stands in for the leftover credit.
 pub fn from_slot_rates(rates_bps: &[f64], slot_s: f64) -> Result<Vec<u64>, ChannelError> {
     if !(slot_s > 0.0 && slot_s.is_finite()) {
-        return Err(ChannelError::InvalidParameter(format!(
-            "slot length {slot_s} s is not positive"
-        )));
+        return Err(ChannelError::InvalidParameter(format!("slot length {slot_s} s is not positive")));
     }
     if rates_bps.is_empty() {
         return Err(ChannelError::EmptyTrace);
@@ -125,14 +109,8 @@ mod tests {
         assert_eq!(parse(b"1\n1\n3\r\n\n5\n").unwrap(), vec![1, 1, 3, 5]);
         assert_eq!(parse(b"").unwrap_err(), ChannelError::EmptyTrace);
         let e = parse(b"1\n2\nx\n").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "line 3: \"x\" is not a whole number of milliseconds"
-        );
-        assert!(parse(b"5\n4\n")
-            .unwrap_err()
-            .to_string()
-            .starts_with("line 2: 4 ms comes after 5 ms"));
+        assert_eq!(e.to_string(), "line 3: \"x\" is not a whole number of milliseconds");
+        assert!(parse(b"5\n4\n").unwrap_err().to_string().starts_with("line 2: 4 ms comes after 5 ms"));
         assert!(parse(b"0\n0\n").is_err());
     }
 
@@ -149,35 +127,17 @@ mod tests {
         assert_eq!(back, vec![0, 0, 0, 1, 3, 3, 3, 4, 7, 9, 10]);
         assert_eq!(parse(&to_text(&back)).unwrap(), back);
         // Same rates again: the appended end marker is the only difference in the count.
-        assert_eq!(
-            to_slot_rates(&back, 0.001).unwrap(),
-            rates
-                .iter()
-                .enumerate()
-                .map(|(i, &r)| if i == 0 { r + 12e6 } else { r })
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(to_slot_rates(&back, 0.001).unwrap(), rates.iter().enumerate().map(|(i, &r)| if i == 0 { r + 12e6 } else { r }).collect::<Vec<_>>());
     }
 
     #[test]
     fn mean_rate_is_kept_by_both_directions() {
-        let rates: Vec<f64> = (0..6000)
-            .map(|k| {
-                if (k / 50) % 2 == 0 {
-                    2_457_600.0
-                } else {
-                    307_200.0
-                }
-            })
-            .collect();
+        let rates: Vec<f64> = (0..6000).map(|k| if (k / 50) % 2 == 0 { 2_457_600.0 } else { 307_200.0 }).collect();
         let slot_s = 1.0 / 600.0;
         let ts = from_slot_rates(&rates, slot_s).unwrap();
         let mean_in = rates.iter().sum::<f64>() / rates.len() as f64;
         let mean_out = ts.len() as f64 * 12_000.0 / (6000.0 * slot_s);
-        assert!(
-            (mean_out / mean_in - 1.0).abs() < 0.001,
-            "{mean_out} vs {mean_in}"
-        );
+        assert!((mean_out / mean_in - 1.0).abs() < 0.001, "{mean_out} vs {mean_in}");
         assert_eq!(*ts.last().unwrap(), 10_000);
         let back = to_slot_rates(&ts, slot_s).unwrap();
         assert_eq!(back.len(), 6000);

@@ -80,12 +80,7 @@ const NO_ROW: u32 = u32::MAX;
 
 fn cumulative(weights: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut acc = 0.0;
-    let mut out: Vec<f64> = weights
-        .map(|w| {
-            acc += w;
-            acc
-        })
-        .collect();
+    let mut out: Vec<f64> = weights.map(|w| { acc += w; acc }).collect();
     if let Some(last) = out.last_mut() {
         let total = *last;
         if total > 0.0 {
@@ -103,17 +98,10 @@ fn draw(cum: &[f64], u: f64) -> usize {
 
 impl MarkovModel {
     /// Fits an order-`order` model to a state sequence (`states[i] < rates_bps.len()`).
-    pub fn fit(
-        states: &[u16],
-        rates_bps: &[f64],
-        slot_s: f64,
-        order: usize,
-    ) -> Result<Self, ChannelError> {
+    pub fn fit(states: &[u16], rates_bps: &[f64], slot_s: f64, order: usize) -> Result<Self, ChannelError> {
         check_states(states, rates_bps.len())?;
         if order == 0 {
-            return Err(ChannelError::InvalidParameter(
-                "Markov order must be at least 1".into(),
-            ));
+            return Err(ChannelError::InvalidParameter("Markov order must be at least 1".into()));
         }
         if states.len() <= order {
             return Err(ChannelError::InvalidParameter(format!(
@@ -131,10 +119,7 @@ impl MarkovModel {
         let model_states = rates_bps
             .iter()
             .zip(&occupancy)
-            .map(|(&rate_bps, &n)| ModelState {
-                rate_bps,
-                fraction: n as f64 / total,
-            })
+            .map(|(&rate_bps, &n)| ModelState { rate_bps, fraction: n as f64 / total })
             .collect();
         let mut transitions: Vec<TransitionRow> = Vec::new();
         let k64 = k as u64;
@@ -164,93 +149,49 @@ impl MarkovModel {
     fn from_file(file: ModelFile) -> Result<Self, ChannelError> {
         let bad = |m: String| Err(ChannelError::InvalidModel(m));
         if file.format != MODEL_FORMAT {
-            return bad(format!(
-                "format is {:?}, expected {MODEL_FORMAT:?}",
-                file.format
-            ));
+            return bad(format!("format is {:?}, expected {MODEL_FORMAT:?}", file.format));
         }
         if file.version != MODEL_VERSION {
-            return bad(format!(
-                "model version {} is not supported (this cellperf reads version {MODEL_VERSION})",
-                file.version
-            ));
+            return bad(format!("model version {} is not supported (this cellperf reads version {MODEL_VERSION})", file.version));
         }
         if file.order == 0 {
             return bad("order must be at least 1".into());
         }
         if !(file.slot_s > 0.0 && file.slot_s.is_finite()) {
-            return bad(format!(
-                "slot_s {} is not a positive number of seconds",
-                file.slot_s
-            ));
+            return bad(format!("slot_s {} is not a positive number of seconds", file.slot_s));
         }
         let k = file.states.len();
         if k == 0 {
             return bad("the model has no states".into());
         }
-        if let Some(i) = file
-            .states
-            .iter()
-            .position(|s| !(s.rate_bps >= 0.0 && s.rate_bps.is_finite() && s.fraction >= 0.0))
-        {
-            return bad(format!(
-                "state {i} has a negative or non-finite rate or fraction"
-            ));
+        if let Some(i) = file.states.iter().position(|s| !(s.rate_bps >= 0.0 && s.rate_bps.is_finite() && s.fraction >= 0.0)) {
+            return bad(format!("state {i} has a negative or non-finite rate or fraction"));
         }
         let fraction_sum: f64 = file.states.iter().map(|s| s.fraction).sum();
         if (fraction_sum - 1.0).abs() > 1e-6 {
             return bad(format!("state fractions sum to {fraction_sum}, not 1"));
         }
-        let contexts = code_space(k, file.order)
-            .ok()
-            .filter(|c| *c <= MAX_CONTEXTS)
-            .ok_or_else(|| {
-                ChannelError::InvalidModel(format!(
-                    "{k} states at order {} make more than {MAX_CONTEXTS} contexts",
-                    file.order
-                ))
-            })?;
+        let contexts = code_space(k, file.order).ok().filter(|c| *c <= MAX_CONTEXTS).ok_or_else(|| {
+            ChannelError::InvalidModel(format!("{k} states at order {} make more than {MAX_CONTEXTS} contexts", file.order))
+        })?;
         let mut row_of_context = vec![NO_ROW; contexts as usize];
         let mut samplers = Vec::with_capacity(file.transitions.len());
         for (r, row) in file.transitions.iter().enumerate() {
             if row.context.len() != file.order {
-                return bad(format!(
-                    "transition row {r}: context has {} states, order is {}",
-                    row.context.len(),
-                    file.order
-                ));
+                return bad(format!("transition row {r}: context has {} states, order is {}", row.context.len(), file.order));
             }
             if row.next.is_empty() || row.next.len() != row.p.len() {
-                return bad(format!(
-                    "transition row {r}: `next` and `p` must be non-empty and of equal length"
-                ));
+                return bad(format!("transition row {r}: `next` and `p` must be non-empty and of equal length"));
             }
-            if let Some(&s) = row
-                .context
-                .iter()
-                .chain(&row.next)
-                .find(|&&s| s as usize >= k)
-            {
-                return bad(format!(
-                    "transition row {r}: state {s} is not one of the {k} states"
-                ));
+            if let Some(&s) = row.context.iter().chain(&row.next).find(|&&s| s as usize >= k) {
+                return bad(format!("transition row {r}: state {s} is not one of the {k} states"));
             }
-            if row.p.iter().any(|p| !(*p >= 0.0 && p.is_finite()))
-                || (row.p.iter().sum::<f64>() - 1.0).abs() > 1e-6
-            {
-                return bad(format!(
-                    "transition row {r}: probabilities must be non-negative and sum to 1"
-                ));
+            if row.p.iter().any(|p| !(*p >= 0.0 && p.is_finite())) || (row.p.iter().sum::<f64>() - 1.0).abs() > 1e-6 {
+                return bad(format!("transition row {r}: probabilities must be non-negative and sum to 1"));
             }
-            let code = row
-                .context
-                .iter()
-                .fold(0u64, |c, &s| c * k as u64 + s as u64) as usize;
+            let code = row.context.iter().fold(0u64, |c, &s| c * k as u64 + s as u64) as usize;
             if row_of_context[code] != NO_ROW {
-                return bad(format!(
-                    "transition row {r}: context {:?} appears twice",
-                    row.context
-                ));
+                return bad(format!("transition row {r}: context {:?} appears twice", row.context));
             }
             row_of_context[code] = r as u32;
             let mut order_by_p: Vec<usize> = (0..row.next.len()).collect();
@@ -265,37 +206,28 @@ impl MarkovModel {
         }
         let fallback = cumulative(file.states.iter().map(|s| s.fraction));
         let start = cumulative(file.transitions.iter().map(|t| t.count.max(1) as f64));
-        Ok(MarkovModel {
-            file,
-            row_of_context,
-            samplers,
-            fallback,
-            start,
-        })
+        Ok(MarkovModel { file, row_of_context, samplers, fallback, start })
     }
 
     /// Reads a model file's text; the error says what is wrong with it.
     pub fn from_json(text: &str) -> Result<Self, ChannelError> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| ChannelError::InvalidModel(format!("not JSON: {e}")))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ChannelError::InvalidModel(format!("not JSON: {e}")))?;
         // Check format and version before the field layout, so an old or foreign file says so.
         let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
         if format != MODEL_FORMAT {
-            return Err(ChannelError::InvalidModel(format!(
-                "format is {format:?}, expected {MODEL_FORMAT:?}"
-            )));
+            return Err(ChannelError::InvalidModel(format!("format is {format:?}, expected {MODEL_FORMAT:?}")));
         }
         match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v == MODEL_VERSION as u64 => {}
             v => {
                 return Err(ChannelError::InvalidModel(format!(
-                "model version {} is not supported (this cellperf reads version {MODEL_VERSION})",
-                v.map_or("missing".to_string(), |v| v.to_string())
-            )))
+                    "model version {} is not supported (this cellperf reads version {MODEL_VERSION})",
+                    v.map_or("missing".to_string(), |v| v.to_string())
+                )))
             }
         }
-        let file: ModelFile =
-            serde_json::from_value(value).map_err(|e| ChannelError::InvalidModel(e.to_string()))?;
+        let file: ModelFile = serde_json::from_value(value).map_err(|e| ChannelError::InvalidModel(e.to_string()))?;
         Self::from_file(file)
     }
 
@@ -335,17 +267,11 @@ impl MarkovModel {
 
     /// Order-1 transition probability P(j | i); 0 for contexts never seen.
     pub fn transition_probability(&self, from: u16, to: u16) -> f64 {
-        assert_eq!(
-            self.file.order, 1,
-            "transition_probability is defined for order-1 models"
-        );
+        assert_eq!(self.file.order, 1, "transition_probability is defined for order-1 models");
         match self.row_of_context.get(from as usize) {
             Some(&r) if r != NO_ROW => {
                 let row = &self.file.transitions[r as usize];
-                row.next
-                    .iter()
-                    .position(|&n| n == to)
-                    .map_or(0.0, |i| row.p[i])
+                row.next.iter().position(|&n| n == to).map_or(0.0, |i| row.p[i])
             }
             _ => 0.0,
         }
@@ -355,9 +281,7 @@ impl MarkovModel {
     /// states never left (P_ii = 1) or never seen as a context.
     pub fn mean_sojourn_slots(&self) -> Result<Vec<Option<f64>>, ChannelError> {
         if self.file.order != 1 {
-            return Err(ChannelError::InvalidParameter(
-                "analytic sojourn times need an order-1 model".into(),
-            ));
+            return Err(ChannelError::InvalidParameter("analytic sojourn times need an order-1 model".into()));
         }
         Ok((0..self.file.states.len() as u16)
             .map(|i| {
@@ -377,11 +301,7 @@ impl MarkovModel {
         let total: f64 = self.file.transitions.iter().map(|t| t.count as f64).sum();
         for t in &self.file.transitions {
             let code = t.context.iter().fold(0u64, |c, &s| c * k + s as u64);
-            dist[code as usize] = if total > 0.0 {
-                t.count as f64 / total
-            } else {
-                1.0 / self.file.transitions.len() as f64
-            };
+            dist[code as usize] = if total > 0.0 { t.count as f64 / total } else { 1.0 / self.file.transitions.len() as f64 };
         }
         let fractions: Vec<f64> = self.file.states.iter().map(|s| s.fraction).collect();
         let mut next = vec![0.0f64; contexts as usize];
@@ -479,8 +399,7 @@ impl MarkovSampler {
             }
         };
         let contexts = m.row_of_context.len() as u64;
-        self.context_code =
-            (self.context_code * m.file.states.len() as u64 + state as u64) % contexts;
+        self.context_code = (self.context_code * m.file.states.len() as u64 + state as u64) % contexts;
         state
     }
 
@@ -506,10 +425,7 @@ mod tests {
             "states":[{{"rate_bps":100000,"fraction":0.5}},{{"rate_bps":1000000,"fraction":0.5}}],
             "transitions":[{{"context":[0],"count":1,"next":[0,1],"p":[{},{}]}},
                            {{"context":[1],"count":1,"next":[0,1],"p":[{},{}]}}]}}"#,
-            1.0 - a,
-            a,
-            b,
-            1.0 - b
+            1.0 - a, a, b, 1.0 - b
         );
         MarkovModel::from_json(&text).unwrap()
     }
@@ -518,10 +434,7 @@ mod tests {
     fn analytic_values_of_a_two_state_chain() {
         let m = two_state(0.01, 0.03);
         let pi = m.stationary_distribution();
-        assert!(
-            (pi[0] - 0.75).abs() < 1e-9 && (pi[1] - 0.25).abs() < 1e-9,
-            "{pi:?}"
-        );
+        assert!((pi[0] - 0.75).abs() < 1e-9 && (pi[1] - 0.25).abs() < 1e-9, "{pi:?}");
         let soj = m.mean_sojourn_slots().unwrap();
         assert!((soj[0].unwrap() - 100.0).abs() < 1e-9);
         assert!((soj[1].unwrap() - 1.0 / 0.03).abs() < 1e-9);
@@ -549,14 +462,8 @@ mod tests {
         let x: Vec<u16> = (0..400).map(|i| ((i / 2) % 2) as u16).collect();
         let m = MarkovModel::fit(&x, &[1.0, 2.0], 0.001, 2).unwrap();
         let g = m.generate(1000, 5);
-        assert!(
-            g.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])),
-            "no run longer than 2"
-        );
-        assert!(
-            g.windows(3).all(|w| !(w[0] != w[1] && w[1] != w[2])),
-            "no run shorter than 2 inside"
-        );
+        assert!(g.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])), "no run longer than 2");
+        assert!(g.windows(3).all(|w| !(w[0] != w[1] && w[1] != w[2])), "no run shorter than 2 inside");
         assert!(m.mean_sojourn_slots().is_err());
         let pi = m.stationary_distribution();
         assert!((pi[0] - 0.5).abs() < 1e-9);
@@ -568,20 +475,11 @@ mod tests {
         let v2 = m.to_json().replace("\"version\": 1", "\"version\": 2");
         let e = MarkovModel::from_json(&v2).unwrap_err().to_string();
         assert!(e.contains("version 2 is not supported"), "{e}");
-        assert!(MarkovModel::from_json("{")
-            .unwrap_err()
-            .to_string()
-            .starts_with("not JSON"));
+        assert!(MarkovModel::from_json("{").unwrap_err().to_string().starts_with("not JSON"));
         let wrong = m.to_json().replace("0.9", "0.8");
-        assert!(MarkovModel::from_json(&wrong)
-            .unwrap_err()
-            .to_string()
-            .contains("sum to 1"));
+        assert!(MarkovModel::from_json(&wrong).unwrap_err().to_string().contains("sum to 1"));
         let foreign = r#"{"format":"something-else","version":1}"#;
-        assert!(MarkovModel::from_json(foreign)
-            .unwrap_err()
-            .to_string()
-            .contains("expected"));
+        assert!(MarkovModel::from_json(foreign).unwrap_err().to_string().contains("expected"));
     }
 
     #[test]

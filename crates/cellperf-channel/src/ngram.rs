@@ -35,12 +35,7 @@ impl Counter {
     /// Non-zero (code, count) pairs in increasing code order.
     fn into_sorted(self) -> Vec<(u64, u64)> {
         match self {
-            Counter::Dense(v) => v
-                .into_iter()
-                .enumerate()
-                .filter(|(_, n)| *n > 0)
-                .map(|(c, n)| (c as u64, n))
-                .collect(),
+            Counter::Dense(v) => v.into_iter().enumerate().filter(|(_, n)| *n > 0).map(|(c, n)| (c as u64, n)).collect(),
             Counter::Sparse(m) => {
                 let mut out: Vec<(u64, u64)> = m.into_iter().collect();
                 out.sort_unstable();
@@ -57,10 +52,7 @@ pub fn code_space(k: usize, m: usize) -> Result<u64, ChannelError> {
         space = space
             .checked_mul(k.max(1) as u64)
             .filter(|s| *s <= 1 << 63)
-            .ok_or(ChannelError::TooManyStates {
-                states: k,
-                limit: (1u64 << (63 / m.max(1))) as usize,
-            })?;
+            .ok_or(ChannelError::TooManyStates { states: k, limit: (1u64 << (63 / m.max(1))) as usize })?;
     }
     Ok(space)
 }
@@ -93,11 +85,7 @@ pub fn block_counts(runs: &[Run], k: usize, m: usize) -> Result<Vec<(u64, u64)>,
 }
 
 /// Counts of state pairs (X_i, X_{i+lag}) as sorted (X_i·K + X_{i+lag}, count); N − lag pairs.
-pub fn lagged_pair_counts(
-    runs: &[Run],
-    k: usize,
-    lag: u64,
-) -> Result<Vec<(u64, u64)>, ChannelError> {
+pub fn lagged_pair_counts(runs: &[Run], k: usize, lag: u64) -> Result<Vec<(u64, u64)>, ChannelError> {
     let space = code_space(k, 2)?;
     let k = k as u64;
     let mut counter = Counter::new(space);
@@ -140,8 +128,7 @@ mod tests {
     fn naive_blocks(x: &[u16], k: u64, m: usize) -> Vec<(u64, u64)> {
         let mut h: HashMap<u64, u64> = HashMap::new();
         for w in x.windows(m) {
-            *h.entry(w.iter().fold(0, |c, &s| c * k + s as u64))
-                .or_default() += 1;
+            *h.entry(w.iter().fold(0, |c, &s| c * k + s as u64)).or_default() += 1;
         }
         let mut v: Vec<_> = h.into_iter().collect();
         v.sort_unstable();
@@ -170,28 +157,10 @@ mod tests {
         }
         let r = runs(&x);
         for m in 1..=5 {
-            assert_eq!(
-                block_counts(&r, 4, m).unwrap(),
-                naive_blocks(&x, 4, m),
-                "m={m}"
-            );
+            assert_eq!(block_counts(&r, 4, m).unwrap(), naive_blocks(&x, 4, m), "m={m}");
         }
-        for lag in [
-            0u64,
-            1,
-            2,
-            7,
-            50,
-            1000,
-            x.len() as u64 - 1,
-            x.len() as u64,
-            x.len() as u64 + 5,
-        ] {
-            assert_eq!(
-                lagged_pair_counts(&r, 4, lag).unwrap(),
-                naive_pairs(&x, 4, lag as usize),
-                "lag={lag}"
-            );
+        for lag in [0u64, 1, 2, 7, 50, 1000, x.len() as u64 - 1, x.len() as u64, x.len() as u64 + 5] {
+            assert_eq!(lagged_pair_counts(&r, 4, lag).unwrap(), naive_pairs(&x, 4, lag as usize), "lag={lag}");
         }
     }
 
@@ -199,10 +168,7 @@ mod tests {
     fn sparse_counter_for_large_alphabets() {
         let x: Vec<u16> = (0..2000u32).map(|i| ((i * 7919) % 3000) as u16).collect();
         let r = runs(&x);
-        assert_eq!(
-            block_counts(&r, 3000, 3).unwrap(),
-            naive_blocks(&x, 3000, 3)
-        );
+        assert_eq!(block_counts(&r, 3000, 3).unwrap(), naive_blocks(&x, 3000, 3));
         assert!(code_space(65536, 5).is_err());
     }
 }

@@ -20,9 +20,7 @@ impl SeededRng {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        SeededRng {
-            s: [next(), next(), next(), next()],
-        }
+        SeededRng { s: [next(), next(), next(), next()] }
     }
 
     pub fn next_u64(&mut self) -> u64 {

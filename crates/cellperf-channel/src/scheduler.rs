@@ -39,16 +39,10 @@ impl SlotScheduler {
     pub fn new(discipline: Discipline, users: usize) -> Result<Self, crate::ChannelError> {
         if let Discipline::ProportionalFair { alpha } = discipline {
             if !(alpha > 0.0 && alpha <= 1.0) {
-                return Err(crate::ChannelError::InvalidParameter(format!(
-                    "PF alpha {alpha} is not in (0, 1]"
-                )));
+                return Err(crate::ChannelError::InvalidParameter(format!("PF alpha {alpha} is not in (0, 1]")));
             }
         }
-        Ok(SlotScheduler {
-            discipline,
-            average_bps: vec![0.0; users],
-            next_in_cycle: 0,
-        })
+        Ok(SlotScheduler { discipline, average_bps: vec![0.0; users], next_in_cycle: 0 })
     }
 
     pub fn discipline(&self) -> Discipline {
@@ -81,9 +75,7 @@ impl SlotScheduler {
         let n = self.average_bps.len();
         debug_assert!(rates_bps.len() == n && backlogged.len() == n);
         match self.discipline {
-            Discipline::RoundRobin => (0..n)
-                .map(|k| (self.next_in_cycle + k) % n)
-                .find(|&i| backlogged[i]),
+            Discipline::RoundRobin => (0..n).map(|k| (self.next_in_cycle + k) % n).find(|&i| backlogged[i]),
             Discipline::ProportionalFair { .. } => {
                 let mut best: Option<usize> = None;
                 for i in 0..n {
@@ -97,11 +89,7 @@ impl SlotScheduler {
                             // r/A_i > r_b/A_b without dividing (A may be 0).
                             let lhs = r * self.average_bps[b];
                             let rhs = rates_bps[b] * self.average_bps[i];
-                            if lhs > rhs || (lhs == rhs && r > rates_bps[b]) {
-                                Some(i)
-                            } else {
-                                Some(b)
-                            }
+                            if lhs > rhs || (lhs == rhs && r > rates_bps[b]) { Some(i) } else { Some(b) }
                         }
                     };
                 }
@@ -166,10 +154,7 @@ pub struct FullBufferOutcome {
 impl FullBufferOutcome {
     /// Each user's throughput over the whole run (bit/s).
     pub fn throughput_bps(&self) -> Vec<f64> {
-        self.served_rate_sum
-            .iter()
-            .map(|r| r / self.slots as f64)
-            .collect()
+        self.served_rate_sum.iter().map(|r| r / self.slots as f64).collect()
     }
 
     /// System throughput (bit/s).
@@ -179,10 +164,7 @@ impl FullBufferOutcome {
 
     /// Bits delivered to each user.
     pub fn served_bits(&self) -> Vec<f64> {
-        self.served_rate_sum
-            .iter()
-            .map(|r| r * self.slot_s)
-            .collect()
+        self.served_rate_sum.iter().map(|r| r * self.slot_s).collect()
     }
 }
 
@@ -195,27 +177,18 @@ pub fn simulate_full_buffer(
 ) -> Result<FullBufferOutcome, crate::ChannelError> {
     use crate::ChannelError;
     if users.is_empty() {
-        return Err(ChannelError::InvalidParameter(
-            "a scheduling run needs at least one user".into(),
-        ));
+        return Err(ChannelError::InvalidParameter("a scheduling run needs at least one user".into()));
     }
     if let Some(u) = users.iter().position(|u| u.rates_bps.is_empty()) {
-        return Err(ChannelError::InvalidParameter(format!(
-            "user {u} has an empty rate trace"
-        )));
+        return Err(ChannelError::InvalidParameter(format!("user {u} has an empty rate trace")));
     }
     if !(slot_s > 0.0 && slot_s.is_finite()) {
-        return Err(ChannelError::InvalidParameter(format!(
-            "slot length {slot_s} s is not positive"
-        )));
+        return Err(ChannelError::InvalidParameter(format!("slot length {slot_s} s is not positive")));
     }
     let n = users.len();
     let mut scheduler = SlotScheduler::new(discipline, n)?;
     let backlogged = vec![true; n];
-    let mut position: Vec<usize> = users
-        .iter()
-        .map(|u| u.start_slot % u.rates_bps.len())
-        .collect();
+    let mut position: Vec<usize> = users.iter().map(|u| u.start_slot % u.rates_bps.len()).collect();
     let mut next_reset: Vec<usize> = vec![0; n];
     let mut rates = vec![0.0f64; n];
     let mut served_rate_sum = vec![0.0f64; n];
@@ -259,17 +232,13 @@ pub fn jain_fairness(values: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
-    const PF: Discipline = Discipline::ProportionalFair {
-        alpha: DEFAULT_ALPHA,
-    };
+    const PF: Discipline = Discipline::ProportionalFair { alpha: DEFAULT_ALPHA };
 
     #[test]
     fn round_robin_cycles_and_skips_empty_queues() {
         let mut s = SlotScheduler::new(Discipline::RoundRobin, 3).unwrap();
         let r = [1.0, 1.0, 1.0];
-        let got: Vec<_> = (0..4)
-            .map(|_| s.schedule(&r, &[true, true, true]))
-            .collect();
+        let got: Vec<_> = (0..4).map(|_| s.schedule(&r, &[true, true, true])).collect();
         assert_eq!(got, vec![Some(0), Some(1), Some(2), Some(0)]);
         assert_eq!(s.schedule(&r, &[true, false, true]), Some(2));
         assert_eq!(s.schedule(&r, &[false, false, false]), None);
@@ -300,13 +269,7 @@ mod tests {
     #[test]
     fn constant_rates_pf_equals_rr_and_identical_users_are_fair() {
         let trace = vec![600_000.0; 10_000];
-        let users: Vec<UserTrace> = (0..4)
-            .map(|i| UserTrace {
-                rates_bps: &trace,
-                start_slot: i * 77,
-                resets: &[],
-            })
-            .collect();
+        let users: Vec<UserTrace> = (0..4).map(|i| UserTrace { rates_bps: &trace, start_slot: i * 77, resets: &[] }).collect();
         let pf = simulate_full_buffer(&users, 100_000, 0.001667, PF).unwrap();
         let rr = simulate_full_buffer(&users, 100_000, 0.001667, Discipline::RoundRobin).unwrap();
         assert_eq!(pf.system_throughput_bps(), rr.system_throughput_bps());
@@ -322,47 +285,18 @@ mod tests {
         // Two-level i.i.d.-per-block fading: users peak at different times.
         let mut rng = crate::rng::SeededRng::new(9);
         let traces: Vec<Vec<f64>> = (0..4)
-            .map(|_| {
-                (0..50_000)
-                    .map(|i| {
-                        if (i / 20 + rng.below(2) as usize) % 2 == 0 {
-                            2.4e6
-                        } else {
-                            0.3e6
-                        }
-                    })
-                    .collect()
-            })
+            .map(|_| (0..50_000).map(|i| if (i / 20 + rng.below(2) as usize) % 2 == 0 { 2.4e6 } else { 0.3e6 }).collect())
             .collect();
-        let users: Vec<UserTrace> = traces
-            .iter()
-            .map(|t| UserTrace {
-                rates_bps: t,
-                start_slot: 0,
-                resets: &[],
-            })
-            .collect();
+        let users: Vec<UserTrace> = traces.iter().map(|t| UserTrace { rates_bps: t, start_slot: 0, resets: &[] }).collect();
         let slots = 200_000;
-        let pf = simulate_full_buffer(&users, slots, 0.001667, PF)
-            .unwrap()
-            .system_throughput_bps();
-        let rr = simulate_full_buffer(&users, slots, 0.001667, Discipline::RoundRobin)
-            .unwrap()
-            .system_throughput_bps();
+        let pf = simulate_full_buffer(&users, slots, 0.001667, PF).unwrap().system_throughput_bps();
+        let rr = simulate_full_buffer(&users, slots, 0.001667, Discipline::RoundRobin).unwrap().system_throughput_bps();
         assert!(pf / rr > 1.2, "gain {}", pf / rr);
         let resets: Vec<u64> = (0..slots).step_by(500).collect();
-        let reset_users: Vec<UserTrace> = traces
-            .iter()
-            .enumerate()
-            .map(|(i, t)| UserTrace {
-                rates_bps: t,
-                start_slot: 0,
-                resets: if i == 0 { &resets } else { &[] },
-            })
+        let reset_users: Vec<UserTrace> = traces.iter().enumerate()
+            .map(|(i, t)| UserTrace { rates_bps: t, start_slot: 0, resets: if i == 0 { &resets } else { &[] } })
             .collect();
-        let pf_reset = simulate_full_buffer(&reset_users, slots, 0.001667, PF)
-            .unwrap()
-            .system_throughput_bps();
+        let pf_reset = simulate_full_buffer(&reset_users, slots, 0.001667, PF).unwrap().system_throughput_bps();
         assert!(pf_reset < pf, "{pf_reset} vs {pf}");
     }
 }

@@ -19,10 +19,7 @@ pub struct StatsOptions {
 
 impl Default for StatsOptions {
     fn default() -> Self {
-        StatsOptions {
-            max_depth: 4,
-            lags: log_spaced_lags(1000, 31),
-        }
+        StatsOptions { max_depth: 4, lags: log_spaced_lags(1000, 31) }
     }
 }
 
@@ -83,13 +80,7 @@ fn entropy_of_counts(counts: impl Iterator<Item = u64> + Clone) -> f64 {
         return 0.0;
     }
     let t = total as f64;
-    let h: f64 = counts
-        .filter(|&n| n > 0)
-        .map(|n| {
-            let p = n as f64 / t;
-            -p * p.log2()
-        })
-        .sum();
+    let h: f64 = counts.filter(|&n| n > 0).map(|n| { let p = n as f64 / t; -p * p.log2() }).sum();
     h.max(0.0)
 }
 
@@ -113,22 +104,13 @@ fn conditional_entropy(blocks: &[(u64, u64)], k: u64) -> Option<f64> {
 }
 
 /// All statistics of one trace (`states[i] < rates_bps.len()`).
-pub fn trace_stats(
-    states: &[u16],
-    rates_bps: &[f64],
-    options: &StatsOptions,
-) -> Result<TraceStats, ChannelError> {
+pub fn trace_stats(states: &[u16], rates_bps: &[f64], options: &StatsOptions) -> Result<TraceStats, ChannelError> {
     check_states(states, rates_bps.len())?;
     let r = runs(states);
     stats_of_runs(&r, states, rates_bps, options)
 }
 
-fn stats_of_runs(
-    r: &[Run],
-    states: &[u16],
-    rates_bps: &[f64],
-    options: &StatsOptions,
-) -> Result<TraceStats, ChannelError> {
+fn stats_of_runs(r: &[Run], states: &[u16], rates_bps: &[f64], options: &StatsOptions) -> Result<TraceStats, ChannelError> {
     let k = rates_bps.len();
     let n = states.len() as u64;
     let mut occupancy = vec![0u64; k];
@@ -138,22 +120,10 @@ fn stats_of_runs(
         run_count[run.state as usize] += 1;
     }
     let nf = n as f64;
-    let mean: f64 = occupancy
-        .iter()
-        .zip(rates_bps)
-        .map(|(&c, &rate)| c as f64 * rate)
-        .sum::<f64>()
-        / nf;
-    let var: f64 = occupancy
-        .iter()
-        .zip(rates_bps)
-        .map(|(&c, &rate)| c as f64 * (rate - mean).powi(2))
-        .sum::<f64>()
-        / nf;
+    let mean: f64 = occupancy.iter().zip(rates_bps).map(|(&c, &rate)| c as f64 * rate).sum::<f64>() / nf;
+    let var: f64 = occupancy.iter().zip(rates_bps).map(|(&c, &rate)| c as f64 * (rate - mean).powi(2)).sum::<f64>() / nf;
     // Modal state: most slots; ties to the lower state.
-    let modal = (0..k)
-        .max_by(|&a, &b| occupancy[a].cmp(&occupancy[b]).then(b.cmp(&a)))
-        .unwrap_or(0);
+    let modal = (0..k).max_by(|&a, &b| occupancy[a].cmp(&occupancy[b]).then(b.cmp(&a))).unwrap_or(0);
     let entropy = entropy_of_counts(occupancy.iter().copied());
 
     let markov_sojourn = if n >= 2 {
@@ -173,13 +143,9 @@ fn stats_of_runs(
         .collect();
     let errors: Vec<f64> = per_state
         .iter()
-        .filter_map(|s| {
-            s.markov_sojourn_slots
-                .map(|an| (s.mean_sojourn_slots - an).abs() / an)
-        })
+        .filter_map(|s| s.markov_sojourn_slots.map(|an| (s.mean_sojourn_slots - an).abs() / an))
         .collect();
-    let markov_rmse =
-        (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64);
+    let markov_rmse = (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64);
 
     let k64 = k as u64;
     let mut by_depth = Vec::with_capacity(options.max_depth);
@@ -199,15 +165,8 @@ fn stats_of_runs(
             later[(code % k64) as usize] += c;
         }
         let h_later = entropy_of_counts(later.iter().copied());
-        let normalized = if h_later > 0.0 {
-            conditional_entropy(&pairs, k64).map(|h| h / h_later)
-        } else {
-            None
-        };
-        by_lag.push(LagEntropy {
-            lag_slots: lag,
-            normalized,
-        });
+        let normalized = if h_later > 0.0 { conditional_entropy(&pairs, k64).map(|h| h / h_later) } else { None };
+        by_lag.push(LagEntropy { lag_slots: lag, normalized });
     }
 
     Ok(TraceStats {
@@ -235,25 +194,16 @@ pub fn window_stats(
     options: &StatsOptions,
 ) -> Result<Vec<TraceStats>, ChannelError> {
     if window_slots == 0 {
-        return Err(ChannelError::InvalidParameter(
-            "window must be at least one slot".into(),
-        ));
+        return Err(ChannelError::InvalidParameter("window must be at least one slot".into()));
     }
     check_states(states, rates_bps.len())?;
-    states
-        .chunks(window_slots)
-        .map(|w| stats_of_runs(&runs(w), w, rates_bps, options))
-        .collect()
+    states.chunks(window_slots).map(|w| stats_of_runs(&runs(w), w, rates_bps, options)).collect()
 }
 
 /// Pearson correlation of two equally long series; `None` if either is constant or empty.
 pub fn correlation(x: &[f64], y: &[f64]) -> Result<Option<f64>, ChannelError> {
     if x.len() != y.len() {
-        return Err(ChannelError::LengthMismatch {
-            what: "correlated series",
-            expected: x.len(),
-            got: y.len(),
-        });
+        return Err(ChannelError::LengthMismatch { what: "correlated series", expected: x.len(), got: y.len() });
     }
     if x.is_empty() {
         return Ok(None);
@@ -271,27 +221,14 @@ pub fn correlation(x: &[f64], y: &[f64]) -> Result<Option<f64>, ChannelError> {
 }
 
 /// Correlation per consecutive window of `window_slots` samples.
-pub fn window_correlation(
-    x: &[f64],
-    y: &[f64],
-    window_slots: usize,
-) -> Result<Vec<Option<f64>>, ChannelError> {
+pub fn window_correlation(x: &[f64], y: &[f64], window_slots: usize) -> Result<Vec<Option<f64>>, ChannelError> {
     if window_slots == 0 {
-        return Err(ChannelError::InvalidParameter(
-            "window must be at least one slot".into(),
-        ));
+        return Err(ChannelError::InvalidParameter("window must be at least one slot".into()));
     }
     if x.len() != y.len() {
-        return Err(ChannelError::LengthMismatch {
-            what: "correlated series",
-            expected: x.len(),
-            got: y.len(),
-        });
+        return Err(ChannelError::LengthMismatch { what: "correlated series", expected: x.len(), got: y.len() });
     }
-    x.chunks(window_slots)
-        .zip(y.chunks(window_slots))
-        .map(|(a, b)| correlation(a, b))
-        .collect()
+    x.chunks(window_slots).zip(y.chunks(window_slots)).map(|(a, b)| correlation(a, b)).collect()
 }
 
 #[cfg(test)]
@@ -306,14 +243,8 @@ mod tests {
     #[test]
     fn constant_trace() {
         let s = trace_stats(&[3; 5000], &[0.0, 1.0, 2.0, 9.0], &StatsOptions::default()).unwrap();
-        assert_eq!(
-            (s.slots, s.modal_state, s.modal_fraction, s.entropy_bits),
-            (5000, 3, 1.0, 0.0)
-        );
-        assert_eq!(
-            (s.mean_rate_bps, s.std_rate_bps, s.mean_sojourn_slots),
-            (9.0, 0.0, 5000.0)
-        );
+        assert_eq!((s.slots, s.modal_state, s.modal_fraction, s.entropy_bits), (5000, 3, 1.0, 0.0));
+        assert_eq!((s.mean_rate_bps, s.std_rate_bps, s.mean_sojourn_slots), (9.0, 0.0, 5000.0));
         assert!(s.cond_entropy_by_depth.iter().all(|c| c.is_none()));
         assert_eq!(s.markov_rmse, None);
     }
@@ -348,34 +279,14 @@ mod tests {
         for _ in 0..2_000_000 {
             let row = p[*x.last().unwrap() as usize];
             let u = rng.next_f64();
-            x.push(if u < row[0] {
-                0
-            } else if u < row[0] + row[1] {
-                1
-            } else {
-                2
-            });
+            x.push(if u < row[0] { 0 } else if u < row[0] + row[1] { 1 } else { 2 });
         }
         let s = trace_stats(&x, &[1e5, 1e6, 2e6], &StatsOptions::default()).unwrap();
         let h: f64 = pi.iter().map(|p| -p * p.log2()).sum();
         assert!(close(s.entropy_bits, h, 0.01), "{} vs {h}", s.entropy_bits);
-        let h_cond: f64 = (0..3)
-            .map(|i| {
-                pi[i]
-                    * p[i]
-                        .iter()
-                        .filter(|&&q| q > 0.0)
-                        .map(|q| -q * q.log2())
-                        .sum::<f64>()
-            })
-            .sum();
+        let h_cond: f64 = (0..3).map(|i| pi[i] * p[i].iter().filter(|&&q| q > 0.0).map(|q| -q * q.log2()).sum::<f64>()).sum();
         let c = &s.cond_entropy_by_depth;
-        assert!(
-            close(c[0].unwrap(), h_cond / h, 0.01),
-            "{:?} vs {}",
-            c[0],
-            h_cond / h
-        );
+        assert!(close(c[0].unwrap(), h_cond / h, 0.01), "{:?} vs {}", c[0], h_cond / h);
         // Order 1: more history does not help (beyond plug-in bias).
         for d in 1..4 {
             assert!(c[d].unwrap() > c[0].unwrap() - 0.005, "{c:?}");
@@ -395,37 +306,14 @@ mod tests {
     #[test]
     fn windows_and_correlation() {
         let x: Vec<u16> = (0..1000).map(|i| (i / 100 % 2) as u16).collect();
-        let w = window_stats(
-            &x,
-            &[1.0, 2.0],
-            300,
-            &StatsOptions {
-                max_depth: 1,
-                lags: vec![1],
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            w.iter().map(|s| s.slots).collect::<Vec<_>>(),
-            vec![300, 300, 300, 100]
-        );
+        let w = window_stats(&x, &[1.0, 2.0], 300, &StatsOptions { max_depth: 1, lags: vec![1] }).unwrap();
+        assert_eq!(w.iter().map(|s| s.slots).collect::<Vec<_>>(), vec![300, 300, 300, 100]);
         assert_eq!(w[3].entropy_bits, 0.0);
         let a = [1.0, 2.0, 3.0, 4.0];
-        assert!(close(
-            correlation(&a, &[2.0, 4.0, 6.0, 8.0]).unwrap().unwrap(),
-            1.0,
-            1e-12
-        ));
-        assert!(close(
-            correlation(&a, &[8.0, 6.0, 4.0, 2.0]).unwrap().unwrap(),
-            -1.0,
-            1e-12
-        ));
+        assert!(close(correlation(&a, &[2.0, 4.0, 6.0, 8.0]).unwrap().unwrap(), 1.0, 1e-12));
+        assert!(close(correlation(&a, &[8.0, 6.0, 4.0, 2.0]).unwrap().unwrap(), -1.0, 1e-12));
         assert_eq!(correlation(&a, &[1.0; 4]).unwrap(), None);
-        assert_eq!(
-            window_correlation(&a, &a, 2).unwrap(),
-            vec![Some(1.0), Some(1.0)]
-        );
+        assert_eq!(window_correlation(&a, &a, 2).unwrap(), vec![Some(1.0), Some(1.0)]);
         assert!(log_spaced_lags(1000, 31).starts_with(&[1, 2, 3]));
         assert_eq!(*log_spaced_lags(1000, 31).last().unwrap(), 1000);
     }

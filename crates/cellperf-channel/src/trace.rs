@@ -19,13 +19,8 @@ pub struct Run {
 pub fn runs(states: &[u16]) -> Vec<Run> {
     let mut out = Vec::new();
     let mut iter = states.iter();
-    let Some(&first) = iter.next() else {
-        return out;
-    };
-    let mut current = Run {
-        state: first,
-        slots: 1,
-    };
+    let Some(&first) = iter.next() else { return out };
+    let mut current = Run { state: first, slots: 1 };
     for &s in iter {
         if s == current.state {
             current.slots += 1;
@@ -65,10 +60,7 @@ pub fn states_from_rates(rates_bps: &[f64]) -> Result<(Vec<u16>, Vec<f64>), Chan
                 let n = provisional.len() as u32;
                 let c = *provisional.entry(k).or_insert(n);
                 if provisional.len() > MAX_STATES {
-                    return Err(ChannelError::TooManyStates {
-                        states: provisional.len(),
-                        limit: MAX_STATES,
-                    });
+                    return Err(ChannelError::TooManyStates { states: provisional.len(), limit: MAX_STATES });
                 }
                 last = Some((k, c));
                 c
@@ -76,10 +68,7 @@ pub fn states_from_rates(rates_bps: &[f64]) -> Result<(Vec<u16>, Vec<f64>), Chan
         };
         codes.push(code);
     }
-    let mut distinct: Vec<(f64, u32)> = provisional
-        .iter()
-        .map(|(&k, &c)| (f64::from_bits(k), c))
-        .collect();
+    let mut distinct: Vec<(f64, u32)> = provisional.iter().map(|(&k, &c)| (f64::from_bits(k), c)).collect();
     distinct.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut rank = vec![0u16; distinct.len()];
     for (i, &(_, c)) in distinct.iter().enumerate() {
@@ -95,10 +84,7 @@ pub fn check_states(states: &[u16], table_len: usize) -> Result<(), ChannelError
         return Err(ChannelError::EmptyTrace);
     }
     match states.iter().position(|&s| s as usize >= table_len) {
-        Some(slot) => Err(ChannelError::UnknownState {
-            state: states[slot] as u64,
-            slot,
-        }),
+        Some(slot) => Err(ChannelError::UnknownState { state: states[slot] as u64, slot }),
         None => Ok(()),
     }
 }
@@ -110,26 +96,16 @@ pub fn states_from_codes(values: &[i64], codes: &[i64]) -> Result<Vec<u16>, Chan
         return Err(ChannelError::EmptyTrace);
     }
     if codes.len() > MAX_STATES {
-        return Err(ChannelError::TooManyStates {
-            states: codes.len(),
-            limit: MAX_STATES,
-        });
+        return Err(ChannelError::TooManyStates { states: codes.len(), limit: MAX_STATES });
     }
-    let lookup: HashMap<i64, u16> = codes
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (c, i as u16))
-        .collect();
+    let lookup: HashMap<i64, u16> = codes.iter().enumerate().map(|(i, &c)| (c, i as u16)).collect();
     let mut out = Vec::with_capacity(values.len());
     let mut last: Option<(i64, u16)> = None;
     for (slot, &v) in values.iter().enumerate() {
         let s = match last {
             Some((lv, ls)) if lv == v => ls,
             _ => {
-                let s = *lookup.get(&v).ok_or(ChannelError::UnknownState {
-                    state: v as u64,
-                    slot,
-                })?;
+                let s = *lookup.get(&v).ok_or(ChannelError::UnknownState { state: v as u64, slot })?;
                 last = Some((v, s));
                 s
             }
@@ -154,13 +130,9 @@ pub fn rates_of(states: &[u16], rates_bps: &[f64]) -> Result<Vec<f64>, ChannelEr
 /// Returns the slot index of each sample, to be used with [`hold_by_slot`].
 pub fn slot_of_times(times_s: &[f64], slot_s: f64) -> Result<Vec<u64>, ChannelError> {
     if !(slot_s > 0.0 && slot_s.is_finite()) {
-        return Err(ChannelError::InvalidParameter(format!(
-            "slot length {slot_s} s is not positive"
-        )));
+        return Err(ChannelError::InvalidParameter(format!("slot length {slot_s} s is not positive")));
     }
-    let Some(&t0) = times_s.first() else {
-        return Err(ChannelError::EmptyTrace);
-    };
+    let Some(&t0) = times_s.first() else { return Err(ChannelError::EmptyTrace) };
     let mut out = Vec::with_capacity(times_s.len());
     let mut previous = t0;
     for (row, &t) in times_s.iter().enumerate() {
@@ -177,26 +149,16 @@ pub fn slot_of_times(times_s: &[f64], slot_s: f64) -> Result<Vec<u64>, ChannelEr
 /// to the last sample's slot, holding each value until the next sample.
 pub fn hold_by_slot<T: Copy>(slots: &[u64], values: &[T]) -> Result<Vec<T>, ChannelError> {
     if slots.len() != values.len() {
-        return Err(ChannelError::LengthMismatch {
-            what: "slot indices and values",
-            expected: slots.len(),
-            got: values.len(),
-        });
+        return Err(ChannelError::LengthMismatch { what: "slot indices and values", expected: slots.len(), got: values.len() });
     }
-    let (Some(&first), Some(&last)) = (slots.first(), slots.last()) else {
-        return Err(ChannelError::EmptyTrace);
-    };
+    let (Some(&first), Some(&last)) = (slots.first(), slots.last()) else { return Err(ChannelError::EmptyTrace) };
     if let Some(row) = slots.windows(2).position(|w| w[1] < w[0]) {
         return Err(ChannelError::NonMonotonicTime { row: row + 1 });
     }
     let total = (last - first + 1) as usize;
     let mut out = Vec::with_capacity(total);
     for i in 0..slots.len() {
-        let end = if i + 1 < slots.len() {
-            slots[i + 1]
-        } else {
-            last + 1
-        };
+        let end = if i + 1 < slots.len() { slots[i + 1] } else { last + 1 };
         // A sample superseded by a later one in the same slot contributes no slot.
         for _ in slots[i]..end {
             out.push(values[i]);
@@ -212,14 +174,7 @@ mod tests {
     #[test]
     fn runs_of_a_short_sequence() {
         let r = runs(&[1, 1, 2, 2, 2, 1]);
-        assert_eq!(
-            r,
-            vec![
-                Run { state: 1, slots: 2 },
-                Run { state: 2, slots: 3 },
-                Run { state: 1, slots: 1 }
-            ]
-        );
+        assert_eq!(r, vec![Run { state: 1, slots: 2 }, Run { state: 2, slots: 3 }, Run { state: 1, slots: 1 }]);
         assert!(runs(&[]).is_empty());
     }
 
@@ -235,18 +190,9 @@ mod tests {
 
     #[test]
     fn codes_map_to_table_and_unknown_codes_are_named() {
-        assert_eq!(
-            states_from_codes(&[14, 14, 0, 3], &[0, 1, 2, 3, 14]).unwrap(),
-            vec![4, 4, 0, 3]
-        );
-        assert_eq!(
-            states_from_codes(&[1, 9], &[0, 1]),
-            Err(ChannelError::UnknownState { state: 9, slot: 1 })
-        );
-        assert_eq!(
-            check_states(&[0, 5], 5),
-            Err(ChannelError::UnknownState { state: 5, slot: 1 })
-        );
+        assert_eq!(states_from_codes(&[14, 14, 0, 3], &[0, 1, 2, 3, 14]).unwrap(), vec![4, 4, 0, 3]);
+        assert_eq!(states_from_codes(&[1, 9], &[0, 1]), Err(ChannelError::UnknownState { state: 9, slot: 1 }));
+        assert_eq!(check_states(&[0, 5], 5), Err(ChannelError::UnknownState { state: 5, slot: 1 }));
     }
 
     #[test]
@@ -255,10 +201,7 @@ mod tests {
         assert_eq!(slots, vec![0, 2, 2, 7]);
         let held = hold_by_slot(&slots, &[1u16, 2, 3, 4]).unwrap();
         assert_eq!(held, vec![1, 1, 3, 3, 3, 3, 3, 4]);
-        assert_eq!(
-            slot_of_times(&[1.0, 0.5], 0.001),
-            Err(ChannelError::NonMonotonicTime { row: 1 })
-        );
+        assert_eq!(slot_of_times(&[1.0, 0.5], 0.001), Err(ChannelError::NonMonotonicTime { row: 1 }));
         // Exact multiples of a decimal slot length land in their own slot.
         let s = slot_of_times(&[0.0, 0.001667, 0.003334, 0.005001], 0.001667).unwrap();
         assert_eq!(s, vec![0, 1, 2, 3]);

@@ -11,12 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(
-    _native,
-    AgentError,
-    PyException,
-    "An agent option or setup problem the user can fix; one line."
-);
+create_exception!(_native, AgentError, PyException, "An agent option or setup problem the user can fix; one line.");
 
 /// Runs one probe test. Returns (result JSON, per-packet log batch or None, the server's own
 /// log batch or None, error or None): a run that failed part way still returns what it measured.
@@ -39,23 +34,18 @@ fn agent_probe(
                     return false;
                 }
                 match (&progress, serde_json::to_string(p)) {
-                    (Some(cb), Ok(text)) => cb
-                        .call1(py, (text,))
-                        .map(|r| r.is_truthy(py).unwrap_or(true))
-                        .unwrap_or(false),
+                    (Some(cb), Ok(text)) => cb.call1(py, (text,)).map(|r| r.is_truthy(py).unwrap_or(true)).unwrap_or(false),
                     _ => true,
                 }
             })
         })
     });
-    let doc =
-        serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
+    let doc = serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
     let batch = |rows: &[cellperf_agent::log::LogRow]| -> PyResult<Option<Py<PyAny>>> {
         if rows.is_empty() {
             return Ok(None);
         }
-        let b = cellperf_agent::log::to_record_batch(rows)
-            .map_err(|e| AgentError::new_err(e.to_string()))?;
+        let b = cellperf_agent::log::to_record_batch(rows).map_err(|e| AgentError::new_err(e.to_string()))?;
         Ok(Some(b.to_pyarrow(py)?.unbind()))
     };
     Ok((doc, batch(&run.log)?, batch(&run.server_log)?, run.error))
@@ -76,40 +66,35 @@ fn agent_serve(
     log_dir: Option<PathBuf>,
     on_ready: Option<Py<PyAny>>,
 ) -> PyResult<()> {
-    let addr = listen.parse().map_err(|_| {
-        AgentError::new_err(format!(
-            "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)"
-        ))
-    })?;
-    let cfg = ServerConfig {
-        listen: addr,
-        token,
-        max_rate_bps,
-        max_duration_s,
-        max_tests,
-        log_dir,
-    };
+    let addr = listen
+        .parse()
+        .map_err(|_| AgentError::new_err(format!("--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)")))?;
+    let cfg = ServerConfig { listen: addr, token, max_rate_bps, max_duration_s, max_tests, log_dir };
     cfg.check().map_err(AgentError::new_err)?;
-    let server = Server::bind(cfg)
-        .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
-    let bound = server
-        .local_addr()
-        .map_err(|e| AgentError::new_err(e.to_string()))?;
+    let server = Server::bind(cfg).map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
+    let bound = server.local_addr().map_err(|e| AgentError::new_err(e.to_string()))?;
     if let Some(cb) = on_ready {
         cb.call1(py, (bound.to_string(),))?;
     }
+    serve_until_interrupted(py, |keep_going| server.serve(keep_going))
+}
+
+/// Runs a server's loop with the GIL released; its `keep_going` check lets Python see Ctrl-C,
+/// which ends the loop and becomes KeyboardInterrupt.
+fn serve_until_interrupted<E: std::fmt::Display + Send>(
+    py: Python<'_>,
+    serve: impl FnOnce(&mut dyn FnMut() -> bool) -> Result<(), E> + Send,
+) -> PyResult<()> {
     let mut interrupted = false;
     py.detach(|| {
-        server.serve(&mut || {
+        serve(&mut || {
             interrupted = Python::attach(|py| py.check_signals().is_err());
             !interrupted
         })
     })
     .map_err(|e| AgentError::new_err(e.to_string()))?;
     if interrupted {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
-            "interrupted",
-        ));
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"));
     }
     Ok(())
 }
@@ -132,20 +117,7 @@ fn media_serve(py: Python<'_>, listen: String, on_ready: Option<Py<PyAny>>) -> P
     if let Some(cb) = on_ready {
         cb.call1(py, (bound.to_string(),))?;
     }
-    let mut interrupted = false;
-    py.detach(|| {
-        server.serve(&mut || {
-            interrupted = Python::attach(|py| py.check_signals().is_err());
-            interrupted
-        })
-    })
-    .map_err(|e| AgentError::new_err(e.to_string()))?;
-    if interrupted {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
-            "interrupted",
-        ));
-    }
-    Ok(())
+    serve_until_interrupted(py, |keep_going| server.serve(keep_going))
 }
 
 /// Receives one media stream and plays it through a `buffer_s` buffer. Returns (summary JSON:

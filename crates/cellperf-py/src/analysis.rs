@@ -13,12 +13,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(
-    _native,
-    InputError,
-    PyException,
-    "A capture or option the user can fix; the message is one line."
-);
+create_exception!(_native, InputError, PyException, "A capture or option the user can fix; the message is one line.");
 
 #[pyfunction]
 #[pyo3(signature = (captures, interval_s = 5.0, mn_addr = None, synced_clocks = false, tables = false))]
@@ -35,31 +30,22 @@ fn analyze_captures(
         let side = match side.as_str() {
             "mn" => Side::Mn,
             "cn" => Side::Cn,
-            other => {
-                return Err(InputError::new_err(format!(
-                    "capture side must be 'mn' or 'cn', not '{other}'"
-                )))
-            }
+            other => return Err(InputError::new_err(format!("capture side must be 'mn' or 'cn', not '{other}'"))),
         };
         inputs.push(CaptureInput { path, side });
     }
     let mn_addr = match mn_addr {
-        Some(s) => Some(cellperf_analysis::parse_addr(&s).ok_or_else(|| {
-            InputError::new_err(format!("--mn-addr: '{s}' is not an IPv4 or IPv6 address"))
-        })?),
+        Some(s) => Some(
+            cellperf_analysis::parse_addr(&s)
+                .ok_or_else(|| InputError::new_err(format!("--mn-addr: '{s}' is not an IPv4 or IPv6 address")))?,
+        ),
         None => None,
     };
-    let opts = Options {
-        interval_s,
-        mn_addr,
-        synced_clocks,
-        tables,
-    };
+    let opts = Options { interval_s, mn_addr, synced_clocks, tables };
     let analysis = py
         .detach(|| cellperf_analysis::analyze(&inputs, &opts))
         .map_err(|e| InputError::new_err(e.to_string()))?;
-    let json =
-        serde_json::to_string(&analysis.report).map_err(|e| InputError::new_err(e.to_string()))?;
+    let json = serde_json::to_string(&analysis.report).map_err(|e| InputError::new_err(e.to_string()))?;
     let mut out = Vec::new();
     for (name, batch) in analysis.tables.batches {
         out.push((name.to_string(), batch.to_pyarrow(py)?.unbind()));
@@ -68,19 +54,11 @@ fn analyze_captures(
 }
 
 /// One primitive column of `batch`, or an InputError naming it.
-fn column<'b, T: ArrowPrimitiveType>(
-    batch: &'b RecordBatch,
-    name: &str,
-) -> PyResult<&'b PrimitiveArray<T>> {
+fn column<'b, T: ArrowPrimitiveType>(batch: &'b RecordBatch, name: &str) -> PyResult<&'b PrimitiveArray<T>> {
     batch
         .column_by_name(name)
         .and_then(|c| c.as_primitive_opt::<T>())
-        .ok_or_else(|| {
-            InputError::new_err(format!(
-                "stream table: column '{name}' missing or not {}",
-                T::DATA_TYPE
-            ))
-        })
+        .ok_or_else(|| InputError::new_err(format!("stream table: column '{name}' missing or not {}", T::DATA_TYPE)))
 }
 
 /// The UDP stream metrics of `cellperf_analysis::udp_stream` for packets given in sending
@@ -103,16 +81,10 @@ fn analyze_udp_stream(
     let kind = match owd_kind {
         "raw" => OwdKind::Raw,
         "excess" => OwdKind::Excess,
-        other => {
-            return Err(InputError::new_err(format!(
-                "owd_kind must be 'raw' or 'excess', not '{other}'"
-            )))
-        }
+        other => return Err(InputError::new_err(format!("owd_kind must be 'raw' or 'excess', not '{other}'"))),
     };
     if !(interval_s > 0.0 && interval_s.is_finite()) {
-        return Err(InputError::new_err(format!(
-            "interval must be a positive number of seconds, not {interval_s}"
-        )));
+        return Err(InputError::new_err(format!("interval must be a positive number of seconds, not {interval_s}")));
     }
     let batch = RecordBatch::from_pyarrow_bound(packets)?;
     let (seq, send, recv) = (
@@ -132,10 +104,7 @@ fn analyze_udp_stream(
             bytes: bytes.value(i),
         })
         .collect();
-    if let Some(p) = stream
-        .iter()
-        .find(|p| !in_range(&p.send_ns) || !in_range(&p.recv_ns))
-    {
+    if let Some(p) = stream.iter().find(|p| !in_range(&p.send_ns) || !in_range(&p.recv_ns)) {
         return Err(InputError::new_err(format!(
             "packet {}: send or receive time outside 1970-2116 ({:?}, {:?} ns)",
             p.seq, p.send_ns, p.recv_ns
@@ -154,22 +123,8 @@ fn analyze_udp_stream(
     Ok((
         json,
         vec![
-            (
-                "udp_packets".into(),
-                packets_out
-                    .into_batch()
-                    .map_err(err)?
-                    .to_pyarrow(py)?
-                    .unbind(),
-            ),
-            (
-                "intervals".into(),
-                intervals
-                    .into_batch()
-                    .map_err(err)?
-                    .to_pyarrow(py)?
-                    .unbind(),
-            ),
+            ("udp_packets".into(), packets_out.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
+            ("intervals".into(), intervals.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
         ],
     ))
 }

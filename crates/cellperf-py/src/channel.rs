@@ -3,9 +3,7 @@
 //! Every crate error becomes `InputError` with the crate's one-line message.
 use arrow::array::{Array, ArrayData, Float64Array, Int64Array, UInt16Array, UInt64Array};
 use arrow::pyarrow::{PyArrowType, ToPyArrow};
-use cellperf_channel::{
-    mahimahi, scheduler, stats, trace, ChannelError, Discipline, MarkovModel, UserTrace,
-};
+use cellperf_channel::{mahimahi, scheduler, stats, trace, ChannelError, Discipline, MarkovModel, UserTrace};
 use pyo3::prelude::*;
 
 use crate::analysis::InputError;
@@ -25,15 +23,8 @@ fn primitive<A: Array + From<ArrayData> + 'static>(data: ArrayData, what: &str) 
         .downcast_ref::<A>()
         .map(|a| A::from(a.to_data()))
         .ok_or_else(|| {
-            let expected = std::any::type_name::<A>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("?")
-                .trim_end_matches('>');
-            InputError::new_err(format!(
-                "{what} must be {expected} values, not {}",
-                array.data_type()
-            ))
+            let expected = std::any::type_name::<A>().rsplit("::").next().unwrap_or("?").trim_end_matches('>');
+            InputError::new_err(format!("{what} must be {expected} values, not {}", array.data_type()))
         })
 }
 
@@ -43,72 +34,44 @@ fn to_py<'py>(py: Python<'py>, array: impl Array) -> PyResult<Py<PyAny>> {
 
 #[pyfunction]
 fn drc_rate_table() -> (Vec<f64>, f64) {
-    (
-        cellperf_channel::drc::RATES_BPS.to_vec(),
-        cellperf_channel::drc::SLOT_S,
-    )
+    (cellperf_channel::drc::RATES_BPS.to_vec(), cellperf_channel::drc::SLOT_S)
 }
 
 /// Rates (float64) → (states uint16, rate table).
 #[pyfunction]
-fn states_from_rates(
-    py: Python<'_>,
-    rates_bps: PyArrowType<ArrayData>,
-) -> PyResult<(Py<PyAny>, Vec<f64>)> {
+fn states_from_rates(py: Python<'_>, rates_bps: PyArrowType<ArrayData>) -> PyResult<(Py<PyAny>, Vec<f64>)> {
     let rates: Float64Array = primitive(rates_bps.0, "rate column")?;
-    let (states, table) = py
-        .detach(|| trace::states_from_rates(rates.values()))
-        .map_err(input_error)?;
+    let (states, table) = py.detach(|| trace::states_from_rates(rates.values())).map_err(input_error)?;
     Ok((to_py(py, UInt16Array::from(states))?, table))
 }
 
 /// External state codes (int64) → table indices (uint16), `codes[i]` being entry i's code.
 #[pyfunction]
-fn states_from_codes(
-    py: Python<'_>,
-    values: PyArrowType<ArrayData>,
-    codes: Vec<i64>,
-) -> PyResult<Py<PyAny>> {
+fn states_from_codes(py: Python<'_>, values: PyArrowType<ArrayData>, codes: Vec<i64>) -> PyResult<Py<PyAny>> {
     let values: Int64Array = primitive(values.0, "state column")?;
-    let states = py
-        .detach(|| trace::states_from_codes(values.values(), &codes))
-        .map_err(input_error)?;
+    let states = py.detach(|| trace::states_from_codes(values.values(), &codes)).map_err(input_error)?;
     to_py(py, UInt16Array::from(states))
 }
 
 /// Time stamps (float64 s) → slot index of each row (uint64).
 #[pyfunction]
-fn slots_of_times(
-    py: Python<'_>,
-    times_s: PyArrowType<ArrayData>,
-    slot_s: f64,
-) -> PyResult<Py<PyAny>> {
+fn slots_of_times(py: Python<'_>, times_s: PyArrowType<ArrayData>, slot_s: f64) -> PyResult<Py<PyAny>> {
     let times: Float64Array = primitive(times_s.0, "time column")?;
-    let slots = py
-        .detach(|| trace::slot_of_times(times.values(), slot_s))
-        .map_err(input_error)?;
+    let slots = py.detach(|| trace::slot_of_times(times.values(), slot_s)).map_err(input_error)?;
     to_py(py, UInt64Array::from(slots))
 }
 
 /// Holds uint16 or float64 row values on the slot grid (one value per slot).
 #[pyfunction]
-fn hold_by_slot(
-    py: Python<'_>,
-    slots: PyArrowType<ArrayData>,
-    values: PyArrowType<ArrayData>,
-) -> PyResult<Py<PyAny>> {
+fn hold_by_slot(py: Python<'_>, slots: PyArrowType<ArrayData>, values: PyArrowType<ArrayData>) -> PyResult<Py<PyAny>> {
     let slots: UInt64Array = primitive(slots.0, "slot indices")?;
     if values.0.data_type() == &arrow::datatypes::DataType::UInt16 {
         let v: UInt16Array = primitive(values.0, "values")?;
-        let held = py
-            .detach(|| trace::hold_by_slot(slots.values(), v.values()))
-            .map_err(input_error)?;
+        let held = py.detach(|| trace::hold_by_slot(slots.values(), v.values())).map_err(input_error)?;
         to_py(py, UInt16Array::from(held))
     } else {
         let v: Float64Array = primitive(values.0, "values")?;
-        let held = py
-            .detach(|| trace::hold_by_slot(slots.values(), v.values()))
-            .map_err(input_error)?;
+        let held = py.detach(|| trace::hold_by_slot(slots.values(), v.values())).map_err(input_error)?;
         to_py(py, Float64Array::from(held))
     }
 }
@@ -125,10 +88,7 @@ fn trace_stats(
     lags: Option<Vec<u64>>,
 ) -> PyResult<String> {
     let states: UInt16Array = primitive(states.0, "states")?;
-    let mut options = stats::StatsOptions {
-        max_depth,
-        ..Default::default()
-    };
+    let mut options = stats::StatsOptions { max_depth, ..Default::default() };
     if let Some(lags) = lags {
         options.lags = lags;
     }
@@ -153,13 +113,8 @@ fn correlation(
 ) -> PyResult<(Option<f64>, Vec<Option<f64>>)> {
     let x: Float64Array = primitive(x.0, "first series")?;
     let y: Float64Array = primitive(y.0, "second series")?;
-    py.detach(|| {
-        Ok((
-            stats::correlation(x.values(), y.values())?,
-            stats::window_correlation(x.values(), y.values(), window_slots)?,
-        ))
-    })
-    .map_err(input_error)
+    py.detach(|| Ok((stats::correlation(x.values(), y.values())?, stats::window_correlation(x.values(), y.values(), window_slots)?)))
+        .map_err(input_error)
 }
 
 /// Fits a Markov model; returns the model file's text.
@@ -174,9 +129,7 @@ fn fit_model(
     source_json: Option<String>,
 ) -> PyResult<String> {
     let states: UInt16Array = primitive(states.0, "states")?;
-    let mut model = py
-        .detach(|| MarkovModel::fit(states.values(), &rates_bps, slot_s, order))
-        .map_err(input_error)?;
+    let mut model = py.detach(|| MarkovModel::fit(states.values(), &rates_bps, slot_s, order)).map_err(input_error)?;
     if let Some(s) = source_json {
         model.set_source(serde_json::from_str(&s).map_err(|e| InputError::new_err(e.to_string()))?);
     }
@@ -221,11 +174,7 @@ fn mahimahi_to_rates(py: Python<'_>, text: &[u8], slot_s: f64) -> PyResult<Py<Py
 
 /// Per-slot rates → mahimahi trace text.
 #[pyfunction]
-fn rates_to_mahimahi(
-    py: Python<'_>,
-    rates_bps: PyArrowType<ArrayData>,
-    slot_s: f64,
-) -> PyResult<Vec<u8>> {
+fn rates_to_mahimahi(py: Python<'_>, rates_bps: PyArrowType<ArrayData>, slot_s: f64) -> PyResult<Vec<u8>> {
     let rates: Float64Array = primitive(rates_bps.0, "rates")?;
     py.detach(|| mahimahi::from_slot_rates(rates.values(), slot_s).map(|ts| mahimahi::to_text(&ts)))
         .map_err(input_error)
@@ -249,43 +198,23 @@ fn simulate_full_buffer(
     let discipline = match discipline {
         "pf" => Discipline::ProportionalFair { alpha },
         "rr" => Discipline::RoundRobin,
-        other => {
-            return Err(InputError::new_err(format!(
-                "scheduler must be 'pf' or 'rr', not '{other}'"
-            )))
-        }
+        other => return Err(InputError::new_err(format!("scheduler must be 'pf' or 'rr', not '{other}'"))),
     };
-    let rates: Vec<Float64Array> = rates_bps
-        .into_iter()
-        .map(|a| primitive(a.0, "user rates"))
-        .collect::<PyResult<_>>()?;
-    let resets: Vec<UInt64Array> = resets
-        .into_iter()
-        .map(|a| primitive(a.0, "reset slots"))
-        .collect::<PyResult<_>>()?;
+    let rates: Vec<Float64Array> = rates_bps.into_iter().map(|a| primitive(a.0, "user rates")).collect::<PyResult<_>>()?;
+    let resets: Vec<UInt64Array> = resets.into_iter().map(|a| primitive(a.0, "reset slots")).collect::<PyResult<_>>()?;
     if start_slots.len() != rates.len() || resets.len() != rates.len() {
-        return Err(InputError::new_err(
-            "one start slot and one reset list per user",
-        ));
+        return Err(InputError::new_err("one start slot and one reset list per user"));
     }
     let users: Vec<UserTrace> = rates
         .iter()
         .zip(&start_slots)
         .zip(&resets)
-        .map(|((r, &start_slot), z)| UserTrace {
-            rates_bps: r.values(),
-            start_slot,
-            resets: z.values(),
-        })
+        .map(|((r, &start_slot), z)| UserTrace { rates_bps: r.values(), start_slot, resets: z.values() })
         .collect();
     let outcome = py
         .detach(|| scheduler::simulate_full_buffer(&users, slots, slot_s, discipline))
         .map_err(input_error)?;
-    Ok((
-        outcome.throughput_bps(),
-        outcome.system_throughput_bps(),
-        outcome.served_slots,
-    ))
+    Ok((outcome.throughput_bps(), outcome.system_throughput_bps(), outcome.served_slots))
 }
 
 /// Jain's fairness index of per-user throughputs; `None` when all are zero.

@@ -22,9 +22,7 @@ struct LinkEmulator {
 impl LinkEmulator {
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
-        let inner = py
-            .detach(|| Emulator::new(spec_json))
-            .map_err(input_error)?;
+        let inner = py.detach(|| Emulator::new(spec_json)).map_err(input_error)?;
         Ok(LinkEmulator { inner })
     }
 
@@ -43,8 +41,7 @@ impl LinkEmulator {
 /// creating anything; returns its mean capacity in bit/s when the rate source has one.
 #[pyfunction]
 fn check_link_spec(py: Python<'_>, spec_json: &str) -> PyResult<Option<f64>> {
-    py.detach(|| cellperf_link::spec::check_link(spec_json))
-        .map_err(input_error)
+    py.detach(|| cellperf_link::spec::check_link(spec_json)).map_err(input_error)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
