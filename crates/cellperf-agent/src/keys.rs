@@ -142,8 +142,8 @@ impl Session {
         let text = String::from_utf8_lossy(&self.seen);
         text.lines()
             .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .last()
+            .rev()
+            .find(|l| !l.is_empty())
             .unwrap_or("no output")
             .to_string()
     }
