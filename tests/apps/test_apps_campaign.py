@@ -60,4 +60,4 @@ def test_stream_and_ssh_runs_are_stored(tmp_path):
         # Each test's TCP connection is its data flow in the captures.
         roles = s.frame("SELECT test, count(*) AS n FROM flows JOIN runs USING (run_id) "
                         "WHERE role = 'data' AND proto = 'tcp' GROUP BY test ORDER BY test")
-        assert roles.rows() == [("ssh", 1), ("stream-tcp", 1)]
+        assert roles.rows() == [("ssh", 2), ("stream-tcp", 2)]  # a row per direction

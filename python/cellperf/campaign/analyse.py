@@ -205,7 +205,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     # capture = false): a UDP test's delivery there is known from the agents' log only, where
     # the probe merged the server's records fetched over the control connection.
     from_log = set()
-    if agent_log.exists() and TEST_PROTOCOL.get(test_type) == "udp":
+    if agent_log.exists() and test_protocol(test_type, run.options) == "udp":
         from_log = {d for d, receiver in (("uplink", cn), ("downlink", mn)) if not receiver.exists()}
     flow_parts, interval_parts = [], []
     if mn.exists() or cn.exists():
@@ -218,7 +218,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         packets = pl.from_arrow(a.tables["packets"])
         if test_type == AUTO_TEST_TYPE:
             test_type = summary["test_type"] = inferred_test_type(report)
-        roles = _flow_roles(report, packets, test_type, control_port)
+        roles = _flow_roles(report, packets, test_protocol(test_type, run.options), control_port)
         for f in report["flows"]:
             if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
                 roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
