@@ -22,8 +22,8 @@ def test_roles_from_first_packet_direction_protocol_and_control_port():
     packets = pl.DataFrame([(0, 1.0, True), (0, 1.1, False), (1, 2.0, True), (1, 2.1, False),
                             (2, 0.5, False), (2, 0.6, True), (3, 3.0, False), (4, 4.0, True)],
                            schema={"flow_id": pl.UInt32, "ts": pl.Float64, "uplink": pl.Boolean}, orient="row")
-    roles = _flow_roles({"flows": flows}, packets, "udp-cbr", CONTROL_PORT)
+    roles = _flow_roles({"flows": flows}, packets, "udp", CONTROL_PORT)
     assert roles == {0: "control", 1: "data", 2: "stray", 3: "stray", 4: "other"}
     # A TCP test's data is TCP; without a known control port no flow is `control`.
-    assert _flow_roles({"flows": flows}, packets, "tcp-bulk", None) == {0: "data", 1: "other", 2: "stray",
+    assert _flow_roles({"flows": flows}, packets, "tcp", None) == {0: "data", 1: "other", 2: "stray",
                                                                          3: "stray", 4: "data"}

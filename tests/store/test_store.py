@@ -47,7 +47,7 @@ def test_migration_from_version_1_keeps_rows_and_marks_handoff_windows(tmp_path)
     with pytest.raises(UserError, match=f"schema version 1, this cellperf uses {SCHEMA_VERSION}"):
         Store.open(tmp_path, read_only=True)
     with Store.open(tmp_path) as s:
-        assert s.version == SCHEMA_VERSION == 5
+        assert s.version == SCHEMA_VERSION == 6
         near = s.frame('SELECT "interval", near_handoff FROM intervals ORDER BY 1')
         # [start, start + 5) overlaps [22 − 5, 22 + 5] for starts 15, 20 and 25 s: intervals 3, 4, 5.
         assert near.filter(pl.col("near_handoff"))["interval"].to_list() == [3, 4, 5]
@@ -55,13 +55,15 @@ def test_migration_from_version_1_keeps_rows_and_marks_handoff_windows(tmp_path)
         w = s.frame('SELECT "window" FROM voip_windows WHERE near_handoff ORDER BY 1')["window"].to_list()
         assert w == [3, 4, 5]
         assert s.frame("SELECT count(*) AS n FROM channel_stats")["n"][0] == 0
+        for table in ("page_loads", "positions", "streams", "terminal_sessions"):
+            assert s.frame(f"SELECT count(*) AS n FROM {table}")["n"][0] == 0
         # Version 4: a stored TCP connection had one entry, its own connection; its
         # retransmissions take its direction.
         assert s.frame("SELECT connection_id FROM flows").rows() == [(7,)]
         assert s.frame("SELECT direction FROM tcp_retransmissions").rows() == [("downlink",)]
     # Migrated once: a read-only open now works, and the history is recorded.
     with Store.open(tmp_path, read_only=True) as s:
-        assert s.frame("SELECT version FROM schema_info ORDER BY 1")["version"].to_list() == [1, 2, 3, 4]
+        assert s.frame("SELECT version FROM schema_info ORDER BY 1")["version"].to_list() == [1, 2, 3, 4, 5, 6]
 
 
 def test_newer_store_is_refused(tmp_path):

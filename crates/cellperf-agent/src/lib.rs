@@ -3,12 +3,15 @@
 //! [`admission`] limits connections that have not authenticated yet),
 //! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
-//! log. Docs: `docs/agents.md`.
+//! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
+//! (METHODS §13). Docs: `docs/agents.md`, `docs/apps.md`.
 
 pub mod admission;
 pub mod auth;
 pub mod clock;
+pub mod keys;
 pub mod log;
+pub mod media;
 pub mod plan;
 pub mod probe;
 pub mod result;

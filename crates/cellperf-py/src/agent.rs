@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use arrow::pyarrow::ToPyArrow;
+use cellperf_agent::keys;
+use cellperf_agent::media::{self, MediaServer, StreamRequest, Transport};
 use cellperf_agent::plan::{plan, Options};
 use cellperf_agent::server::{Server, ServerConfig};
 use pyo3::create_exception;
@@ -74,9 +76,18 @@ fn agent_serve(
     if let Some(cb) = on_ready {
         cb.call1(py, (bound.to_string(),))?;
     }
+    serve_until_interrupted(py, |keep_going| server.serve(keep_going))
+}
+
+/// Runs a server's loop with the GIL released; its `keep_going` check lets Python see Ctrl-C,
+/// which ends the loop and becomes KeyboardInterrupt.
+fn serve_until_interrupted<E: std::fmt::Display + Send>(
+    py: Python<'_>,
+    serve: impl FnOnce(&mut dyn FnMut() -> bool) -> Result<(), E> + Send,
+) -> PyResult<()> {
     let mut interrupted = false;
     py.detach(|| {
-        server.serve(&mut || {
+        serve(&mut || {
             interrupted = Python::attach(|py| py.check_signals().is_err());
             !interrupted
         })
@@ -88,9 +99,126 @@ fn agent_serve(
     Ok(())
 }
 
+/// Serves media streams (the `stream` test's CN end) until Ctrl-C; `on_ready(address)` once
+/// listening on TCP and UDP.
+#[pyfunction]
+#[pyo3(signature = (listen, on_ready = None))]
+fn media_serve(py: Python<'_>, listen: String, on_ready: Option<Py<PyAny>>) -> PyResult<()> {
+    let addr = listen.parse().map_err(|_| {
+        AgentError::new_err(format!(
+            "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets)"
+        ))
+    })?;
+    let server = MediaServer::bind(addr)
+        .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
+    let bound = server
+        .local_addr()
+        .map_err(|e| AgentError::new_err(e.to_string()))?;
+    if let Some(cb) = on_ready {
+        cb.call1(py, (bound.to_string(),))?;
+    }
+    serve_until_interrupted(py, |keep_going| server.serve(keep_going))
+}
+
+/// Receives one media stream and plays it through a `buffer_s` buffer. Returns (summary JSON:
+/// request, schedule, the stream's loss/jitter/OWD and the playout; per-packet log batch).
+#[pyfunction]
+#[pyo3(signature = (server, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id))]
+#[allow(clippy::too_many_arguments)]
+fn media_receive(
+    py: Python<'_>,
+    server: String,
+    transport: String,
+    rate_bps: f64,
+    packet_bytes: u32,
+    duration_s: f64,
+    buffer_s: f64,
+    drain_s: f64,
+    flow_id: String,
+) -> PyResult<(String, Option<Py<PyAny>>)> {
+    let addr: std::net::SocketAddr = server
+        .parse()
+        .map_err(|_| AgentError::new_err(format!("SERVER: '{server}' is not ADDR:PORT")))?;
+    let transport = match transport.as_str() {
+        "udp" => Transport::Udp,
+        "tcp" => Transport::Tcp,
+        t => {
+            return Err(AgentError::new_err(format!(
+                "--transport: '{t}' is not one of udp, tcp"
+            )))
+        }
+    };
+    // Tells this session's repeated UDP requests from another receiver's.
+    let session = cellperf_agent::clock::realtime_ns() as u64 ^ ((std::process::id() as u64) << 32);
+    let req = StreamRequest {
+        session,
+        transport,
+        rate_bps,
+        packet_bytes,
+        duration_s,
+    };
+    req.schedule().map_err(AgentError::new_err)?;
+    let received = py
+        .detach(|| media::receive(addr, &req, (drain_s * 1e3) as u64))
+        .map_err(AgentError::new_err)?;
+    let (summary, rows, arrival) = media::analyse(&received, &flow_id);
+    let play = media::playout(
+        &arrival,
+        received.interval_ns,
+        (buffer_s * 1e9) as u64,
+        received.request_ns,
+    );
+    let doc = serde_json::json!({
+        "request_ns": received.request_ns, "interval_ns": received.interval_ns,
+        "expected": received.expected, "stream": summary, "playout": play,
+    });
+    let batch = if rows.is_empty() {
+        None
+    } else {
+        let b = cellperf_agent::log::to_record_batch(&rows)
+            .map_err(|e| AgentError::new_err(e.to_string()))?;
+        Some(b.to_pyarrow(py)?.unbind())
+    };
+    Ok((doc.to_string(), batch))
+}
+
+/// Types `count` keys `interval_s` apart into `argv` on a pseudo-terminal once it printed
+/// `ready`; returns each key's send time (wall-clock ns) and echo latency (ns, -1: none).
+#[pyfunction]
+#[pyo3(signature = (argv, ready, count, interval_s, ready_timeout_s, echo_timeout_s))]
+fn type_keys(
+    py: Python<'_>,
+    argv: Vec<String>,
+    ready: String,
+    count: u64,
+    interval_s: f64,
+    ready_timeout_s: f64,
+    echo_timeout_s: f64,
+) -> PyResult<(Vec<i64>, Vec<i64>)> {
+    let keys = py
+        .detach(|| {
+            keys::type_keys(
+                &argv,
+                &ready,
+                count,
+                (interval_s * 1e9) as u64,
+                (ready_timeout_s * 1e9) as i64,
+                (echo_timeout_s * 1e9) as i64,
+            )
+        })
+        .map_err(AgentError::new_err)?;
+    Ok((
+        keys.iter().map(|k| k.sent_ns).collect(),
+        keys.iter().map(|k| k.echo_ns.unwrap_or(-1)).collect(),
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AgentError", m.py().get_type::<AgentError>())?;
     m.add_function(wrap_pyfunction!(agent_probe, m)?)?;
     m.add_function(wrap_pyfunction!(agent_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(media_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(media_receive, m)?)?;
+    m.add_function(wrap_pyfunction!(type_keys, m)?)?;
     Ok(())
 }

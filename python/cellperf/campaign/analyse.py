@@ -39,7 +39,7 @@ def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
 
 #: Transport of each test's measured traffic; other flows in the captures are not the test's.
 TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
-                 "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp"}
+                 "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp", "stream": "udp", "interactive": "tcp"}
 
 #: Test type of an imported capture whose test nobody named (`cellperf import --captures`):
 #: it becomes the type of its largest flow's protocol (`inferred_test_type`).
@@ -55,7 +55,12 @@ def inferred_test_type(report: dict) -> str:
     return "tcp-bulk" if max(flows, key=lambda f: f["bytes"])["proto"] == "tcp" else "udp-cbr"
 
 
-def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_port: int | None) -> dict[int, str]:
+def test_protocol(test_type: str, options: dict) -> str | None:
+    """Transport of a test's traffic (a stream's is its `transport` option)."""
+    return options.get("transport", "udp") if test_type == "stream" else TEST_PROTOCOL.get(test_type)
+
+
+def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, control_port: int | None) -> dict[int, str]:
     """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
     `stray` or `other`. Every flow of a run is opened by the probe at the MN, so a flow whose
     first packet travels downlink is not part of this run: a late FIN of another campaign's
@@ -70,7 +75,7 @@ def _flow_roles(report: dict, packets: pl.DataFrame, test_type: str, control_por
             roles[fid] = "stray"
         elif f["proto"] == "tcp" and control_port is not None and control_port in (f["sport"], f["dport"]):
             roles[fid] = "control"
-        elif f["proto"] == TEST_PROTOCOL.get(test_type):
+        elif f["proto"] == protocol:
             roles[fid] = "data"
         else:
             roles[fid] = "other"
@@ -200,7 +205,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     # capture = false): a UDP test's delivery there is known from the agents' log only, where
     # the probe merged the server's records fetched over the control connection.
     from_log = set()
-    if agent_log.exists() and TEST_PROTOCOL.get(test_type) == "udp":
+    if agent_log.exists() and test_protocol(test_type, run.options) == "udp":
         from_log = {d for d, receiver in (("uplink", cn), ("downlink", mn)) if not receiver.exists()}
     flow_parts, interval_parts = [], []
     if mn.exists() or cn.exists():
@@ -213,7 +218,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         packets = pl.from_arrow(a.tables["packets"])
         if test_type == AUTO_TEST_TYPE:
             test_type = summary["test_type"] = inferred_test_type(report)
-        roles = _flow_roles(report, packets, test_type, control_port)
+        roles = _flow_roles(report, packets, test_protocol(test_type, run.options), control_port)
         for f in report["flows"]:
             if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
                 roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery

@@ -99,6 +99,14 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
                 from cellperf.campaign.web import web_tables
 
                 tables.update(web_tables(run, outcome.result, folder))
+            elif run.test.type == "stream":
+                from cellperf.campaign.apps import stream_tables
+
+                tables.update(stream_tables(run, outcome.result))
+            elif run.test.type == "interactive":
+                from cellperf.campaign.apps import interactive_tables
+
+                tables.update(interactive_tables(run, outcome.result, folder))
         failure.reason = outcome.error
     reason = failure.reason
     if reason and os.strerror(errno.ENOSPC) in reason:

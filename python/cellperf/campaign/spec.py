@@ -196,6 +196,19 @@ def _payload(value, where):
     return number(value, lo=20, hi=65507, integer=True, unit="bytes")
 
 
+def _packet(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number of bytes")
+    # RTP header, sequence number and send time up to the largest UDP payload.
+    return number(value, lo=28, hi=65507, integer=True, unit="bytes")
+
+
+def _port(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a port number")
+    return number(value, lo=1, hi=65535, integer=True)
+
+
 def _seed(value, where):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number")
@@ -267,13 +280,13 @@ def _urls(value, where):
 
 
 #: Test types the agents do not run: application tests (METHODS §13), run by their own tools.
-APP_TESTS = ("web",)
+APP_TESTS = ("web", "stream", "interactive")
 TEST_TYPES = (*TESTS, *APP_TESTS)
 
 TEST_OPTIONS = {
     "direction": ("--direction", _choice("up", "down", "both"), ("udp-cbr", "tcp-bulk")),
     "duration": ("--duration", parse_duration, None),
-    "rate": ("--rate", _rate, ("udp-cbr",)),
+    "rate": ("--rate", _rate, ("udp-cbr", "stream")),
     "payload": ("--payload", _payload, ("udp-cbr", "sparse", "min-delay")),
     "bytes": ("--bytes", _size, ("tcp-bulk",)),
     "congestion": ("--congestion", _text, ("tcp-bulk", "window-sweep")),
@@ -282,8 +295,8 @@ TEST_OPTIONS = {
     "streams": ("--streams", _count, ("tcp-bulk", "window-sweep")),
     "codec": ("--codec", _choice("g711", "g729"), ("voip",)),
     "sizes": ("--sizes", _size_list, ("ping-sweep",)),
-    "count": ("--count", _count, ("ping-sweep",)),
-    "interval": ("--interval", _positive, ("ping-sweep", "sparse")),
+    "count": ("--count", _count, ("ping-sweep", "interactive")),
+    "interval": ("--interval", _positive, ("ping-sweep", "sparse", "interactive")),
     "timeout": ("--timeout", _positive, None),
     "windows": ("--windows", _size_list, ("window-sweep",)),
     "mss_values": ("--mss-values", _size_list, ("window-sweep",)),
@@ -297,6 +310,12 @@ TEST_OPTIONS = {
     "http": ("--http", _choice("1.1", "2"), ("web",)),
     "cache": ("--cache", _choice("cold", "warm"), ("web",)),
     "loads": ("--loads", _count, ("web",)),
+    # stream and interactive (docs/apps.md); interactive types `count` keys `interval` apart.
+    "transport": ("--transport", _choice("udp", "tcp"), ("stream",)),
+    "packet": ("--packet", _packet, ("stream",)),
+    "buffer": ("--buffer", parse_duration, ("stream",)),
+    "port": (None, _port, ("stream", "interactive")),
+    "identity": (None, _text, ("interactive",)),
 }
 
 
@@ -420,6 +439,11 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         options = _test_options(c, where, ttype, {k: v for k, v in t.items() if k not in ("type", "name")})
         if ttype == "web":
             _check_web(c, where, options, kind, path)
+        for key in ("port", "identity"):
+            if key in options and kind != "real":
+                c.fail(where + (key,), "is for kind = \"real\" (the emulated testbed starts its own server)")
+        if ttype == "interactive" and kind == "real" and "identity" not in options:
+            c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
         label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
         if any(x.name == label for x in tests):
             c.fail(where + ("name",) if "name" in t else where, f"test name '{label}' is used twice; give each a distinct name")

@@ -138,6 +138,10 @@ class EmulatedTestbed:
         exe = cellperf_exe()
         if run.test.type == "web":
             return self._run_web(run, folder, exe)
+        if run.test.type == "stream":
+            return self._run_stream(run, folder, exe)
+        if run.test.type == "interactive":
+            return self._run_interactive(run, folder, exe)
         probe = [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", run.test.type, *probe_args(run.options),
                  "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
         return self._emulate(run, folder, probe)
@@ -154,6 +158,26 @@ class EmulatedTestbed:
             scheme = "https" if http == "2" else "http"
             urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
             return self._emulate(run, folder, web.load_argv(exe, run, urls, folder / "objects.parquet"))
+
+    def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+        from cellperf.campaign import apps
+
+        with apps.json_server(apps.stream_server_argv(exe), "the stream server", _die_with_parent) as doc:
+            port = doc["listening"].rsplit(":", 1)[1]
+            return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", folder / "agent.parquet"))
+
+    def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+        from cellperf.apps.terminal import SshServer
+        from cellperf.campaign import apps
+
+        srv = SshServer("0.0.0.0", folder / ".ssh")
+        try:
+            srv.start(preexec_fn=_die_with_parent)
+            argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", srv.port, srv.identity, srv.user, folder / "keys.parquet")
+            return self._emulate(run, folder, argv)
+        finally:
+            srv.close()
+            shutil.rmtree(folder / ".ssh", ignore_errors=True)
 
     def _emulate(self, run: RunSpec, folder: Path, command: list[str]) -> Outcome:
         """`command` inside the run's emulated MN; its JSON document is the run's result."""
@@ -279,6 +303,8 @@ class RealTestbed:
             from cellperf.campaign.web import load_argv
 
             cmd = load_argv(cellperf_exe(), run, run.options["urls"], folder / "objects.parquet")
+        elif run.test.type in ("stream", "interactive"):
+            cmd = self._app_argv(run, folder)
         else:
             cmd = self._probe_argv(run, folder)
         try:
@@ -300,6 +326,21 @@ class RealTestbed:
         if out.result and out.result.get("server"):
             out.cn_addr = out.result["server"].rsplit(":", 1)[0].strip("[]")
         return out
+
+    def _app_argv(self, run: RunSpec, folder: Path) -> list[str]:
+        """stream: `cellperf stream serve` at the CN on `port` (default 5260); interactive:
+        the CN's own sshd on `port` (default 22), logged into with `identity`."""
+        from cellperf.apps.stream import DEFAULT_PORT
+        from cellperf.campaign import apps
+
+        if run.test.type == "stream":
+            return apps.stream_argv(cellperf_exe(), run, f"{self.server_ip}:{run.options.get('port', DEFAULT_PORT)}",
+                                    folder / "agent.parquet")
+        import getpass
+
+        identity = self.campaign.path.parent / run.options["identity"]
+        return apps.interactive_argv(cellperf_exe(), run, self.server_ip, run.options.get("port", 22), identity,
+                                     getpass.getuser(), folder / "keys.parquet")
 
     def _probe_argv(self, run: RunSpec, folder: Path) -> list[str]:
         cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),

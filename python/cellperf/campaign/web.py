@@ -9,16 +9,12 @@ every packet of the load crosses the link and both captures.
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 
 from cellperf.campaign.spec import RunSpec, probe_args
-from cellperf.errors import UserError
 from cellperf.store import write_parquet
 
 #: Seconds one page load may take before the browser gives up on it (the test's `timeout`).
@@ -47,25 +43,12 @@ def shipped_site(work_dir: Path) -> Path:
 @contextmanager
 def page_server(exe: str, site: Path, *, compression: bool, http: str, preexec_fn=None):
     """`cellperf web serve` on a free port of every address; yields its port."""
-    p = subprocess.Popen([exe, "web", "serve", str(site), "--listen", "0.0.0.0:0", "--compression",
-                          "on" if compression else "off", "--http", http, "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
-    try:
-        line = p.stdout.readline()
-        try:
-            port = int(json.loads(line)["url"].rsplit(":", 1)[1])
-        except (ValueError, KeyError, IndexError):
-            err = p.stderr.read() if p.wait(timeout=5) is not None else ""
-            raise UserError(f"the page server did not start: {err.strip().splitlines()[-1] if err.strip() else 'no output'}") from None
-        yield port
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+    from cellperf.campaign.apps import json_server
+
+    argv = [exe, "web", "serve", str(site), "--listen", "0.0.0.0:0", "--compression",
+            "on" if compression else "off", "--http", http, "--json"]
+    with json_server(argv, "the page server", preexec_fn) as doc:
+        yield int(doc["url"].rsplit(":", 1)[1])
 
 
 def load_argv(exe: str, run: RunSpec, urls: list[str], objects: Path) -> list[str]:

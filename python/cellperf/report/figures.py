@@ -390,5 +390,18 @@ def _web(store: Store) -> list[Item]:
     return pages_table(store) + download_times(store)
 
 
+def _stream(store: Store) -> list[Item]:
+    from cellperf.report.apps import stream_stalls
+
+    return stream_stalls(store)
+
+
+def _terminal(store: Store) -> list[Item]:
+    from cellperf.report.apps import keystroke_latency
+
+    return keystroke_latency(store)
+
+
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
-            ("VoIP", (voip,)), ("Web", (_web,)), ("Radio", (channel_table,)))
+            ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
+            ("Radio", (channel_table,)))

@@ -110,16 +110,29 @@ CREATE TABLE positions (
     alt_m DOUBLE, speed_mps DOUBLE, source VARCHAR);
 """
 
+#: Version 6: the `stream` and `interactive` tests: one row per stream and per terminal session
+#: (a stream's packets are its `agent_log`, a session's keys Parquet, `keystrokes`).
+_V6 = """
+CREATE TABLE streams (
+    run_id VARCHAR NOT NULL, transport VARCHAR NOT NULL, rate_bps DOUBLE, packet_bytes INTEGER, buffer_s DOUBLE,
+    expected UBIGINT, received UBIGINT, lost UBIGINT, late UBIGINT, stalls INTEGER, stall_s DOUBLE,
+    startup_ms DOUBLE, loss_rate DOUBLE, jitter_ms DOUBLE, owd_median_ms DOUBLE, owd_p95_ms DOUBLE);
+CREATE TABLE terminal_sessions (
+    run_id VARCHAR NOT NULL, keys INTEGER, echoed INTEGER, interval_s DOUBLE, median_ms DOUBLE, p95_ms DOUBLE,
+    p99_ms DOUBLE, min_ms DOUBLE, max_ms DOUBLE, mean_ms DOUBLE, over_100ms DOUBLE, over_200ms DOUBLE);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
 #: dataset per table (`dataset/<name>/network=N/date=D/run=R/part-0.parquet`, each with a run_id
 #: column; stores written before: `runs/<run_id>/<name>.parquet`).
-PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "page_objects")
+PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "page_objects",
+                  "keystrokes")
 
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions")
+              "positions", "streams", "terminal_sessions")

@@ -1,0 +1,138 @@
+"""The `interactive` test (METHODS §13, seed 004 §VI.C): a real OpenSSH session from the MN
+to the CN, keystrokes typed into it at human intervals, each timed until its echo.
+
+`SshServer` runs Debian's sshd on the CN side with a throw-away host key and a client key
+pair made for the run (nothing of the host's own ssh set-up is read or changed). The client
+is `ssh -tt ... 'exec cat'`: the remote terminal echoes each key as a shell's line editor
+does, so a key's echo crosses the link both ways and the sshd's and ssh's processing. The
+keys are typed and timed in Rust (`cellperf_agent::keys`) through a pseudo-terminal.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from cellperf import _native
+from cellperf.errors import UserError
+
+#: Printed by the remote command once the session is up, before any key is typed.
+READY = "CELLPERF-READY"
+SSHD = "/usr/sbin/sshd"
+#: Latency thresholds of the test's shares (ms): what users notice in typing (004 §VI.C).
+THRESHOLDS_MS = (100, 200)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class SshServer:
+    """`with SshServer("0.0.0.0") as srv:` sshd on `srv.port`; `srv.identity` is the key that
+    logs in as `srv.user`. Stopped and its folder removed on exit."""
+
+    def __init__(self, host: str = "0.0.0.0", folder: Path | None = None):
+        if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+            raise UserError("sshd or ssh-keygen not found (Debian packages openssh-server and openssh-client)")
+        self.host, self.user = host, getpass.getuser()
+        self._own_folder = folder is None
+        self.folder = Path(tempfile.mkdtemp(prefix="cellperf-ssh-")) if folder is None else folder
+        self.identity = self.folder / "client_key"
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    def __enter__(self) -> SshServer:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self, preexec_fn=None) -> None:
+        f = self.folder
+        f.mkdir(parents=True, exist_ok=True)
+        for key in ("host_key", "client_key"):
+            if not (f / key).exists():
+                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cellperf", "-f", str(f / key)],
+                               check=True, capture_output=True)
+        (f / "authorized_keys").write_text((f / "client_key.pub").read_text())
+        if os.geteuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation
+        for _ in range(5):  # the port may be taken between choosing and binding it
+            self.port = _free_port(self.host)
+            config = f / "sshd_config"
+            config.write_text(
+                f"Port {self.port}\nListenAddress {self.host}\nHostKey {f / 'host_key'}\n"
+                f"AuthorizedKeysFile {f / 'authorized_keys'}\nPidFile none\nUsePAM no\nStrictModes no\n"
+                "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+                f"PermitRootLogin prohibit-password\nAllowUsers {self.user}\nPrintMotd no\nPrintLastLog no\n"
+                "LogLevel INFO\n")
+            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                         preexec_fn=preexec_fn)
+            line = self.proc.stderr.readline()
+            if "Server listening" in line:
+                return
+            self.proc.wait(timeout=5)
+            if "Address already in use" not in line:
+                raise UserError(f"sshd did not start: {line.strip() or 'no output'}")
+        raise UserError("sshd did not start: no free port")
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._own_folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def ssh_argv(host: str, port: int, identity: Path, user: str) -> list[str]:
+    """The client: a terminal on the remote side running `cat` (which the remote tty echoes)."""
+    return ["ssh", "-tt", "-F", "/dev/null", "-i", str(identity), "-p", str(port),
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10", f"{user}@{host}", f"echo {READY}; exec cat"]
+
+
+def type_keys(argv: list[str], *, count: int, interval_s: float, timeout_s: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+    """Types `count` keys into `argv`'s terminal: each key's send time (wall clock, ns) and
+    echo latency (ns, -1 when no echo came within `timeout_s` after the last key)."""
+    if shutil.which(argv[0]) is None:
+        raise UserError(f"{argv[0]} not found (Debian package openssh-client)")
+    try:
+        sent, echo = _native.type_keys(argv, READY, count, interval_s, 20.0, timeout_s)
+    except _native.AgentError as e:
+        raise UserError(str(e)) from None
+    return np.asarray(sent, dtype=np.int64), np.asarray(echo, dtype=np.int64)
+
+
+def latency_summary(echo_ns: np.ndarray) -> dict:
+    """Keystroke-to-echo latency distribution: quantiles and the shares above 100 and 200 ms
+    (of the keys typed; a key never echoed counts as above both)."""
+    ms = np.where(echo_ns >= 0, echo_ns / 1e6, np.inf)
+    answered = ms[np.isfinite(ms)]
+    q = (lambda p: float(np.quantile(answered, p))) if answered.size else (lambda p: None)
+    return {
+        "keys": int(ms.size), "echoed": int(answered.size),
+        "median_ms": q(0.5), "p95_ms": q(0.95), "p99_ms": q(0.99),
+        "min_ms": q(0.0), "max_ms": q(1.0), "mean_ms": float(answered.mean()) if answered.size else None,
+        **{f"over_{t}ms": float((ms > t).mean()) if ms.size else None for t in THRESHOLDS_MS},
+    }
+

@@ -1,0 +1,83 @@
+"""The `stream` and `interactive` tests in a campaign (METHODS §13): their servers on the CN
+side for the run, the command the MN runs, and the run's store rows.
+
+As for `web`, the servers listen on every address of the host (the CN address of an emulated
+link exists only while its emulator runs) and the receiving end runs inside the emulated MN,
+so every packet crosses the link and both captures.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import polars as pl
+
+from cellperf.campaign.spec import RunSpec, probe_args
+from cellperf.errors import UserError
+from cellperf.store import write_parquet
+
+#: Options of each test that its MN command takes (the rest are the campaign's own).
+_STREAM_OPTIONS = ("transport", "rate", "packet", "duration", "buffer", "timeout")
+_INTERACTIVE_OPTIONS = ("count", "interval", "timeout")
+#: A keystroke test's default length when the campaign gives none: 50 keys, 0.2 s apart.
+DEFAULT_KEYS, DEFAULT_KEY_INTERVAL_S = 50, 0.2
+
+
+@contextmanager
+def json_server(argv: list[str], what: str, preexec_fn=None):
+    """Starts a server whose first stdout line is a JSON document once it listens; yields that
+    document and stops the server (SIGTERM) afterwards."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    try:
+        line = p.stdout.readline()
+        try:
+            yield json.loads(line)
+        except ValueError:
+            err = p.stderr.read() if p.wait(timeout=5) is not None else ""
+            raise UserError(f"{what} did not start: {err.strip().splitlines()[-1] if err.strip() else 'no output'}") from None
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def stream_server_argv(exe: str) -> list[str]:
+    return [exe, "stream", "serve", "--listen", "0.0.0.0:0", "--json"]
+
+
+def stream_argv(exe: str, run: RunSpec, server: str, log: Path) -> list[str]:
+    """`cellperf stream play` for the run's options, its per-packet log in the agents' schema."""
+    options = {k: v for k, v in run.options.items() if k in _STREAM_OPTIONS}
+    return [exe, "stream", "play", server, *probe_args(options), "--json", "--log", str(log)]
+
+
+def interactive_argv(exe: str, run: RunSpec, host: str, port: int, identity: Path, user: str, log: Path) -> list[str]:
+    options = {k: v for k, v in run.options.items() if k in _INTERACTIVE_OPTIONS}
+    return [exe, "term", "type", host, "--port", str(port), "--identity", str(identity), "--user", user,
+            *probe_args(options), "--json", "--log", str(log)]
+
+
+def stream_tables(run: RunSpec, result: dict) -> dict[str, pl.DataFrame]:
+    """One `streams` row per run (start-up, stalls, late, lost; the stream's loss/jitter/OWD)."""
+    from cellperf.apps.stream import stream_row
+
+    return {"streams": pl.DataFrame([{"run_id": run.run_id, **stream_row(result)}], infer_schema_length=None)}
+
+
+def interactive_tables(run: RunSpec, result: dict, folder: Path) -> dict[str, pl.DataFrame]:
+    """One `terminal_sessions` row per run; its keys become `keystrokes.parquet`."""
+    keys = folder / "keys.parquet"
+    if keys.exists():
+        write_parquet(pl.read_parquet(keys).with_columns(run_id=pl.lit(run.run_id)), folder / "keystrokes.parquet")
+        keys.unlink()
+    row = {k: result.get(k) for k in ("keys", "echoed", "interval_s", "median_ms", "p95_ms", "p99_ms", "min_ms",
+                                      "max_ms", "mean_ms", "over_100ms", "over_200ms")}
+    return {"terminal_sessions": pl.DataFrame([{"run_id": run.run_id, **row}], infer_schema_length=None)}

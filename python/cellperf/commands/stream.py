@@ -1,0 +1,120 @@
+"""Media stream into a playout buffer: start-up, stalls, losses.
+
+METHODS §13, seed 004 §VI.B. `serve` sends streams at the CN (RTP over UDP, or over TCP with
+RFC 4571 framing, on one port); `play` asks for one at the MN, records every packet's arrival
+and plays it through a buffer of --buffer seconds: playback starts once that much media is in,
+and stalls (rebuffers to the full buffer) when the packet due has not arrived. In a campaign
+(`type = "stream"`) the runner does both around the emulated link (docs/apps.md).
+
+Examples:
+  cellperf stream serve --listen 0.0.0.0:5260
+  sudo cellperf emulate --profile umts-stationary -- \\
+      cellperf stream play '$CELLPERF_CN:5260' --rate 384k --buffer 2 --json
+  cellperf stream play cn.example.net:5260 --transport tcp --rate 1M --log stream.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cellperf.cli import add_subcommand, add_subcommands, file_path
+from cellperf.errors import UserError
+from cellperf.validate import number_arg
+
+
+def serve_command(args: argparse.Namespace) -> None:
+    """Send media streams to the receivers that ask, until stopped.
+
+    Listens on TCP and UDP on the same port. With --json the first line on stdout is
+    {"listening": "ADDR:PORT"}. Stop with Ctrl-C or SIGTERM.
+
+    Examples:
+      cellperf stream serve --listen 0.0.0.0:5260
+      cellperf stream serve --listen 0.0.0.0:0 --json
+    """
+    from cellperf.apps.stream import serve
+
+    def ready(addr: str) -> None:
+        print(json.dumps({"listening": addr}) if args.as_json else f"streaming on {addr} (TCP and UDP)", flush=True)
+
+    try:
+        serve(args.listen, ready)
+    except KeyboardInterrupt:
+        pass
+
+
+def play_command(args: argparse.Namespace) -> None:
+    """Receive one stream and play it through a buffer; report start-up, stalls and losses.
+
+    The stream is --rate bit/s of --packet-byte RTP packets for --duration seconds. Packets
+    that never arrive are skipped (lost); those later than their time in a playout that never
+    stalls are late; the stream's loss, jitter and one-way delay are measured as for the
+    agents' UDP streams (OWD on the two hosts' clocks, exact in an emulation). --log writes
+    the per-packet log in the agents' schema (docs/agents.md).
+
+    Examples:
+      cellperf stream play 10.0.0.1:5260 --rate 384k --buffer 2
+      cellperf stream play 10.0.0.1:5260 --transport tcp --rate 1M --duration 30 --json
+    """
+    from cellperf.agents import check_log_path, parse_rate, write_log
+    from cellperf.apps.stream import play
+
+    _check_server(args.server)
+    rate = parse_rate(args.rate, "--rate")
+    if args.log is not None:
+        check_log_path(args.log)
+    doc, log = play(args.server, transport=args.transport, rate_bps=rate, packet_bytes=args.packet,
+                    duration_s=args.duration, buffer_s=args.buffer, drain_s=args.timeout)
+    if args.log is not None and log is not None:
+        write_log(log, args.log, doc)
+    if args.as_json:
+        print(json.dumps(doc))
+        return
+    startup = "-" if doc["startup_ms"] is None else f"{doc['startup_ms']:.0f} ms"
+    print(f"stream over {doc['transport']} from {doc['server']}: {doc['rate_bps'] / 1e3:.0f} kbit/s, "
+          f"{doc['buffer_s']:g} s buffer")
+    print(f"  packets   {doc['received']} of {doc['expected']} received, {doc['lost']} lost, {doc['late']} late")
+    print(f"  start-up  {startup}")
+    print(f"  stalls    {doc['stalls']}, {doc['stall_s']:.2f} s in all")
+    owd = doc["stream"].get("owd_ms")
+    if owd:
+        print(f"  OWD       median {owd['median']:.1f} / p95 {owd['p95']:.1f} / max {owd['max']:.1f} ms")
+
+
+def _check_server(text: str) -> None:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"SERVER: '{text}' is not ADDR:PORT (e.g. 10.0.0.1:5260)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from cellperf.apps.stream import DEFAULT_PORT, TRANSPORTS
+
+    subcommands = add_subcommands(parser)
+    p = add_subcommand(subcommands, "serve", serve_command)
+    p.add_argument("--listen", metavar="ADDR:PORT", default=f"0.0.0.0:{DEFAULT_PORT}",
+                   help="Address to serve on, TCP and UDP (port 0: any free).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the address as one JSON line when listening.")
+
+    p = add_subcommand(subcommands, "play", play_command)
+    p.add_argument("server", metavar="SERVER", help="ADDR:PORT of `cellperf stream serve` (an IP address).")
+    p.add_argument("--transport", choices=TRANSPORTS, default="udp", help="RTP over UDP, or over TCP (RFC 4571).")
+    p.add_argument("--rate", metavar="RATE", default="384k", help="Media bitrate (e.g. 384k, 2M).")
+    p.add_argument("--packet", metavar="BYTES", type=number_arg(lo=28, hi=65507, integer=True), default=1200,
+                   help="RTP packet size (28..65507 B).")
+    p.add_argument("--duration", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
+                   default=10.0, help="Length of the stream.")
+    p.add_argument("--buffer", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=600, unit="seconds"),
+                   default=2.0, help="Playout buffer: media held before playback starts and after a stall.")
+    p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=60, unit="seconds"),
+                   default=2.0, help="UDP: how long after the last packet was due late ones are still taken.")
+    p.add_argument("--log", metavar="FILE", type=file_path(Path), help="Per-packet log (.parquet or .csv).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
+
+
+def run(args: argparse.Namespace) -> None:
+    args.subcommand(args)
+    sys.stdout.flush()
