@@ -220,7 +220,8 @@ fn direction(o: &Options, default: Direction, allow_both: bool) -> Result<Direct
         Some("down") => Ok(Direction::Down),
         Some("both") if allow_both => Ok(Direction::Both),
         Some(d) => Err(format!(
-            "--direction: '{d}' is not one of up, down{}",
+            "--direction: '{}' is not one of up, down{}",
+            d.escape_debug(),
             if allow_both { ", both" } else { "" }
         )),
     }
@@ -311,7 +312,8 @@ fn tcp_spec(
 pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
     if !TESTS.contains(&test) {
         return Err(format!(
-            "--test: unknown test '{test}' (one of {})",
+            "--test: unknown test '{}' (one of {})",
+            test.escape_debug(),
             TESTS.join(", ")
         ));
     }
@@ -330,7 +332,12 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 "--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep), not {test}"
             ))
         }
-        Some(k) => return Err(format!("--owd: '{k}' is not one of raw, excess, half-rtt")),
+        Some(k) => {
+            return Err(format!(
+                "--owd: '{}' is not one of raw, excess, half-rtt",
+                k.escape_debug()
+            ))
+        }
     };
     let single = |step: crate::plan::Step, dir| Plan {
         test: test.into(),
@@ -365,10 +372,12 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 .unwrap_or("g711")
                 .to_ascii_lowercase()
                 .replace(['.', '-'], "");
-            let (_, size, ms) = CODECS
-                .iter()
-                .find(|c| c.0 == name)
-                .ok_or_else(|| format!("--codec: unknown codec '{name}' (one of g711, g729)"))?;
+            let (_, size, ms) = CODECS.iter().find(|c| c.0 == name).ok_or_else(|| {
+                format!(
+                    "--codec: unknown codec '{}' (one of g711, g729)",
+                    name.escape_debug()
+                )
+            })?;
             let d = seconds("duration", o.duration_s.unwrap_or(30.0))?;
             Ok(single(
                 Step::Udp(stream(
@@ -548,6 +557,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ws.steps[1].label, StepLabel::Mss(1460));
+    }
+
+    /// A value holding a newline is echoed escaped: the error stays one line (the options
+    /// fuzz target found `--owd` echoing a raw newline).
+    #[test]
+    fn echoed_values_stay_on_one_line() {
+        let odd = "x'\n\"y".to_string();
+        let errors = [
+            plan(&odd, &Options::default()).unwrap_err(),
+            plan(
+                "udp-cbr",
+                &Options {
+                    owd: Some(odd.clone()),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err(),
+            plan(
+                "udp-cbr",
+                &Options {
+                    direction: Some(odd.clone()),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err(),
+            plan(
+                "voip",
+                &Options {
+                    codec: Some(odd.clone()),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err(),
+        ];
+        for e in errors {
+            assert!(
+                !e.contains('\n') && e.starts_with("--") && e.contains("x\\'\\n\\\"y"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
