@@ -15,6 +15,9 @@ def campaign(tmp_path_factory):
     store = run_campaign(root / "campaign")
     names = as_captures(store, root / "captures")
     with Store.open(store, read_only=True) as s:
-        port = s.frame("SELECT DISTINCT sport FROM flows WHERE role = 'control'")["sport"].to_list()
-    assert len(names) == 4 and len(port) == 1
-    return store, root / "captures", port[0]
+        ends = s.frame("SELECT sport, dport FROM flows WHERE role = 'control'").rows()
+    # Each run's control connection carries data both ways, so it is two entries (one per
+    # sending side): the server's port is the end every entry shares.
+    port = set.intersection(*({sport, dport} for sport, dport in ends))
+    assert len(names) == 4 and len(port) == 1, (names, ends)
+    return store, root / "captures", port.pop()
