@@ -16,6 +16,7 @@ pub mod plan;
 pub mod probe;
 pub mod result;
 pub mod server;
+pub mod sockopt;
 pub mod tcp;
 pub mod udp;
 pub mod wire;

@@ -386,24 +386,25 @@ impl Session {
     fn handshake(&mut self) -> Result<(), SessionError> {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let left = || deadline.saturating_duration_since(Instant::now());
-        let client_nonce =
-            match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
-                Ok(Message::Hello {
-                    version,
-                    client_nonce,
-                }) if version == PROTOCOL_VERSION => client_nonce,
-                Ok(Message::Hello { version, .. }) => return Err(self.fail(format!(
+        let client_nonce = match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
+            Ok(Message::Hello {
+                version,
+                client_nonce,
+            }) if version == PROTOCOL_VERSION => client_nonce,
+            Ok(Message::Hello { version, .. }) => {
+                return Err(self.fail(format!(
                     "protocol version {version} not supported (server speaks {PROTOCOL_VERSION})"
-                ))),
-                Ok(other) => {
-                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
-                }
-                Err(e) => {
-                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    return Err(self.fail(e.to_string()));
-                }
-            };
+                )))
+            }
+            Ok(other) => {
+                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
+            }
+            Err(e) => {
+                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                return Err(self.fail(e.to_string()));
+            }
+        };
         let server_nonce = Bytes32::random()?;
         self.send(&Message::Challenge { server_nonce })?;
         let proof = match self.reader.read_message(&mut self.ctrl, left()) {

@@ -12,17 +12,25 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 
 use crate::clock::mono_ns;
+use crate::sockopt;
 use crate::wire::{TcpSide, TcpSpec};
 
 const CHUNK: usize = 128 * 1024;
 /// `SO_MAX_PACING_RATE` (asm-generic value, which x86 and arm share; libc lacks it on glibc).
 const SO_MAX_PACING_RATE: libc::c_int = 47;
 
-/// Applies the spec's window (both buffers) and MSS to a socket before connect/listen.
+/// Applies the spec's window and MSS to a socket before connect/listen.
+///
+/// The window is the receive window the seeds set (000 Table 4.1b's "TCP buffer", 004's
+/// RWIN): both buffers get it, and the advertised window is clamped to it. Linux doubles a
+/// requested buffer and advertises a share of that, so without the clamp `64K` would
+/// advertise about 80 KB here, overflowing a 64 KB base-station buffer the seeds' 64 KB
+/// window never could.
 pub fn apply_pre_connect(sock: &Socket, spec: &TcpSpec) -> io::Result<()> {
     if let Some(w) = spec.window_bytes {
         sock.set_recv_buffer_size(w as usize)?;
         sock.set_send_buffer_size(w as usize)?;
+        set_window_clamp(sock, w)?;
     }
     if let Some(m) = spec.mss {
         sock.set_mss(m)?;
@@ -54,25 +62,27 @@ pub fn congestion_of(sock: &TcpStream) -> Option<String> {
     )
 }
 
+/// Bounds the receive window the socket advertises (`TCP_WINDOW_CLAMP`, inherited by the
+/// connections a listener accepts).
+fn set_window_clamp(sock: &Socket, bytes: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    sockopt::set(
+        sock.as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_WINDOW_CLAMP,
+        bytes as libc::c_int,
+    )
+}
+
 /// Caps a sending socket's rate (bytes/s) with the kernel's own TCP pacing.
 pub fn set_max_pacing_rate(sock: &TcpStream, bytes_per_s: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let v: u64 = bytes_per_s;
-    // SAFETY: SO_MAX_PACING_RATE takes a u64 (or u32) rate; pointer and size match `v`.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_MAX_PACING_RATE,
-            &v as *const u64 as *const libc::c_void,
-            std::mem::size_of::<u64>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    sockopt::set(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        SO_MAX_PACING_RATE,
+        bytes_per_s,
+    )
 }
 
 /// A byte budget shared by all streams of one direction of a test (the server's
@@ -297,4 +307,57 @@ pub fn spawn_receiver(
         }
         Ok((total, last))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Type};
+    use std::net::{SocketAddr, TcpListener};
+    use std::os::fd::AsRawFd;
+
+    fn window_clamp(fd: std::os::fd::RawFd) -> libc::c_int {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: TCP_WINDOW_CLAMP reads back an int into `v`.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_WINDOW_CLAMP,
+                &mut v as *mut _ as *mut _,
+                &mut len,
+            )
+        };
+        assert_eq!(r, 0);
+        v
+    }
+
+    #[test]
+    fn the_window_clamps_what_both_ends_of_an_accepted_connection_advertise() {
+        let spec = TcpSpec {
+            direction: crate::wire::Direction::Down,
+            duration_ms: 1000,
+            bytes: None,
+            streams: 1,
+            congestion: None,
+            window_bytes: Some(16 * 1024),
+            mss: None,
+        };
+        let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        apply_pre_connect(&listener, &spec).unwrap();
+        listener
+            .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        listener.listen(1).unwrap();
+        let listener: TcpListener = listener.into();
+        let client = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        apply_pre_connect(&client, &spec).unwrap();
+        client
+            .connect(&listener.local_addr().unwrap().into())
+            .unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert_eq!(window_clamp(accepted.as_raw_fd()), 16 * 1024);
+        assert_eq!(window_clamp(client.as_raw_fd()), 16 * 1024);
+    }
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use cellperf_capture::probe_header::{parse_cellperf, write_cellperf, CELLPERF_HEADER_LEN};
 
 use crate::clock::{mono_ns, realtime_ns, tighten_timer_slack, try_realtime_priority, wait_until};
+use crate::sockopt;
 use crate::wire::{Cookie, Record, UdpSpec};
 
 /// First bytes of the datagrams a probe sends to open the server's data socket.
@@ -309,17 +310,7 @@ fn recv_coalesced(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, usize)
 /// best effort: one system call then receives up to 64 of them.
 fn enable_gro(sock: &UdpSocket) {
     use std::os::fd::AsRawFd;
-    let on: libc::c_int = 1;
-    // SAFETY: UDP_GRO takes an int; pointer and size match `on`.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            UDP_GRO,
-            &on as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let _ = sockopt::set(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1 as libc::c_int);
 }
 
 /// Shared between a receiver thread and the control thread that tells it when to stop.

@@ -134,7 +134,8 @@ pub struct TcpSpec {
     pub streams: u32,
     /// Congestion control of the sending sockets (Linux `TCP_CONGESTION` name).
     pub congestion: Option<String>,
-    /// SO_SNDBUF and SO_RCVBUF of every data socket at both ends (bounds the window).
+    /// SO_SNDBUF and SO_RCVBUF of every data socket at both ends, and the advertised
+    /// receive window's clamp (TCP_WINDOW_CLAMP): the window is exactly this.
     pub window_bytes: Option<u32>,
     pub mss: Option<u32>,
 }

@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds (default 10; voip/min-delay 30, sparse 60).")
     parser.add_argument("--bytes", dest="nbytes", metavar="BYTES", help="tcp-bulk: stop after this many bytes (K/M/G).")
     parser.add_argument("--congestion", metavar="NAME", help="TCP congestion control (e.g. cubic, reno, bbr).")
-    parser.add_argument("--window", metavar="BYTES", help="TCP socket buffer at both ends (K/M), e.g. 64K.")
+    parser.add_argument("--window", metavar="BYTES", help="TCP receive window (K/M), e.g. 64K: both socket buffers, advertised window clamped to it.")
     parser.add_argument("--mss", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="TCP maximum segment size, bytes.")
     parser.add_argument("-P", "--streams", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="Parallel TCP streams.")
     parser.add_argument("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
