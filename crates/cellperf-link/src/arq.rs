@@ -12,7 +12,7 @@
 //! Packets are the unit of transmission here (one IP packet, one block): a model choice that
 //! keeps the element cheap; `block_error` is then the per-packet error probability of a first
 //! transmission.
-use crate::element::{Drops, Element, Nanos, Packet};
+use crate::element::{Drops, DueQueue, Element, Nanos, Packet};
 use crate::random::{exponential, SeededRng};
 use std::collections::VecDeque;
 
@@ -125,7 +125,7 @@ pub struct Arq {
     decide: Box<dyn FnMut(f64) -> bool + Send>,
     fades: Option<Fades>,
     last_due: Nanos,
-    held: VecDeque<Packet>,
+    held: DueQueue,
     drops: Drops,
     stats: ArqStats,
 }
@@ -158,7 +158,7 @@ impl Arq {
             decide: Box::new(failed),
             fades: None,
             last_due: 0,
-            held: VecDeque::new(),
+            held: DueQueue::default(),
             drops: Drops::default(),
             stats: ArqStats::default(),
         }
@@ -190,20 +190,18 @@ impl Element for Arq {
         self.last_due = due;
         if fate.delivered {
             packet.time = due;
-            self.held.push_back(packet);
+            self.held.push(packet);
         } else {
             self.drops.add(packet.len());
         }
     }
 
     fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        while self.held.front().is_some_and(|p| p.time <= now) {
-            out.push(self.held.pop_front().expect("checked"));
-        }
+        self.held.release_into(now, out);
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.held.front().map(|p| p.time)
+        self.held.next_due()
     }
 
     fn drops(&self) -> Drops {

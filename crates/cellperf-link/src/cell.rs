@@ -2,11 +2,10 @@
 //! slotted scheduler (PF or RR, `cellperf_channel::SlotScheduler`, METHODS §8) serves one
 //! user per slot, each user with its own queue and channel.
 use crate::capacity::CapacityMeter;
-use crate::element::{Drops, Element, LinkEvent, Nanos, Packet, Pipeline, NANOS_PER_SEC};
+use crate::element::{Drops, DueQueue, Element, LinkEvent, Nanos, Packet, Pipeline, NANOS_PER_SEC};
 use crate::outage::HandoffSchedule;
 use crate::queue::Queue;
 use cellperf_channel::SlotScheduler;
-use std::collections::VecDeque;
 
 /// One direction of the link for every user: packets carry the user they belong to.
 pub trait MultiUserLink: Send {
@@ -72,7 +71,7 @@ pub struct CellUser {
     /// The packet on the air and the bytes of it still to send.
     sending: Option<(Packet, f64)>,
     /// Packets whose last byte is scheduled but not yet due.
-    sent: VecDeque<Packet>,
+    sent: DueQueue,
 }
 
 impl CellUser {
@@ -82,7 +81,7 @@ impl CellUser {
             queue,
             after,
             sending: None,
-            sent: VecDeque::new(),
+            sent: DueQueue::default(),
         }
     }
 }
@@ -187,7 +186,7 @@ impl SharedCell {
                     if *left <= 1e-9 {
                         let (mut p, _) = u.sending.take().expect("set above");
                         p.time = s + ((carried / budget) * (e - s) as f64).ceil() as Nanos;
-                        u.sent.push_back(p);
+                        u.sent.push(p);
                     }
                 }
                 self.served_slots[i] += 1;
@@ -214,8 +213,8 @@ impl MultiUserLink for SharedCell {
     fn release(&mut self, now: Nanos, out: &mut Vec<(usize, Packet)>) {
         self.advance(now);
         for (i, u) in self.users.iter_mut().enumerate() {
-            while u.sent.front().is_some_and(|p| p.time <= now) {
-                u.after.accept(u.sent.pop_front().expect("checked"));
+            while let Some(p) = u.sent.pop_due(now) {
+                u.after.accept(p);
             }
             u.after.release(now, &mut self.scratch);
             out.extend(self.scratch.drain(..).map(|p| (i, p)));
@@ -226,7 +225,7 @@ impl MultiUserLink for SharedCell {
         let slot = self.any_backlog().then(|| self.bound(self.slot));
         self.users
             .iter()
-            .flat_map(|u| [u.sent.front().map(|p| p.time), u.after.next_event()])
+            .flat_map(|u| [u.sent.next_due(), u.after.next_event()])
             .flatten()
             .chain(slot)
             .min()

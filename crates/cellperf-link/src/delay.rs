@@ -7,9 +7,8 @@
 //! is an Ornstein-Uhlenbeck process: mean zero, standard deviation `sd`, correlation time
 //! `tau`, stepped exactly on a fixed grid from time zero so that the same seed gives the same
 //! delay curve whatever traffic crosses it.
-use crate::element::{Element, Nanos, Packet};
+use crate::element::{DueQueue, Element, Nanos, Packet};
 use crate::random::{standard_normal, SeededRng};
-use std::collections::VecDeque;
 
 /// A slowly varying offset to the base delay.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,7 +63,7 @@ pub struct Delay {
     rng: SeededRng,
     wander: Option<WanderState>,
     last_due: Nanos,
-    held: VecDeque<Packet>,
+    held: DueQueue,
 }
 
 impl Delay {
@@ -75,7 +74,7 @@ impl Delay {
             rng: SeededRng::new(seed),
             wander: None,
             last_due: 0,
-            held: VecDeque::new(),
+            held: DueQueue::default(),
         }
     }
 
@@ -101,17 +100,15 @@ impl Element for Delay {
         let due = (packet.time + delay.round() as Nanos).max(self.last_due);
         self.last_due = due;
         packet.time = due;
-        self.held.push_back(packet);
+        self.held.push(packet);
     }
 
     fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        while self.held.front().is_some_and(|p| p.time <= now) {
-            out.push(self.held.pop_front().expect("checked"));
-        }
+        self.held.release_into(now, out);
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.held.front().map(|p| p.time)
+        self.held.next_due()
     }
 }
 

@@ -8,6 +8,8 @@
 //! packet it stamps the packet with the time it was *due* (not the time `release` happened to
 //! be called), so a chain of elements is exact however late the caller polls.
 
+use std::collections::VecDeque;
+
 /// Nanoseconds on the clock that drives the model.
 pub type Nanos = u64;
 
@@ -94,6 +96,43 @@ pub trait Element: Send {
     /// Moves the events recorded so far to `out` (only a bottleneck asked to record them has any).
     /// A departure may be recorded before it is due: it is known once its service starts.
     fn take_events(&mut self, _out: &mut Vec<LinkEvent>) {}
+}
+
+/// Packets whose release times are already decided, in release order: the tail of every
+/// element that delays without reordering (delay, loss, ARQ, uplink frames, a cell's users).
+#[derive(Debug, Default)]
+pub struct DueQueue(VecDeque<Packet>);
+
+impl DueQueue {
+    /// Queues `packet` to leave at `packet.time`, which is no earlier than those queued.
+    pub fn push(&mut self, packet: Packet) {
+        debug_assert!(
+            self.0.back().is_none_or(|b| b.time <= packet.time),
+            "release times go backwards"
+        );
+        self.0.push_back(packet);
+    }
+
+    /// Moves the packets due by `now` to `out`, in order.
+    pub fn release_into(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        while self.0.front().is_some_and(|p| p.time <= now) {
+            out.push(self.0.pop_front().expect("checked"));
+        }
+    }
+
+    /// The packets due by `now`, in order (for a caller that hands them on one by one).
+    pub fn pop_due(&mut self, now: Nanos) -> Option<Packet> {
+        if self.0.front().is_some_and(|p| p.time <= now) {
+            self.0.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// When the next packet is due.
+    pub fn next_due(&self) -> Option<Nanos> {
+        self.0.front().map(|p| p.time)
+    }
 }
 
 /// Elements in series: packets released by one are accepted by the next at their due time.

@@ -10,8 +10,7 @@
 //!
 //! A packet is delivered at the end of the frame that carries it (the frame's transmission
 //! completes then), so every release time is a frame boundary.
-use crate::element::{Element, Nanos, Packet};
-use std::collections::VecDeque;
+use crate::element::{DueQueue, Element, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameParams {
@@ -30,7 +29,7 @@ pub struct UplinkFrames {
     used: usize,
     /// When the last packet accepted leaves (while later than an arrival, the grant holds).
     last_due: Nanos,
-    held: VecDeque<Packet>,
+    held: DueQueue,
 }
 
 impl UplinkFrames {
@@ -44,7 +43,7 @@ impl UplinkFrames {
             filling: 0,
             used: 0,
             last_due: 0,
-            held: VecDeque::new(),
+            held: DueQueue::default(),
         }
     }
 
@@ -78,17 +77,15 @@ impl Element for UplinkFrames {
         self.used += packet.len();
         packet.time = start + frame;
         self.last_due = packet.time;
-        self.held.push_back(packet);
+        self.held.push(packet);
     }
 
     fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        while self.held.front().is_some_and(|p| p.time <= now) {
-            out.push(self.held.pop_front().expect("checked"));
-        }
+        self.held.release_into(now, out);
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.held.front().map(|p| p.time)
+        self.held.next_due()
     }
 }
 

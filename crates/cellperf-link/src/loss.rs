@@ -1,7 +1,6 @@
 //! Packet loss on the radio link: independent (Bernoulli) or bursty (Gilbert–Elliott).
-use crate::element::{Drops, Element, Nanos, Packet};
+use crate::element::{Drops, DueQueue, Element, Nanos, Packet};
 use crate::random::SeededRng;
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossSpec {
@@ -39,7 +38,7 @@ pub struct Loss {
     spec: LossSpec,
     rng: SeededRng,
     bad: bool,
-    passed: VecDeque<Packet>,
+    passed: DueQueue,
     drops: Drops,
 }
 
@@ -49,7 +48,7 @@ impl Loss {
             spec,
             rng: SeededRng::new(seed),
             bad: false,
-            passed: VecDeque::new(),
+            passed: DueQueue::default(),
             drops: Drops::default(),
         }
     }
@@ -78,18 +77,16 @@ impl Element for Loss {
         if self.lose() {
             self.drops.add(packet.len());
         } else {
-            self.passed.push_back(packet);
+            self.passed.push(packet);
         }
     }
 
     fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        while self.passed.front().is_some_and(|p| p.time <= now) {
-            out.push(self.passed.pop_front().expect("checked"));
-        }
+        self.passed.release_into(now, out);
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.passed.front().map(|p| p.time)
+        self.passed.next_due()
     }
 
     fn drops(&self) -> Drops {
