@@ -576,6 +576,7 @@ fn run_tcp_step(
         .map(|s| {
             tcp::spawn_receiver(
                 s,
+                spec.window_bytes,
                 end + 10_000_000_000,
                 None,
                 stop.clone(),

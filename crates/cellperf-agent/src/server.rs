@@ -739,7 +739,14 @@ impl Session {
         let receivers: Vec<_> = ups
             .into_iter()
             .map(|s| {
-                tcp::spawn_receiver(s, give_up, up_limit.clone(), stop.clone(), received.clone())
+                tcp::spawn_receiver(
+                    s,
+                    spec.window_bytes,
+                    give_up,
+                    up_limit.clone(),
+                    stop.clone(),
+                    received.clone(),
+                )
             })
             .collect();
 
