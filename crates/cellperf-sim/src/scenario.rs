@@ -7,7 +7,7 @@
 //! downlink (or the user's own downlink without a cell) → the mobile host; ACKs go back over
 //! the user's air uplink, then the same wired hops.
 use crate::congestion::Variant;
-use crate::tcp::TcpConfig;
+use crate::tcp::{RtoEstimator, RtoTimer, TcpConfig, TimeoutRecovery};
 use cellperf_link::cell::{MultiUserLink, SharedCell};
 use cellperf_link::element::{secs_to_nanos, Drops, Element, Nanos, Packet, Pipeline};
 use cellperf_link::outage::OutageMode;
@@ -108,6 +108,15 @@ pub struct TcpJson {
     /// Delayed-ACK timeout; absent: every segment is acknowledged.
     #[serde(default)]
     pub delayed_ack_s: Option<f64>,
+    /// The RTO estimator: `rfc6298` or `classic` (RFC 793, 2·SRTT).
+    #[serde(default = "rfc6298")]
+    pub rto: String,
+    /// The timer runs from the last ACK (`ack`) or the segment's transmission (`segment`).
+    #[serde(default = "ack")]
+    pub rto_timer: String,
+    /// What a timeout resends: `go-back-n` or `one-segment`.
+    #[serde(default = "go_back_n")]
+    pub timeout_recovery: String,
 }
 
 impl Default for TcpJson {
@@ -118,6 +127,30 @@ impl Default for TcpJson {
 
 fn reno() -> String {
     "reno".into()
+}
+fn rfc6298() -> String {
+    "rfc6298".into()
+}
+fn ack() -> String {
+    "ack".into()
+}
+fn go_back_n() -> String {
+    "go-back-n".into()
+}
+
+/// One of `names`, parsed, or an error naming what was given and what is accepted.
+fn named<T>(
+    what: &str,
+    given: &str,
+    parse: fn(&str) -> Option<T>,
+    names: &[&str],
+) -> Result<T, LinkError> {
+    parse(given).ok_or_else(|| {
+        LinkError::spec(format!(
+            "{what} {given:?} is not one of {}",
+            names.join(", ")
+        ))
+    })
 }
 fn packet_bytes() -> usize {
     250
@@ -153,13 +186,30 @@ fn positive_seconds(what: &str, s: f64) -> Result<(), LinkError> {
 
 impl TcpJson {
     pub fn config(&self) -> Result<TcpConfig, LinkError> {
-        let variant = Variant::parse(&self.variant).ok_or_else(|| {
-            LinkError::spec(format!(
-                "TCP variant {:?} is not one of {}",
-                self.variant,
-                Variant::NAMES.join(", ")
-            ))
-        })?;
+        let variant = named(
+            "TCP variant",
+            &self.variant,
+            Variant::parse,
+            &Variant::NAMES,
+        )?;
+        let rto_estimator = named(
+            "RTO estimator",
+            &self.rto,
+            RtoEstimator::parse,
+            &RtoEstimator::NAMES,
+        )?;
+        let rto_timer = named(
+            "RTO timer",
+            &self.rto_timer,
+            RtoTimer::parse,
+            &RtoTimer::NAMES,
+        )?;
+        let timeout_recovery = named(
+            "timeout recovery",
+            &self.timeout_recovery,
+            TimeoutRecovery::parse,
+            &TimeoutRecovery::NAMES,
+        )?;
         if self.packet_bytes < 16 || self.packet_bytes > 65_535 {
             return Err(LinkError::spec(format!(
                 "packet size must be 16 to 65535 bytes, got {}",
@@ -215,6 +265,9 @@ impl TcpJson {
             max_rto: secs_to_nanos(self.max_rto_s),
             granularity: secs_to_nanos(self.granularity_s),
             delayed_ack: self.delayed_ack_s.map(secs_to_nanos),
+            rto_estimator,
+            rto_timer,
+            timeout_recovery,
         })
     }
 }

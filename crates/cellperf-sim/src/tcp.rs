@@ -42,6 +42,77 @@ pub struct TcpConfig {
     pub granularity: Nanos,
     /// Delayed ACKs: acknowledge every second segment, or after this long. `None`: every segment.
     pub delayed_ack: Option<Nanos>,
+    /// How the RTO is estimated from RTT samples.
+    pub rto_estimator: RtoEstimator,
+    /// From when the retransmission timer of the oldest unacknowledged segment runs.
+    pub rto_timer: RtoTimer,
+    /// What a timeout resends.
+    pub timeout_recovery: TimeoutRecovery,
+}
+
+/// The retransmission timeout's estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtoEstimator {
+    /// RFC 6298: SRTT and RTTVAR, RTO = SRTT + max(G, 4·RTTVAR).
+    Rfc6298,
+    /// RFC 793 §3.7 (the textbook estimator of Comer's book, before Jacobson):
+    /// SRTT = 7/8·SRTT + 1/8·R, RTO = 2·SRTT (β = 2), no variance term.
+    Classic,
+}
+
+/// When the timer of the oldest unacknowledged segment started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtoTimer {
+    /// RFC 6298 §5.3: restarted by every ACK of new data (a slow but moving queue never
+    /// times out).
+    Ack,
+    /// Per segment, from its (latest) transmission: a segment times out when its own ACK is
+    /// later than one RTO after it was sent, however the ACKs before it came (a simulator
+    /// that keeps one timer per segment, as Comer's book describes retransmission).
+    Segment,
+}
+
+/// What the sender resends after a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutRecovery {
+    /// Back to the first unacknowledged segment; the window then resends everything after it
+    /// (BSD's go-back-N, RFC 5681/6298).
+    GoBackN,
+    /// Only the first unacknowledged segment; new data continues from where sending stopped.
+    OneSegment,
+}
+
+impl RtoEstimator {
+    pub const NAMES: [&'static str; 2] = ["rfc6298", "classic"];
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "rfc6298" => Some(Self::Rfc6298),
+            "classic" => Some(Self::Classic),
+            _ => None,
+        }
+    }
+}
+
+impl RtoTimer {
+    pub const NAMES: [&'static str; 2] = ["ack", "segment"];
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ack" => Some(Self::Ack),
+            "segment" => Some(Self::Segment),
+            _ => None,
+        }
+    }
+}
+
+impl TimeoutRecovery {
+    pub const NAMES: [&'static str; 2] = ["go-back-n", "one-segment"];
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "go-back-n" => Some(Self::GoBackN),
+            "one-segment" => Some(Self::OneSegment),
+            _ => None,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -57,6 +128,9 @@ impl Default for TcpConfig {
             max_rto: 60_000_000_000,
             granularity: 1_000_000,
             delayed_ack: None,
+            rto_estimator: RtoEstimator::Rfc6298,
+            rto_timer: RtoTimer::Ack,
+            timeout_recovery: TimeoutRecovery::GoBackN,
         }
     }
 }
@@ -75,6 +149,8 @@ pub struct SenderStats {
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     sent: Nanos,
+    /// Its latest transmission (the per-segment timer runs from here).
+    last_sent: Nanos,
     timed: bool,
 }
 
@@ -186,10 +262,12 @@ impl Sender {
         if seq < self.snd_max {
             let f = &mut self.flight[(seq - self.snd_una) as usize];
             f.timed = false;
+            f.last_sent = now;
             self.stats.retransmissions += 1;
         } else {
             self.flight.push_back(InFlight {
                 sent: now,
+                last_sent: now,
                 timed: true,
             });
             self.snd_max = seq + 1;
@@ -212,6 +290,13 @@ impl Sender {
     /// RFC 6298 §2: updates SRTT, RTTVAR and the RTO from one sample.
     fn sample_rtt(&mut self, r: Nanos) {
         let r = r as f64;
+        if self.cfg.rto_estimator == RtoEstimator::Classic {
+            let srtt = self.srtt.map_or(r, |s| 0.875 * s + 0.125 * r);
+            self.srtt = Some(srtt);
+            self.rto = ((2.0 * srtt).ceil() as Nanos).clamp(self.cfg.min_rto, self.cfg.max_rto);
+            self.last_rtt = Some(r as Nanos);
+            return;
+        }
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -258,8 +343,12 @@ impl Sender {
             self.cc
                 .on_new_ack(&mut self.cwnd, &mut self.ssthresh, acked, rtt, now);
         }
-        // RFC 6298 §5.2-5.3: stop the timer when all is acknowledged, else restart it.
-        self.rto_deadline = (self.snd_max > self.snd_una).then(|| now + self.rto);
+        // RFC 6298 §5.2-5.3: stop the timer when all is acknowledged, else restart it (from
+        // now, or from when the oldest unacknowledged segment was last sent).
+        self.rto_deadline = self.flight.front().map(|f| match self.cfg.rto_timer {
+            RtoTimer::Ack => now + self.rto,
+            RtoTimer::Segment => f.last_sent + self.rto,
+        });
         self.send_allowed(now, out);
     }
 
@@ -339,8 +428,16 @@ impl Sender {
         // RFC 6298 §5.5-5.6: back off, go back to the first unacknowledged segment.
         self.rto = (self.rto.saturating_mul(2)).min(self.cfg.max_rto);
         self.rto_deadline = None;
-        self.snd_nxt = self.snd_una;
-        self.send_allowed(now, out);
+        match self.cfg.timeout_recovery {
+            TimeoutRecovery::GoBackN => {
+                self.snd_nxt = self.snd_una;
+                self.send_allowed(now, out);
+            }
+            TimeoutRecovery::OneSegment => {
+                let una = self.snd_una;
+                self.transmit(una, now, out);
+            }
+        }
     }
 }
 

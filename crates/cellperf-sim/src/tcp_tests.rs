@@ -1,7 +1,7 @@
 //! Hand-worked traces of the sender and receiver (each expected value is worked out in the
 //! comment above it).
 use crate::congestion::Variant;
-use crate::tcp::{Receiver, Sender, TcpConfig};
+use crate::tcp::{Receiver, RtoEstimator, RtoTimer, Sender, TcpConfig, TimeoutRecovery};
 use cellperf_link::Nanos;
 
 const MS: Nanos = 1_000_000;
@@ -237,4 +237,89 @@ fn no_rtt_sample_from_segments_in_flight_when_the_timer_fired() {
     assert!(out.contains(&4));
     s.on_ack(5, 1150 * MS, &mut out);
     assert_eq!(s.take_rtt_sample(), Some(50 * MS));
+}
+
+fn textbook(initial_window: f64) -> TcpConfig {
+    TcpConfig {
+        initial_window,
+        min_rto: MS,
+        rto_estimator: RtoEstimator::Classic,
+        ..TcpConfig::default()
+    }
+}
+
+#[test]
+fn classic_rto_is_twice_the_smoothed_rtt_without_a_variance_term() {
+    let mut s = Sender::new(textbook(2.0));
+    let mut out = Vec::new();
+    s.start(0, &mut out);
+    // First sample 100 ms: SRTT = 100, RTO = 2·100 = 200 ms (RFC 6298 would give
+    // 100 + 4·50 = 300 ms, the test above).
+    s.on_ack(1, 100 * MS, &mut out);
+    assert_eq!(s.srtt(), Some(100 * MS));
+    assert_eq!(s.rto(), 200 * MS);
+    // Sample 200 ms: SRTT = 7/8·100 + 1/8·200 = 112.5 ms, RTO = 225 ms.
+    s.on_ack(2, 200 * MS, &mut out);
+    assert_eq!(s.rto(), 225 * MS);
+    // Segment 2 (sent at 100 ms) acknowledged at 400 ms: a 300-ms sample, SRTT =
+    // 7/8·112.5 + 1/8·300 = 135.9375 ms, RTO = 271.875 ms (no RTTVAR: RFC 6298 would add
+    // 4·RTTVAR and reach about 500 ms).
+    s.on_ack(3, 400 * MS, &mut out);
+    assert_eq!(s.rto(), 271_875_000);
+}
+
+#[test]
+fn the_per_segment_timer_runs_from_the_oldest_segments_transmission() {
+    // 0 and 1 go at 0; ACK 1 at 900 ms gives a 900-ms sample: classic RTO 1.8 s. Slow start
+    // sends 2 and 3. Restarted by the ACK, the timer would fire at 0.9 + 1.8 = 2.7 s;
+    // per segment it fires 1.8 s after segment 1 was sent, at 1.8 s.
+    for (timer, fire) in [(RtoTimer::Ack, 2700 * MS), (RtoTimer::Segment, 1800 * MS)] {
+        let mut s = Sender::new(TcpConfig {
+            rto_timer: timer,
+            ..textbook(2.0)
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.on_ack(1, 900 * MS, &mut out);
+        assert_eq!(out, vec![0, 1, 2, 3]);
+        assert_eq!(s.rto(), 1800 * MS);
+        assert_eq!(s.next_timer(), Some(fire), "{timer:?}");
+        // Then ACK 2 at 1 s: the oldest is now 2, sent at 900 ms → 900 + 1800 (per segment),
+        // 1000 + 1800 (restarted). No sample: 1 was sent at 0 and acknowledged at 1 s gives
+        // 1 s, SRTT = 7/8·900 + 1/8·1000 = 912.5, RTO 1825 ms.
+        s.on_ack(2, 1000 * MS, &mut out);
+        assert_eq!(s.rto(), 1825 * MS);
+        let expect = match timer {
+            RtoTimer::Ack => 1000 * MS + 1825 * MS,
+            RtoTimer::Segment => 900 * MS + 1825 * MS,
+        };
+        assert_eq!(s.next_timer(), Some(expect), "{timer:?}");
+    }
+}
+
+#[test]
+fn go_back_n_resends_the_window_after_a_timeout_and_one_segment_does_not() {
+    // 0..3 in flight; the timer fires at 1 s (initial RTO) and resends 0. The original 0 was
+    // only late: its ACK (1) comes at 1.1 s. cwnd 1 → 2 (slow start).
+    for (recovery, resent) in [
+        (TimeoutRecovery::GoBackN, vec![1, 2]),
+        (TimeoutRecovery::OneSegment, vec![]),
+    ] {
+        let mut s = Sender::new(TcpConfig {
+            timeout_recovery: recovery,
+            ..textbook(4.0)
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        out.clear();
+        s.on_timeout(1000 * MS, &mut out);
+        assert_eq!(out, vec![0]);
+        out.clear();
+        s.on_ack(1, 1100 * MS, &mut out);
+        assert_eq!(s.cwnd(), 2.0);
+        // Go-back-N: snd_nxt went back to 0, so 1 and 2 (still on their way) go again.
+        // One segment: snd_nxt stayed at 4, and 1..3 in flight fill the window of 2.
+        assert_eq!(out, resent, "{recovery:?}");
+        assert_eq!(s.stats().retransmissions, 1 + resent.len() as u64);
+    }
 }

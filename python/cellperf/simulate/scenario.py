@@ -16,6 +16,9 @@ from cellperf.validate import number
 
 SCHEDULERS = ("pf", "rr", "none")
 VARIANTS = ("reno", "newreno", "cubic", "vegas")
+RTO_ESTIMATORS = ("rfc6298", "classic")
+RTO_TIMERS = ("ack", "segment")
+TIMEOUT_RECOVERIES = ("go-back-n", "one-segment")
 
 #: Seed 001 §3 Table 1, and the choices where it is silent (docs/simulate.md gives reasons).
 DEFAULTS = {
@@ -38,6 +41,9 @@ DEFAULTS = {
     "delayed_ack": "off",
     "min_rto": "1s",
     "initial_rto": "1s",
+    "rto": "rfc6298",
+    "rto_timer": "ack",
+    "timeout_recovery": "go-back-n",
     "duration": 1000.0,
     "seed": 1,
     "repetitions": 1,
@@ -142,6 +148,11 @@ def build(options: dict) -> Scenario:
     variant = str(o["tcp"]).lower()
     if variant not in VARIANTS:
         raise UserError(f"{name('tcp')}: unknown TCP variant {o['tcp']!r} ({', '.join(VARIANTS)})")
+    choices = {}
+    for key, accepted in (("rto", RTO_ESTIMATORS), ("rto_timer", RTO_TIMERS), ("timeout_recovery", TIMEOUT_RECOVERIES)):
+        choices[key] = str(o[key]).lower()
+        if choices[key] not in accepted:
+            raise UserError(f"{name(key)}: {o[key]!r} is not one of {', '.join(accepted)}")
     seed = _count(o["seed"], name("seed"), 0, 2**63 - 1)
     repetitions = _count(o["repetitions"], name("repetitions"), 1, MAX_REPETITIONS)
     duration = _seconds(o["duration"], name("duration"))
@@ -171,6 +182,7 @@ def build(options: dict) -> Scenario:
         else _real(o["initial_ssthresh"], name("initial_ssthresh"), 2, 1e9),
         "min_rto_s": _seconds(o["min_rto"], name("min_rto"), least=1e-6),
         "initial_rto_s": _seconds(o["initial_rto"], name("initial_rto"), least=1e-6),
+        **choices,
     }
     if o["rwnd"] is not None:
         tcp["receive_window"] = _count(o["rwnd"], name("rwnd"), 1, 2**30)
