@@ -89,6 +89,7 @@ def test_toml_scenario_and_options_override_it(tmp_path):
     ('duration = -5\n', ":1: duration:"),
     ('channel = "ge:good=0,bad=0,switch=1"\n', "channel"),
     ('users = [1\n', "not a TOML scenario"),
+    ('users = 2\nrto = "karn"\n', ":2: rto: 'karn' is not one of rfc6298, classic"),
 ])
 def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, needle):
     toml = tmp_path / "bad.toml"
@@ -107,6 +108,8 @@ def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, nee
     (("--channel", "0kbit"), "--channel:"),
     (("--users", "2", "--channel", "1mbit", "--channel", "1mbit", "--channel", "1mbit"), "given 3 times for 2 users"),
     (("--packet", "2001bit"), "--packet:"),
+    (("--rto-timer", "tick"), "--rto-timer: 'tick' is not one of ack, segment"),
+    (("--timeout-recovery", "sack"), "--timeout-recovery: 'sack' is not one of go-back-n, one-segment"),
 ])
 def test_bad_options_are_one_line_exit_1(args, needle):
     p = cellperf("simulate", *args, check=False)
