@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import signal
 import statistics
@@ -287,4 +288,19 @@ def test_command_failure_and_ctrl_c_clean_up():
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
+    assert leftovers(proc.pid) == ("", "")
+
+
+def test_processes_left_in_the_namespace_are_ended_with_it():
+    """A command that leaves children behind in the MN's namespace (one ignoring SIGTERM):
+    the emulator ends them (SIGTERM, then SIGKILL) before removing the namespace, without
+    waiting for their 30 s."""
+    started = time.monotonic()
+    proc = start_emulate("--downlink", "1mbit", "--uplink", "1mbit", "--", "sh", "-c",
+                         "sleep 30 & (trap '' TERM; exec sleep 31) & echo $! ; exit 0", stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 20
+    pids = [int(x) for x in out.split()[:1]]
+    assert pids and not os.path.exists(f"/proc/{pids[0]}"), out  # the one that ignored SIGTERM is gone too
     assert leftovers(proc.pid) == ("", "")
