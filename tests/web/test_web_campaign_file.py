@@ -48,7 +48,7 @@ def test_real_network_web_needs_urls_and_no_agents_server(tmp_path):
     real = '[campaign]\nname = "w"\n[testbed]\nkind = "real"\nmn_interface = "wwan0"\n[[networks]]\nname = "n"\n'
     f = tmp_path / "c.toml"
     f.write_text(real + '[[tests]]\ntype = "web"\n')
-    with pytest.raises(UserError, match=r":9: tests\[0\]: missing required key 'urls'"):
+    with pytest.raises(UserError, match=r":8: tests\[0\]: missing required key 'urls'"):
         load_campaign(f)
     f.write_text(real + '[[tests]]\ntype = "web"\nurls = ["http://example.org/"]\nconnections = [2, 6]\n')
     c = load_campaign(f)

@@ -146,6 +146,29 @@ def self_signed_cert(folder: Path) -> Certificate:
     return Certificate(cert, key, base64.b64encode(spki).decode())
 
 
+def _close_on_eof() -> None:
+    """Makes hypercorn close a connection as soon as the browser has closed its side.
+
+    Hypercorn (0.17, 0.18) stops reading at the client's FIN, but the connection's task group
+    then waits for its keep-alive timer (120 s here), so the server's side stays in CLOSE-WAIT
+    and sends its own FIN two minutes later: long after the run's link is gone, to an MN
+    address a later run may hold; and the runner's drain (campaign/testbed.py) waited its whole
+    5 s for it after every web run. A client's FIN is the end of its requests, and hypercorn
+    already drops the response in progress on it, so closing at once loses nothing."""
+    from hypercorn.asyncio import tcp_server
+
+    read = tcp_server.TCPServer._read_data
+    if getattr(read, "closes_on_eof", False):
+        return
+
+    async def read_then_close(self) -> None:
+        await read(self)
+        await self._close()
+
+    read_then_close.closes_on_eof = True
+    tcp_server.TCPServer._read_data = read_then_close
+
+
 def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) -> None:
     """Serves until SIGINT/SIGTERM. `ready(url_base, spki)` is called once listening; `spki`
     identifies the HTTP/2 server's certificate for `cellperf web load --trust-spki` (None for
@@ -153,6 +176,7 @@ def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) 
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
+    _close_on_eof()
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
     config.keep_alive_timeout = 120  # a page's connections stay open between its objects
