@@ -43,7 +43,8 @@ def one_run(site: Path, folder: Path) -> dict:
         emu = subprocess.run([CELLPERF, "emulate", "--delay", "5", "--downlink", "10mbit", "--uplink", "10mbit",
                               "--pcap-dir", str(folder), "--json", "--",
                               "sh", "-c", f'"$0" web load http://$CELLPERF_CN:{port}/yahoo/ --connections 6 '
-                              f'--json > {out}; {DRAIN_SH}', CELLPERF], check=True, capture_output=True, text=True)
+                              f'--json --objects - > {out}; {DRAIN_SH}', CELLPERF], check=True, capture_output=True,
+                             text=True)
     wall = time.monotonic() - t0
     doc = json.loads(out.read_text())
     load_s = doc["loads"][0]["load_ms"] / 1000

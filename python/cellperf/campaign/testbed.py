@@ -161,7 +161,7 @@ class EmulatedTestbed:
                              preexec_fn=_die_with_parent) as (port, spki):
             scheme = "https" if http == "2" else "http"
             urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
-            return self._emulate(run, folder, web.load_argv(exe, run, urls, folder / "objects.parquet", spki))
+            return self._emulate(run, folder, web.load_argv(exe, run, urls, spki))
 
     def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import apps
@@ -309,7 +309,7 @@ class RealTestbed:
         if run.test.type == "web":
             from cellperf.campaign.web import load_argv
 
-            cmd = load_argv(cellperf_exe(), run, run.options["urls"], folder / "objects.parquet")
+            cmd = load_argv(cellperf_exe(), run, run.options["urls"])
         elif run.test.type in ("stream", "interactive"):
             cmd = self._app_argv(run, folder)
         else:

@@ -114,7 +114,10 @@ def load_command(args: argparse.Namespace) -> None:
     pages = [(_page_name(u), u) for u in args.urls]
     loads, session = load_pages(pages, connections=args.connections, http=args.http, cache=args.cache,
                                 loads=args.loads, timeout_s=args.timeout, trust_spki=args.trust_spki)
-    if args.objects is not None:
+    inline = args.objects is not None and str(args.objects) == "-"
+    if inline and not args.as_json:
+        raise UserError("--objects -: puts the objects into the --json document; give --json too")
+    if args.objects is not None and not inline:
         import polars as pl
 
         from cellperf.store import write_parquet
@@ -122,7 +125,8 @@ def load_command(args: argparse.Namespace) -> None:
         rows = [o for ld in loads for o in ld.objects]
         write_parquet(pl.DataFrame(rows, infer_schema_length=None), args.objects)
     if args.as_json:
-        print(json.dumps({**session, "loads": [ld.row for ld in loads]}))
+        objects = {"objects": [o for ld in loads for o in ld.objects]} if inline else {}
+        print(json.dumps({**session, "loads": [ld.row for ld in loads], **objects}))
         return
     print(f"{session['browser']} started in {session['browser_start_s']:.2f} s")
     print(f"{'page':12} {'conn':>4} {'load':>4} {'status':6} {'load ms':>8} {'ttfb ms':>8} {'objects':>7} {'kB':>8} {'used':>4}")
@@ -186,7 +190,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Loads of each page per connection limit.")
     p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
                    default=60.0, help="Longest a load may take before it counts as failed.")
-    p.add_argument("--objects", metavar="FILE", type=file_path(Path), help="Write every load's objects here (Parquet).")
+    p.add_argument("--objects", metavar="FILE", type=file_path(Path),
+                   help="Write every load's objects here (Parquet), or with '-' into the --json document as "
+                   "`objects` (the campaign runner's way: no Parquet writer to start in the browser's process).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 
