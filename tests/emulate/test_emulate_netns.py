@@ -288,3 +288,22 @@ def test_command_failure_and_ctrl_c_clean_up():
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
     assert leftovers(proc.pid) == ("", "")
+
+
+def test_processes_left_in_the_namespace_are_ended_with_it():
+    """A command that leaves children behind in the MN's namespace (one ignoring SIGTERM):
+    the emulator ends them (SIGTERM, then SIGKILL) before removing the namespace, without
+    waiting for their 30 s."""
+    started = time.monotonic()
+    proc = start_emulate("--downlink", "1mbit", "--uplink", "1mbit", "--", "sh", "-c",
+                         "sleep 30 & (trap '' TERM; exec sleep 31) & echo $! ; exit 0", stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 20
+    pid = int(out.split()[0])
+    try:  # the one that ignored SIGTERM is gone too (at most a zombie its new parent has not reaped yet)
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), state
+    assert leftovers(proc.pid) == ("", "")

@@ -30,7 +30,8 @@ def chromium() -> str:
 
 @pytest.fixture
 def page_server(pages):
-    """start(compression=False, http="1.1") → port of `cellperf web serve` on every address."""
+    """start(compression=False, http="1.1") → port of `cellperf web serve` on every address
+    (`start.spki[port]`: its certificate's, for `--trust-spki`, over HTTP/2)."""
     procs = []
 
     def start(compression: bool = False, http: str = "1.1") -> int:
@@ -38,8 +39,12 @@ def page_server(pages):
                               "--compression", "on" if compression else "off", "--http", http],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(p)
-        return int(json.loads(p.stdout.readline())["url"].rsplit(":", 1)[1])
+        doc = json.loads(p.stdout.readline())
+        port = int(doc["url"].rsplit(":", 1)[1])
+        start.spki[port] = doc["spki"]
+        return port
 
+    start.spki = {}
     yield start
     for p in procs:
         p.terminate()

@@ -110,3 +110,34 @@ def test_failed_load_is_recorded_with_the_browsers_reason(chromium, page_server,
         assert "refused" in loads[0]["reason"].lower() or "Cannot connect" in loads[0]["reason"], loads[0]["reason"]
         if http == "1.1":
             assert loads[1]["status"] == "ok" and loads[1]["objects"] == 15
+
+
+@pytest.mark.parametrize("http", ["1.1", "2"])
+def test_server_closes_a_connection_once_the_client_has(page_server, http):
+    """After a response, the client closes its side: the server closes its own at once (its FIN
+    arrives: recv returns b""), not after its 120 s keep-alive timer, so nothing of a run's
+    connections outlives the run's link."""
+    import ssl
+    import time
+
+    port = page_server(http=http)
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if http == "2":  # HTTP/1.1 over TLS is offered too (ALPN h2, http/1.1)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        conn = ctx.wrap_socket(conn)
+    with conn:
+        conn.sendall(b"GET /yahoo/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"</html>" not in got:
+            got += conn.recv(65536)
+        assert got.startswith(b"HTTP/1.1 200")
+        conn.shutdown(socket.SHUT_WR)  # a FIN, as the limiter's pool sends when it closes
+        started = time.monotonic()
+        try:
+            while conn.recv(65536):
+                pass
+        except (ssl.SSLError, OSError):
+            pass  # a TLS close without close_notify: still the server's FIN
+        assert time.monotonic() - started < 5

@@ -40,3 +40,19 @@ def test_site_without_pages_is_refused(tmp_path):
     f.write_text(HEAD + 'site = "site"\n')
     with pytest.raises(UserError, match="no index.html"):
         load_campaign(f)
+
+
+def test_real_network_web_needs_urls_and_no_agents_server(tmp_path):
+    """On a real network the pages come from `urls`; a campaign of web tests only needs no
+    `cellperf server` (its token neither), a campaign with any other test still does."""
+    real = '[campaign]\nname = "w"\n[testbed]\nkind = "real"\nmn_interface = "wwan0"\n[[networks]]\nname = "n"\n'
+    f = tmp_path / "c.toml"
+    f.write_text(real + '[[tests]]\ntype = "web"\n')
+    with pytest.raises(UserError, match=r":8: tests\[0\]: missing required key 'urls'"):
+        load_campaign(f)
+    f.write_text(real + '[[tests]]\ntype = "web"\nurls = ["http://example.org/"]\nconnections = [2, 6]\n')
+    c = load_campaign(f)
+    assert c.testbed.server is None and [r.options["urls"] for r in c.runs] == [["http://example.org/"]]
+    f.write_text(real + '[[tests]]\ntype = "web"\nurls = ["http://example.org/"]\n[[tests]]\ntype = "voip"\n')
+    with pytest.raises(UserError, match=r":3: testbed: missing required key 'server'"):
+        load_campaign(f)

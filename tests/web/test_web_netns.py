@@ -105,3 +105,25 @@ def test_http2_carries_the_page_on_one_connection(chromium, page_server, tmp_pat
     syns = _tshark(tmp_path / "mn.pcap", f"tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {port}",
                    "tcp.srcport")
     assert 1 <= len(syns) <= 2
+
+
+@pytest.mark.parametrize("http", ["1.1", "2"])
+def test_warm_cache_takes_the_page_from_the_browsers_cache(chromium, page_server, tmp_path, http):
+    """yahoo (every response max-age=3600) cold, then warm (loaded once before in the same
+    browser context): the browser reports the warm load's 15 objects with no bytes on the wire
+    and no connection, and the capture agrees: the server sent two loads' worth of the page
+    (the cold one and the warm one's first), not three. Over HTTPS too (HTTP/2, the server's
+    certificate trusted: Chromium caches nothing that came with a certificate error)."""
+    port = page_server(http=http)
+    url = f"{'https' if http == '2' else 'http'}://$CELLPERF_CN:{port}/yahoo/"
+    args = [url, "--http", http, "--connections", "2"]
+    if http == "2":
+        args += ["--trust-spki", page_server.spki[port]]
+    cold, warm = _over_link(tmp_path, ["--delay", "20", "--downlink", "8mbit", "--uplink", "2mbit"],
+                            [args, args + ["--cache", "warm"]])
+    c, w = cold["loads"][0], warm["loads"][0]
+    assert c["status"] == w["status"] == "ok" and c["objects"] == w["objects"] == 15
+    assert c["bytes"] > 100_000 and w["bytes"] == 0 and w["connections_used"] == 0
+    assert w["decoded_bytes"] == c["decoded_bytes"]
+    wire = sum(map(int, _tshark(tmp_path / "mn.pcap", f"tcp.srcport == {port}", "tcp.len")))
+    assert 1.6 * c["bytes"] < wire < 2.5 * c["bytes"], (wire, c["bytes"])

@@ -28,11 +28,15 @@ DEFAULT_KEYS, DEFAULT_KEY_INTERVAL_S = 50, 0.2
 
 
 @contextmanager
-def json_server(argv: list[str], what: str, preexec_fn=None):
+def json_server(argv: list[str], what: str, preexec_fn=None, pass_fds=(), wait: bool = True):
     """Starts a server whose first stdout line is a JSON document once it listens; yields that
-    document and stops the server (SIGTERM) afterwards."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    document (None without `wait`: at once) and stops the server (SIGTERM) afterwards."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE if wait else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=preexec_fn, pass_fds=pass_fds)
     try:
+        if not wait:
+            yield None
+            return
         line = p.stdout.readline()
         try:
             yield json.loads(line)

@@ -93,7 +93,9 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
         if outcome.error is None:
             tables, analysis = analyse_run(
                 run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
-                clocks_synced=outcome.clocks_synced, control_port=getattr(testbed, "port", None) or _port(campaign))
+                clocks_synced=outcome.clocks_synced,
+                # A page load has no agents' control connection (a page server may even share its port).
+                control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign))
             analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
             if run.test.type == "web":
                 from cellperf.campaign.web import web_tables
@@ -127,7 +129,7 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
 
 
 def _port(campaign: Campaign) -> int | None:
-    if campaign.testbed.kind != "real":
+    if campaign.testbed.kind != "real" or campaign.testbed.server is None:
         return None
     server = campaign.testbed.server
     tail = server.rsplit("]", 1)[-1] if server.startswith("[") else server

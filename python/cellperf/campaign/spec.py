@@ -410,10 +410,15 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                 c.fail(("testbed", k), "only for kind = \"real\" (the emulated testbed starts its own server)")
         testbed = Testbed("emulated")
     else:
-        server = c.value(tb, ("testbed",), "server", _text, required=True)
-        token = c.value(tb, ("testbed",), "token_file", _text, required=True)
-        token_path = (path.parent / token)
-        if not token_path.is_file():
+        # Web tests load their `urls` and need no agents' server: a campaign of web tests only
+        # may leave both keys out.
+        tests_doc = doc.get("tests")
+        agents = not (isinstance(tests_doc, list) and tests_doc
+                      and all(isinstance(t, dict) and t.get("type") == "web" for t in tests_doc))
+        server = c.value(tb, ("testbed",), "server", _text, required=agents)
+        token = c.value(tb, ("testbed",), "token_file", _text, required=agents)
+        token_path = (path.parent / token) if token is not None else None
+        if token_path is not None and not token_path.is_file():
             c.fail(("testbed", "token_file"), f"{token_path}: no such file")
         if parallel > 1:
             c.fail(("campaign", "parallel"), "a real network runs one test at a time (parallel = 1)")
@@ -521,6 +526,8 @@ def _check_web(c: _Checker, where: tuple, options: dict, testbed: str, path: Pat
             if k in options:
                 c.fail(where + (k,), "does not go with urls (the real server decides)")
         return
+    if testbed == "real":
+        c.fail(where, "missing required key 'urls' (on a real network the pages come from a server at the CN)")
     if "site" in options:
         from cellperf.commands.web import check_site
 

@@ -59,12 +59,16 @@ class Outcome:
 
 
 #: Run inside the emulated MN after the probe: wait (at most 5 s) until none of the run's TCP
-#: connections is still closing, then 0.5 s for the last ACK to cross the emulated uplink.
+#: connections is still open or closing at either end: in the MN's namespace, and on the host
+#: side (the namespace of `cellperf emulate`, the shell's parent: `ip netns exec` execs it),
+#: where a server in LAST_ACK still waits for the MN's last ACK to cross the emulated uplink.
 #: Without it the emulator tears the link down while the server's FIN (or its last control
 #: message) is in flight; the server's kernel retransmits it for seconds to the MN address,
-#: and the next run given the same address block captures it as a `stray` flow.
-DRAIN_SH = ('n=0; while [ $n -lt 50 ] && [ -n "$(ss -Htn state connected exclude time-wait)" ]; '
-            'do sleep 0.1; n=$((n+1)); done; sleep 0.5')
+#: and the next run given the same address block captures it as a `stray` flow. (It replaced
+#: a fixed 0.5 s wait for that ACK: bench/web.py.)
+DRAIN_SH = ('n=0; while [ $n -lt 100 ] && [ -n "$(ss -Htn state connected exclude time-wait; '
+            'nsenter --net=/proc/$PPID/ns/net ss -Htn state connected exclude time-wait dst $CELLPERF_MN)" ]; '
+            'do sleep 0.05; n=$((n+1)); done')
 
 
 def _last_error_line(*texts: str) -> str | None:
@@ -154,10 +158,10 @@ class EmulatedTestbed:
         site, pages = web.site_and_pages(run, self.campaign.path.parent, self.site)
         http = run.options.get("http", "1.1")
         with web.page_server(exe, site, compression=run.options.get("compression", False), http=http,
-                             preexec_fn=_die_with_parent) as port:
+                             preexec_fn=_die_with_parent) as (port, spki):
             scheme = "https" if http == "2" else "http"
             urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
-            return self._emulate(run, folder, web.load_argv(exe, run, urls, folder / "objects.parquet"))
+            return self._emulate(run, folder, web.load_argv(exe, run, urls, spki))
 
     def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import apps
@@ -229,24 +233,24 @@ class RealTestbed:
         if self.campaign.capture and self.tb.mn_interface:
             if shutil.which("tcpdump") is None:
                 raise UserError("testbed.mn_interface: tcpdump is not installed")
-        host = _server_host(self.tb.server)
-        try:
-            self.server_ip = socket.getaddrinfo(host, None)[0][4][0]
-        except socket.gaierror as e:
-            raise UserError(f"testbed.server: cannot resolve {host!r} ({os_reason(e)})") from None
+        self.server_ip = _resolve(_server_host(self.tb.server), "testbed.server")[0] if self.tb.server else None
+        for run in self.campaign.runs:  # a page host that does not resolve stops the campaign here, as the server's
+            if run.test.type == "web":
+                _web_hosts(run)
         return self
 
     def __exit__(self, *exc) -> None:
         pass
 
-    def _start_captures(self, folder: Path) -> list[tuple[subprocess.Popen, bool]]:
-        """Starts tcpdump on `mn_interface` and the `cn_capture` command; if either fails, the
-        one already started is stopped before the error (UserError) goes up."""
+    def _start_captures(self, folder: Path, peers: list[str]) -> list[tuple[subprocess.Popen, bool]]:
+        """Starts tcpdump on `mn_interface` (the traffic to and from `peers`) and the
+        `cn_capture` command; if either fails, the one already started is stopped before the
+        error (UserError) goes up."""
         procs: list[tuple[subprocess.Popen, bool]] = []
         try:
             if self.tb.mn_interface:
                 p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
-                                      str(folder / "mn.pcap"), "host", self.server_ip],
+                                      str(folder / "mn.pcap"), " or ".join(f"host {a}" for a in peers)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      preexec_fn=_die_with_parent)
                 procs.append((p, False))
@@ -294,7 +298,10 @@ class RealTestbed:
 
     def run(self, run: RunSpec, folder: Path) -> Outcome:
         c = self.campaign
-        procs = self._start_captures(folder) if c.capture else []
+        # A web run talks to its pages' hosts (resolved now, as the browser is about to), the
+        # others to the server's.
+        peers = _web_hosts(run) if run.test.type == "web" else [self.server_ip]
+        procs = self._start_captures(folder, peers) if c.capture else []
         poller = None
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
@@ -302,7 +309,7 @@ class RealTestbed:
         if run.test.type == "web":
             from cellperf.campaign.web import load_argv
 
-            cmd = load_argv(cellperf_exe(), run, run.options["urls"], folder / "objects.parquet")
+            cmd = load_argv(cellperf_exe(), run, run.options["urls"])
         elif run.test.type in ("stream", "interactive"):
             cmd = self._app_argv(run, folder)
         else:
@@ -325,6 +332,8 @@ class RealTestbed:
                 out.warnings.append(warning)
         if out.result and out.result.get("server"):
             out.cn_addr = out.result["server"].rsplit(":", 1)[0].strip("[]")
+        elif run.test.type == "web":
+            out.cn_addr = peers[0]  # the first page's host
         return out
 
     def _app_argv(self, run: RunSpec, folder: Path) -> list[str]:
@@ -350,6 +359,24 @@ class RealTestbed:
             # received and when), fetched over the control connection, stands in for it.
             cmd += ["--server-log", str(folder / "server.parquet")]
         return cmd
+
+
+def _resolve(host: str, what: str) -> list[str]:
+    """Every address of `host` (IPv4 and IPv6), in the resolver's order; UserError if none."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as e:
+        raise UserError(f"{what}: cannot resolve {host!r} ({os_reason(e)})") from None
+    return list(dict.fromkeys(i[4][0] for i in infos))
+
+
+def _web_hosts(run: RunSpec) -> list[str]:
+    """The addresses of a real-network web run's page hosts: what its MN capture keeps (the
+    browser's connections to other hosts, a real page's third-party objects, are not kept)."""
+    from urllib.parse import urlsplit
+
+    hosts = dict.fromkeys(urlsplit(u).hostname for u in run.options["urls"])
+    return list(dict.fromkeys(a for h in hosts for a in _resolve(h, f"tests.{run.test.name}.urls")))
 
 
 def _server_host(server: str) -> str:

@@ -66,7 +66,8 @@ def serve_command(args: argparse.Namespace) -> None:
 
     With --compression on, HTML, CSS and JavaScript are sent gzip-compressed to browsers
     that accept it (images never are). With --json the first line on stdout is
-    {"url": "http://HOST:PORT"} once listening. Stop with Ctrl-C or SIGTERM.
+    {"url": "http://HOST:PORT", "spki": null} once listening; over HTTP/2 `spki` names the
+    self-signed certificate for `cellperf web load --trust-spki`. Stop with Ctrl-C or SIGTERM.
 
     Examples:
       cellperf web serve pages/ --listen 0.0.0.0:8080
@@ -77,8 +78,10 @@ def serve_command(args: argparse.Namespace) -> None:
     check_site(args.folder)
     sock = bind(args.listen)
 
-    def ready(url: str) -> None:
-        print(json.dumps({"url": url}) if args.as_json else f"serving {args.folder} on {url}", flush=True)
+    def ready(url: str, spki: str | None) -> None:
+        trust = f" (cellperf web load --trust-spki {spki})" if spki else ""
+        print(json.dumps({"url": url, "spki": spki}) if args.as_json else f"serving {args.folder} on {url}{trust}",
+              flush=True)
 
     serve(args.folder, sock, compress=args.compression == "on", http=args.http, ready=ready)
 
@@ -110,8 +113,11 @@ def load_command(args: argparse.Namespace) -> None:
 
     pages = [(_page_name(u), u) for u in args.urls]
     loads, session = load_pages(pages, connections=args.connections, http=args.http, cache=args.cache,
-                                loads=args.loads, timeout_s=args.timeout)
-    if args.objects is not None:
+                                loads=args.loads, timeout_s=args.timeout, trust_spki=args.trust_spki)
+    inline = args.objects is not None and str(args.objects) == "-"
+    if inline and not args.as_json:
+        raise UserError("--objects -: puts the objects into the --json document; give --json too")
+    if args.objects is not None and not inline:
         import polars as pl
 
         from cellperf.store import write_parquet
@@ -119,7 +125,8 @@ def load_command(args: argparse.Namespace) -> None:
         rows = [o for ld in loads for o in ld.objects]
         write_parquet(pl.DataFrame(rows, infer_schema_length=None), args.objects)
     if args.as_json:
-        print(json.dumps({**session, "loads": [ld.row for ld in loads]}))
+        objects = {"objects": [o for ld in loads for o in ld.objects]} if inline else {}
+        print(json.dumps({**session, "loads": [ld.row for ld in loads], **objects}))
         return
     print(f"{session['browser']} started in {session['browser_start_s']:.2f} s")
     print(f"{'page':12} {'conn':>4} {'load':>4} {'status':6} {'load ms':>8} {'ttfb ms':>8} {'objects':>7} {'kB':>8} {'used':>4}")
@@ -130,6 +137,18 @@ def load_command(args: argparse.Namespace) -> None:
             continue
         print(f"{r['page'][:12]:12} {r['connections']:4d} {r['load']:4d} {'ok':6} {r['load_ms']:8.0f} {r['ttfb_ms']:8.0f} "
               f"{r['objects']:7d} {r['bytes'] / 1000:8.1f} {r['connections_used'] or 0:4d}")
+
+
+def _spki(text: str) -> str:
+    import base64
+    import binascii
+
+    try:
+        if len(base64.b64decode(text, validate=True)) == 32:
+            return text
+    except (binascii.Error, ValueError):
+        pass
+    raise argparse.ArgumentTypeError(f"'{text[:60]}' is not a base64 SHA-256 (44 characters ending in '=')")
 
 
 def _page_name(url: str) -> str:
@@ -150,7 +169,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     p = add_subcommand(subcommands, "serve", serve_command)
     p.add_argument("folder", metavar="FOLDER", type=folder_path(Path), help="Page folder (index.html in it or its sub-folders).")
-    p.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:8080", help="Address to serve on (port 0: any free).")
+    p.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:8080",
+                   help="Address to serve on (port 0: any free), or fd:N, a listening socket inherited from the caller.")
     p.add_argument("--compression", choices=("on", "off"), default="off", help="gzip text objects.")
     p.add_argument("--http", choices=HTTP_VERSIONS, default="1.1", help="HTTP version (2: over TLS, self-signed).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the URL as one JSON line when listening.")
@@ -160,12 +180,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--connections", metavar="N[,N...]", type=_connection_list, default=[6],
                    help="Most connections per host for HTTP/1.1 (1..32; a list loads each).")
     p.add_argument("--http", choices=HTTP_VERSIONS, default="1.1", help="HTTP version the server speaks.")
-    p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="Browser cache before each load.")
+    p.add_argument("--cache", choices=("cold", "warm"), default="cold",
+                   help="Browser cache before each load: cold (empty), or warm (the page loaded once before).")
+    p.add_argument("--trust-spki", metavar="HASH", action="append", default=[], type=_spki,
+                   help="Trust the HTTPS server whose certificate's public key has this SHA-256 (base64; "
+                   "`cellperf web serve --http 2 --json` prints it): Chromium caches nothing that came with a "
+                   "certificate error, so a warm cache over HTTPS needs it. Repeatable."),
     p.add_argument("--loads", metavar="N", type=number_arg(lo=1, hi=1000, integer=True), default=1,
                    help="Loads of each page per connection limit.")
     p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
                    default=60.0, help="Longest a load may take before it counts as failed.")
-    p.add_argument("--objects", metavar="FILE", type=file_path(Path), help="Write every load's objects here (Parquet).")
+    p.add_argument("--objects", metavar="FILE", type=file_path(Path),
+                   help="Write every load's objects here (Parquet), or with '-' into the --json document as "
+                   "`objects` (the campaign runner's way: no Parquet writer to start in the browser's process).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 

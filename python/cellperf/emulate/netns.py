@@ -11,6 +11,7 @@ import fcntl
 import ipaddress
 import os
 import re
+import select
 import signal
 import subprocess
 import time
@@ -121,12 +122,35 @@ def _next_block() -> int:
         return 0
 
 
-def create_netns(u: UserNet) -> None:
-    ip("netns", "add", u.netns)
-    ip("-n", u.netns, "link", "set", "lo", "up")
+def ip_batch(commands: list[str], netns: str | None = None) -> None:
+    """Runs `ip` commands (one per item, without the leading `ip`) in one `ip -batch`
+    process, in namespace `netns` if given; the first that fails stops the rest, UserError
+    naming it. One process instead of one per command: ~40 ms less per emulator start on
+    the 2-core dev host (bench/web.py)."""
+    at = ["-n", netns] if netns else []
+    p = subprocess.run(["ip", *at, "-batch", "-"], input="\n".join(commands) + "\n", capture_output=True, text=True)
+    if p.returncode != 0:
+        failed = re.search(r"Command failed -:(\d+)", p.stderr)
+        line = commands[int(failed.group(1)) - 1] if failed else "-batch"
+        reason = next((ln.strip() for ln in p.stderr.splitlines() if ln.strip() and "Command failed" not in ln), "failed")
+        raise UserError(f"ip {' '.join(at + [line])}: {reason}")
 
 
-def configure(u: UserNet) -> None:
+def create_netns(users: list[UserNet]) -> None:
+    """Creates the users' namespaces, all or none (UserError)."""
+    for u in users:
+        if os.path.exists(f"/run/netns/{u.netns}"):  # never take over (or later remove) one not ours
+            raise UserError(f"network namespace {u.netns} exists already")
+    try:
+        ip_batch([f"netns add {u.netns}" for u in users])
+    except UserError:
+        for u in users:
+            if os.path.exists(f"/run/netns/{u.netns}"):
+                ip("netns", "delete", u.netns, check=False)
+        raise
+
+
+def configure(users: list[UserNet]) -> None:
     """Addresses and routes (IPv4 and IPv6) once the emulator has created the TUN devices.
 
     Only the link's own traffic should appear in the captures. The devices get no IPv6
@@ -134,30 +158,54 @@ def configure(u: UserNet) -> None:
     solicitation and no MLD report, and a TUN device (no ARP) joins no solicited-node group.
     The ULA addresses skip duplicate address detection (`nodad`): nobody else is on the link.
     """
-    for ns, dev, local, peer in ((None, u.cn_tun, u.cn_addr, u.mn_addr), (u.netns, u.mn_tun, u.mn_addr, u.cn_addr)):
-        at = ("-n", ns) if ns else ()
-        ip(*at, "link", "set", dev, "addrgenmode", "none")
-        ip(*at, "addr", "add", local, "peer", f"{peer}/32", "dev", dev)
-        ip(*at, "link", "set", dev, "up")
-    ip("-6", "addr", "add", f"{u.cn_addr6}/64", "dev", u.cn_tun, "nodad")
-    ip("-n", u.netns, "-6", "addr", "add", f"{u.mn_addr6}/64", "dev", u.mn_tun, "nodad")
-    ip("-n", u.netns, "route", "add", "default", "dev", u.mn_tun)
-    ip("-n", u.netns, "-6", "route", "add", "default", "dev", u.mn_tun)
+    def device(dev: str, local: str, peer: str, local6: str) -> list[str]:
+        return [f"link set {dev} addrgenmode none", f"addr add {local} peer {peer}/32 dev {dev}",
+                f"link set {dev} up", f"addr add {local6}/64 dev {dev} nodad"]
+
+    ip_batch([c for u in users for c in device(u.cn_tun, u.cn_addr, u.mn_addr, u.cn_addr6)])
+    for u in users:
+        ip_batch(["link set lo up", *device(u.mn_tun, u.mn_addr, u.cn_addr, u.mn_addr6),
+                  f"route add default dev {u.mn_tun}", f"route add ::/0 dev {u.mn_tun}"], u.netns)
+
+
+#: How long processes left in a namespace get to end after SIGTERM (and after SIGKILL).
+_END_WAIT_S = 0.2
 
 
 def delete_netns(netns: str) -> None:
-    """Kills whatever still runs in the namespace, then deletes it."""
-    pids = ip("netns", "pids", netns, check=False).stdout.split()
+    """Kills whatever still runs in the namespace, then deletes it. Waits for the processes
+    through pidfds, so it returns as soon as they are gone (at most `_END_WAIT_S` a signal)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = []
-        for pid in pids:
-            try:
-                os.kill(int(pid), sig)
-                alive.append(pid)
-            except (ProcessLookupError, ValueError):
-                pass
-        if not alive:
-            break
-        time.sleep(0.2)
         pids = ip("netns", "pids", netns, check=False).stdout.split()
+        if not pids or not _signal_and_wait(pids, sig, _END_WAIT_S):
+            break
     ip("netns", "delete", netns, check=False)
+
+
+def _signal_and_wait(pids: list[str], sig: int, timeout_s: float) -> bool:
+    """Sends `sig` to each process, then waits until all have ended or `timeout_s` passed;
+    True if some were still alive at the end."""
+    fds = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(int(pid))
+        except (ProcessLookupError, ValueError):
+            continue
+        try:
+            signal.pidfd_send_signal(fd, sig)
+            fds.append(fd)
+        except ProcessLookupError:
+            os.close(fd)
+    try:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)  # readable once the process has ended
+        left, deadline = set(fds), time.monotonic() + timeout_s
+        while left and (wait := deadline - time.monotonic()) > 0:
+            for fd, _ in poller.poll(wait * 1000):
+                poller.unregister(fd)
+                left.discard(fd)
+        return bool(left)
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -108,15 +108,13 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
         with netns.Lock():
             netns.remove_stale()
             users = netns.plan_users(config.users)
-            for u in users:
-                netns.create_netns(u)
-                created.append(u.netns)
+            netns.create_netns(users)
+            created = [u.netns for u in users]
             try:
                 emulator = _native.LinkEmulator(config.spec_json([u.spec() for u in users]))
             except _native.InputError as e:
                 raise UserError(str(e)) from None
-            for u in users:
-                netns.configure(u)
+            netns.configure(users)
 
         def forward():
             try:

@@ -78,8 +78,10 @@ def _failed(page: str, reason: str, **row) -> Load:
 
 
 def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: str = "1.1", cache: str = "cold",
-               loads: int = 1, timeout_s: float = 60.0, chromium: str | None = None) -> tuple[list[Load], dict]:
-    """Loads each (name, url) of `pages` `loads` times for each connection limit.
+               loads: int = 1, timeout_s: float = 60.0, chromium: str | None = None,
+               trust_spki: list[str] = ()) -> tuple[list[Load], dict]:
+    """Loads each (name, url) of `pages` `loads` times for each connection limit; HTTPS
+    servers whose certificates' public keys hash to `trust_spki` are trusted.
     Returns the loads (failed ones with the browser's reason) and facts about the session
     (browser version, start-up seconds). UserError when the browser cannot start."""
     from playwright.sync_api import Error as PlaywrightError
@@ -100,8 +102,12 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
         for lim in limiters.values():
             stack.callback(lim.__exit__, None, None, None)
         pw = stack.enter_context(sync_playwright())
+        # The limiters' certificates are trusted, not merely excused: Chromium's HTTP cache keeps
+        # no response that came with a certificate error (a warm cache would stay cold).
+        trusted = [*trust_spki, *(lim.tls.spki for lim in limiters.values())]
+        args = _QUIET + ([f"--ignore-certificate-errors-spki-list={','.join(trusted)}"] if trusted else [])
         try:
-            browser = pw.chromium.launch(executable_path=exe, args=_QUIET, timeout=30_000)
+            browser = pw.chromium.launch(executable_path=exe, args=args, timeout=30_000)
         except PlaywrightError as e:
             raise UserError(f"{exe}: the browser did not start ({str(e).strip().splitlines()[0]})") from None
         session = {"browser": f"chromium {browser.version}", "browser_start_s": round(time.monotonic() - t0, 3)}
@@ -142,8 +148,12 @@ def _one_load(browser, limiter, name: str, url: str, connections: int, http: str
                 limiter.reset(connections)  # count this load's connections only
         cdp = ctx.new_cdp_session(page)
         cdp.send("Network.enable")
-        conn_ids: set = set()
-        cdp.on("Network.responseReceived", lambda ev: conn_ids.add(ev["response"].get("connectionId")))
+        # A response from a cache (the disk cache, or the renderer's memory cache: its request
+        # "served from cache") names the connection that once brought it, not one of this load.
+        responses: dict = {}
+        cached: set = set()
+        cdp.on("Network.requestServedFromCache", lambda ev: cached.add(ev["requestId"]))
+        cdp.on("Network.responseReceived", lambda ev: responses.__setitem__(ev["requestId"], ev["response"]))
         try:
             response = page.goto(target, wait_until="load", timeout=timeout_s * 1000)
         except PlaywrightError as e:
@@ -166,7 +176,8 @@ def _one_load(browser, limiter, name: str, url: str, connections: int, http: str
             if o["url"].startswith(limiter.base):
                 o["url"] = limiter.origin + o["url"][len(limiter.base):]
                 o["protocol"] = "http/1.1"
-    used = limiter.opened if limiter else (len({c for c in conn_ids if c}) or None)
+    conn_ids = {r.get("connectionId") for rid, r in responses.items() if rid not in cached and not r.get("fromDiskCache")}
+    used = limiter.opened if limiter else len(conn_ids - {None, 0})
     row = {
         "page": name, "status": "ok", "reason": None, **base,
         "load_ms": load_end, "ttfb_ms": nav["responseStart"], "dcl_ms": nav["domContentLoadedEventEnd"],

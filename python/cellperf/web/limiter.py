@@ -42,6 +42,12 @@ class ConnectionLimiter:
         self._started = threading.Event()
         self._failure: BaseException | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="cellperf-limiter-")
+        from cellperf.web.server import self_signed_cert
+
+        #: Its certificate, made before the browser starts so that the browser trusts it
+        #: (`tls.spki`): Chromium keeps nothing of a response with a certificate error in its
+        #: HTTP cache, so a warm-cache load through an untrusted proxy would fetch everything again.
+        self.tls = self_signed_cert(Path(self._tmp.name))
 
     def start(self) -> ConnectionLimiter:
         """Starts it in the background (it takes ~0.5 s: start it beside the browser)."""
@@ -80,14 +86,14 @@ class ConnectionLimiter:
         from hypercorn.asyncio import serve
         from hypercorn.config import Config
 
-        from cellperf.web.server import bind, self_signed_cert
+        from cellperf.web.server import bind
 
         self._stop = asyncio.Event()
         await self._new_pool(6)
         sock = bind("127.0.0.1:0")
         config = Config()
         config.bind = [f"fd://{sock.fileno()}"]
-        config.certfile, config.keyfile = map(str, self_signed_cert(Path(self._tmp.name)))
+        config.certfile, config.keyfile = str(self.tls.cert), str(self.tls.key)
         config.alpn_protocols = ["h2"]
         config.h2_max_concurrent_streams = 1000
         config.keep_alive_timeout = 120

@@ -12,12 +12,16 @@ trusted certificate (a self-signed one is refused even with --ignore-certificate
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
+import hashlib
 import mimetypes
+import re
 import signal
 import socket
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -82,7 +86,18 @@ class StaticApp:
 
 
 def bind(listen: str) -> socket.socket:
-    """A listening socket on HOST:PORT (port 0: any free one); UserError if in use."""
+    """A listening socket on HOST:PORT (port 0: any free one), or `fd:N`, one this process
+    inherited (the campaign runner binds it and starts the emulator while the server starts:
+    connections wait in its backlog); UserError if in use or not a listening socket."""
+    if listen.startswith("fd:"):
+        try:
+            sock = socket.socket(fileno=int(listen[3:]))
+        except (ValueError, OSError) as e:
+            reason = os_reason(e) if isinstance(e, OSError) else "not a number"
+            raise UserError(f"--listen {listen}: not a socket this process inherited ({reason})") from None
+        if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            raise UserError(f"--listen {listen}: not a listening socket")
+        return sock
     host, _, port = listen.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
     try:
@@ -106,30 +121,72 @@ def bind(listen: str) -> socket.socket:
     return sock
 
 
-def self_signed_cert(folder: Path) -> tuple[Path, Path]:
-    """A throw-away certificate for HTTP/2 over TLS (the browser is told to accept it)."""
+@dataclass(frozen=True)
+class Certificate:
+    """A throw-away certificate: its files, and the SHA-256 of its public key in base64, which
+    Chromium's --ignore-certificate-errors-spki-list takes (browser.py)."""
+
+    cert: Path
+    key: Path
+    spki: str
+
+
+def self_signed_cert(folder: Path) -> Certificate:
+    """A throw-away certificate for HTTP/2 over TLS (the browser is told to trust it)."""
     cert, key = folder / "cert.pem", folder / "key.pem"
     p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                        "-nodes", "-days", "2", "-subj", "/CN=cellperf", "-keyout", str(key), "-out", str(cert)],
+                        "-nodes", "-days", "2", "-subj", "/CN=cellperf", "-keyout", str(key), "-pubkey"],
                        capture_output=True, text=True)
-    if p.returncode != 0:
-        raise UserError(f"openssl could not make a certificate for HTTP/2: {p.stderr.strip().splitlines()[-1:]}")
-    return cert, key
+    blocks = dict(re.findall(r"-----BEGIN ([A-Z ]+)-----\n(.*?)-----END \1-----", p.stdout, re.S))
+    if p.returncode != 0 or not {"PUBLIC KEY", "CERTIFICATE"} <= blocks.keys():
+        reason = (p.stderr.strip().splitlines() or ["no certificate in its output"])[-1]
+        raise UserError(f"openssl could not make a certificate for HTTP/2: {reason}")
+    cert.write_text(f"-----BEGIN CERTIFICATE-----\n{blocks['CERTIFICATE']}-----END CERTIFICATE-----\n")
+    spki = hashlib.sha256(base64.b64decode(blocks["PUBLIC KEY"])).digest()
+    return Certificate(cert, key, base64.b64encode(spki).decode())
+
+
+def _close_on_eof() -> None:
+    """Makes hypercorn close a connection as soon as the browser has closed its side.
+
+    Hypercorn (0.17, 0.18) stops reading at the client's FIN, but the connection's task group
+    then waits for its keep-alive timer (120 s here), so the server's side stays in CLOSE-WAIT
+    and sends its own FIN two minutes later: long after the run's link is gone, to an MN
+    address a later run may hold; and the runner's drain (campaign/testbed.py) waited its whole
+    5 s for it after every web run. A client's FIN is the end of its requests, and hypercorn
+    already drops the response in progress on it, so closing at once loses nothing."""
+    from hypercorn.asyncio import tcp_server
+
+    read = tcp_server.TCPServer._read_data
+    if getattr(read, "closes_on_eof", False):
+        return
+
+    async def read_then_close(self) -> None:
+        await read(self)
+        await self._close()
+
+    read_then_close.closes_on_eof = True
+    tcp_server.TCPServer._read_data = read_then_close
 
 
 def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) -> None:
-    """Serves until SIGINT/SIGTERM. `ready(url_base)` is called once listening."""
+    """Serves until SIGINT/SIGTERM. `ready(url_base, spki)` is called once listening; `spki`
+    identifies the HTTP/2 server's certificate for `cellperf web load --trust-spki` (None for
+    HTTP/1.1)."""
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
+    _close_on_eof()
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
     config.keep_alive_timeout = 120  # a page's connections stay open between its objects
     config.accesslog = None
     config.errorlog = None
     with tempfile.TemporaryDirectory(prefix="cellperf-web-") as tmp:
+        tls = None
         if http == "2":
-            config.certfile, config.keyfile = map(str, self_signed_cert(Path(tmp)))
+            tls = self_signed_cert(Path(tmp))
+            config.certfile, config.keyfile = str(tls.cert), str(tls.key)
             config.alpn_protocols = ["h2", "http/1.1"]
         else:
             config.alpn_protocols = ["http/1.1"]
@@ -141,7 +198,7 @@ def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) 
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
-            loop.call_soon(ready, f"{scheme}://{host}:{port}")
+            loop.call_soon(ready, f"{scheme}://{host}:{port}", tls and tls.spki)
             await hypercorn_serve(StaticApp(root, compress), config, shutdown_trigger=stop.wait)
 
         asyncio.run(main())
