@@ -38,6 +38,7 @@ SAME_ROWS = [
     "SELECT * EXCLUDE (run_id) FROM channel_stats",
     "SELECT * EXCLUDE (run_id) FROM packets",
     "SELECT * EXCLUDE (run_id) FROM udp_packets",
+    "SELECT * EXCLUDE (run_id) FROM radio_samples",
 ]
 
 
