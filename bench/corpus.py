@@ -137,7 +137,7 @@ def main() -> None:
             loop = _shell_loop(corpus, work / "loop")
         med = {w: {k: statistics.median(r.get(k, float("nan")) for r in rs) for k in
                    ("command_s", "cpu_s", "wall_s", "startup_s", "runs_per_s", "packets_per_s", "driver_ms_per_run",
-                    "load_before", "load")}
+                    "process_cpu_ms_per_run", "load_before", "load")}
                for w, rs in results.items()}
         for w in med:
             med[w]["packets"] = results[w][0]["packets"]
@@ -157,26 +157,27 @@ def main() -> None:
             print(json.dumps(out, indent=2))
             return
         print(f"{'way':<28}{'command s':>10}{'CPU s':>7}{'CPU ms/run':>11}{'runs/s':>8}{'packets/s':>10}"
-              f"{'driver ms':>10}{'load':>11}")
+              f"{'driver ms':>10}{'drv CPU ms':>11}{'load':>12}")
         names = {"1": "import --workers 1", "2": "import --workers 2 (Dask)", "cluster-1": "--cluster, 1 dask worker",
                  "cluster-2": "--cluster, 2 dask workers"}
         for key, r in med.items():
             cpu = (f"{r['cpu_s']:>7.1f}{r['cpu_ms_per_run']:>11.1f}" if r["cpu_s"] == r["cpu_s"]
                    else f"{'–':>7}{'–':>11}")
             print(f"{names[key]:<28}{r['command_s']:>10.2f}{cpu}{r['runs_per_s']:>8.1f}"
-                  f"{r['packets_per_s']:>10.0f}{r['driver_ms_per_run']:>10.1f}"
-                  f"{r['load_before']:>5.2f}-{r['load']:<5.2f}")
+                  f"{r['packets_per_s']:>10.0f}{r['driver_ms_per_run']:>10.1f}{r['process_cpu_ms_per_run']:>11.1f}"
+                  f"{r['load_before']:>6.2f}-{r['load']:<5.2f}")
         if loop:
             print(f"{'shell loop of analyze':<28}{loop['command_s']:>10.2f}{loop['cpu_s']:>7.1f}"
-                  f"{1000 * loop['cpu_s'] / loop['runs']:>11.1f}{loop['runs_per_s']:>8.1f}{'':>10}{'':>10}"
-                  f"{loop['load_before']:>5.2f}-{loop['load']:<5.2f}")
+                  f"{1000 * loop['cpu_s'] / loop['runs']:>11.1f}{loop['runs_per_s']:>8.1f}{'':>10}{'':>10}{'':>11}"
+                  f"{loop['load_before']:>6.2f}-{loop['load']:<5.2f}")
         for key, what in (("speedup_2_over_1", "2 workers (LocalCluster) over 1 (in the importing process)"),
                           ("speedup_2_over_cluster_1", "2 workers (LocalCluster) over 1 dask worker (running cluster)"),
                           ("speedup_cluster_2_over_1", "2 dask workers over 1 on a running cluster"),
                           ("import_2_over_shell_loop", "import --workers 2 over the shell loop (whole commands)")):
             if key in out:
                 print(f"speed-up, {what}: {out[key]:.2f}x")
-        print(f"runs/s over the analysis; medians of {args.repeat}; {os.cpu_count()} CPUs; "
+        print(f"runs/s over the analysis; drv CPU: the importing process's CPU per run (its Dask scheduler "
+              f"too; in-process: the analysis too); medians of {args.repeat}; {os.cpu_count()} CPUs; "
               "load average before-after each (1 min; a shared machine)")
     finally:
         if args.keep is None:

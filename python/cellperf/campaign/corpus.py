@@ -65,13 +65,15 @@ class CorpusStats:
     startup_s: float = 0.0  # starting the local cluster or connecting to the scheduler
     wall_s: float = 0.0  # from the cluster being ready to the last commit: hashing, analysis, commits
     driver_s: float = 0.0  # time this process spent not waiting for workers, finding and hashing the runs too
+    cpu_s: float = 0.0  # CPU time of this process (all its threads: a local Dask scheduler's too) over wall_s
     packets: int = 0
 
     def to_json(self, runs: int) -> dict:
         return {"engine": self.engine, "workers": self.workers, "startup_s": self.startup_s, "wall_s": self.wall_s,
                 "runs_per_s": runs / self.wall_s if self.wall_s else None,
                 "packets": self.packets, "packets_per_s": self.packets / self.wall_s if self.wall_s else None,
-                "driver_ms_per_run": 1000 * self.driver_s / runs if runs else None}
+                "driver_ms_per_run": 1000 * self.driver_s / runs if runs else None,
+                "process_cpu_ms_per_run": 1000 * self.cpu_s / runs if runs else None}
 
 
 def batches(jobs: list[Job], slots: int) -> list[list[Job]]:
@@ -187,7 +189,7 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
         t_start = time.perf_counter()
         with (_dask_client(n, cluster) if stats.engine == "dask" else contextlib.nullcontext()) as client:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             stats.startup_s = t0 - t_start
             jobs, stored = _plan(store, summary, runs, test, interval_s, tz)
             if on_start:
@@ -198,6 +200,7 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
         if held and (summary.skipped or any(r.status == "ok" for r in summary.finished)):
             store.commit_runs(held)
         stats.wall_s = time.perf_counter() - t0
+        stats.cpu_s = time.process_time() - cpu0
         stats.driver_s = stats.wall_s - waited + finding_s
         store.remove_debris()
         return summary, stats
