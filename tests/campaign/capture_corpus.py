@@ -96,7 +96,7 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
     yields (scheduler address, worker processes); stops them by their process ids."""
     from distributed import Client
 
-    from cellperf.campaign.corpus import ONE_THREAD
+    from cellperf.campaign.corpus import WORKER_ENV
 
     dask = str(Path(sys.executable).with_name("dask"))
     with socket.socket() as s:
@@ -112,8 +112,8 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
-        # As docs/import.md says to start them: one thread, in the libraries too.
-        env = {**os.environ, **ONE_THREAD}
+        # As docs/import.md says to start them: one thread, in the libraries too; no profiler.
+        env = {**os.environ, **WORKER_ENV}
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                                     "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=env)

@@ -51,9 +51,11 @@ COMMIT_EVERY_S = 1.0
 #: Tasks: see `batches`.
 BATCH_RUNS = 32
 BATCH_SPLIT = 3
-#: The environment of local worker processes: their libraries' thread pools at one thread
-#: (polars and Arrow would each start one thread per core in every worker).
-ONE_THREAD = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "ARROW_NUM_THREADS": "1"}
+#: The environment of worker processes: their libraries' thread pools at one thread (polars
+#: and Arrow would each start one thread per core in every worker), and no statistical profiler
+#: (Dask samples each worker's stack every 10 ms: measured ~10 % of a worker's CPU here).
+WORKER_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "ARROW_NUM_THREADS": "1",
+              "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
 @dataclass
@@ -114,9 +116,13 @@ def _dask_client(workers: int, cluster: str | None):
         with client:
             yield client
         return
-    # One thread per worker process, in the libraries too: N workers on N cores, not N x N threads.
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR, env=ONE_THREAD) as lc, Client(lc) as client:
+    import dask
+
+    # One thread per worker process, in the libraries too: N workers on N cores, not N x N
+    # threads. (The nannies hand this process's Dask settings to their workers.)
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=logging.ERROR, env=WORKER_ENV) as lc, Client(lc) as client:
         # Each worker imports the analysis once, up front, not inside its first run.
         client.run(importlib.import_module, "cellperf.campaign.capture_import")
         yield client
