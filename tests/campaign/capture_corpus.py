@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import shutil
 import signal
 import socket
@@ -95,6 +96,8 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
     yields (scheduler address, worker processes); stops them by their process ids."""
     from distributed import Client
 
+    from cellperf.campaign.corpus import WORKER_ENV
+
     dask = str(Path(sys.executable).with_name("dask"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -109,8 +112,11 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
+        # As docs/import.md says to start them: one thread, in the libraries too; no profiler.
+        env = {**os.environ, **WORKER_ENV}
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                                    "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                    "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=env)
                   for i in range(workers)]
         with Client(address, timeout=30) as c:
             c.wait_for_workers(workers, timeout=120)

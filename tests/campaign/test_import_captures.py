@@ -38,6 +38,7 @@ SAME_ROWS = [
     "SELECT * EXCLUDE (run_id) FROM channel_stats",
     "SELECT * EXCLUDE (run_id) FROM packets",
     "SELECT * EXCLUDE (run_id) FROM udp_packets",
+    "SELECT * EXCLUDE (run_id) FROM radio_samples",
 ]
 
 
@@ -87,6 +88,12 @@ def test_per_packet_tables_are_one_hive_dataset(campaign, tmp_path):
     assert by_run.height == 4 and by_run["n"].sum() == n
     lazy = pl.scan_parquet(out / "dataset" / "packets", hive_partitioning=True).group_by("network").len().collect()
     assert lazy.rows() == [("WiBro", n)]
+    # Every sample of each run's radio log is in the dataset `radio_samples` (its view too).
+    radio = duckdb.sql(f"SELECT run, count(*) AS n, count(rate_bps) AS rated FROM read_parquet("
+                       f"'{out}/dataset/radio_samples/**/*.parquet', hive_partitioning = true) GROUP BY run").pl()
+    logged = sorted(pl.read_csv(run / "radio.csv").height for run in captures.iterdir())
+    assert sorted(radio["n"]) == logged and radio["rated"].equals(radio["n"]) and min(logged) > 0
+    assert _rows(out, "SELECT count(*) AS n FROM radio_samples")["n"][0] == sum(logged)
 
 
 def test_importing_again_stores_nothing_new(campaign, tmp_path):
@@ -179,6 +186,16 @@ def test_manifest_with_other_tools_logs(campaign, tmp_path):
     h = _rows(tmp_path / "out", "SELECT run_id, kind FROM handoffs")
     assert h.rows() == [("WiBro.mobile.capture.1", "inter-BS"), ("WiBro.mobile.capture.1", "inter-sector"),
                         ("WiBro.mobile.capture.2", "inter-sector")]
+    # Its signal levels are stored as logged (dataset `radio_samples`), one row per sample.
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        r = s.frame("SELECT rsrp_dbm, rsrq_db, sinr_db, rssi_dbm, dl_bitrate_bps, technology FROM radio_samples "
+                    "WHERE run_id = 'WiBro.mobile.capture.1' ORDER BY time_s")
+    assert r["rsrp_dbm"].to_list() == [-95, -97, -101, -104, -99, -96]
+    assert r["rsrq_db"].to_list() == [-10, -11, -12, -13, -11, -10]
+    assert r["sinr_db"].to_list() == [12.0, 10.5, 6.0, 3.5, 8.0, 11.0]
+    assert r["rssi_dbm"].to_list() == [-65, -66, -70, -72, -68, -66]
+    assert r["dl_bitrate_bps"].to_list() == [15.2e6, 14.1e6, 9.8e6, 6.1e6, 11.0e6, 13.9e6]
+    assert set(r["technology"]) == {"LTE"}
 
 
 def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign, tmp_path):

@@ -7,9 +7,9 @@
   that direction's flows and intervals, by `cellperf.agent_logs` (the log holds the server's
   receive times, fetched over the control connection; the server's own record of the run,
   `--server-log`, is kept as `server_log.parquet`);
-- radio log (`radio.csv`) → `cellperf.handoffs.detect_handoffs`, and with rates
-  `cellperf.channel` statistics; intervals and VoIP windows within ±5 s of a handoff are
-  marked (METHODS §6).
+- radio log (`radio.csv`) → its samples (`radio_samples.parquet`: signal levels, rates),
+  `cellperf.handoffs.detect_handoffs`, and with rates `cellperf.channel` statistics; intervals
+  and VoIP windows within ±5 s of a handoff are marked (METHODS §6).
 Nothing here loops over packets: the work is in those modules.
 """
 
@@ -109,11 +109,37 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _handoffs(radio: Path, warnings: list[str]) -> pl.DataFrame | None:
+#: Columns of the `radio_samples` dataset (docs/store.md): every run's radio log in one schema,
+#: a column the tool did not log being null (the emulator logs rate and channel state, a
+#: drive-test tool signal levels; `cellperf.radiologs` reads both into these names).
+RADIO_SAMPLE_COLUMNS = {"time_s": pl.Float64, "bs_id": pl.String, "sector_id": pl.String, "technology": pl.String,
+                        "rsrp_dbm": pl.Float64, "rsrq_db": pl.Float64, "rssi_dbm": pl.Float64,
+                        "sinr_db": pl.Float64, "dl_bitrate_bps": pl.Float64, "ul_bitrate_bps": pl.Float64,
+                        "rate_bps": pl.Float64, "state": pl.Int64, "user": pl.Int64}
+
+
+def _radio_log(radio: Path, warnings: list[str]) -> pl.DataFrame | None:
+    """The run's radio log (`radio.csv`), or None without one or when it cannot be read (said in
+    the warnings)."""
     if not radio.exists():
         return None
     try:
-        h = detect_handoffs(read_radio_log(radio), source=str(radio.name))
+        return read_radio_log(radio)
+    except UserError as e:
+        warnings.append(str(e))
+        return None
+
+
+def radio_samples(radio: pl.DataFrame, run_id: str) -> pl.DataFrame:
+    """The radio log's rows in the `radio_samples` columns, with the run id."""
+    return radio.select(
+        *[pl.col(c).cast(t, strict=False) if c in radio.columns else pl.lit(None, dtype=t).alias(c)
+          for c, t in RADIO_SAMPLE_COLUMNS.items()], run_id=pl.lit(run_id))
+
+
+def _handoffs(radio: pl.DataFrame, source: str, warnings: list[str]) -> pl.DataFrame | None:
+    try:
+        h = detect_handoffs(radio, source=source)
     except UserError as e:
         warnings.append(str(e))
         return None
@@ -187,7 +213,12 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     warnings = summary["warnings"]
     run_id = pl.lit(run.run_id)
 
-    handoffs = _handoffs(folder / "radio.csv", warnings)
+    radio = _radio_log(folder / "radio.csv", warnings)
+    handoffs = None
+    if radio is not None:
+        # Every sample (signal levels, rates) is kept as the `radio_samples` dataset.
+        write_parquet(radio_samples(radio, run.run_id), folder / "radio_samples.parquet")
+        handoffs = _handoffs(radio, "radio.csv", warnings)
     handoff_s = handoffs["time_s"].to_numpy() if handoffs is not None else np.empty(0)
     if handoffs is not None:
         tables["handoffs"] = handoffs.with_columns(run_id=run_id)

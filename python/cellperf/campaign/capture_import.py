@@ -8,12 +8,21 @@ cellperf's columns as `radio.csv`), runs the campaign's own analysis
 campaign run), reads the position track, and returns the `RunRecord`. It never touches the
 database: the importing process commits records, one writer. A problem with the run's files
 becomes a `failed` record with the reason, never an exception.
+
+`analyse_batch(jobs)` is the unit of work handed out (one Dask task, or a step of the
+importing process): several runs, so the scheduler's and the transport's cost per task is
+spread over them. Each finished run's record is kept in its staging folder
+(`record.pickle`), so a batch given again after its worker died redoes only the run that was
+in flight. The batch's run-table rows come back joined, one Arrow table per table, for the
+writer to insert as they are.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import pickle
 import platform
 import shutil
 import socket
@@ -23,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run
@@ -30,7 +40,10 @@ from cellperf.campaign.captures import CaptureRun, content_identity, describe
 from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.spec import Network, RunSpec, TestSpec
 from cellperf.errors import UserError, os_reason
-from cellperf.store import RunRecord, disk_full, staging_dir
+from cellperf.store import STAGING_PREFIX, RunRecord, disk_full, staging_dir
+
+#: A finished run's record, in its staging folder until the writer commits the run.
+RECORD_FILE = "record.pickle"
 
 
 @dataclass(frozen=True)
@@ -141,3 +154,60 @@ def analyse_capture(job: Job) -> RunRecord:
         "result": None, "emulator": None, "analysis": analysis,
     }
     return RunRecord(row, tables if not reason else {}, folder)
+
+
+@dataclass
+class Batch:
+    """Analysed runs: their records (rows; tables moved out) and their run-table rows joined,
+    one Arrow table per table, with a run_id column (docs/scale.md)."""
+
+    records: list[RunRecord]
+    tables: dict[str, pa.Table]
+
+
+def analyse_batch(jobs: list[Job]) -> Batch:
+    """The runs of `jobs` analysed one after the other (those a dead worker of this batch
+    finished are taken as it left them)."""
+    records = []
+    for job in jobs:
+        record = finished_record(job)
+        if record is None:
+            record = analyse_capture(job)
+            _keep(record)
+        records.append(record)
+    by_table: dict[str, list[pl.DataFrame]] = {}
+    for record in records:
+        for name, table in record.tables.items():
+            by_table.setdefault(name, []).append(table)
+        record.tables = {}
+    tables = {name: (pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]).to_arrow()
+              for name, parts in by_table.items()}
+    return Batch(records, tables)
+
+
+def _keep(record: RunRecord) -> None:
+    """Writes the record into its staging folder (atomically: whole or absent)."""
+    folder = record.staging_dir
+    tmp = folder / f".{RECORD_FILE}"
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, folder / RECORD_FILE)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise disk_full(folder) from None
+        raise UserError(f"{folder}: cannot write ({os_reason(e)})") from None
+
+
+def finished_record(job: Job) -> RunRecord | None:
+    """The record of the job's run that an earlier attempt finished and left staged, if any."""
+    for kept in job.runs_dir.glob(f"{glob.escape(f'{STAGING_PREFIX}{job.run_id}-')}*/{RECORD_FILE}"):
+        try:
+            with open(kept, "rb") as f:
+                record = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError):
+            continue
+        imported = record.row.get("config", {}).get("imported", {})
+        if record.row.get("run_id") == job.run_id and imported.get("quick") == job.quick:
+            return record
+    return None

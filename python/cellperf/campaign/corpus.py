@@ -1,15 +1,17 @@
 """`cellperf import --captures`: a corpus of captured runs analysed (here, on a local Dask
 cluster, or on a remote one) and committed into a results store (docs/import.md, docs/scale.md).
 
-The importing process is the store's only writer. It finds the runs, hashes their files,
-skips those already stored, and hands each remaining run to `capture_import.analyse_capture`
-(a job of paths and options, never data); workers stage the run's files and per-packet
-Parquet inside the store's `runs/` and send back the rows, which this process commits as they
-arrive, those finished within a second in one transaction. So a kill -9 at any moment loses only runs not yet committed,
-and the same command resumes: committed runs are found by their content hash, debris of
-unfinished ones is removed. A Dask worker that dies takes only its run with it; the scheduler
-runs it again elsewhere (`distributed`'s allowed failures), and a run that keeps killing
-workers is recorded as failed.
+The importing process is the store's only writer. It finds the runs, skips those already
+stored (by a quick check of the files' paths, sizes and mtimes), and hands the others, in
+batches (`batches`), to `capture_import.analyse_batch` (jobs of paths and options, never
+data), on Dask workers or itself, through the same function; workers stage each run's files
+and Parquet inside the store's `runs/` and send back each batch's rows, which this process
+commits as they arrive, those received within a second in one transaction. So a kill -9 at
+any moment loses only runs not yet committed, and the same command resumes: committed runs
+are found by their content hash, debris of unfinished ones is removed. A Dask worker that
+dies takes only its run with it: the scheduler gives its batch to another worker
+(`distributed`'s allowed failures), which takes the runs finished before as they were left;
+a run that keeps killing workers is recorded as failed.
 
 A run whose files cannot be analysed is stored as `failed` with the reason and the others
 are imported; when every run fails nothing is stored (and a store this import created is
@@ -20,13 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cellperf.campaign.capture_import import Job, analyse_capture
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellperf.campaign.capture_import import RECORD_FILE, Batch, Job, analyse_batch, finished_record
 from cellperf.campaign.captures import CaptureRun, find_runs, quick_key
 from cellperf.campaign.imports import ensure_campaign
 from cellperf.campaign.runner import RunStatus, Summary
@@ -42,6 +48,14 @@ CONNECT_TIMEOUT_S = 10
 #: analysis, and a kill loses at most these (found unstored and analysed again on resume).
 COMMIT_RUNS = 32
 COMMIT_EVERY_S = 1.0
+#: Tasks: see `batches`.
+BATCH_RUNS = 32
+BATCH_SPLIT = 3
+#: The environment of worker processes: their libraries' thread pools at one thread (polars
+#: and Arrow would each start one thread per core in every worker), and no statistical profiler
+#: (Dask samples each worker's stack every 10 ms: measured ~10 % of a worker's CPU here).
+WORKER_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "ARROW_NUM_THREADS": "1",
+              "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
 @dataclass
@@ -53,18 +67,33 @@ class CorpusStats:
     startup_s: float = 0.0  # starting the local cluster or connecting to the scheduler
     wall_s: float = 0.0  # from the cluster being ready to the last commit: hashing, analysis, commits
     driver_s: float = 0.0  # time this process spent not waiting for workers, finding and hashing the runs too
+    cpu_s: float = 0.0  # CPU time of this process (all its threads: a local Dask scheduler's too) over wall_s
     packets: int = 0
 
     def to_json(self, runs: int) -> dict:
         return {"engine": self.engine, "workers": self.workers, "startup_s": self.startup_s, "wall_s": self.wall_s,
                 "runs_per_s": runs / self.wall_s if self.wall_s else None,
                 "packets": self.packets, "packets_per_s": self.packets / self.wall_s if self.wall_s else None,
-                "driver_ms_per_run": 1000 * self.driver_s / runs if runs else None}
+                "driver_ms_per_run": 1000 * self.driver_s / runs if runs else None,
+                "process_cpu_ms_per_run": 1000 * self.cpu_s / runs if runs else None}
 
 
-def _in_process(jobs: list[Job]) -> Iterator[list[tuple[Job, RunRecord]]]:
-    for job in jobs:
-        yield [(job, analyse_capture(job))]
+def batches(jobs: list[Job], slots: int) -> list[list[Job]]:
+    """The jobs cut into tasks: each about 1/BATCH_SPLIT of what every one of `slots` worker
+    threads still has to do, at most BATCH_RUNS runs: large tasks first (the scheduler's and
+    the transport's cost per task spread over many runs), single runs at the end (the workers
+    finish together)."""
+    out, i = [], 0
+    while i < len(jobs):
+        size = max(1, min(BATCH_RUNS, math.ceil((len(jobs) - i) / (BATCH_SPLIT * max(slots, 1)))))
+        out.append(jobs[i:i + size])
+        i += size
+    return out
+
+
+def _in_process(jobs: list[Job]) -> Iterator[list[tuple[list[Job], Batch]]]:
+    for batch in batches(jobs, 1):
+        yield [(batch, analyse_batch(batch))]
 
 
 @contextlib.contextmanager
@@ -87,34 +116,60 @@ def _dask_client(workers: int, cluster: str | None):
         with client:
             yield client
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as lc, Client(lc) as client:
+    import dask
+
+    # One thread per worker process, in the libraries too: N workers on N cores, not N x N
+    # threads. (The nannies hand this process's Dask settings to their workers.)
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=logging.ERROR, env=WORKER_ENV) as lc, Client(lc) as client:
         # Each worker imports the analysis once, up front, not inside its first run.
         client.run(importlib.import_module, "cellperf.campaign.capture_import")
         yield client
 
 
-def _on_dask(client, jobs: list[Job]) -> Iterator[list[tuple[Job, RunRecord]]]:
-    """The finished runs, in batches of those done since the last batch was taken."""
+def _on_dask(client, jobs: list[Job]) -> Iterator[list[tuple[list[Job], Batch]]]:
+    """The finished batches, in groups of those done since the last group was taken."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    futures = {client.submit(analyse_capture, job, key=f"cellperf-import-{job.quick}", pure=False): job
-               for job in jobs}
-    for batch in as_completed(futures).batches():
-        out = []
-        for fut in batch:
-            job = futures.pop(fut)
+    slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    futures = {}
+
+    def submit(batch: list[Job]):
+        fut = client.submit(analyse_batch, batch, key=f"cellperf-import-{batch[0].quick}-{len(batch)}", pure=False)
+        futures[fut] = batch
+        return fut
+
+    running = as_completed([submit(b) for b in batches(jobs, slots)])
+    for done in running.batches():
+        finished = [f for f in done if f.status == "finished"]
+        out = list(zip([futures[f] for f in finished], client.gather(finished))) if finished else []
+        for fut in done:
+            if fut.status == "finished":
+                continue
+            batch = futures[fut]
             try:
-                out.append((job, fut.result()))
+                fut.result()
             except KilledWorker:
-                out.append((job, _failed(job, "the run killed every Dask worker that tried it (out of memory?)")))
+                if len(batch) > 1:
+                    # Every worker that took the batch died: keep the runs they finished, try
+                    # the others one by one, so that only a run that kills workers fails.
+                    kept = [(job, finished_record(job)) for job in batch]
+                    out.append(([j for j, r in kept if r], Batch([r for _, r in kept if r], {})))
+                    for job, record in kept:
+                        if record is None:
+                            running.add(submit([job]))
+                else:
+                    out.append((batch, Batch([_failed(batch[0], "the run killed every Dask worker that tried it "
+                                                                "(out of memory?)")], {})))
             except UserError:
                 raise  # a full disk: stop
             except Exception as e:  # a worker's exception outside the analysis (e.g. it cannot import cellperf)
-                out.append((job, _failed(job, f"Dask worker: {type(e).__name__}: {e}")))
-            finally:
-                fut.release()
+                out.append((batch, Batch([_failed(job, f"Dask worker: {type(e).__name__}: {e}") for job in batch], {})))
+        for fut in done:
+            del futures[fut]
+            fut.release()
         yield out
 
 
@@ -140,7 +195,7 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
         t_start = time.perf_counter()
         with (_dask_client(n, cluster) if stats.engine == "dask" else contextlib.nullcontext()) as client:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             stats.startup_s = t0 - t_start
             jobs, stored = _plan(store, summary, runs, test, interval_s, tz)
             if on_start:
@@ -151,6 +206,7 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
         if held and (summary.skipped or any(r.status == "ok" for r in summary.finished)):
             store.commit_runs(held)
         stats.wall_s = time.perf_counter() - t0
+        stats.cpu_s = time.process_time() - cpu0
         stats.driver_s = stats.wall_s - waited + finding_s
         store.remove_debris()
         return summary, stats
@@ -193,51 +249,64 @@ def _plan(store: Store, summary: Summary, runs: list[CaptureRun], test: str, int
     return jobs, set(states.filter(states["status"] == "ok")["config_sha256"])
 
 
-def _collect(store: Store, results: Iterator[list[tuple[Job, RunRecord]]], stored: set[str], summary: Summary,
+def _collect(store: Store, results: Iterator[list[tuple[list[Job], Batch]]], stored: set[str], summary: Summary,
              stats: CorpusStats, campaign: str | None, source: Path,
              on_run: Callable[[RunStatus, int, int], None] | None) -> tuple[list[RunRecord], float]:
-    """Commits the runs as they finish, but not one whose content is stored already (`stored`:
-    identities, growing); returns the failed ones (held back) and the seconds spent waiting."""
+    """Commits the runs as their batches finish, but not one whose content is stored already
+    (`stored`: identities, growing); returns the failed ones (held back) and the seconds spent
+    waiting."""
     waited = 0.0
     held: list[RunRecord] = []
     pending: list[RunRecord] = []
+    tables: dict[str, list[pa.Table]] = {}
     last_commit = time.perf_counter()
     while True:
         w0 = time.perf_counter()
-        batch = next(results, None)
+        group = next(results, None)
         waited += time.perf_counter() - w0
-        if batch is None:
+        if group is None:
             break
-        for job, record in batch:
-            if record.row["status"] == "ok" and record.row["config_sha256"] in stored:
-                # The same files under another name or path: stored already.
-                shutil.rmtree(record.staging_dir, ignore_errors=True)
-                summary.skipped += 1
-                continue
-            seconds = ((record.row.get("analysis") or {}).get("import") or {}).get("seconds", 0.0)
-            status = RunStatus(job.run_id, record.row["status"], record.row["reason"], seconds)
-            if status.status == "ok":
-                pending.append(record)
-                stored.add(record.row["config_sha256"])
-                stats.packets += sum(c.get("packets", 0) for c in record.row["analysis"].get("captures", []))
-            else:
-                held.append(_complete_failed(record, job))
-            summary.finished.append(status)
-            if on_run:
-                on_run(status, summary.skipped + len(summary.finished), summary.total)
+        for jobs, batch in group:
+            dropped = []
+            for job, record in zip(jobs, batch.records):
+                if record.staging_dir is not None:
+                    (record.staging_dir / RECORD_FILE).unlink(missing_ok=True)
+                if record.row["status"] == "ok" and record.row["config_sha256"] in stored:
+                    # The same files under another name or path: stored already.
+                    shutil.rmtree(record.staging_dir, ignore_errors=True)
+                    dropped.append(job.run_id)
+                    summary.skipped += 1
+                    continue
+                seconds = ((record.row.get("analysis") or {}).get("import") or {}).get("seconds", 0.0)
+                status = RunStatus(job.run_id, record.row["status"], record.row["reason"], seconds)
+                if status.status == "ok":
+                    pending.append(record)
+                    stored.add(record.row["config_sha256"])
+                    stats.packets += sum(c.get("packets", 0) for c in record.row["analysis"].get("captures", []))
+                else:
+                    held.append(_complete_failed(record, job))
+                summary.finished.append(status)
+                if on_run:
+                    on_run(status, summary.skipped + len(summary.finished), summary.total)
+            for name, table in batch.tables.items():
+                if dropped:
+                    table = table.filter(pc.invert(pc.is_in(table["run_id"], pa.array(dropped))))
+                tables.setdefault(name, []).append(table)
         if len(pending) >= COMMIT_RUNS or time.perf_counter() - last_commit >= COMMIT_EVERY_S:
-            _commit(store, pending, campaign, source)
+            _commit(store, pending, tables, campaign, source)
             last_commit = time.perf_counter()
-    _commit(store, pending, campaign, source)
+    _commit(store, pending, tables, campaign, source)
     return held, waited
 
 
-def _commit(store: Store, records: list[RunRecord], campaign: str | None, source: Path) -> None:
-    """Commits the finished runs held (one transaction) and empties the list."""
+def _commit(store: Store, records: list[RunRecord], tables: dict[str, list[pa.Table]], campaign: str | None,
+            source: Path) -> None:
+    """Commits the finished runs held and their rows (one transaction) and empties both."""
     if records:
         ensure_campaign(store, campaign, [f"captures {source}"])
-        store.commit_runs(records)
-        records.clear()
+        store.commit_runs(records, tables)
+    records.clear()
+    tables.clear()
 
 
 def local_workers(runs: int, workers: int | None, cluster: str | None) -> int:

@@ -37,8 +37,8 @@ STAGING_PREFIX = ".staging-"
 #: `dataset/TABLE/network=N/date=YYYY-MM-DD/run=RUN_ID/part-0.parquet` (docs/store.md).
 DATASET_DIR = "dataset"
 
-__all__ = ["DATASET_DIR", "DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "RunRecord", "Store", "disk_full", "staging_dir",
-           "store_path", "write_parquet"]
+__all__ = ["DATASET_DIR", "DB_NAME", "PARQUET_TABLES", "RUNS_DIR", "SCHEMA_VERSION", "STAGING_PREFIX", "RunRecord", "Store",
+           "disk_full", "staging_dir", "store_path", "write_parquet"]
 
 
 def store_path(path: str | os.PathLike) -> Path:
@@ -262,9 +262,11 @@ class Store:
         """Stores one run atomically, replacing an earlier failed attempt of the same run."""
         self.commit_runs([record])
 
-    def commit_runs(self, records: list[RunRecord]) -> None:
+    def commit_runs(self, records: list[RunRecord], tables: dict[str, list] | None = None) -> None:
         """Stores several runs in one transaction (a corpus import commits what its workers
-        have finished together: one transaction per run would make the writer the bottleneck)."""
+        have finished together: one transaction per run would make the writer the bottleneck).
+        `tables`: more rows of these runs, table name → tables (polars or pyarrow) holding
+        several runs' rows each, as a worker's batch joined them."""
         rows = []
         for record in records:
             run_id = record.row["run_id"]
@@ -301,12 +303,15 @@ class Store:
                             list(row.values()))
             else:  # one statement for the batch
                 self._insert("runs", pl.DataFrame(rows, infer_schema_length=None))
-            by_table: dict[str, list] = {}
+            by_table: dict[str, list] = {name: list(parts) for name, parts in (tables or {}).items()}
             for record in records:
                 for name, table in record.tables.items():
-                    if name not in RUN_TABLES:
-                        raise ValueError(f"unknown run table {name}")
-                    by_table.setdefault(name, []).append(table if isinstance(table, pl.DataFrame) else pl.from_arrow(table))
+                    by_table.setdefault(name, []).append(table)
+            by_table = {name: [t if isinstance(t, pl.DataFrame) else pl.from_arrow(t) for t in parts]
+                        for name, parts in by_table.items()}
+            for name in by_table:
+                if name not in RUN_TABLES:
+                    raise ValueError(f"unknown run table {name}")
             for name, tables in by_table.items():
                 self._insert(name, pl.concat(tables, how="diagonal_relaxed") if len(tables) > 1 else tables[0])
             con.execute("COMMIT")
