@@ -1,0 +1,179 @@
+"""The studies' campaigns end to end through the emulator: the shipped examples of 002 §7.2
+(co-located downloads, one PF cell) and §7.4 (a stream beside bulk TCP), each flow labelled
+with the group member that opened it; TCP settings seen on the wire (no SACK-permitted or
+timestamp option in the SYN when off; the first flight as long as initcwnd); a member the
+kernel refuses recorded as a failed run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cellperf.store import Store
+from tests.conftest import cellperf
+
+pytestmark = pytest.mark.netns
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def shortened(name: str, tmp_path: Path, duration: int, parallel: int = 1) -> Path:
+    text = (EXAMPLES / name).read_text()
+    text = re.sub(r"(?m)^duration = .*$", f"duration = {duration}\nparallel = {parallel}", text, count=1)
+    text = re.sub(r"(?m)^repetitions = .*$", "repetitions = 1", text, count=1)
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def data_flows(out: Path):
+    with Store.open(out, read_only=True) as s:
+        return s.frame("""SELECT r.run_id, r.status, r.reason, f.member, f.proto, f.direction, f.goodput_bps, f.packets
+                          FROM runs r LEFT JOIN flows f ON f.run_id = r.run_id AND f.role = 'data'
+                          ORDER BY r.run_id, f.member""")
+
+
+def test_colocated_downloads_on_one_pf_cell_are_labelled_per_user(tmp_path):
+    camp = shortened("cc-colocated.toml", tmp_path, duration=8)
+    r = cellperf("run", str(camp), "--out", str(tmp_path / "out"), "--json", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    df = data_flows(tmp_path / "out")
+    assert df["status"].unique().to_list() == ["ok"]
+    assert df["run_id"].unique().to_list() == ["EV-DO.car.colocated.1"]
+    by = {m: g for m, g in df.group_by("member")}
+    assert set(m[0] for m in by) == {"reno", "cubic", "bbr"}, df
+    for (member,), g in by.items():
+        down = g.filter(g["direction"] == "downlink")
+        assert down.height == 1 and down["proto"][0] == "tcp", (member, g)
+        assert down["goodput_bps"][0] > 20e3, (member, g)  # each user got a share of the cell
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        (result,) = s.con.execute("SELECT result FROM runs").fetchone()
+        cfg = json.loads(s.con.execute("SELECT config FROM runs").fetchone()[0])
+    doc = json.loads(result) if isinstance(result, str) else result
+    assert {m: d["congestion"] for m, d in doc["members"].items()} == {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
+    assert cfg["cell"] == "pf" and cfg["mobile"] is True
+
+
+def test_stream_beside_bulk_tcp_labels_both_members(tmp_path):
+    camp = shortened("stream-beside-tcp.toml", tmp_path, duration=6, parallel=3)
+    r = cellperf("run", str(camp), "--out", str(tmp_path / "out"), "--json", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    df = data_flows(tmp_path / "out")
+    assert sorted(df["run_id"].unique().to_list()) == [f"EV-DO.stationary.{cc}.1" for cc in ("bbr", "cubic", "reno")]
+    for (run_id,), g in df.group_by("run_id"):
+        assert g["member"].null_count() == 0, g
+        bulk = g.filter((g["member"] == "bulk") & (g["direction"] == "downlink"))
+        stream = g.filter((g["member"] == "stream") & (g["direction"] == "downlink"))
+        assert bulk.height == 1 and bulk["proto"][0] == "tcp", g
+        assert stream.height == 1 and stream["proto"][0] == "udp", g
+        # 120-byte datagrams ten a second for 6 s; the stream is not starved by the download.
+        assert 45 <= stream["packets"][0] <= 61, g
+        assert bulk["goodput_bps"][0] > 50 * stream["goodput_bps"][0], g
+
+
+WIRE = """\
+[campaign]
+name = "wire"
+duration = 3
+parallel = 2
+
+[[networks]]
+name = "lab"
+[networks.link]
+downlink = "4mbit"
+uplink = "2mbit"
+delay = "60ms"
+
+[[tests]]
+name = "default"
+type = "tcp-bulk"
+direction = "down"
+
+[[tests]]
+name = "off"
+type = "tcp-bulk"
+direction = "down"
+sack = false
+timestamps = false
+
+[[tests]]
+name = "iw"
+type = "tcp-bulk"
+direction = "down"
+sweep = { initcwnd = [4, 16] }
+
+[[tests]]
+name = "refused"
+type = "group"
+[[tests.members]]
+name = "vegas"
+type = "tcp-bulk"
+direction = "down"
+congestion = "vegas"
+[[tests.members]]
+name = "cubic"
+type = "tcp-bulk"
+direction = "down"
+"""
+
+
+def tshark(pcap: Path, filt: str, fields: list[str]) -> list[list[str]]:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", filt, "-T", "fields", "-E", "separator=;",
+                          *[a for f in fields for a in ("-e", f)]], capture_output=True, text=True, check=True).stdout
+    return [line.split(";") for line in out.splitlines() if line]
+
+
+def first_flight(cn: Path) -> int:
+    """Data segments the CN sent on the test's data connection before the MN's first ACK of
+    its data came back (the CN capture is taken before the link's queue)."""
+    rows = tshark(cn, "tcp", ["frame.time_epoch", "ip.src", "tcp.stream", "tcp.len", "tcp.ack", "tcp.srcport"])
+    # The data connection: the stream with the most CN payload.
+    cn_addr = rows[0][1] if rows else None
+    payload: dict[str, int] = {}
+    for t, src, stream, n, ack, sport in rows:
+        if int(n) > 0:
+            payload[(stream, src)] = payload.get((stream, src), 0) + int(n)
+    (stream, sender), _ = max(payload.items(), key=lambda kv: kv[1])
+    count, first_data = 0, None
+    for t, src, s, n, ack, sport in rows:
+        if s != stream:
+            continue
+        if src == sender and int(n) > 0:
+            first_data = first_data or t
+            count += 1
+        elif src != sender and first_data is not None and int(ack) > 1 + 0:
+            # relative ack numbers: the MN acks the CN's first bytes (beyond the SYN's 1)
+            if int(ack) > 1:
+                break
+    assert cn_addr is not None
+    return count
+
+
+def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_path):
+    camp = tmp_path / "wire.toml"
+    camp.write_text(WIRE)
+    out = tmp_path / "out"
+    r = cellperf("run", str(camp), "--out", str(out), "--json", check=False, timeout=150)
+    assert r.returncode == 3, r.stderr  # finished, one run failed
+    summary = json.loads(r.stdout)
+    assert [f["run_id"] for f in summary["runs_failed"]] == ["lab.stationary.refused.1"]
+    assert "member vegas:" in summary["runs_failed"][0]["reason"] and "vegas" in summary["runs_failed"][0]["reason"]
+    with Store.open(out, read_only=True) as s:
+        states = dict(s.con.execute("SELECT run_id, status FROM runs").fetchall())
+    assert states["lab.stationary.refused.1"] == "failed" and list(states.values()).count("ok") == 4
+    runs = out / "runs"
+    syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0"
+    fields = ["tcp.options.sack_perm", "tcp.options.timestamp.tsval"]
+    on = tshark(runs / "lab.stationary.default.1" / "mn.pcap", syn, fields)
+    off = tshark(runs / "lab.stationary.off.1" / "mn.pcap", syn, fields)
+    assert len(on) >= 2 and all(row[0] and row[1] for row in on), on  # control + data connections
+    assert len(off) >= 2 and all(not row[0] and not row[1] for row in off), off
+    # No option in the CN's SYN-ACK either: the MN's SYN decided for the connection.
+    synack = tshark(runs / "lab.stationary.off.1" / "cn.pcap", "tcp.flags.syn == 1 && tcp.flags.ack == 1", fields)
+    assert synack and all(not row[0] and not row[1] for row in synack), synack
+    assert first_flight(runs / "lab.stationary.iw-initcwnd4.1" / "cn.pcap") == 4
+    assert first_flight(runs / "lab.stationary.iw-initcwnd16.1" / "cn.pcap") == 16
