@@ -107,6 +107,23 @@ direction = "down"
 sweep = { initcwnd = [4, 16] }
 
 [[tests]]
+type = "ping-sweep"
+sizes = [100, 1000]
+count = 5
+interval = 0.2
+timeout = 1
+
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "8M"
+
+[[tests]]
+type = "udp-cbr"
+direction = "up"
+rate = "4M"
+
+[[tests]]
 name = "refused"
 type = "group"
 [[tests.members]]
@@ -129,27 +146,21 @@ def tshark(pcap: Path, filt: str, fields: list[str]) -> list[list[str]]:
 
 def first_flight(cn: Path) -> int:
     """Data segments the CN sent on the test's data connection before the MN's first ACK of
-    its data came back (the CN capture is taken before the link's queue)."""
-    rows = tshark(cn, "tcp", ["frame.time_epoch", "ip.src", "tcp.stream", "tcp.len", "tcp.ack", "tcp.srcport"])
-    # The data connection: the stream with the most CN payload.
-    cn_addr = rows[0][1] if rows else None
-    payload: dict[str, int] = {}
-    for t, src, stream, n, ack, sport in rows:
-        if int(n) > 0:
-            payload[(stream, src)] = payload.get((stream, src), 0) + int(n)
-    (stream, sender), _ = max(payload.items(), key=lambda kv: kv[1])
-    count, first_data = 0, None
-    for t, src, s, n, ack, sport in rows:
+    its data came back (the CN capture is taken where packets enter the link, before its
+    queue and delay): the initial congestion window in segments."""
+    rows = tshark(cn, "tcp", ["ip.src", "tcp.stream", "tcp.len", "tcp.ack"])
+    sent: dict[tuple[str, str], int] = {}
+    for src, stream, n, _ in rows:
+        sent[(stream, src)] = sent.get((stream, src), 0) + int(n)
+    stream, sender = max(sent, key=sent.get)  # the download: the stream and end sending the most
+    count = 0
+    for src, s, n, ack in rows:
         if s != stream:
             continue
         if src == sender and int(n) > 0:
-            first_data = first_data or t
             count += 1
-        elif src != sender and first_data is not None and int(ack) > 1 + 0:
-            # relative ack numbers: the MN acks the CN's first bytes (beyond the SYN's 1)
-            if int(ack) > 1:
-                break
-    assert cn_addr is not None
+        elif src != sender and count and int(ack) > 1:  # relative: the MN acknowledges CN data
+            break
     return count
 
 
@@ -164,7 +175,7 @@ def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_pat
     assert "member vegas:" in summary["runs_failed"][0]["reason"] and "vegas" in summary["runs_failed"][0]["reason"]
     with Store.open(out, read_only=True) as s:
         states = dict(s.con.execute("SELECT run_id, status FROM runs").fetchall())
-    assert states["lab.stationary.refused.1"] == "failed" and list(states.values()).count("ok") == 4
+    assert states["lab.stationary.refused.1"] == "failed" and list(states.values()).count("ok") == 7
     runs = out / "runs"
     syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0"
     fields = ["tcp.options.sack_perm", "tcp.options.timestamp.tsval"]
@@ -177,3 +188,23 @@ def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_pat
     assert synack and all(not row[0] and not row[1] for row in synack), synack
     assert first_flight(runs / "lab.stationary.iw-initcwnd4.1" / "cn.pcap") == 4
     assert first_flight(runs / "lab.stationary.iw-initcwnd16.1" / "cn.pcap") == 16
+
+    # The RWIN-BDP table of the report, from this store's ping sweep and UDP bandwidths.
+    from cellperf.report.tcp_options import DEFAULT_MSS, bdp_table, rwin_bdp
+
+    with Store.open(out, read_only=True) as s:
+        (result,) = s.con.execute("SELECT result FROM runs WHERE test_type = 'ping-sweep'").fetchone()
+        bw = dict(s.con.execute("""SELECT f.direction, f.goodput_bps FROM flows f JOIN runs r USING (run_id)
+                                   WHERE r.test_type = 'udp-cbr' AND f.role = 'data' AND f.proto = 'udp'
+                                   AND f.direction = CASE r.direction WHEN 'up' THEN 'uplink' ELSE 'downlink' END
+                                   """).fetchall())
+        (item,) = bdp_table(s)
+    small = min(json.loads(result)["sweep"], key=lambda r: r["size_bytes"])
+    assert small["size_bytes"] == 100
+    rtt = small["rtt_ms"].get("mean", small["rtt_ms"]["median"])
+    assert 120 <= rtt <= 200  # 2 × 60 ms of delay plus serialisation
+    assert 3.5e6 <= bw["downlink"] <= 4.1e6 and 1.7e6 <= bw["uplink"] <= 2.1e6  # the link's 4 and 2 Mbit/s
+    for mss in DEFAULT_MSS:
+        b = rwin_bdp(rtt, 100, bw["uplink"], bw["downlink"], mss)
+        assert f"<td>{mss}</td>" in item.table_html and f"<td>{b['down']}</td>" in item.table_html
+    assert "RWIN ≥ BDP" in item.caption

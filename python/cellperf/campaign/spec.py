@@ -54,6 +54,7 @@ class _Locator:
                     base = self._resolve(keys[:-1], counts) + (keys[-1],)
                     counts[base] = counts.get(base, -1) + 1
                     prefix = base + (counts[base],)
+                    self.lines.setdefault(base, n)  # the array itself: its first table
                 else:
                     prefix = self._resolve(keys, counts)
                 self.lines.setdefault(prefix, n)
@@ -158,7 +159,7 @@ class RunSpec:
 
     def member_options(self, member: TestSpec) -> dict:
         """A group member's options: the group's duration unless the member gives its own."""
-        options = {"duration": self.duration_s, **member.options}
+        options = {"duration": self.options.get("duration", self.duration_s), **member.options}
         if not option_applies("duration", member.type):
             options.pop("duration")
         return options
@@ -814,6 +815,9 @@ def expand(campaign: Campaign, default_duration: float) -> list[RunSpec]:
                     if option_applies("duration", test.type) or test.type not in TESTS:
                         duration = options.get("duration", default_duration)
                         options["duration"] = duration
+                        # A group lasts as long as its longest member.
+                        duration = max([duration, *(m.options.get("duration", 0.0) if option_applies("duration", m.type)
+                                                    else _sweep_seconds(m.options) for m in test.members)])
                     else:
                         duration = _sweep_seconds(options)
                     run_id = f"{net.name}.{scenario}.{test.name}.{rep}"

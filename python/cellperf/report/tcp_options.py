@@ -5,7 +5,8 @@ timestamps, initial windows, MSS × window; Tables III-V), over the repetitions.
 RWIN-BDP (METHODS §3, 004 §V.A): BDP = RTT × bandwidth per direction, with RTT the
 small-packet ping RTT (the smallest size of a `ping-sweep`; its mean where the result has one,
 else its median) minus one transmission time of that packet, and the bandwidth the UDP
-throughput measured in that direction (median goodput of the `udp-cbr` runs' data flows).
+throughput measured in that direction (median goodput of the `udp-cbr` runs' data flows in
+the test's direction).
 **Choice**: the transmission time taken out is the ping packet's in the *reverse* direction,
 where TCP's ACKs go (004: "we assume TCP ACKs transmission time is negligible"); the value is
 rounded to the nearest whole number of MSS-sized segments, at least one.
@@ -71,6 +72,8 @@ def _inputs(store: Store) -> pl.DataFrame:
                median(f.goodput_bps) FILTER (WHERE f.direction = 'downlink') AS down_bps
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND r.test_type = 'udp-cbr' AND f.role = 'data' AND f.proto = 'udp'
+          -- the test's own direction (a downlink test also has the probe's uplink hello)
+          AND f.direction = CASE r.direction WHEN 'up' THEN 'uplink' WHEN 'down' THEN 'downlink' END
         GROUP BY r.network, r.scenario""")
     if bw.height == 0:
         return pl.DataFrame()
