@@ -79,7 +79,7 @@ WIRE = """\
 [campaign]
 name = "wire"
 duration = 3
-parallel = 2
+parallel = 4
 
 [[networks]]
 name = "lab"
