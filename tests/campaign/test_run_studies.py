@@ -208,3 +208,26 @@ def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_pat
         b = rwin_bdp(rtt, 100, bw["uplink"], bw["downlink"], mss)
         assert f"<td>{mss}</td>" in item.table_html and f"<td>{b['down']}</td>" in item.table_html
     assert "RWIN ≥ BDP" in item.caption
+    # The report's "TCP settings" section: the table and the throughput per setting, rendered
+    # in headless Chromium with no console error.
+    report = json.loads(cellperf("report", out, "--json").stdout)
+    html = Path(report["report"]).read_text()
+    assert 'id="rwin-bdp"' in html and 'id="tcp-settings"' in html
+    for setting in ("initcwnd=4", "initcwnd=16", "sack=false, timestamps=false", "defaults"):
+        assert f"<td>{setting}</td>" in html, setting
+    playwright = pytest.importorskip("playwright.sync_api")
+    from tests.report.test_report import CHROMIUM, FLAGS
+
+    errors: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"file://{report['report']}")
+            page.wait_for_load_state("load")
+            assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
+        finally:
+            browser.close()
+    assert errors == []
