@@ -617,9 +617,6 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         mechanisms = c.value(n, where, "radio_mechanisms", _bool, default=True)
         if not mechanisms and kind != "emulated":
             c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
-        if handoff_path is not None and not any(m for _, m in scenario_list):
-            c.fail(where + ("handoffs",), "a handoff schedule is for mobile scenarios, and no scenario is mobile "
-                                          "(give one `mobile = true`)")
         networks.append(Network(nname, profile, seed, handoff_path, overrides, mechanisms, link))
 
     n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
