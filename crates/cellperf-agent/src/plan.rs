@@ -85,12 +85,22 @@ pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
 /// `probe_option_tests`; `cellperf.campaign.spec` reads it, and a test iterates it through both).
 /// `duration` of ping-sweep is absent: its length is `count` × `interval` per size.
 pub const OPTION_TESTS: &[(&str, &[&str])] = &[
-    ("direction", &["udp-cbr", "tcp-bulk", "sparse", "window-sweep"]),
+    (
+        "direction",
+        &["udp-cbr", "tcp-bulk", "sparse", "window-sweep"],
+    ),
     ("rate", &["udp-cbr"]),
     ("payload", &["udp-cbr", "sparse"]),
     (
         "duration",
-        &["udp-cbr", "tcp-bulk", "voip", "min-delay", "sparse", "window-sweep"],
+        &[
+            "udp-cbr",
+            "tcp-bulk",
+            "voip",
+            "min-delay",
+            "sparse",
+            "window-sweep",
+        ],
     ),
     ("bytes", &["tcp-bulk"]),
     ("congestion", &["tcp-bulk", "window-sweep"]),
