@@ -215,19 +215,11 @@ def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_pat
     assert 'id="rwin-bdp"' in html and 'id="tcp-settings"' in html
     for setting in ("initcwnd=4", "initcwnd=16", "sack=false, timestamps=false", "defaults"):
         assert f"<td>{setting}</td>" in html, setting
-    playwright = pytest.importorskip("playwright.sync_api")
-    from tests.report.test_report import CHROMIUM, FLAGS
+    from tests.report.test_report import CHROMIUM, report_page
 
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
     errors: list[str] = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"file://{report['report']}")
-            page.wait_for_load_state("load")
-            assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
-        finally:
-            browser.close()
+    with report_page(report["report"], tmp_path, errors) as page:
+        assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
     assert errors == []
