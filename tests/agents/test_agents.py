@@ -149,6 +149,11 @@ def test_tcp_bulk_and_window_sweep(server):
     doc = _json(server.probe("-t", "tcp-bulk", "--direction", "down", "--bytes", "8M", "--mss", "1200", "-P", "2",
                              "--window", "256K", "--json"))
     assert doc["bytes_received"] == 8 * 2**20 and doc["window_bytes"] == 262144
+    # Its local ports: the control connection's and one per data stream, all different (what
+    # labels a campaign group's flows in a capture).
+    ports = doc["local_ports"]
+    assert len(ports["data"]) == 2 and len({ports["control"], *ports["data"]}) == 3
+    assert all(1024 <= p <= 65535 for p in (ports["control"], *ports["data"]))
     assert 1100 < doc["mss"] <= 1200  # minus TCP options
     assert doc["packets_received"] >= 8 * 2**20 / doc["mss"]
     # The server sends: its two sockets' windows, summed, come back in its report.

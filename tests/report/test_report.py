@@ -5,6 +5,7 @@ the test's temporary folder); figures export to PNG and PDF."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,26 @@ pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")]
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
+
+
+@contextlib.contextmanager
+def report_page(path: str | Path, tmp_path: Path, errors: list[str]):
+    """The report at `path` loaded in headless Chromium (offline), its console errors and page
+    errors collected into `errors`."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM,
+                                                   headless=True, args=FLAGS, viewport={"width": 1200, "height": 900},
+                                                   offline=True)
+        try:
+            page = ctx.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"file://{path}")
+            page.wait_for_load_state("load")
+            yield page
+        finally:
+            ctx.close()
 
 
 CAMPAIGN = """\
@@ -86,36 +107,24 @@ def test_report_is_self_contained(report):
 
 
 def test_report_renders_in_headless_chromium(report, tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
     _, result = report
     errors: list[str] = []
-    with playwright.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM,
-                                                   headless=True, args=FLAGS, viewport={"width": 1200, "height": 900},
-                                                   offline=True)
-        try:
-            page = ctx.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"file://{result['report']}")
-            page.wait_for_load_state("load")
-            figures = page.locator('section[data-kind="figure"]')
-            n = figures.count()
-            assert n >= 8
-            page.wait_for_function(
-                f"document.querySelectorAll('section[data-kind=figure] .js-plotly-plot .main-svg').length >= {n}")
-            for i in range(n):
-                fig = figures.nth(i)
-                # Rendered: plotly drew its SVG with data in it, at a real size.
-                assert fig.locator(".main-svg").count() >= 1
-                assert fig.locator("g.trace, g.boxlayer path, g.scatterlayer g").count() >= 1, fig.get_attribute("id")
-                box = fig.locator(".js-plotly-plot").bounding_box()
-                assert box["width"] > 300 and box["height"] > 200
-            shot = Path(os.environ.get("CELLPERF_TEST_ARTIFACTS", tmp_path)) / "report.png"
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            ctx.close()
+    with report_page(result["report"], tmp_path, errors) as page:
+        figures = page.locator('section[data-kind="figure"]')
+        n = figures.count()
+        assert n >= 8
+        page.wait_for_function(
+            f"document.querySelectorAll('section[data-kind=figure] .js-plotly-plot .main-svg').length >= {n}")
+        for i in range(n):
+            fig = figures.nth(i)
+            # Rendered: plotly drew its SVG with data in it, at a real size.
+            assert fig.locator(".main-svg").count() >= 1
+            assert fig.locator("g.trace, g.boxlayer path, g.scatterlayer g").count() >= 1, fig.get_attribute("id")
+            box = fig.locator(".js-plotly-plot").bounding_box()
+            assert box["width"] > 300 and box["height"] > 200
+        shot = Path(os.environ.get("CELLPERF_TEST_ARTIFACTS", tmp_path)) / "report.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True)
     assert errors == []
     assert shot.stat().st_size > 10_000
 

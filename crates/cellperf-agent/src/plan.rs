@@ -80,42 +80,54 @@ pub const TESTS: [&str; 7] = [
 /// Voice codecs: (name, payload bytes, packet interval in ms) — 000 §4.3.
 pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
 
-/// Options each test accepts, by their CLI names (`owd` is accepted by every UDP test).
-fn allowed(test: &str) -> &'static [&'static str] {
-    match test {
-        "udp-cbr" => &["direction", "rate", "payload", "duration", "timeout", "owd"],
-        "tcp-bulk" => &[
-            "direction",
-            "duration",
-            "bytes",
-            "congestion",
-            "window",
-            "mss",
-            "streams",
+/// Which option applies to which test, by the options' CLI names: the ONE table behind the
+/// probe's refusal below and `cellperf run --check` (exported to Python by cellperf-py as
+/// `probe_option_tests`; `cellperf.campaign.spec` reads it, and a test iterates it through both).
+/// `duration` of ping-sweep is absent: its length is `count` × `interval` per size.
+pub const OPTION_TESTS: &[(&str, &[&str])] = &[
+    (
+        "direction",
+        &["udp-cbr", "tcp-bulk", "sparse", "window-sweep"],
+    ),
+    ("rate", &["udp-cbr"]),
+    ("payload", &["udp-cbr", "sparse"]),
+    (
+        "duration",
+        &[
+            "udp-cbr",
+            "tcp-bulk",
+            "voip",
+            "min-delay",
+            "sparse",
+            "window-sweep",
         ],
-        "voip" => &["codec", "duration", "timeout", "owd"],
-        "min-delay" => &["duration", "timeout", "owd"],
-        "ping-sweep" => &["sizes", "count", "interval", "timeout", "owd"],
-        "sparse" => &[
-            "direction",
-            "payload",
-            "duration",
-            "interval",
-            "timeout",
-            "owd",
-        ],
-        "window-sweep" => &[
-            "direction",
-            "duration",
-            "windows",
-            "mss-values",
-            "congestion",
-            "streams",
-            "window",
-            "mss",
-        ],
-        _ => &[],
-    }
+    ),
+    ("bytes", &["tcp-bulk"]),
+    ("congestion", &["tcp-bulk", "window-sweep"]),
+    ("window", &["tcp-bulk", "window-sweep"]),
+    ("mss", &["tcp-bulk", "window-sweep"]),
+    ("streams", &["tcp-bulk", "window-sweep"]),
+    ("codec", &["voip"]),
+    ("sizes", &["ping-sweep"]),
+    ("count", &["ping-sweep"]),
+    ("interval", &["ping-sweep", "sparse"]),
+    (
+        "timeout",
+        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse"],
+    ),
+    ("windows", &["window-sweep"]),
+    ("mss-values", &["window-sweep"]),
+    (
+        "owd",
+        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse"],
+    ),
+];
+
+/// Whether option `name` (CLI name) applies to `test`, after [`OPTION_TESTS`].
+pub fn applies(name: &str, test: &str) -> bool {
+    OPTION_TESTS
+        .iter()
+        .any(|(o, tests)| *o == name && tests.contains(&test))
 }
 
 fn given(o: &Options) -> Vec<&'static str> {
@@ -317,8 +329,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             TESTS.join(", ")
         ));
     }
-    let ok = allowed(test);
-    if let Some(bad) = given(o).into_iter().find(|g| !ok.contains(g)) {
+    if let Some(bad) = given(o).into_iter().find(|g| !applies(g, test)) {
         return Err(format!("--{bad} does not apply to --test {test}"));
     }
     let echo_default = matches!(test, "voip" | "min-delay" | "ping-sweep");
@@ -597,6 +608,38 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// Every option of the table is one `given` reports, and every test it names exists.
+    #[test]
+    fn option_table_names_known_options_and_tests() {
+        let all = Options {
+            direction: Some("x".into()),
+            rate_bps: Some(1.0),
+            payload: Some(1),
+            duration_s: Some(1.0),
+            bytes: Some(1),
+            congestion: Some("x".into()),
+            window: Some(1),
+            mss: Some(1),
+            streams: Some(1),
+            codec: Some("x".into()),
+            sizes: Some(vec![]),
+            count: Some(1),
+            interval_s: Some(1.0),
+            timeout_s: Some(1.0),
+            windows: Some(vec![]),
+            mss_values: Some(vec![]),
+            owd: Some("x".into()),
+        };
+        let names = given(&all);
+        assert_eq!(names.len(), OPTION_TESTS.len());
+        for (o, tests) in OPTION_TESTS {
+            assert!(names.contains(o), "{o}");
+            assert!(tests.iter().all(|t| TESTS.contains(t)), "{o}");
+        }
+        // min-delay sends fixed 40-byte probes: --payload is refused (run --check agreed once).
+        assert!(!applies("payload", "min-delay"));
     }
 
     #[test]

@@ -222,6 +222,8 @@ struct UdpGathered {
     server_down: Option<Vec<Record>>,
     report: Option<ServerReport>,
     error: Option<String>,
+    /// The data socket's local port (labels the flow in a capture: `local_ports`).
+    local_port: Option<u16>,
 }
 
 /// What one TCP step gathered.
@@ -230,6 +232,8 @@ struct TcpGathered {
     local: TcpSide,
     remote: Option<TcpSide>,
     error: Option<String>,
+    /// Local ports of the data connections (`local_ports`).
+    local_ports: Vec<u16>,
 }
 
 type ProgressFn<'a> = dyn FnMut(&Progress) -> bool + 'a;
@@ -287,6 +291,7 @@ fn run_udp_step(
             }
         };
     udp::enlarge_buffers(&sock);
+    g.local_port = sock.local_addr().ok().map(|a| a.port());
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let ctl = ReceiveControl::new();
     let receiver = spec.direction.server_sends().then(|| {
@@ -547,6 +552,11 @@ fn run_tcp_step(
             return g;
         }
     }
+    g.local_ports = ups
+        .iter()
+        .chain(downs.iter())
+        .filter_map(|s: &TcpStream| s.local_addr().ok().map(|a| a.port()))
+        .collect();
     match c.reply() {
         Ok(Message::Ready {}) => {}
         Ok(other) => {
@@ -728,6 +738,10 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     // Datagrams either end dropped for lacking the test's token (forged into the test).
     let mut spoofed = 0u64;
     let mut error = clock.as_ref().err().cloned();
+    // The probe's local ports: what tells this probe's flows in a capture from those of other
+    // probes started beside it on the same host (a campaign's concurrent group).
+    let control_port = client.ctrl.local_addr().ok().map(|a| a.port());
+    let mut data_ports: Vec<u16> = Vec::new();
     let n = plan.steps.len();
     if error.is_none() {
         for (i, step) in plan.steps.iter().enumerate() {
@@ -737,6 +751,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
+                    data_ports.extend(g.local_port);
                     if let (Some(up), Some(down)) = (&g.server_up, &g.server_down) {
                         server_log.extend(server_view_rows(
                             &format!("{run_id}/{i}"),
@@ -753,6 +768,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 Step::Tcp(spec) => {
                     let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
                     let e = g.error.clone();
+                    data_ports.extend(&g.local_ports);
                     (tcp_result(spec, &g), e)
                 }
             };
@@ -765,6 +781,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         let _ = client.send(&Message::Bye {});
     }
     crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
+    doc["local_ports"] = json!({ "control": control_port, "data": data_ports });
     if spoofed > 0 {
         doc["spoofed_datagrams"] = json!(spoofed);
     }

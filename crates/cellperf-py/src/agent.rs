@@ -213,7 +213,18 @@ fn type_keys(
     ))
 }
 
+/// The probe's one table of which option (CLI name) applies to which test:
+/// `[(option, [test, ...]), ...]` (cellperf_agent::plan::OPTION_TESTS), for `cellperf run --check`.
+#[pyfunction]
+fn probe_option_tests() -> Vec<(&'static str, Vec<&'static str>)> {
+    cellperf_agent::plan::OPTION_TESTS
+        .iter()
+        .map(|(o, tests)| (*o, tests.to_vec()))
+        .collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(probe_option_tests, m)?)?;
     m.add("AgentError", m.py().get_type::<AgentError>())?;
     m.add_function(wrap_pyfunction!(agent_probe, m)?)?;
     m.add_function(wrap_pyfunction!(agent_serve, m)?)?;

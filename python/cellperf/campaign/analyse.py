@@ -27,6 +27,8 @@ from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.store import write_parquet
 
+#: Flow ids of a shared cell's user i start at i × this (the users' captures are analysed apart).
+USER_FLOW_IDS = 100_000
 #: ±w around a handoff (METHODS §6, the thesis' 5 s).
 HANDOFF_WINDOW_S = 5.0
 
@@ -60,7 +62,24 @@ def test_protocol(test_type: str, options: dict) -> str | None:
     return options.get("transport", "udp") if test_type == "stream" else TEST_PROTOCOL.get(test_type)
 
 
-def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, control_port: int | None) -> dict[int, str]:
+def member_ports(run: RunSpec, result: dict | None) -> dict[int, str]:
+    """MN-side port → member name, for a group's flows (each probe's `local_ports`)."""
+    out: dict[int, str] = {}
+    for name, doc in ((result or {}).get("members") or {}).items():
+        ports = (doc or {}).get("local_ports") or {}
+        for port in [ports.get("control"), *(ports.get("data") or [])]:
+            if port is not None:
+                out[int(port)] = name
+    return out
+
+
+def _flow_members(report: dict, ports: dict[int, str]) -> dict[int, str | None]:
+    """flow_id → the group member whose probe opened it (its MN-side port)."""
+    return {f["flow_id"]: ports.get(f["sport"] if f["direction"] == "uplink" else f["dport"]) for f in report["flows"]}
+
+
+def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, control_port: int | None,
+                members: dict[int, str | None] | None = None, protocols: dict[str, str] | None = None) -> dict[int, str]:
     """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
     `stray` or `other`. Every flow of a run is opened by the probe at the MN, so a flow whose
     first packet travels downlink is not part of this run: a late FIN of another campaign's
@@ -75,6 +94,10 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
             roles[fid] = "stray"
         elif f["proto"] == "tcp" and control_port is not None and control_port in (f["sport"], f["dport"]):
             roles[fid] = "control"
+        elif members is not None:
+            # A group: the test's traffic is what a member opened, in that member's protocol.
+            m = members.get(fid)
+            roles[fid] = "data" if m is not None and f["proto"] == protocols.get(m) else "other"
         elif f["proto"] == protocol:
             roles[fid] = "data"
         else:
@@ -202,11 +225,37 @@ def _streams_from_log(agent_log: Path, directions: set[str], interval_s: float,
     return flows, _with_direction(iv)
 
 
+def _member_logs(run: RunSpec, folder: Path, interval_s: float, handoff_s, tables: dict, warnings: list) -> None:
+    """A group's per-member agent logs → one `agent_log.parquet` with a `member` column, and
+    each VoIP member's windows (`voip_windows`, labelled)."""
+    logs, windows = [], []
+    for m in run.test.members:
+        path = folder / f"agent-{m.name}.parquet"
+        if not path.exists():
+            continue
+        logs.append(pl.read_parquet(path).with_columns(member=pl.lit(m.name)))
+        if m.type == "voip":
+            w = _voip_windows(path, interval_s, warnings)
+            if w is not None:
+                windows.append(w.with_columns(member=pl.lit(m.name)))
+        path.unlink()
+    if logs:
+        write_parquet(pl.concat(logs, how="diagonal_relaxed").with_columns(run_id=pl.lit(run.run_id)),
+                      folder / "agent_log.parquet")
+    if windows:
+        w = pl.concat(windows, how="diagonal_relaxed")
+        start = w["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+        end = w["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+        tables["voip_windows"] = w.with_columns(
+            run_id=pl.lit(run.run_id), near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
+
+
 def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str | None, clocks_synced: bool,
-                control_port: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
+                control_port: int | None, ports: dict[int, str] | None = None, mn_addrs: list[str] | None = None) -> tuple[dict[str, pl.DataFrame], dict]:
     """Rows for the run tables and a summary for `runs.analysis`. Per-packet tables are
     written to `folder` as Parquet. Raises UserError when the captures cannot be read.
-    A test type `auto` is inferred from the captures (`summary["test_type"]`)."""
+    A test type `auto` is inferred from the captures (`summary["test_type"]`). For a group,
+    `ports` (member_ports) labels each flow, interval and VoIP window with its `member`."""
     tables: dict[str, pl.DataFrame] = {}
     summary: dict = {"warnings": []}
     test_type = run.test.type
@@ -239,31 +288,59 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     if agent_log.exists() and test_protocol(test_type, run.options) == "udp":
         from_log = {d for d, receiver in (("uplink", cn), ("downlink", mn)) if not receiver.exists()}
     flow_parts, interval_parts = [], []
-    if mn.exists() or cn.exists():
-        a = analyze(mn=mn if mn.exists() else None, cn=cn if cn.exists() else None, interval=interval_s,
-                    mn_addr=mn_addr, synced_clocks=clocks_synced, tables=True)
+    # What to analyse: the link's two captures; for a group on a shared cell, each user's MN
+    # capture with the cell's CN capture, that user's flows only, flow ids kept apart.
+    if run.test.cell:
+        sets = [(folder / f"mn{i}.pcap", cn, addr, m.name, i * USER_FLOW_IDS)
+                for i, (m, addr) in enumerate(zip(run.test.members, mn_addrs or []))]
+    else:
+        sets = [(mn, cn, mn_addr, None, 0)] if mn.exists() or cn.exists() else []
+    per_packet: dict[str, list[pl.DataFrame]] = {"packets": [], "rtt": [], "udp_packets": []}
+    for mn_i, cn_i, addr, user, offset in sets:
+        a = analyze(mn=mn_i if mn_i.exists() else None, cn=cn_i if cn_i.exists() else None, interval=interval_s,
+                    mn_addr=addr, synced_clocks=clocks_synced, tables=True)
         report = a.report
+        if user is not None:
+            report = {**report, "flows": [{**f, "flow_id": f["flow_id"] + offset} for f in report["flows"]
+                                          if addr in (f["src"], f["dst"])]}
         warnings.extend(report.get("warnings", []))
-        summary["captures"] = report["captures"]
+        summary.setdefault("captures", report["captures"])
         summary["owd_kind"] = report.get("owd_kind")
-        packets = pl.from_arrow(a.tables["packets"])
+
+        def table(name: str) -> pl.DataFrame:
+            t = pl.from_arrow(a.tables[name])
+            return t.with_columns(flow_id=pl.col("flow_id") + offset) if offset and "flow_id" in t.columns else t
+
+        packets = table("packets")
         if test_type == AUTO_TEST_TYPE:
             test_type = summary["test_type"] = inferred_test_type(report)
-        roles = _flow_roles(report, packets, test_protocol(test_type, run.options), control_port)
+        if user is not None:
+            members = {f["flow_id"]: user for f in report["flows"]}
+        else:
+            members = _flow_members(report, ports) if run.test.members else None
+        protocols = {m.name: test_protocol(m.type, m.options) for m in run.test.members}
+        roles = _flow_roles(report, packets, test_protocol(test_type, run.options), control_port, members, protocols)
         for f in report["flows"]:
             if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
                 roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
-        flow_parts.append(_flow_rows(report, roles))
+        rows = _flow_rows(report, roles) if report["flows"] else pl.DataFrame()
+        if members is not None and rows.height:
+            rows = rows.with_columns(member=pl.Series([members[f] for f in rows["flow_id"]], dtype=pl.Utf8))
+        flow_parts.append(rows)
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
-        interval_parts.append(_with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep)))
+        interval_parts.append(_with_direction(table("intervals").filter(keep)))
         for name in ("tcp_retransmissions", "ack_compression"):
-            tables[name] = _with_direction(pl.from_arrow(a.tables[name]).filter(keep)).with_columns(run_id=run_id)
-        # Per-packet tables: Parquet beside the database, with the run id in every row.
-        write_parquet(packets.with_columns(run_id=run_id), folder / "packets.parquet")
-        write_parquet(_with_direction(pl.from_arrow(a.tables["rtt"])).with_columns(run_id=run_id), folder / "rtt.parquet")
-        udp = _with_direction(pl.from_arrow(a.tables["udp_packets"]))
-        write_parquet(udp.with_columns(run_id=run_id), folder / "udp_packets.parquet")
+            part = _with_direction(table(name).filter(keep)).with_columns(run_id=run_id)
+            tables[name] = pl.concat([tables[name], part], how="diagonal_relaxed") if name in tables else part
+        mine = pl.col("flow_id").is_in([f["flow_id"] for f in report["flows"]])
+        per_packet["packets"].append(packets.filter(mine) if user is not None else packets)
+        per_packet["rtt"].append(_with_direction(table("rtt")).filter(mine if user is not None else pl.lit(True)))
+        per_packet["udp_packets"].append(_with_direction(table("udp_packets")).filter(mine if user is not None else pl.lit(True)))
+    # Per-packet tables: Parquet beside the database, with the run id in every row.
+    for name, parts in per_packet.items():
+        if parts:
+            write_parquet(pl.concat(parts, how="diagonal_relaxed").with_columns(run_id=run_id), folder / f"{name}.parquet")
     if from_log:
         flows, intervals = _streams_from_log(agent_log, from_log, interval_s,
                                              first_id=max((int(f["flow_id"].max()) + 1 for f in flow_parts
@@ -277,6 +354,8 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         tables["flows"] = flows.with_columns(run_id=run_id)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
+        if flows is not None and "member" in flows.columns and intervals.height:
+            intervals = intervals.join(flows.select("flow_id", "member"), on="flow_id", how="left")
         start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
         tables["intervals"] = intervals.with_columns(
             run_id=run_id, near_handoff=pl.Series(near_handoff(start, start + interval_s, handoff_s, HANDOFF_WINDOW_S)))
@@ -285,6 +364,8 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     if server_log.exists():
         write_parquet(pl.read_parquet(server_log).with_columns(run_id=run_id), folder / "server_log.parquet")
         server_log.unlink()
+    if run.test.members:
+        _member_logs(run, folder, interval_s, handoff_s, tables, warnings)
     if agent_log.exists():
         log = pl.read_parquet(agent_log)
         write_parquet(log.with_columns(run_id=run_id), folder / "agent_log.parquet")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from cellperf import __version__
-from cellperf.campaign.analyse import analyse_run
+from cellperf.campaign.analyse import analyse_run, member_ports
 from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
@@ -95,7 +95,8 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
                 run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
                 clocks_synced=outcome.clocks_synced,
                 # A page load has no agents' control connection (a page server may even share its port).
-                control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign))
+                control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign),
+                ports=member_ports(run, outcome.result), mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
             analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
             if run.test.type == "web":
                 from cellperf.campaign.web import web_tables

@@ -9,6 +9,7 @@ follows table headers and keys through the text.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import tomllib
@@ -20,6 +21,8 @@ from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError, os_reason
 from cellperf.validate import looks_binary, number, plain_text
 
+#: Scenario labels whose mobility is known; any other label (car, campus, KTX, subway,
+#: pedestrian, vehicular, ...) is free text and says `mobile = true/false` where the code needs it.
 SCENARIOS = ("stationary", "mobile")
 FAMILIES = sorted({p.rsplit("-", 1)[0] for p in PROFILE_NAMES})
 TESTBEDS = ("emulated", "real")
@@ -51,6 +54,7 @@ class _Locator:
                     base = self._resolve(keys[:-1], counts) + (keys[-1],)
                     counts[base] = counts.get(base, -1) + 1
                     prefix = base + (counts[base],)
+                    self.lines.setdefault(base, n)  # the array itself: its first table
                 else:
                     prefix = self._resolve(keys, counts)
                 self.lines.setdefault(prefix, n)
@@ -90,6 +94,13 @@ class Network:
     # false: the profile without link-layer ARQ and uplink frames (a mahimahi-like link:
     # rate, queue, fixed delay), to see what the radio mechanisms change (bench/fidelity.py).
     radio_mechanisms: bool = True
+    # `cellperf emulate` options of the link (`[networks.link]`, key → value), after or instead
+    # of the profile: any link `cellperf emulate` accepts (trace files, ge:, markov:, ARQ, ...).
+    link: tuple = ()
+
+    def emulate_args(self) -> list[str]:
+        """The link's `cellperf emulate` options (profile aside)."""
+        return [a for key, value in self.link for a in (f"--{key.replace('_', '-')}", str(value))]
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,10 @@ class TestSpec:
     name: str
     type: str
     options: dict  # probe options as campaign keys (direction, rate, duration, ...)
+    # type = "group": the tests started together on one link (or, with `cell`, one user each
+    # of a shared PF/RR cell); each member's flows are labelled with its name in the store.
+    members: tuple = ()
+    cell: str | None = None  # "pf" | "rr" (emulated): each member a user of one shared cell
 
 
 @dataclass(frozen=True)
@@ -110,10 +125,19 @@ class RunSpec:
     repetition: int
     options: dict  # the test's options with the network's overrides applied
     duration_s: float
+    mobile: bool | None = None  # the scenario's mobility (None: a free label that did not say)
 
     @property
     def profile(self) -> str | None:
-        return f"{self.network.profile}-{self.scenario}" if self.network.profile else None
+        if not self.network.profile:
+            return None
+        return f"{self.network.profile}-{'mobile' if self.mobile else 'stationary'}"
+
+    @property
+    def tcp_options(self) -> dict:
+        """The run's TCP settings the runner applies in its namespaces (SACK, timestamps,
+        initial windows), not the probe."""
+        return {k: self.options[k] for k in TCP_SETTINGS if k in self.options}
 
     def config(self, campaign: Campaign) -> dict:
         """What determines the run's result; stored with it and compared on resume."""
@@ -121,12 +145,24 @@ class RunSpec:
             "network": self.network.name, "scenario": self.scenario, "test": self.test.name,
             "test_type": self.test.type, "repetition": self.repetition, "options": self.options,
             "duration_s": self.duration_s, "profile": self.profile, "seed": self.network.seed + self.repetition,
-            "handoffs": _file_digest(self.network.handoffs) if self.scenario == "mobile" and self.network.handoffs else None,
+            "handoffs": _file_digest(self.network.handoffs) if self.mobile and self.network.handoffs else None,
             "testbed": campaign.testbed.kind, "capture": campaign.capture, "interval_s": campaign.interval_s,
             "radio_log": campaign.radio_log.kind,
             # Only when off, so that stores made before the key existed still resume.
             **({} if self.network.radio_mechanisms else {"radio_mechanisms": False}),
+            # Likewise only when used: a free scenario label's mobility, a link spec, a group.
+            **({} if self.scenario in SCENARIOS else {"mobile": self.mobile}),
+            **({"link": [list(kv) for kv in self.network.link]} if self.network.link else {}),
+            **({"members": [[m.name, m.type, self.member_options(m)] for m in self.test.members],
+                "cell": self.test.cell} if self.test.members else {}),
         }
+
+    def member_options(self, member: TestSpec) -> dict:
+        """A group member's options: the group's duration unless the member gives its own."""
+        options = {"duration": self.options.get("duration", self.duration_s), **member.options}
+        if not option_applies("duration", member.type):
+            options.pop("duration")
+        return options
 
     def config_sha256(self, campaign: Campaign) -> str:
         return hashlib.sha256(json.dumps(self.config(campaign), sort_keys=True).encode()).hexdigest()
@@ -166,6 +202,7 @@ class Campaign:
     networks: list[Network]
     tests: list[TestSpec]
     runs: list[RunSpec] = field(default_factory=list)
+    mobility: dict = field(default_factory=dict)  # scenario label → mobile (True/False/None)
 
     @property
     def sha256(self) -> str:
@@ -279,28 +316,69 @@ def _urls(value, where):
     return [plain_text(v) for v in value]
 
 
+def _on_off(value, where):
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _segments(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number of segments")
+    # `ip route` takes any u32; Linux caps a route's initcwnd at the window clamp, and more
+    # than 1000 segments is no initial window but a typo.
+    return number(value, lo=1, hi=1000, integer=True, unit="segments")
+
+
 #: Test types the agents do not run: application tests (METHODS §13), run by their own tools.
 APP_TESTS = ("web", "stream", "interactive")
-TEST_TYPES = (*TESTS, *APP_TESTS)
+#: Tests started together in one run (`members`), on one link or one shared cell.
+GROUP = "group"
+TEST_TYPES = (*TESTS, *APP_TESTS, GROUP)
+TCP_TESTS = ("tcp-bulk", "window-sweep")
+#: TCP settings the runner makes in the run's namespaces (docs/campaigns.md "TCP options"):
+#: SACK and timestamps per network namespace (sysctl; negotiated, so the MN's SYN decides for
+#: the connection), the initial congestion and receive windows per route (`ip route`).
+TCP_SETTINGS = ("sack", "timestamps", "initcwnd", "initrwnd")
 
+
+def _probe_option_tests() -> dict[str, tuple[str, ...]]:
+    """The agents' one table of which probe option applies to which test (CLI names;
+    crate cellperf-agent, plan::OPTION_TESTS): `cellperf probe` refuses by it, and so does
+    `cellperf run --check`."""
+    from cellperf import _native
+
+    return {option: tuple(tests) for option, tests in _native.probe_option_tests()}
+
+
+PROBE_OPTION_TESTS = _probe_option_tests()
+
+#: Campaign key → (probe option or None, parser, the test types outside the probe it applies
+#: to). For the probe's tests the rule is PROBE_OPTION_TESTS of the option (never this column):
+#: the application tests and the runner's own settings are what this column says.
 TEST_OPTIONS = {
-    "direction": ("--direction", _choice("up", "down", "both"), ("udp-cbr", "tcp-bulk")),
-    "duration": ("--duration", parse_duration, None),
-    "rate": ("--rate", _rate, ("udp-cbr", "stream")),
-    "payload": ("--payload", _payload, ("udp-cbr", "sparse", "min-delay")),
-    "bytes": ("--bytes", _size, ("tcp-bulk",)),
-    "congestion": ("--congestion", _text, ("tcp-bulk", "window-sweep")),
-    "window": ("--window", _size, ("tcp-bulk",)),
-    "mss": ("--mss", _count, ("tcp-bulk", "window-sweep")),
-    "streams": ("--streams", _count, ("tcp-bulk", "window-sweep")),
-    "codec": ("--codec", _choice("g711", "g729"), ("voip",)),
-    "sizes": ("--sizes", _size_list, ("ping-sweep",)),
-    "count": ("--count", _count, ("ping-sweep", "interactive")),
-    "interval": ("--interval", _positive, ("ping-sweep", "sparse", "interactive")),
-    "timeout": ("--timeout", _positive, None),
-    "windows": ("--windows", _size_list, ("window-sweep",)),
-    "mss_values": ("--mss-values", _size_list, ("window-sweep",)),
-    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), TESTS),
+    "direction": ("--direction", _choice("up", "down", "both"), ()),
+    "duration": ("--duration", parse_duration, (*APP_TESTS, GROUP)),
+    "rate": ("--rate", _rate, ("stream",)),
+    "payload": ("--payload", _payload, ()),
+    "bytes": ("--bytes", _size, ()),
+    "congestion": ("--congestion", _text, ()),
+    "window": ("--window", _size, ()),
+    "mss": ("--mss", _count, ()),
+    "streams": ("--streams", _count, ()),
+    "codec": ("--codec", _choice("g711", "g729"), ()),
+    "sizes": ("--sizes", _size_list, ()),
+    "count": ("--count", _count, ("interactive",)),
+    "interval": ("--interval", _positive, ("interactive",)),
+    "timeout": ("--timeout", _positive, ("web",)),
+    "windows": ("--windows", _size_list, ()),
+    "mss_values": ("--mss-values", _size_list, ()),
+    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), ()),
+    # TCP settings (runner, not probe): TCP_SETTINGS.
+    "sack": (None, _on_off, (*TCP_TESTS, GROUP)),
+    "timestamps": (None, _on_off, (*TCP_TESTS, GROUP)),
+    "initcwnd": (None, _segments, (*TCP_TESTS, GROUP)),
+    "initrwnd": (None, _segments, (*TCP_TESTS, GROUP)),
     # web (docs/web.md): pages of `site` (default: the shipped 004 Table VI set) or real `urls`.
     "site": (None, _text, ("web",)),
     "pages": (None, _names, ("web",)),
@@ -319,12 +397,26 @@ TEST_OPTIONS = {
 }
 
 
-def probe_args(options: dict) -> list[str]:
-    """`cellperf probe` arguments for a run's test options."""
+def option_applies(key: str, test_type: str) -> bool:
+    """Whether campaign option `key` applies to `test_type`: for the probe's tests by the
+    agents' table (the same rule `cellperf probe` applies), otherwise by TEST_OPTIONS."""
+    flag, _, others = TEST_OPTIONS[key]
+    if test_type in TESTS and key not in TCP_SETTINGS:
+        return flag is not None and test_type in PROBE_OPTION_TESTS.get(flag.removeprefix("--"), ())
+    return test_type in others
+
+
+def applicable_types(key: str) -> list[str]:
+    return [t for t in TEST_TYPES if option_applies(key, t)]
+
+
+def probe_args(options: dict, test_type: str | None = None) -> list[str]:
+    """`cellperf probe` arguments for a run's test options (with `test_type`, only those the
+    probe takes for it: a ping sweep's `duration` is the run's budget, not a probe option)."""
     args = []
     for key, value in options.items():
         flag = TEST_OPTIONS[key][0]
-        if flag is None:
+        if flag is None or (test_type is not None and not option_applies(key, test_type)):
             continue
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)
@@ -399,7 +491,9 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     interval_s = c.value(camp, ("campaign",), "interval", _positive, default=5.0)
     capture = c.value(camp, ("campaign",), "capture", _bool, default=True)
     parallel = c.value(camp, ("campaign",), "parallel", _count, default=1)
-    scenarios = c.value(camp, ("campaign",), "scenarios", _scenarios, default=["stationary"])
+    scenario_list = c.value(camp, ("campaign",), "scenarios", _scenarios, default=[("stationary", False)])
+    scenarios = [name for name, _ in scenario_list]
+    mobility = dict(scenario_list)
 
     tb = c.table(doc.get("testbed", {"kind": "emulated"}), ("testbed",),
                  {"kind", "server", "token_file", "mn_interface", "cn_capture"})
@@ -437,11 +531,21 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         c.fail(("tests",) if "tests" in doc else (), "give at least one [[tests]] table")
 
     tests: list[TestSpec] = []
+    n_runs_each = repetitions * len(scenarios) * len(nets_doc)
     for i, t in enumerate(tests_doc):
         where = ("tests", i)
-        c.table(t, where, {"type", "name", *TEST_OPTIONS})
+        c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
         ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
-        options = _test_options(c, where, ttype, {k: v for k, v in t.items() if k not in ("type", "name")})
+        for key in ("members", "cell"):
+            if key in t and ttype != GROUP:
+                c.fail(where + (key,), f"is for type = \"{GROUP}\" (tests started together), not {ttype}")
+        if "sweep" in t and ttype in (GROUP, *APP_TESTS):
+            c.fail(where + ("sweep",), f"a sweep is for the probe's tests, not {ttype}")
+        plain = {k: v for k, v in t.items() if k not in ("type", "name", "sweep", "members", "cell")}
+        options = _test_options(c, where, ttype, plain)
+        members, cell = ((), None)
+        if ttype == GROUP:
+            members, cell = _group(c, where, t, kind)
         if ttype == "web":
             _check_web(c, where, options, kind, path)
         for key in ("port", "identity"):
@@ -450,25 +554,41 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         if ttype == "interactive" and kind == "real" and "identity" not in options:
             c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
         label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
-        if any(x.name == label for x in tests):
-            c.fail(where + ("name",) if "name" in t else where, f"test name '{label}' is used twice; give each a distinct name")
-        tests.append(TestSpec(label, ttype, options))
+        variants = [(label, options)]
+        if "sweep" in t:
+            variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
+        for name, opts in variants:
+            if any(x.name == name for x in tests):
+                c.fail(where + ("name",) if "name" in t else where, f"test name '{name}' is used twice; give each a distinct name")
+            tests.append(TestSpec(name, ttype, opts, members, cell))
     by_name = {t.name: t for t in tests}
 
     networks: list[Network] = []
     for i, n in enumerate(nets_doc):
         where = ("networks", i)
-        c.table(n, where, {"name", "profile", "seed", "handoffs", "tests", "radio_mechanisms"})
+        c.table(n, where, {"name", "profile", "seed", "handoffs", "tests", "radio_mechanisms", "link"})
         nname = c.value(n, where, "name", _name_check, required=True)
         if any(x.name == nname for x in networks):
             c.fail(where + ("name",), f"network name '{nname}' is used twice")
         profile = c.value(n, where, "profile", _text)
+        link = ()
+        if "link" in n:
+            if kind != "emulated":
+                c.fail(where + ("link",), "a link spec is for the emulated testbed; a real network is its own link")
+            link = _link(c, where + ("link",), n["link"], profile, path)
         if kind == "emulated":
-            if profile is None:
-                c.fail(where, f"missing required key 'profile' (one of {', '.join(FAMILIES)})")
-            if profile not in FAMILIES:
+            if profile is None and not link:
+                c.fail(where, f"missing required key 'profile' (one of {', '.join(FAMILIES)}) or a [networks.link] "
+                              "table of `cellperf emulate` options")
+            if profile is not None and profile not in FAMILIES:
                 c.fail(where + ("profile",), f"unknown profile '{profile}' (choose from {', '.join(FAMILIES)}; "
                                              "each is run as -stationary and -mobile)")
+            if profile is not None:
+                for label, mobile in scenario_list:
+                    if mobile is None:
+                        c.fail(("campaign", "scenarios"), f"scenario '{label}' needs mobile = true or false "
+                               f"(network {nname}'s profile has a -stationary and a -mobile link): "
+                               f"{{ name = \"{label}\", mobile = true }}")
         elif profile is not None:
             c.fail(where + ("profile",), "profiles are for the emulated testbed; a real network has none")
         seed = c.value(n, where, "seed", _seed, default=1)
@@ -502,7 +622,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         mechanisms = c.value(n, where, "radio_mechanisms", _bool, default=True)
         if not mechanisms and kind != "emulated":
             c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
-        networks.append(Network(nname, profile, seed, handoff_path, overrides, mechanisms))
+        networks.append(Network(nname, profile, seed, handoff_path, overrides, mechanisms, link))
 
     n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
     if n_runs > MAX_RUNS:
@@ -510,9 +630,63 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                f"{repetitions:,} repetitions × {len(networks)} networks × {len(scenarios)} scenarios × "
                f"{len(tests)} tests is {n_runs:,} runs, more than the {MAX_RUNS:,} a campaign may hold")
     campaign = Campaign(path, text, name, description, testbed, radio, capture, repetitions, interval_s,
-                        parallel, scenarios, networks, tests)
+                        parallel, scenarios, networks, tests, mobility=mobility)
     campaign.runs = expand(campaign, default_duration)
     return campaign
+
+
+#: `cellperf emulate` options a network's `[networks.link]` may give (key = option without
+#: the dashes, `_` for `-`); users and the scheduler come from a group's `cell`.
+LINK_KEYS = ("downlink", "uplink", "delay", "jitter", "delay_wander", "loss", "queue", "downlink_arq", "uplink_arq",
+             "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology")
+
+
+class _ArgError(Exception):
+    pass
+
+
+def _link(c: _Checker, where: tuple, doc, profile: str | None, path: Path) -> tuple:
+    """The link table as (key, value) pairs, checked by `cellperf emulate`'s own parser and
+    config builder (so a campaign accepts exactly the links `cellperf emulate` does). A
+    trace file is relative to the campaign file."""
+    import argparse
+
+    from cellperf.commands import emulate
+
+    if not isinstance(doc, dict) or not doc:
+        c.fail(where, "must be a table of `cellperf emulate` options, e.g. { downlink = \"ge:good=2mbit,bad=200kbit,"
+                      "switch=1\", uplink = \"1mbit\", delay = \"40ms\" }")
+    pairs = []
+    for key, value in doc.items():
+        if key not in LINK_KEYS:
+            c.fail(where + (key,), f"unknown link option (expected one of {', '.join(LINK_KEYS)})")
+        values = value if key == "outage" and isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                c.fail(where + (key,), "must be a string or a number, as given to `cellperf emulate`")
+            v = str(v)
+            if key in ("downlink", "uplink") and (path.parent / v).is_file():
+                v = str((path.parent / v).resolve())
+            pairs.append((key, v))
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            raise _ArgError(message)
+
+    parser = Parser(add_help=False)
+    emulate.add_arguments(parser)
+    argv = (["--profile", f"{profile}-stationary"] if profile in FAMILIES else [])
+    argv += [a for k, v in pairs for a in (f"--{k.replace('_', '-')}", v)]
+    try:
+        emulate.build_config(parser.parse_args([*argv, "--", "true"]))
+    except _ArgError as e:
+        c.fail(where, str(e))
+    except UserError as e:
+        m = re.match(r"--([a-z-]+)", str(e))
+        key = m.group(1).replace("-", "_") if m else None
+        msg = str(e).split(": ", 1)[1] if m and ": " in str(e) else str(e)
+        c.fail(where + ((key,) if key in doc else ()), msg)
+    return tuple(pairs)
 
 
 def _check_web(c: _Checker, where: tuple, options: dict, testbed: str, path: Path) -> None:
@@ -546,12 +720,91 @@ def _check_web(c: _Checker, where: tuple, options: dict, testbed: str, path: Pat
 
 def _test_options(c: _Checker, where: tuple, ttype: str, opts: dict) -> dict:
     out = {}
-    for key, value in opts.items():
-        _, check, applies = TEST_OPTIONS[key]
-        if applies is not None and ttype not in applies:
-            c.fail(where + (key,), f"does not apply to test type {ttype} (only {', '.join(applies)})")
-        out[key] = c.value(opts, where, key, check)
+    for key in opts:
+        if key not in TEST_OPTIONS:
+            c.fail(where + (key,), f"unknown key (expected one of {', '.join(sorted(TEST_OPTIONS))})")
+        if not option_applies(key, ttype):
+            c.fail(where + (key,), f"does not apply to test type {ttype} (only {', '.join(applicable_types(key)) or 'none'})")
+        out[key] = c.value(opts, where, key, TEST_OPTIONS[key][1])
     return out
+
+
+#: The grid keys of a sweep take lists; each combination is one test `NAME-KEYVALUE-...`.
+def _sweep(c: _Checker, where: tuple, ttype: str, label: str, options: dict, doc, n_runs_each: int) -> list[tuple[str, dict]]:
+    """A grid over options (e.g. `sweep = { mss = [536, 1460], window = ["16K", "64K"],
+    sack = [true, false] }`): one test per combination, named after its values."""
+    w = where + ("sweep",)
+    if not isinstance(doc, dict) or not doc:
+        c.fail(w, "must be a table of option = [values], e.g. { mss = [536, 1460], window = [\"16K\", \"64K\"] }")
+    grid: list[tuple[str, list]] = []
+    for key, values in doc.items():
+        if key not in TEST_OPTIONS:
+            c.fail(w + (key,), f"unknown option (expected one of {', '.join(sorted(TEST_OPTIONS))})")
+        if not option_applies(key, ttype):
+            c.fail(w + (key,), f"does not apply to test type {ttype} (only {', '.join(applicable_types(key)) or 'none'})")
+        if key in options:
+            c.fail(w + (key,), "is also given as a plain option of the test; give it in one place")
+        if not isinstance(values, list) or not values:
+            c.fail(w + (key,), "must be a non-empty list of values")
+        checked = []
+        for v in values:
+            try:
+                checked.append((TEST_OPTIONS[key][1](v, key), v))
+            except (ValueError, UserError) as e:
+                msg = str(e)
+                c.fail(w + (key,), f"{v!r}: {msg.split(': ', 1)[1] if msg.startswith(f'{key}: ') else msg}")
+        if len({json.dumps(x[0]) for x in checked}) != len(checked):
+            c.fail(w + (key,), "a value is given twice")
+        grid.append((key, checked))
+    combos = 1
+    for _, values in grid:
+        combos *= len(values)
+    runs = combos * n_runs_each
+    if runs > MAX_RUNS:
+        per = options.get("duration", 30.0)
+        c.fail(w, f"{' × '.join(str(len(v)) for _, v in grid)} = {combos:,} combinations would take {runs:,} runs "
+                  f"(with the repetitions, scenarios and networks; about {runs * (per + 3) / 86400:,.0f} days), "
+                  f"more than the {MAX_RUNS:,} a campaign may hold")
+    out = []
+    for combo in itertools.product(*(values for _, values in grid)):
+        opts = dict(options)
+        parts = []
+        for (key, _), (value, raw) in zip(grid, combo):
+            opts[key] = value
+            shown = ("on" if raw else "off") if isinstance(raw, bool) else str(raw)
+            parts.append(key.replace("_", "") + re.sub(r"[^A-Za-z0-9_+-]", "_", shown))
+        out.append((f"{label}-{'-'.join(parts)}", opts))
+    return out
+
+
+def _group(c: _Checker, where: tuple, t: dict, testbed: str) -> tuple[tuple, str | None]:
+    """The members of a group (`[[tests.members]]`, probe tests) and its shared cell."""
+    cell = c.value(t, where, "cell", _choice("pf", "rr"))
+    if cell is not None and testbed != "emulated":
+        c.fail(where + ("cell",), "a shared cell is emulated (a real network has its own scheduler)")
+    docs = t.get("members")
+    if not isinstance(docs, list) or len(docs) < 2:
+        c.fail(where + ("members",) if "members" in t else where,
+               "give at least two [[tests.members]] tables (the tests started together)")
+    if len(docs) > 63:
+        c.fail(where + ("members",), f"{len(docs)} members; at most 63")
+    members: list[TestSpec] = []
+    for j, m in enumerate(docs):
+        w = where + ("members", j)
+        c.table(m, w, {"type", "name", *TEST_OPTIONS})
+        mtype = c.value(m, w, "type", _choice(*TESTS), required=True)
+        opts = {k: v for k, v in m.items() if k not in ("type", "name")}
+        for key in opts:
+            if key in TCP_SETTINGS:
+                c.fail(w + (key,), "is a setting of the whole link (a sysctl or route of the run's namespace): "
+                                   "give it on the group, not on one member")
+        options = _test_options(c, w, mtype, opts)
+        default = mtype + (f"-{options['direction']}" if "direction" in options else "")
+        name = c.value(m, w, "name", _name_check, default=default)
+        if any(x.name == name for x in members):
+            c.fail(w + ("name",) if "name" in m else w, f"member name '{name}' is used twice in the group; give each a name")
+        members.append(TestSpec(name, mtype, options))
+    return tuple(members), cell
 
 
 def expand(campaign: Campaign, default_duration: float) -> list[RunSpec]:
@@ -563,11 +816,25 @@ def expand(campaign: Campaign, default_duration: float) -> list[RunSpec]:
             for scenario in campaign.scenarios:
                 for test in campaign.tests:
                     options = {**test.options, **net.options.get(test.name, {})}
-                    duration = options.get("duration", default_duration)
-                    options["duration"] = duration
+                    if option_applies("duration", test.type) or test.type not in TESTS:
+                        duration = options.get("duration", default_duration)
+                        options["duration"] = duration
+                        # A group lasts as long as its longest member.
+                        duration = max([duration, *(m.options.get("duration", 0.0) if option_applies("duration", m.type)
+                                                    else _sweep_seconds(m.options) for m in test.members)])
+                    else:
+                        duration = _sweep_seconds(options)
                     run_id = f"{net.name}.{scenario}.{test.name}.{rep}"
-                    runs.append(RunSpec(run_id, net, scenario, test, rep, options, duration))
+                    runs.append(RunSpec(run_id, net, scenario, test, rep, options, duration,
+                                        campaign.mobility.get(scenario)))
     return runs
+
+
+def _sweep_seconds(options: dict) -> float:
+    """A ping sweep's length (it takes no duration): count probes `interval` apart per size,
+    and the wait for the last replies (the probe's defaults: 5 sizes, 100, 1 s, 10 s)."""
+    return (len(options.get("sizes", [0] * 5)) * options.get("count", 100) * options.get("interval", 1.0)
+            + options.get("timeout", 10.0))
 
 
 def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
@@ -617,7 +884,32 @@ def _bool(value, where):
     return value
 
 
-def _scenarios(value, where):
-    if not isinstance(value, list) or not value or any(v not in SCENARIOS for v in value) or len(set(value)) != len(value):
-        raise ValueError(f"must be a list of distinct scenarios from {', '.join(SCENARIOS)}")
-    return value
+def _scenarios(value, where) -> list[tuple[str, bool | None]]:
+    """Labels (stationary and mobile say their mobility; car, campus, KTX, ... are free) or
+    tables `{ name = "KTX", mobile = true }`: [(label, mobile or None)]."""
+    usage = ("must be a list of scenario labels or { name = \"KTX\", mobile = true } tables, "
+             "e.g. [\"stationary\", { name = \"car\", mobile = true }]")
+    if not isinstance(value, list) or not value:
+        raise ValueError(usage)
+    out = []
+    for v in value:
+        if isinstance(v, str):
+            name, mobile = v, {"stationary": False, "mobile": True}.get(v)
+        elif isinstance(v, dict) and set(v) <= {"name", "mobile"} and "name" in v:
+            name, mobile = v["name"], v.get("mobile")
+            if mobile is not None and not isinstance(mobile, bool):
+                raise ValueError(f"{name!r}: mobile must be true or false")
+            if name in SCENARIOS and mobile is not None and mobile != (name == "mobile"):
+                raise ValueError(f"{name!r} is {'' if name == 'mobile' else 'not '}mobile by its name")
+            if mobile is None:
+                mobile = {"stationary": False, "mobile": True}.get(name)
+        else:
+            raise ValueError(usage)
+        try:
+            _name_check(name, where)
+        except ValueError:
+            raise ValueError(f"{name!r}: a scenario label is 1–40 letters, digits, '_', '+' or '-'") from None
+        if any(name == n for n, _ in out):
+            raise ValueError(f"scenario {name!r} is given twice")
+        out.append((name, mobile))
+    return out

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from cellperf.campaign.argv import command_argv
 from cellperf.campaign.radio import CommandPoller
-from cellperf.campaign.spec import Campaign, RunSpec, probe_args
+from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
 from cellperf.errors import UserError, os_reason
 
 #: Seconds a run may take beyond its test duration (set-up, clock probes, tear-down).
@@ -146,9 +146,14 @@ class EmulatedTestbed:
             return self._run_stream(run, folder, exe)
         if run.test.type == "interactive":
             return self._run_interactive(run, folder, exe)
-        probe = [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", run.test.type, *probe_args(run.options),
-                 "--token-file", str(self.token_file), "--json", "--log", str(folder / "agent.parquet")]
-        return self._emulate(run, folder, probe)
+        if run.test.type == GROUP or run.tcp_options:
+            plan = inside_plan(run, folder, lambda t, o, log: self._probe(exe, t, o, log), f"/proc/{os.getpid()}/ns/net")
+            return self._emulate(run, folder, [sys.executable, "-m", "cellperf.campaign.inside", str(plan)], inside=True)
+        return self._emulate(run, folder, self._probe(exe, run.test.type, run.options, folder / "agent.parquet"))
+
+    def _probe(self, exe: str, test_type: str, options: dict, log: Path) -> list[str]:
+        return [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", test_type, *probe_args(options, test_type),
+                "--token-file", str(self.token_file), "--json", "--log", str(log)]
 
     def _run_web(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import web
@@ -183,31 +188,38 @@ class EmulatedTestbed:
             srv.close()
             shutil.rmtree(folder / ".ssh", ignore_errors=True)
 
-    def _emulate(self, run: RunSpec, folder: Path, command: list[str]) -> Outcome:
-        """`command` inside the run's emulated MN; its JSON document is the run's result."""
+    def _emulate(self, run: RunSpec, folder: Path, command: list[str], inside: bool = False) -> Outcome:
+        """`command` inside the run's emulated MN; its JSON document is the run's result (with
+        `inside`, the launcher of cellperf.campaign.inside, whose members write their own)."""
         c = self.campaign
         exe = cellperf_exe()
-        cmd = [exe, "emulate", "--profile", run.profile, "--seed", str(run.network.seed + run.repetition), "--json"]
+        cmd = [exe, "emulate", *(["--profile", run.profile] if run.profile else []), *run.network.emulate_args(),
+               "--seed", str(run.network.seed + run.repetition), "--json"]
+        if run.test.cell:
+            cmd += ["--users", str(len(run.test.members)), "--scheduler", run.test.cell]
         if not run.network.radio_mechanisms:
             cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off", "--delay-wander", "off"]
         if c.capture:
             cmd += ["--pcap-dir", str(folder)]
         if c.radio_log.kind == "emulator":
             cmd += ["--radio-log", str(folder / "radio.csv")]
-        if run.scenario == "mobile" and run.network.handoffs is not None:
+        if run.mobile and run.network.handoffs is not None:
             cmd += ["--handoffs", str(run.network.handoffs)]
         # The command's result goes to a file: the emulator's own stdout is its statistics.
         # The file names are arguments of the script, never part of its text: a run folder named
-        # `o$(touch x)` or holding a `"` must stay a name (the runner is root).
-        cmd += ["--", "sh", "-c", f'out=$1 err=$2; shift 2; "$@" >"$out" 2>"$err"; rc=$?; {DRAIN_SH}; exit $rc',
-                "sh", str(folder / "probe.json"), str(folder / "probe.err"), *command]
+        # `o$(touch x)` or holding a `"` must stay a name (the runner is root). The launcher's
+        # files are per emulated user (a shared cell runs it once per user).
+        names = ('out=$1.$CELLPERF_USER err=$2.$CELLPERF_USER' if inside else 'out=$1 err=$2')
+        outputs = ("inside.out", "inside.err") if inside else ("probe.json", "probe.err")
+        cmd += ["--", "sh", "-c", f'{names}; shift 2; "$@" >"$out" 2>"$err"; rc=$?; {DRAIN_SH}; exit $rc',
+                "sh", str(folder / outputs[0]), str(folder / outputs[1]), *command]
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
                                preexec_fn=_die_with_parent)
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
-        out = Outcome(started, time.time(), result=_read_result(folder / "probe.json"), clocks_synced=True)
+        out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True)
         try:
             stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
         except ValueError:
@@ -216,9 +228,35 @@ class EmulatedTestbed:
             out.emulator = {k: v for k, v in stats.items() if k not in ("captures", "radio_log")}
             out.mn_addr, out.cn_addr = stats["mn_addrs"][0], stats["cn_addrs"][0]
         if p.returncode != 0 or out.result is None:
-            probe_err = (folder / "probe.err").read_text() if (folder / "probe.err").exists() else ""
-            out.error = _last_error_line(probe_err, p.stderr) or f"cellperf emulate exited {p.returncode}"
+            errs = sorted(folder.glob("inside.err.*")) + [folder / "probe.err"]
+            texts = [e.read_text() for e in errs if e.exists()]
+            out.error = _last_error_line(*texts, p.stderr) or f"cellperf emulate exited {p.returncode}"
         return out
+
+
+def inside_plan(run: RunSpec, folder: Path, probe_argv, host_netns: str | None) -> Path:
+    """Writes the plan of cellperf.campaign.inside for `run`: its TCP settings and its
+    members (a group's, each with its own result and log files; or the one test)."""
+    if run.test.type == GROUP:
+        members = [{"name": m.name, "argv": probe_argv(m.type, run.member_options(m), folder / f"agent-{m.name}.parquet"),
+                    "out": str(folder / f"probe-{m.name}.json"), "err": str(folder / f"probe-{m.name}.err")}
+                   for m in run.test.members]
+    else:
+        members = [{"name": None, "argv": probe_argv(run.test.type, run.options, folder / "agent.parquet"),
+                    "out": str(folder / "probe.json"), "err": str(folder / "probe.err")}]
+    path = folder / "inside.json"
+    path.write_text(json.dumps({"tcp": run.tcp_options, "members": members, "cell": bool(run.test.cell),
+                                "host_netns": host_netns}))
+    return path
+
+
+def inside_result(run: RunSpec, folder: Path) -> dict | None:
+    """The run's result document: the probe's, or for a group {"members": {name: document}}
+    (None when a member left none)."""
+    if run.test.type != GROUP:
+        return _read_result(folder / "probe.json")
+    docs = {m.name: _read_result(folder / f"probe-{m.name}.json") for m in run.test.members}
+    return None if any(d is None for d in docs.values()) else {"test": GROUP, "members": docs}
 
 
 class RealTestbed:
@@ -306,14 +344,20 @@ class RealTestbed:
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
         started = time.time()
+        inside = run.test.type == GROUP or bool(run.tcp_options)
         if run.test.type == "web":
             from cellperf.campaign.web import load_argv
 
             cmd = load_argv(cellperf_exe(), run, run.options["urls"])
         elif run.test.type in ("stream", "interactive"):
             cmd = self._app_argv(run, folder)
+        elif inside:
+            plan = inside_plan(run, folder, lambda t, o, log: self._probe_argv(t, o, log, folder), None)
+            doc = json.loads(plan.read_text())
+            plan.write_text(json.dumps({**doc, "peer": self.server_ip, "restore": True}))
+            cmd = [sys.executable, "-m", "cellperf.campaign.inside", str(plan)]
         else:
-            cmd = self._probe_argv(run, folder)
+            cmd = self._probe_argv(run.test.type, run.options, folder / "agent.parquet", folder)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
                                preexec_fn=_die_with_parent)
@@ -324,8 +368,11 @@ class RealTestbed:
         finally:
             self._stop_captures(procs)
         out = Outcome(started, time.time(), error=error)
-        (folder / "probe.json").write_text(stdout)
-        out.result = _read_result(folder / "probe.json")
+        if not inside:
+            (folder / "probe.json").write_text(stdout)
+        out.result = inside_result(run, folder)
+        if out.result is None and out.error is None:
+            out.error = "the probe left no result"
         if poller is not None:
             warning = poller.stop()
             if warning:
@@ -351,13 +398,13 @@ class RealTestbed:
         return apps.interactive_argv(cellperf_exe(), run, self.server_ip, run.options.get("port", 22), identity,
                                      getpass.getuser(), folder / "keys.parquet")
 
-    def _probe_argv(self, run: RunSpec, folder: Path) -> list[str]:
-        cmd = [cellperf_exe(), "probe", self.tb.server, "-t", run.test.type, *probe_args(run.options),
-               "--token-file", str(self.tb.token_file), "--json", "--log", str(folder / "agent.parquet")]
+    def _probe_argv(self, test_type: str, options: dict, log: Path, folder: Path) -> list[str]:
+        cmd = [cellperf_exe(), "probe", self.tb.server, "-t", test_type, *probe_args(options, test_type),
+               "--token-file", str(self.tb.token_file), "--json", "--log", str(log)]
         if not self.tb.cn_capture:
             # No capture at the CN: the server's own per-packet record of the test (what it
             # received and when), fetched over the control connection, stands in for it.
-            cmd += ["--server-log", str(folder / "server.parquet")]
+            cmd += ["--server-log", str(log.with_name(log.name.replace("agent", "server", 1)))]
         return cmd
 
 

@@ -71,9 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="The command to run behind the link, after '--' (default: $SHELL, interactive).")
 
 
-def run(args: argparse.Namespace) -> None:
+def build_config(args: argparse.Namespace):
+    """The EmulationConfig of the command line (also what a campaign's `[networks.link]`
+    is checked and run by); UserError names the option."""
     from cellperf.emulate.profiles import profile
-    from cellperf.emulate.runner import run_emulation
     from cellperf.emulate.spec import (
         DirectionConfig,
         EmulationConfig,
@@ -145,8 +146,13 @@ def run(args: argparse.Namespace) -> None:
         changes["technology"] = args.technology
     if args.seed is not None:
         changes["seed"] = args.seed
-    cfg = cfg.with_(**changes)
+    return cfg.with_(**changes)
 
+
+def run(args: argparse.Namespace) -> None:
+    from cellperf.emulate.runner import run_emulation
+
+    cfg = build_config(args)
     interactive = not args.command
     argv = args.command or [os.environ.get("SHELL", "/bin/sh")]
     if interactive and args.users > 1:

@@ -402,6 +402,12 @@ def _terminal(store: Store) -> list[Item]:
     return keystroke_latency(store)
 
 
+def _tcp_settings(store: Store) -> list[Item]:
+    from cellperf.report.tcp_options import bdp_table, settings_table
+
+    return bdp_table(store) + settings_table(store)
+
+
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
-            ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
+            ("TCP settings", (_tcp_settings,)), ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
             ("Radio", (channel_table,)))

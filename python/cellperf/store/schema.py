@@ -122,8 +122,16 @@ CREATE TABLE terminal_sessions (
     p99_ms DOUBLE, min_ms DOUBLE, max_ms DOUBLE, mean_ms DOUBLE, over_100ms DOUBLE, over_200ms DOUBLE);
 """
 
+#: Version 7: concurrent tests in one run (a campaign `group`): the member of the group whose
+#: probe opened each flow, and so each interval and VoIP window (NULL outside groups).
+_V7 = """
+ALTER TABLE flows ADD COLUMN member VARCHAR;
+ALTER TABLE intervals ADD COLUMN member VARCHAR;
+ALTER TABLE voip_windows ADD COLUMN member VARCHAR;
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned

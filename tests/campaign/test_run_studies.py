@@ -1,0 +1,225 @@
+"""The studies' campaigns end to end through the emulator: the shipped examples of 002 §7.2
+(co-located downloads, one PF cell) and §7.4 (a stream beside bulk TCP), each flow labelled
+with the group member that opened it; TCP settings seen on the wire (no SACK-permitted or
+timestamp option in the SYN when off; the first flight as long as initcwnd); a member the
+kernel refuses recorded as a failed run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cellperf.store import Store
+from tests.conftest import cellperf
+
+pytestmark = pytest.mark.netns
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def shortened(name: str, tmp_path: Path, duration: int, parallel: int = 1) -> Path:
+    text = (EXAMPLES / name).read_text()
+    text = re.sub(r"(?m)^duration = .*$", f"duration = {duration}\nparallel = {parallel}", text, count=1)
+    text = re.sub(r"(?m)^repetitions = .*$", "repetitions = 1", text, count=1)
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def data_flows(out: Path):
+    with Store.open(out, read_only=True) as s:
+        return s.frame("""SELECT r.run_id, r.status, r.reason, f.member, f.proto, f.direction, f.goodput_bps, f.packets
+                          FROM runs r LEFT JOIN flows f ON f.run_id = r.run_id AND f.role = 'data'
+                          ORDER BY r.run_id, f.member""")
+
+
+def test_colocated_downloads_on_one_pf_cell_are_labelled_per_user(tmp_path):
+    camp = shortened("cc-colocated.toml", tmp_path, duration=8)
+    r = cellperf("run", str(camp), "--out", str(tmp_path / "out"), "--json", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    df = data_flows(tmp_path / "out")
+    assert df["status"].unique().to_list() == ["ok"]
+    assert df["run_id"].unique().to_list() == ["EV-DO.car.colocated.1"]
+    by = {m: g for m, g in df.group_by("member")}
+    assert set(m[0] for m in by) == {"reno", "cubic", "bbr"}, df
+    for (member,), g in by.items():
+        down = g.filter(g["direction"] == "downlink")
+        assert down.height == 1 and down["proto"][0] == "tcp", (member, g)
+        assert down["goodput_bps"][0] > 20e3, (member, g)  # each user got a share of the cell
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        (result,) = s.con.execute("SELECT result FROM runs").fetchone()
+        cfg = json.loads(s.con.execute("SELECT config FROM runs").fetchone()[0])
+    doc = json.loads(result) if isinstance(result, str) else result
+    assert {m: d["congestion"] for m, d in doc["members"].items()} == {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
+    assert cfg["cell"] == "pf" and cfg["mobile"] is True
+
+
+def test_stream_beside_bulk_tcp_labels_both_members(tmp_path):
+    camp = shortened("stream-beside-tcp.toml", tmp_path, duration=6, parallel=3)
+    r = cellperf("run", str(camp), "--out", str(tmp_path / "out"), "--json", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    df = data_flows(tmp_path / "out")
+    assert sorted(df["run_id"].unique().to_list()) == [f"EV-DO.stationary.{cc}.1" for cc in ("bbr", "cubic", "reno")]
+    for (run_id,), g in df.group_by("run_id"):
+        assert g["member"].null_count() == 0, g
+        bulk = g.filter((g["member"] == "bulk") & (g["direction"] == "downlink"))
+        stream = g.filter((g["member"] == "stream") & (g["direction"] == "downlink"))
+        assert bulk.height == 1 and bulk["proto"][0] == "tcp", g
+        assert stream.height == 1 and stream["proto"][0] == "udp", g
+        # 120-byte datagrams ten a second for 6 s; the stream is not starved by the download.
+        assert 45 <= stream["packets"][0] <= 61, g
+        assert bulk["goodput_bps"][0] > 50 * stream["goodput_bps"][0], g
+
+
+WIRE = """\
+[campaign]
+name = "wire"
+duration = 3
+parallel = 4
+
+[[networks]]
+name = "lab"
+[networks.link]
+downlink = "4mbit"
+uplink = "2mbit"
+delay = "60ms"
+
+[[tests]]
+name = "default"
+type = "tcp-bulk"
+direction = "down"
+
+[[tests]]
+name = "off"
+type = "tcp-bulk"
+direction = "down"
+sack = false
+timestamps = false
+
+[[tests]]
+name = "iw"
+type = "tcp-bulk"
+direction = "down"
+sweep = { initcwnd = [4, 16] }
+
+[[tests]]
+type = "ping-sweep"
+sizes = [100, 1000]
+count = 5
+interval = 0.2
+timeout = 1
+
+[[tests]]
+type = "udp-cbr"
+direction = "down"
+rate = "8M"
+
+[[tests]]
+type = "udp-cbr"
+direction = "up"
+rate = "4M"
+
+[[tests]]
+name = "refused"
+type = "group"
+[[tests.members]]
+name = "vegas"
+type = "tcp-bulk"
+direction = "down"
+congestion = "vegas"
+[[tests.members]]
+name = "cubic"
+type = "tcp-bulk"
+direction = "down"
+"""
+
+
+def tshark(pcap: Path, filt: str, fields: list[str]) -> list[list[str]]:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", filt, "-T", "fields", "-E", "separator=;",
+                          *[a for f in fields for a in ("-e", f)]], capture_output=True, text=True, check=True).stdout
+    return [line.split(";") for line in out.splitlines() if line]
+
+
+def first_flight(cn: Path) -> int:
+    """Data segments the CN sent on the test's data connection before the MN's first ACK of
+    its data came back (the CN capture is taken where packets enter the link, before its
+    queue and delay): the initial congestion window in segments."""
+    rows = tshark(cn, "tcp", ["ip.src", "tcp.stream", "tcp.len", "tcp.ack"])
+    sent: dict[tuple[str, str], int] = {}
+    for src, stream, n, _ in rows:
+        sent[(stream, src)] = sent.get((stream, src), 0) + int(n)
+    stream, sender = max(sent, key=sent.get)  # the download: the stream and end sending the most
+    count = 0
+    for src, s, n, ack in rows:
+        if s != stream:
+            continue
+        if src == sender and int(n) > 0:
+            count += 1
+        elif src != sender and count and int(ack) > 1:  # relative: the MN acknowledges CN data
+            break
+    return count
+
+
+def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_path):
+    camp = tmp_path / "wire.toml"
+    camp.write_text(WIRE)
+    out = tmp_path / "out"
+    r = cellperf("run", str(camp), "--out", str(out), "--json", check=False, timeout=150)
+    assert r.returncode == 3, r.stderr  # finished, one run failed
+    summary = json.loads(r.stdout)
+    assert [f["run_id"] for f in summary["runs_failed"]] == ["lab.stationary.refused.1"]
+    assert "member vegas:" in summary["runs_failed"][0]["reason"] and "vegas" in summary["runs_failed"][0]["reason"]
+    with Store.open(out, read_only=True) as s:
+        states = dict(s.con.execute("SELECT run_id, status FROM runs").fetchall())
+    assert states["lab.stationary.refused.1"] == "failed" and list(states.values()).count("ok") == 7
+    runs = out / "runs"
+    syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0"
+    fields = ["tcp.options.sack_perm", "tcp.options.timestamp.tsval"]
+    on = tshark(runs / "lab.stationary.default.1" / "mn.pcap", syn, fields)
+    off = tshark(runs / "lab.stationary.off.1" / "mn.pcap", syn, fields)
+    assert len(on) >= 2 and all(row[0] and row[1] for row in on), on  # control + data connections
+    assert len(off) >= 2 and all(not row[0] and not row[1] for row in off), off
+    # No option in the CN's SYN-ACK either: the MN's SYN decided for the connection.
+    synack = tshark(runs / "lab.stationary.off.1" / "cn.pcap", "tcp.flags.syn == 1 && tcp.flags.ack == 1", fields)
+    assert synack and all(not row[0] and not row[1] for row in synack), synack
+    assert first_flight(runs / "lab.stationary.iw-initcwnd4.1" / "cn.pcap") == 4
+    assert first_flight(runs / "lab.stationary.iw-initcwnd16.1" / "cn.pcap") == 16
+
+    # The RWIN-BDP table of the report, from this store's ping sweep and UDP bandwidths.
+    from cellperf.report.tcp_options import DEFAULT_MSS, bdp_table, rwin_bdp
+
+    with Store.open(out, read_only=True) as s:
+        (result,) = s.con.execute("SELECT result FROM runs WHERE test_type = 'ping-sweep'").fetchone()
+        bw = dict(s.con.execute("""SELECT f.direction, f.goodput_bps FROM flows f JOIN runs r USING (run_id)
+                                   WHERE r.test_type = 'udp-cbr' AND f.role = 'data' AND f.proto = 'udp'
+                                   AND f.direction = CASE r.direction WHEN 'up' THEN 'uplink' ELSE 'downlink' END
+                                   """).fetchall())
+        (item,) = bdp_table(s)
+    small = min(json.loads(result)["sweep"], key=lambda r: r["size_bytes"])
+    assert small["size_bytes"] == 100
+    rtt = small["rtt_ms"].get("mean", small["rtt_ms"]["median"])
+    assert 120 <= rtt <= 200  # 2 × 60 ms of delay plus serialisation
+    assert 3.5e6 <= bw["downlink"] <= 4.1e6 and 1.7e6 <= bw["uplink"] <= 2.1e6  # the link's 4 and 2 Mbit/s
+    for mss in DEFAULT_MSS:
+        b = rwin_bdp(rtt, 100, bw["uplink"], bw["downlink"], mss)
+        assert f"<td>{mss}</td>" in item.table_html and f"<td>{b['down']}</td>" in item.table_html
+    assert "RWIN ≥ BDP" in item.caption
+    # The report's "TCP settings" section: the table and the throughput per setting, rendered
+    # in headless Chromium with no console error.
+    report = json.loads(cellperf("report", out, "--json").stdout)
+    html = Path(report["report"]).read_text()
+    assert 'id="rwin-bdp"' in html and 'id="tcp-settings"' in html
+    for setting in ("initcwnd=4", "initcwnd=16", "sack=false, timestamps=false", "defaults"):
+        assert f"<td>{setting}</td>" in html, setting
+    from tests.report.test_report import CHROMIUM, report_page
+
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
+    errors: list[str] = []
+    with report_page(report["report"], tmp_path, errors) as page:
+        assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
+    assert errors == []
