@@ -15,6 +15,7 @@ use crate::record::UdpRec;
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::matching::match_in_order;
+use crate::owd::OwdAccumulator;
 use crate::tcp_two_sided::{self, AckCompression};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
@@ -571,8 +572,16 @@ impl Assembler<'_> {
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
+        // Both captures: the data's one-way delays, per interval of the receiver's series.
+        let mut owd = OwdAccumulator::new(dtcp.map_or(0, |t| t.t0()), self.interval_ns);
+        let two = match (at_sender, at_receiver) {
+            (Some(s), Some(rx)) => Some(tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir, &mut owd)),
+            _ => None,
+        };
+        let (owd_ms, owd_intervals) = owd.finish(self.owd_kind);
+        r.owd_ms = owd_ms;
         if let Some(t) = dtcp {
-            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur);
+            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur, &owd_intervals);
         }
         let stcp = at_sender.and_then(|f| f.tcp.as_ref());
         if let Some(t) = stcp {
@@ -589,9 +598,8 @@ impl Assembler<'_> {
             data_matched: None,
             acks_matched: None,
         };
-        match (at_sender, at_receiver) {
-            (Some(s), Some(rx)) => {
-                let two = tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir);
+        match two {
+            Some(two) => {
                 let c = two.counts();
                 r.retransmissions = Some(RetransmissionReport {
                     total: c.total,
@@ -613,7 +621,7 @@ impl Assembler<'_> {
                     self.two_sided_rows(flow.id, uplink, &two);
                 }
             }
-            _ => {
+            None => {
                 r.retransmissions = Some(RetransmissionReport {
                     total: one.retransmissions,
                     normal: None,
@@ -639,8 +647,17 @@ impl Assembler<'_> {
         self.reports.push(r);
     }
 
-    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any).
-    fn tcp_series(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir, duration_s: f64) -> SeriesReport {
+    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any),
+    /// with the mean one-way delay of the data that arrived in each (`owd`, two captures).
+    fn tcp_series(
+        &mut self,
+        id: u32,
+        uplink: bool,
+        t: &TcpOneSided,
+        dir: Dir,
+        duration_s: f64,
+        owd: &[Option<f64>],
+    ) -> SeriesReport {
         let bins = t.interval_bytes(dir);
         if self.opts.tables {
             for (i, b) in bins.iter().enumerate() {
@@ -648,6 +665,7 @@ impl Assembler<'_> {
                     start_ns: t.t0() + i as i64 * self.interval_ns,
                     start_s: i as f64 * self.opts.interval_s,
                     bytes: *b,
+                    owd_mean_ms: owd.get(i).copied().flatten(),
                     ..Default::default()
                 };
                 self.intervals.push(id, uplink, self.opts.interval_s, false, i, &row);

@@ -45,22 +45,29 @@ pub struct OwdSummary {
     pub min: f64,
     pub median: f64,
     pub p95: f64,
+    pub p99: f64,
     pub max: f64,
     pub mean: f64,
+    /// Population standard deviation (÷ n; **choice**, numpy's default).
+    pub std: f64,
     pub samples: u64,
 }
 
 impl OwdSummary {
     /// The summary of one-way delays `ms` (reordered), labelled `kind`; `None` when empty.
     pub fn of(kind: OwdKind, ms: &mut [f64]) -> Option<OwdSummary> {
-        let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
+        let n = ms.len().max(1) as f64;
+        let mean = ms.iter().sum::<f64>() / n;
+        let std = (ms.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
         Summary::of(ms).map(|s| OwdSummary {
             kind,
             min: s.min,
             median: s.median,
             p95: s.p95,
+            p99: crate::stats::quantile_sorted(ms, 0.99).unwrap_or(s.max),
             max: s.max,
             mean,
+            std,
             samples: s.samples,
         })
     }
