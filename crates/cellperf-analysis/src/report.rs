@@ -13,7 +13,7 @@ use crate::flows::{Dir, FlowKey, FlowTable, PROTO_TCP};
 use crate::nat::NatPairing;
 use crate::record::UdpRec;
 use crate::stats::{BoxSummary, Summary, Variability};
-use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
+use crate::tables::{AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::matching::match_in_order;
 use crate::owd::OwdAccumulator;
 use crate::tcp_two_sided::{self, AckCompression};
@@ -288,6 +288,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         reports: Vec::new(),
         intervals: IntervalTable::default(),
         udp_packets: UdpPacketTable::default(),
+        gaps: GapTable::default(),
         retx: RetransmissionTable::default(),
         acks: AckTable::default(),
         rtt: RttTable::default(),
@@ -325,6 +326,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         tables.batches.push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
         tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
         tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
+        tables.batches.push(("gaps", out.gaps.into_batch().map_err(err)?));
         tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
         tables.batches.push(("ack_compression", out.acks.into_batch().map_err(err)?));
         tables.batches.push(("rtt", out.rtt.into_batch().map_err(err)?));
@@ -507,6 +509,7 @@ struct Assembler<'o> {
     reports: Vec<FlowReport>,
     intervals: IntervalTable,
     udp_packets: UdpPacketTable,
+    gaps: GapTable,
     retx: RetransmissionTable,
     acks: AckTable,
     rtt: RttTable,
@@ -789,6 +792,7 @@ impl Assembler<'_> {
                     self.intervals.push(flow.id, uplink, self.opts.interval_s, losses_known, i, row);
                 }
                 self.udp_packets.push_stream(flow.id, uplink, losses_known, &a.packets);
+                self.gaps.push_stream(flow.id, uplink, &a.events);
             }
             r.udp = Some(a.summary);
             r.udp_view = Some(view);

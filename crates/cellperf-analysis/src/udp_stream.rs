@@ -149,8 +149,24 @@ pub struct IntervalRow {
     pub jitter_mean_ms: Option<f64>,
 }
 
+/// One gap (a burst of lost packets) or delay period (an inter-arrival of at least
+/// [`DELAY_PERIOD_FACTOR`] sending intervals with nothing lost), 004 Figs. 3-4.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GapEvent {
+    /// `true` for a gap, `false` for a delay period.
+    pub gap: bool,
+    /// Arrival of the last packet before it (receiver's clock, ns).
+    pub start_ns: i64,
+    /// Until the arrival of the first packet after it.
+    pub duration_ms: f64,
+    /// Packets lost in it (0 for a delay period).
+    pub lost: u64,
+}
+
 pub struct StreamAnalysis {
     pub summary: StreamSummary,
+    /// Every gap and delay period, in order (when losses are known).
+    pub events: Vec<GapEvent>,
     pub packets: Vec<PacketResult>,
     pub intervals: Vec<IntervalRow>,
     /// Packets later than [`MAX_INTERVALS`] intervals after the first arrival, not in `intervals`.
@@ -244,10 +260,10 @@ pub fn analyze(
     let mut send_gaps: Vec<f64> =
         packets.windows(2).filter_map(|w| Some((w[1].send_ns? - w[0].send_ns?) as f64 / 1e6)).collect();
     let send_interval_ms = Summary::of(&mut send_gaps).map(|s| s.median);
-    let (gaps, delay_periods) = if losses_known {
+    let (gaps, delay_periods, events) = if losses_known {
         gaps_and_delay_periods(packets, send_interval_ms)
     } else {
-        (None, None)
+        (None, None, Vec::new())
     };
 
     let results: Vec<PacketResult> = packets
@@ -280,13 +296,14 @@ pub fn analyze(
         gaps,
         delay_periods,
     };
-    StreamAnalysis { summary, packets: results, intervals, packets_past_series }
+    StreamAnalysis { summary, events, packets: results, intervals, packets_past_series }
 }
 
 fn gaps_and_delay_periods(
     packets: &[StreamPacket],
     send_interval_ms: Option<f64>,
-) -> (Option<GapSummary>, Option<DelayPeriodSummary>) {
+) -> (Option<GapSummary>, Option<DelayPeriodSummary>, Vec<GapEvent>) {
+    let mut events = Vec::new();
     let mut gaps = GapSummary::default();
     let mut dp = DelayPeriodSummary { send_interval_ms: send_interval_ms.unwrap_or(0.0), ..Default::default() };
     let mut last_rx: Option<i64> = None;
@@ -298,12 +315,14 @@ fn gaps_and_delay_periods(
                 if let Some(prev) = last_rx {
                     let d_ms = (r - prev) as f64 / 1e6;
                     if lost_run > 0 {
+                        events.push(GapEvent { gap: true, start_ns: prev, duration_ms: d_ms, lost: lost_run });
                         gaps.count += 1;
                         gaps.lost_in_gaps += lost_run;
                         gaps.total_ms += d_ms;
                         gaps.max_ms = gaps.max_ms.max(d_ms);
                     } else if let Some(si) = send_interval_ms {
                         if si > 0.0 && d_ms >= DELAY_PERIOD_FACTOR * si {
+                            events.push(GapEvent { gap: false, start_ns: prev, duration_ms: d_ms, lost: 0 });
                             dp.count += 1;
                             dp.total_ms += d_ms;
                             dp.max_ms = dp.max_ms.max(d_ms);
@@ -318,7 +337,7 @@ fn gaps_and_delay_periods(
     if gaps.count > 0 {
         gaps.mean_ms = gaps.total_ms / gaps.count as f64;
     }
-    (Some(gaps), send_interval_ms.map(|_| dp))
+    (Some(gaps), send_interval_ms.map(|_| dp), events)
 }
 
 /// The median of receive minus send time over the packets that have both: the one-way
@@ -470,6 +489,15 @@ mod tests {
         let d = s.delay_periods.unwrap();
         assert_eq!(d.count, 1);
         assert!((d.max_ms - 120.0).abs() < 1e-9);
+        // Each one listed: the gap after #2 (arrived 90 ms), the delay period after #6 (170 ms).
+        let ms = 1_000_000;
+        assert_eq!(
+            a.events,
+            vec![
+                GapEvent { gap: true, start_ns: 90 * ms, duration_ms: 60.0, lost: 2 },
+                GapEvent { gap: false, start_ns: 170 * ms, duration_ms: 120.0, lost: 0 },
+            ]
+        );
         let o = s.owd_ms.unwrap();
         assert_eq!((o.min, o.max), (50.0, 150.0));
         assert_eq!(o.kind, OwdKind::Raw);
