@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cellperf_analysis::stats::{quantile_sorted, Summary};
+use cellperf_analysis::stats::{mean_std, quantile_sorted, Summary};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -782,6 +782,8 @@ pub struct StepResult {
     pub up: Option<StreamSummary>,
     pub down: Option<StreamSummary>,
     pub rtt_ms: Option<Summary>,
+    /// Mean and standard deviation of the round trips (004 Fig. 1, per ping size).
+    pub rtt_mean_std_ms: Option<(f64, f64)>,
     /// Half of each round trip: the OWD estimate for unsynchronised clocks (METHODS §1).
     pub half_rtt_ms: Option<Summary>,
     pub send_lateness_us: Option<Lateness>,
@@ -908,6 +910,7 @@ fn udp_result(
             .collect();
         let mut rtts: Vec<f64> = rtt_by_seq.iter().filter_map(|&(_, r)| r).collect();
         let mut half: Vec<f64> = rtts.iter().map(|r| r / 2.0).collect();
+        res.rtt_mean_std_ms = mean_std(&rtts);
         res.rtt_ms = Summary::of(&mut rtts);
         res.half_rtt_ms = Summary::of(&mut half);
     }

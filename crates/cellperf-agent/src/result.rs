@@ -177,7 +177,9 @@ pub fn assemble(
                     ys.push(m);
                 }
                 rows.push(json!({
-                    "size_bytes": size, "rtt_ms": summary(&r.rtt_ms), "loss_rate": top["loss_rate"],
+                    "size_bytes": size, "rtt_ms": summary(&r.rtt_ms),
+                    "rtt_mean_ms": r.rtt_mean_std_ms.map(|m| m.0), "rtt_std_ms": r.rtt_mean_std_ms.map(|m| m.1),
+                    "loss_rate": top["loss_rate"],
                     "packets_sent": top["packets_sent"], "packets_received": top["packets_received"],
                 }));
             }

@@ -164,6 +164,10 @@ pub struct FlowReport {
     pub bytes: u64,
     /// Frames recorded twice by that capture, left out of every figure (see `pass`).
     pub capture_duplicates: u64,
+    /// First and last packet of the flow (Unix seconds): for TCP at the capture its goodput
+    /// is measured at (the receiver's, when there), else at the one `duration_s` comes from.
+    pub start_s: f64,
+    pub end_s: f64,
     pub duration_s: f64,
     pub throughput_bps: f64,
     pub goodput_bps: Option<f64>,
@@ -477,6 +481,8 @@ impl<'a> FlowCtx<'a> {
             packets,
             bytes,
             capture_duplicates: duplicates,
+            start_s: main.first_ts as f64 / 1e9,
+            end_s: main.last_ts as f64 / 1e9,
             duration_s,
             throughput_bps: if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
             goodput_bps: None,
@@ -574,6 +580,7 @@ impl Assembler<'_> {
         let dtcp = delivered.tcp.as_ref();
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
+        (r.start_s, r.end_s) = (delivered.first_ts as f64 / 1e9, delivered.last_ts as f64 / 1e9);
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
         // Both captures: the data's one-way delays, per interval of the receiver's series.
         let mut owd = OwdAccumulator::new(dtcp.map_or(0, |t| t.t0()), self.interval_ns);

@@ -48,7 +48,7 @@ pub struct OwdSummary {
     pub p99: f64,
     pub max: f64,
     pub mean: f64,
-    /// Population standard deviation (÷ n; **choice**, numpy's default).
+    /// Population standard deviation (`stats::mean_std`).
     pub std: f64,
     pub samples: u64,
 }
@@ -56,9 +56,7 @@ pub struct OwdSummary {
 impl OwdSummary {
     /// The summary of one-way delays `ms` (reordered), labelled `kind`; `None` when empty.
     pub fn of(kind: OwdKind, ms: &mut [f64]) -> Option<OwdSummary> {
-        let n = ms.len().max(1) as f64;
-        let mean = ms.iter().sum::<f64>() / n;
-        let std = (ms.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
+        let (mean, std) = crate::stats::mean_std(ms).unwrap_or_default();
         Summary::of(ms).map(|s| OwdSummary {
             kind,
             min: s.min,
