@@ -47,7 +47,7 @@ def test_migration_from_version_1_keeps_rows_and_marks_handoff_windows(tmp_path)
     with pytest.raises(UserError, match=f"schema version 1, this cellperf uses {SCHEMA_VERSION}"):
         Store.open(tmp_path, read_only=True)
     with Store.open(tmp_path) as s:
-        assert s.version == SCHEMA_VERSION == 6
+        assert s.version == SCHEMA_VERSION == len(MIGRATIONS)
         near = s.frame('SELECT "interval", near_handoff FROM intervals ORDER BY 1')
         # [start, start + 5) overlaps [22 − 5, 22 + 5] for starts 15, 20 and 25 s: intervals 3, 4, 5.
         assert near.filter(pl.col("near_handoff"))["interval"].to_list() == [3, 4, 5]

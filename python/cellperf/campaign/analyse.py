@@ -26,6 +26,7 @@ from cellperf.campaign.spec import RunSpec
 from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.store import write_parquet
+from cellperf.studies import add_utilisation, queue_estimate, shares
 
 #: ±w around a handoff (METHODS §6, the thesis' 5 s).
 HANDOFF_WINDOW_S = 5.0
@@ -97,6 +98,11 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
             "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
             "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
+            "owd_mean_ms": owd.get("mean"), "owd_std_ms": owd.get("std"), "owd_min_ms": owd.get("min"),
+            "owd_p95_ms": owd.get("p95"), "owd_max_ms": owd.get("max"),
+            "start_s": f.get("start_s"), "end_s": f.get("end_s"),
+            "mean_capacity_bps": (f.get("channel") or {}).get("mean_capacity_bps"),
+            "utilisation": (f.get("channel") or {}).get("utilisation"),
             "data_packets": (f.get("tcp") or {}).get("data_packets"),
             "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),
             "retx_unavoidable": rx.get("unavoidable"), "retx_serial": rx.get("serial"), "retx_fast": rx.get("fast"),
@@ -107,6 +113,19 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "detail": json.dumps({k: f.get(k) for k in ("series", "tcp", "udp", "seen_at", "direction_basis")}),
         })
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _with_studies(flows: pl.DataFrame) -> pl.DataFrame:
+    """Each test flow's share of its direction's goodput and their Jain's index (several
+    flows started together), and the queue-size estimate of UDP test flows (METHODS §12)."""
+    data = (pl.col("role") == "data") & pl.col("goodput_bps").is_not_null()
+    studied = shares(flows.filter(data).select("flow_id", "direction", "goodput_bps")).select(
+        "flow_id", "share", "jain")
+    flows = flows.join(studied, on="flow_id", how="left")
+    if "owd_max_ms" not in flows.columns:
+        return flows
+    q = queue_estimate(flows)["queue_bytes"]
+    return flows.with_columns(queue_bytes=pl.when(data & (pl.col("proto") == "udp")).then(q))
 
 
 def _handoffs(radio: Path, warnings: list[str]) -> pl.DataFrame | None:
@@ -188,12 +207,15 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     run_id = pl.lit(run.run_id)
 
     handoffs = _handoffs(folder / "radio.csv", warnings)
+    rates = None  # the radio log, when it has the channel's rates (utilisation)
     handoff_s = handoffs["time_s"].to_numpy() if handoffs is not None else np.empty(0)
     if handoffs is not None:
         tables["handoffs"] = handoffs.with_columns(run_id=run_id)
         summary["handoffs"] = handoffs.height
         # Rates are in the emulator's log and a user's CSV may have them; a modem's cell ids alone
         # give handoffs but no channel statistics.
+        if "rate_bps" in pl.read_csv(folder / "radio.csv", n_rows=0).columns:
+            rates = read_radio_log(folder / "radio.csv")
         if {"rate_bps", "state"} & set(pl.read_csv(folder / "radio.csv", n_rows=0).columns):
             stats = _channel_stats(folder / "radio.csv", run.duration_s, handoffs.height, warnings)
             if stats is not None:
@@ -213,6 +235,11 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
                     mn_addr=mn_addr, synced_clocks=clocks_synced, tables=True)
         report = a.report
         warnings.extend(report.get("warnings", []))
+        if rates is not None:
+            try:
+                add_utilisation(report, rates, "radio.csv")
+            except UserError as e:
+                warnings.append(f"channel utilisation: {e}")
         summary["captures"] = report["captures"]
         summary["owd_kind"] = report.get("owd_kind")
         packets = pl.from_arrow(a.tables["packets"])
@@ -226,7 +253,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
         interval_parts.append(_with_direction(pl.from_arrow(a.tables["intervals"]).filter(keep)))
-        for name in ("tcp_retransmissions", "ack_compression"):
+        for name in ("tcp_retransmissions", "ack_compression", "gaps"):
             tables[name] = _with_direction(pl.from_arrow(a.tables[name]).filter(keep)).with_columns(run_id=run_id)
         # Per-packet tables: Parquet beside the database, with the run id in every row.
         write_parquet(packets.with_columns(run_id=run_id), folder / "packets.parquet")
@@ -243,7 +270,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     flows = pl.concat([f for f in flow_parts if f.height], how="diagonal_relaxed") if any(
         f.height for f in flow_parts) else None
     if flows is not None:
-        tables["flows"] = flows.with_columns(run_id=run_id)
+        tables["flows"] = _with_studies(flows).with_columns(run_id=run_id)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
         start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
