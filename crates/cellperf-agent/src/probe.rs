@@ -721,6 +721,8 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         }
     };
     let clock = client.clock_offset();
+    // Server clock minus the probe's, applied to one-way delays with `--owd offset`.
+    let offset_ns = clock.as_ref().map_or(0, |c| (c.offset_ms * 1e6).round() as i64);
     let run_id = format!("{}", realtime_ns() / 1_000_000);
     let mut log = Vec::new();
     let mut server_log = Vec::new();
@@ -746,7 +748,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                         ));
                     }
                     (
-                        udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log),
+                        udp_result(&run_id, i as u32, spec, (plan.owd, offset_ns), &g, &mut log),
                         e,
                     )
                 }
@@ -837,7 +839,21 @@ fn owd_kind(choice: OwdChoice) -> OwdKind {
     match choice {
         OwdChoice::Excess => OwdKind::Excess,
         OwdChoice::Raw | OwdChoice::HalfRtt => OwdKind::Raw,
+        OwdChoice::Offset => OwdKind::OffsetCorrected,
     }
+}
+
+/// With `--owd offset`, the packets with the server's times moved onto the probe's clock by
+/// `shift`; else unchanged.
+fn on_probe_clock(
+    mut packets: Vec<StreamPacket>,
+    owd: OwdChoice,
+    shift: impl Fn(&mut StreamPacket),
+) -> Vec<StreamPacket> {
+    if owd == OwdChoice::Offset {
+        packets.iter_mut().for_each(shift);
+    }
+    packets
 }
 
 fn kind_name(choice: OwdChoice) -> &'static str {
@@ -845,6 +861,7 @@ fn kind_name(choice: OwdChoice) -> &'static str {
         OwdChoice::Raw => "raw",
         OwdChoice::Excess => "excess",
         OwdChoice::HalfRtt => "half_rtt",
+        OwdChoice::Offset => "offset_corrected",
     }
 }
 
@@ -877,7 +894,7 @@ fn udp_result(
     run_id: &str,
     step: u32,
     spec: &UdpSpec,
-    owd: OwdChoice,
+    (owd, offset_ns): (OwdChoice, i64),
     g: &UdpGathered,
     log: &mut Vec<LogRow>,
 ) -> StepResult {
@@ -962,6 +979,8 @@ fn udp_result(
             ),
         };
         let dups = g.report.as_ref().map_or(0, |r| r.duplicates);
+        // The server's receive times onto the probe's clock.
+        let packets = on_probe_clock(packets, owd, |p| p.recv_ns = p.recv_ns.map(|t| t - offset_ns));
         let summary = stream("up", packets, dups, known);
         res.up = known.then_some(summary);
     }
@@ -981,6 +1000,8 @@ fn udp_result(
                 false,
             ),
         };
+        // The server's send times onto the probe's clock.
+        let packets = on_probe_clock(packets, owd, |p| p.send_ns = p.send_ns.map(|t| t - offset_ns));
         res.down = Some(stream("down", packets, g.duplicates, known));
     }
     res

@@ -155,6 +155,12 @@ pub fn assemble(
     steps: &[(StepLabel, StepResult)],
     clock: Option<ClockOffset>,
 ) {
+    // Whether the offset was taken off the one-way delays (`--owd offset`), said beside it.
+    let clock = clock.map(|c| {
+        let mut v = json!(c);
+        v["applied_to_owd"] = json!(plan.owd == OwdChoice::Offset);
+        v
+    });
     merge_into(
         doc,
         json!({ "clock_offset": clock, "steps_planned": plan.steps.len(), "steps_run": steps.len() }),

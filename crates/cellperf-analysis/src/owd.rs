@@ -74,7 +74,7 @@ impl OwdAccumulator {
         let min = self.raw_ns[0];
         let shift = match kind {
             OwdKind::Excess => min,
-            OwdKind::Raw | OwdKind::HalfRtt => 0,
+            OwdKind::Raw | OwdKind::OffsetCorrected | OwdKind::HalfRtt => 0,
         };
         let sum: i128 = self.raw_ns.iter().map(|&x| (x - min) as i128).sum();
         let mean_above_min = sum as f64 / n as f64;

@@ -33,6 +33,9 @@ pub enum OwdKind {
     Raw,
     /// Raw OWD minus its minimum over the run: cancels a constant clock offset.
     Excess,
+    /// Receive minus send time after the clock offset the probe measured (NTP-style, ± half
+    /// the best exchange's round trip; `clock_offset` in its result) was removed.
+    OffsetCorrected,
     /// Half the round trip of an echoed datagram, on one host's clock (no offset at all);
     /// from the pairing of requests with their echoes (`udp_echo`), never from one stream:
     /// [`analyze`] asked for it gives no OWD.
@@ -205,7 +208,7 @@ pub fn analyze(
     let owd_ms: Vec<Option<f64>> = raw
         .iter()
         .map(|o| match owd_kind {
-            OwdKind::Raw => o.map(|v| v as f64 / 1e6),
+            OwdKind::Raw | OwdKind::OffsetCorrected => o.map(|v| v as f64 / 1e6),
             OwdKind::Excess => o.map(|v| (v - min_raw.unwrap_or(0)) as f64 / 1e6),
             OwdKind::HalfRtt => None,
         })

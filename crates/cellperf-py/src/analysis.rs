@@ -81,7 +81,12 @@ fn analyze_udp_stream(
     let kind = match owd_kind {
         "raw" => OwdKind::Raw,
         "excess" => OwdKind::Excess,
-        other => return Err(InputError::new_err(format!("owd_kind must be 'raw' or 'excess', not '{other}'"))),
+        "offset_corrected" => OwdKind::OffsetCorrected,
+        other => {
+            return Err(InputError::new_err(format!(
+                "owd_kind must be 'raw', 'excess' or 'offset_corrected', not '{other}'"
+            )))
+        }
     };
     if !(interval_s > 0.0 && interval_s.is_finite()) {
         return Err(InputError::new_err(format!("interval must be a positive number of seconds, not {interval_s}")));

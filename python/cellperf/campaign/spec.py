@@ -300,7 +300,7 @@ TEST_OPTIONS = {
     "timeout": ("--timeout", _positive, None),
     "windows": ("--windows", _size_list, ("window-sweep",)),
     "mss_values": ("--mss-values", _size_list, ("window-sweep",)),
-    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), TESTS),
+    "owd": ("--owd", _choice("raw", "excess", "offset", "half-rtt"), TESTS),
     # web (docs/web.md): pages of `site` (default: the shipped 004 Table VI set) or real `urls`.
     "site": (None, _text, ("web",)),
     "pages": (None, _names, ("web",)),
