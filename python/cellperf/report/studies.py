@@ -199,7 +199,7 @@ def gaps(store: Store) -> list[Item]:
         return items
     fig = go.Figure()
     for (label,), g in pid.group_by(["label"], maintain_order=True):
-        fig.add_trace(go.Scattergl(x=g["t_s"], y=g["pid_ms"], mode="markers", marker_size=3, name=label))
+        fig.add_trace(go.Scatter(x=g["t_s"], y=g["pid_ms"], mode="markers", marker_size=3, name=label))
     fig.update_layout(xaxis_title="time in run (s)", yaxis=dict(title="packet inter-arrival (ms)", type="log"))
     items.append(Item("pid-timeline", "Packet inter-arrival timeline", "Inter-arrival of each received packet of the "
                       "streams with gaps or delay periods. Seed 004 Figs. 3-4.", _layout(fig)))
