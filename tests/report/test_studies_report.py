@@ -20,21 +20,26 @@ def _flows(rows: list[dict]) -> pl.DataFrame:
 
 
 def test_shares_jain_and_queue_of_a_runs_flows():
-    # Two TCP test flows down (3 and 1 Mbit/s), one up, a control flow that does not count.
+    # Two TCP test flows down (3 and 1 Mbit/s), the ACKs of flow 2 up (a connection's two
+    # directions share its flow_id), one UDP flow up, a control flow that does not count.
     flows = _flows([
         {"flow_id": 0, "role": "control", "proto": "tcp", "direction": "uplink", "goodput_bps": 5e6, "owd_max_ms": None},
         {"flow_id": 1, "role": "data", "proto": "tcp", "direction": "downlink", "goodput_bps": 3e6, "owd_max_ms": 10.0},
         {"flow_id": 2, "role": "data", "proto": "tcp", "direction": "downlink", "goodput_bps": 1e6, "owd_max_ms": 10.0},
+        {"flow_id": 2, "role": "data", "proto": "tcp", "direction": "uplink", "goodput_bps": 0.0, "owd_max_ms": 5.0},
         {"flow_id": 3, "role": "data", "proto": "udp", "direction": "uplink", "goodput_bps": 9_603_000.0,
          "owd_max_ms": 961.0},
     ])
-    out = _with_studies(flows).sort("flow_id")
-    assert out["share"].to_list() == [None, 0.75, 0.25, 1.0]
-    assert out["jain"].to_list()[1:] == pytest.approx([16 / 20, 16 / 20, 1.0])  # (3+1)² / (2·(9+1))
+    out = _with_studies(flows, saturating=True)
+    assert out.height == flows.height
+    out = out.sort("flow_id", "direction")
+    assert out["share"].to_list() == [None, 0.75, 0.25, None, 1.0]  # the ACKs delivered nothing
+    assert out["jain"].to_list() == pytest.approx([None, 16 / 20, 16 / 20, None, 1.0])  # (3+1)² / (2·(9+1))
     # 003 slide 16: 961 ms × 9603 kbit/s = 1,153,560 bytes (the slide's "1126 KB" is KiB).
-    assert out["queue_bytes"].to_list()[:3] == [None, None, None]
-    assert out["queue_bytes"][3] == pytest.approx(961e-3 * 9_603_000 / 8)
-    assert out["queue_bytes"][3] / 1024 == pytest.approx(1126, abs=1)
+    assert out["queue_bytes"].to_list()[:4] == [None, None, None, None]
+    assert out["queue_bytes"][4] == pytest.approx(961e-3 * 9_603_000 / 8)
+    assert out["queue_bytes"][4] / 1024 == pytest.approx(1126, abs=1)
+    assert "queue_bytes" not in _with_studies(flows, saturating=False).columns  # not a saturating test
 
 
 def _commit(s: Store, run_id: str, test_type: str, *, flows=None, result=None, options=None, tables=None):

@@ -115,14 +115,16 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _with_studies(flows: pl.DataFrame) -> pl.DataFrame:
+def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
     """Each test flow's share of its direction's goodput and their Jain's index (several
-    flows started together), and the queue-size estimate of UDP test flows (METHODS §12)."""
-    data = (pl.col("role") == "data") & pl.col("goodput_bps").is_not_null()
+    flows started together), and, for a `saturating` test (UDP CBR), the queue-size estimate
+    of its UDP flows (METHODS §12). A connection's two directions share a flow_id. Flows that
+    delivered nothing (a download's ACK-only direction) are in no share, as in `cellperf analyze`."""
+    data = (pl.col("role") == "data") & (pl.col("goodput_bps") > 0)
     studied = shares(flows.filter(data).select("flow_id", "direction", "goodput_bps")).select(
-        "flow_id", "share", "jain")
-    flows = flows.join(studied, on="flow_id", how="left")
-    if "owd_max_ms" not in flows.columns:
+        "flow_id", "direction", "share", "jain")
+    flows = flows.join(studied, on=["flow_id", "direction"], how="left")
+    if "owd_max_ms" not in flows.columns or not saturating:
         return flows
     q = queue_estimate(flows)["queue_bytes"]
     return flows.with_columns(queue_bytes=pl.when(data & (pl.col("proto") == "udp")).then(q))
@@ -270,7 +272,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     flows = pl.concat([f for f in flow_parts if f.height], how="diagonal_relaxed") if any(
         f.height for f in flow_parts) else None
     if flows is not None:
-        tables["flows"] = _with_studies(flows).with_columns(run_id=run_id)
+        tables["flows"] = _with_studies(flows, saturating=test_type == "udp-cbr").with_columns(run_id=run_id)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
         start = intervals["start_ts"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9 if intervals.height else np.empty(0)
