@@ -722,7 +722,9 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     };
     let clock = client.clock_offset();
     // Server clock minus the probe's, applied to one-way delays with `--owd offset`.
-    let offset_ns = clock.as_ref().map_or(0, |c| (c.offset_ms * 1e6).round() as i64);
+    let offset_ns = clock
+        .as_ref()
+        .map_or(0, |c| (c.offset_ms * 1e6).round() as i64);
     let run_id = format!("{}", realtime_ns() / 1_000_000);
     let mut log = Vec::new();
     let mut server_log = Vec::new();
@@ -980,7 +982,9 @@ fn udp_result(
         };
         let dups = g.report.as_ref().map_or(0, |r| r.duplicates);
         // The server's receive times onto the probe's clock.
-        let packets = on_probe_clock(packets, owd, |p| p.recv_ns = p.recv_ns.map(|t| t - offset_ns));
+        let packets = on_probe_clock(packets, owd, |p| {
+            p.recv_ns = p.recv_ns.map(|t| t - offset_ns)
+        });
         let summary = stream("up", packets, dups, known);
         res.up = known.then_some(summary);
     }
@@ -1001,7 +1005,9 @@ fn udp_result(
             ),
         };
         // The server's send times onto the probe's clock.
-        let packets = on_probe_clock(packets, owd, |p| p.send_ns = p.send_ns.map(|t| t - offset_ns));
+        let packets = on_probe_clock(packets, owd, |p| {
+            p.send_ns = p.send_ns.map(|t| t - offset_ns)
+        });
         res.down = Some(stream("down", packets, g.duplicates, known));
     }
     res
