@@ -137,7 +137,8 @@ def analyze_agent_log(path: str | os.PathLike, *, interval: float = 5.0, tables:
         known = firsts["lost"].null_count() == 0
         # Receive times are on the probe's clock, offset-corrected, when the log says `raw`,
         # and in echo tests (whose `owd_ms` column holds half the round trip instead).
-        kind = "raw" if firsts["owd_kind"][0] in ("raw", "half_rtt") else "excess"
+        logged = firsts["owd_kind"][0]
+        kind = "raw" if logged in ("raw", "half_rtt") else logged if logged == "offset_corrected" else "excess"
         try:
             a = analyze_stream(
                 firsts.select(seq="seq", send_ns=pl.col("send_ts").cast(pl.Int64),

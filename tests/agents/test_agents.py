@@ -133,6 +133,22 @@ def test_min_delay_sparse_and_ping_sweep(server):
     assert [r["size_bytes"] for r in doc["sweep"]] == [64, 512, 1400]
     assert doc["packets_sent"] == 15 and doc["packets_received"] == 15
     assert len(doc["fit"]["residuals_ms"]) == 3
+    for r in doc["sweep"]:  # mean and std of each size's five round trips (004 Fig. 1)
+        assert r["rtt_ms"]["min"] <= r["rtt_mean_ms"] <= r["rtt_ms"]["max"]
+        assert 0 <= r["rtt_std_ms"] <= (r["rtt_ms"]["max"] - r["rtt_ms"]["min"]) / 2
+
+
+def test_measured_clock_offset_applied_on_request(server):
+    """`--owd offset` takes the probe's measured offset off the one-way delays and says so;
+    on one host the offset is within its uncertainty of 0, so the delays stay below the RTT."""
+    doc = _json(server.probe("-t", "min-delay", "--duration", "1", "--owd", "offset", "--json"))
+    c = doc["clock_offset"]
+    assert c["applied_to_owd"] is True and c["method"] == "ntp-min-delay"
+    assert abs(c["offset_ms"]) <= c["uncertainty_ms"] + 0.05
+    assert doc["owd_ms"]["kind"] == "offset_corrected"
+    assert -c["uncertainty_ms"] - 0.05 <= doc["owd_ms"]["min"] <= doc["rtt_ms"]["min"] + c["uncertainty_ms"]
+    raw = _json(server.probe("-t", "min-delay", "--duration", "1", "--owd", "raw", "--json"))
+    assert raw["clock_offset"]["applied_to_owd"] is False
 
 
 def test_tcp_bulk_and_window_sweep(server):

@@ -114,17 +114,19 @@ class TcpRun:
 
     MN, CN = "10.0.0.2", "192.0.2.7"
 
-    def __init__(self, skew: float = 3.0):
-        self.mn, self.cn = Pcap(), Pcap()
+    def __init__(self, skew: float = 3.0, *, ports: tuple[int, int] = (80, 40000), into: TcpRun | None = None):
+        """`ports` = (CN's, MN's); `into` another run whose captures this connection shares."""
+        self.mn, self.cn = (into.mn, into.cn) if into else (Pcap(), Pcap())
         self.skew = skew
-        self.ids = {"mn": 100, "cn": 5000}
+        self.cport, self.mport = ports
+        self.ids = {"mn": 100 + 20000 * (into is not None), "cn": 5000 + 20000 * (into is not None)}
 
     def _next_id(self, who: str) -> int:
         self.ids[who] += 1
         return self.ids[who]
 
     def data(self, t_sent: float, seq: int, length: int, t_arrive: float | None):
-        pkt = lambda ttl: tcp_packet(self.CN, 80, self.MN, 40000, seq, 1, ACK | PSH, data=b"x" * length,  # noqa: E731
+        pkt = lambda ttl: tcp_packet(self.CN, self.cport, self.MN, self.mport, seq, 1, ACK | PSH, data=b"x" * length,  # noqa: E731
                                      ip_id=ident, ttl=ttl)
         ident = self._next_id("cn")
         self.cn.add(t_sent + self.skew, pkt(64))
@@ -133,7 +135,7 @@ class TcpRun:
 
     def ack(self, t_sent: float, ack: int, t_arrive: float | None, sack=()):
         ident = self._next_id("mn")
-        pkt = lambda ttl: tcp_packet(self.MN, 40000, self.CN, 80, 1, ack, ACK, ip_id=ident, ttl=ttl, sack=sack)  # noqa: E731
+        pkt = lambda ttl: tcp_packet(self.MN, self.mport, self.CN, self.cport, 1, ack, ACK, ip_id=ident, ttl=ttl, sack=sack)  # noqa: E731
         self.mn.add(t_sent, pkt(64))
         if t_arrive is not None:
             self.cn.add(t_arrive + self.skew, pkt(60))

@@ -14,6 +14,8 @@ pub enum OwdChoice {
     Excess,
     /// Half the round trip (echo tests).
     HalfRtt,
+    /// Receive minus send time with the probe's measured clock offset removed.
+    Offset,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,6 +339,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
         None if echo_default => OwdChoice::HalfRtt,
         None | Some("raw") => OwdChoice::Raw,
         Some("excess") => OwdChoice::Excess,
+        Some("offset") => OwdChoice::Offset,
         Some("half-rtt") if echo_default => OwdChoice::HalfRtt,
         Some("half-rtt") => {
             return Err(format!(
@@ -345,7 +348,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
         }
         Some(k) => {
             return Err(format!(
-                "--owd: '{}' is not one of raw, excess, half-rtt",
+                "--owd: '{}' is not one of raw, excess, offset, half-rtt",
                 k.escape_debug()
             ))
         }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cellperf_analysis::stats::{quantile_sorted, Summary};
+use cellperf_analysis::stats::{mean_std, quantile_sorted, Summary};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -731,6 +731,10 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         }
     };
     let clock = client.clock_offset();
+    // Server clock minus the probe's, applied to one-way delays with `--owd offset`.
+    let offset_ns = clock
+        .as_ref()
+        .map_or(0, |c| (c.offset_ms * 1e6).round() as i64);
     let run_id = format!("{}", realtime_ns() / 1_000_000);
     let mut log = Vec::new();
     let mut server_log = Vec::new();
@@ -761,7 +765,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                         ));
                     }
                     (
-                        udp_result(&run_id, i as u32, spec, plan.owd, &g, &mut log),
+                        udp_result(&run_id, i as u32, spec, (plan.owd, offset_ns), &g, &mut log),
                         e,
                     )
                 }
@@ -799,6 +803,8 @@ pub struct StepResult {
     pub up: Option<StreamSummary>,
     pub down: Option<StreamSummary>,
     pub rtt_ms: Option<Summary>,
+    /// Mean and standard deviation of the round trips (004 Fig. 1, per ping size).
+    pub rtt_mean_std_ms: Option<(f64, f64)>,
     /// Half of each round trip: the OWD estimate for unsynchronised clocks (METHODS §1).
     pub half_rtt_ms: Option<Summary>,
     pub send_lateness_us: Option<Lateness>,
@@ -852,7 +858,21 @@ fn owd_kind(choice: OwdChoice) -> OwdKind {
     match choice {
         OwdChoice::Excess => OwdKind::Excess,
         OwdChoice::Raw | OwdChoice::HalfRtt => OwdKind::Raw,
+        OwdChoice::Offset => OwdKind::OffsetCorrected,
     }
+}
+
+/// With `--owd offset`, the packets with the server's times moved onto the probe's clock by
+/// `shift`; else unchanged.
+fn on_probe_clock(
+    mut packets: Vec<StreamPacket>,
+    owd: OwdChoice,
+    shift: impl Fn(&mut StreamPacket),
+) -> Vec<StreamPacket> {
+    if owd == OwdChoice::Offset {
+        packets.iter_mut().for_each(shift);
+    }
+    packets
 }
 
 fn kind_name(choice: OwdChoice) -> &'static str {
@@ -860,6 +880,7 @@ fn kind_name(choice: OwdChoice) -> &'static str {
         OwdChoice::Raw => "raw",
         OwdChoice::Excess => "excess",
         OwdChoice::HalfRtt => "half_rtt",
+        OwdChoice::Offset => "offset_corrected",
     }
 }
 
@@ -892,7 +913,7 @@ fn udp_result(
     run_id: &str,
     step: u32,
     spec: &UdpSpec,
-    owd: OwdChoice,
+    (owd, offset_ns): (OwdChoice, i64),
     g: &UdpGathered,
     log: &mut Vec<LogRow>,
 ) -> StepResult {
@@ -925,6 +946,7 @@ fn udp_result(
             .collect();
         let mut rtts: Vec<f64> = rtt_by_seq.iter().filter_map(|&(_, r)| r).collect();
         let mut half: Vec<f64> = rtts.iter().map(|r| r / 2.0).collect();
+        res.rtt_mean_std_ms = mean_std(&rtts);
         res.rtt_ms = Summary::of(&mut rtts);
         res.half_rtt_ms = Summary::of(&mut half);
     }
@@ -976,6 +998,10 @@ fn udp_result(
             ),
         };
         let dups = g.report.as_ref().map_or(0, |r| r.duplicates);
+        // The server's receive times onto the probe's clock.
+        let packets = on_probe_clock(packets, owd, |p| {
+            p.recv_ns = p.recv_ns.map(|t| t - offset_ns)
+        });
         let summary = stream("up", packets, dups, known);
         res.up = known.then_some(summary);
     }
@@ -995,6 +1021,10 @@ fn udp_result(
                 false,
             ),
         };
+        // The server's send times onto the probe's clock.
+        let packets = on_probe_clock(packets, owd, |p| {
+            p.send_ns = p.send_ns.map(|t| t - offset_ns)
+        });
         res.down = Some(stream("down", packets, g.duplicates, known));
     }
     res

@@ -155,6 +155,12 @@ pub fn assemble(
     steps: &[(StepLabel, StepResult)],
     clock: Option<ClockOffset>,
 ) {
+    // Whether the offset was taken off the one-way delays (`--owd offset`), said beside it.
+    let clock = clock.map(|c| {
+        let mut v = json!(c);
+        v["applied_to_owd"] = json!(plan.owd == OwdChoice::Offset);
+        v
+    });
     merge_into(
         doc,
         json!({ "clock_offset": clock, "steps_planned": plan.steps.len(), "steps_run": steps.len() }),
@@ -177,7 +183,9 @@ pub fn assemble(
                     ys.push(m);
                 }
                 rows.push(json!({
-                    "size_bytes": size, "rtt_ms": summary(&r.rtt_ms), "loss_rate": top["loss_rate"],
+                    "size_bytes": size, "rtt_ms": summary(&r.rtt_ms),
+                    "rtt_mean_ms": r.rtt_mean_std_ms.map(|m| m.0), "rtt_std_ms": r.rtt_mean_std_ms.map(|m| m.1),
+                    "loss_rate": top["loss_rate"],
                     "packets_sent": top["packets_sent"], "packets_received": top["packets_received"],
                 }));
             }

@@ -17,6 +17,7 @@
 pub mod flows;
 pub mod matching;
 pub mod nat;
+pub mod owd;
 mod pass;
 pub mod record;
 pub mod seq;

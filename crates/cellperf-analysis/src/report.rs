@@ -13,8 +13,9 @@ use crate::flows::{Dir, FlowKey, FlowTable, PROTO_TCP};
 use crate::nat::NatPairing;
 use crate::record::UdpRec;
 use crate::stats::{BoxSummary, Summary, Variability};
-use crate::tables::{AckTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
+use crate::tables::{AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::matching::match_in_order;
+use crate::owd::OwdAccumulator;
 use crate::tcp_two_sided::{self, AckCompression};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
@@ -163,6 +164,10 @@ pub struct FlowReport {
     pub bytes: u64,
     /// Frames recorded twice by that capture, left out of every figure (see `pass`).
     pub capture_duplicates: u64,
+    /// First and last packet of the flow (Unix seconds): for TCP at the capture its goodput
+    /// is measured at (the receiver's, when there), else at the one `duration_s` comes from.
+    pub start_s: f64,
+    pub end_s: f64,
     pub duration_s: f64,
     pub throughput_bps: f64,
     pub goodput_bps: Option<f64>,
@@ -287,6 +292,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         reports: Vec::new(),
         intervals: IntervalTable::default(),
         udp_packets: UdpPacketTable::default(),
+        gaps: GapTable::default(),
         retx: RetransmissionTable::default(),
         acks: AckTable::default(),
         rtt: RttTable::default(),
@@ -324,6 +330,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         tables.batches.push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
         tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
         tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
+        tables.batches.push(("gaps", out.gaps.into_batch().map_err(err)?));
         tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
         tables.batches.push(("ack_compression", out.acks.into_batch().map_err(err)?));
         tables.batches.push(("rtt", out.rtt.into_batch().map_err(err)?));
@@ -474,6 +481,8 @@ impl<'a> FlowCtx<'a> {
             packets,
             bytes,
             capture_duplicates: duplicates,
+            start_s: main.first_ts as f64 / 1e9,
+            end_s: main.last_ts as f64 / 1e9,
             duration_s,
             throughput_bps: if duration_s > 0.0 { bytes as f64 * 8.0 / duration_s } else { 0.0 },
             goodput_bps: None,
@@ -506,6 +515,7 @@ struct Assembler<'o> {
     reports: Vec<FlowReport>,
     intervals: IntervalTable,
     udp_packets: UdpPacketTable,
+    gaps: GapTable,
     retx: RetransmissionTable,
     acks: AckTable,
     rtt: RttTable,
@@ -570,9 +580,18 @@ impl Assembler<'_> {
         let dtcp = delivered.tcp.as_ref();
         let dsum = dtcp.map(|t| t.summary(data_dir)).unwrap_or_default();
         let ddur = delivered.duration_s();
+        (r.start_s, r.end_s) = (delivered.first_ts as f64 / 1e9, delivered.last_ts as f64 / 1e9);
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
+        // Both captures: the data's one-way delays, per interval of the receiver's series.
+        let mut owd = OwdAccumulator::new(dtcp.map_or(0, |t| t.t0()), self.interval_ns);
+        let two = match (at_sender, at_receiver) {
+            (Some(s), Some(rx)) => Some(tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir, &mut owd)),
+            _ => None,
+        };
+        let (owd_ms, owd_intervals) = owd.finish(self.owd_kind);
+        r.owd_ms = owd_ms;
         if let Some(t) = dtcp {
-            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur);
+            r.series = self.tcp_series(flow.id, uplink, t, data_dir, ddur, &owd_intervals);
         }
         let stcp = at_sender.and_then(|f| f.tcp.as_ref());
         if let Some(t) = stcp {
@@ -589,9 +608,8 @@ impl Assembler<'_> {
             data_matched: None,
             acks_matched: None,
         };
-        match (at_sender, at_receiver) {
-            (Some(s), Some(rx)) => {
-                let two = tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir);
+        match two {
+            Some(two) => {
                 let c = two.counts();
                 r.retransmissions = Some(RetransmissionReport {
                     total: c.total,
@@ -613,7 +631,7 @@ impl Assembler<'_> {
                     self.two_sided_rows(flow.id, uplink, &two);
                 }
             }
-            _ => {
+            None => {
                 r.retransmissions = Some(RetransmissionReport {
                     total: one.retransmissions,
                     normal: None,
@@ -639,8 +657,17 @@ impl Assembler<'_> {
         self.reports.push(r);
     }
 
-    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any).
-    fn tcp_series(&mut self, id: u32, uplink: bool, t: &TcpOneSided, dir: Dir, duration_s: f64) -> SeriesReport {
+    /// A TCP direction's delivered bytes per interval (at `t`, the receiver's capture if any),
+    /// with the mean one-way delay of the data that arrived in each (`owd`, two captures).
+    fn tcp_series(
+        &mut self,
+        id: u32,
+        uplink: bool,
+        t: &TcpOneSided,
+        dir: Dir,
+        duration_s: f64,
+        owd: &[Option<f64>],
+    ) -> SeriesReport {
         let bins = t.interval_bytes(dir);
         if self.opts.tables {
             for (i, b) in bins.iter().enumerate() {
@@ -648,6 +675,7 @@ impl Assembler<'_> {
                     start_ns: t.t0() + i as i64 * self.interval_ns,
                     start_s: i as f64 * self.opts.interval_s,
                     bytes: *b,
+                    owd_mean_ms: owd.get(i).copied().flatten(),
                     ..Default::default()
                 };
                 self.intervals.push(id, uplink, self.opts.interval_s, false, i, &row);
@@ -771,6 +799,7 @@ impl Assembler<'_> {
                     self.intervals.push(flow.id, uplink, self.opts.interval_s, losses_known, i, row);
                 }
                 self.udp_packets.push_stream(flow.id, uplink, losses_known, &a.packets);
+                self.gaps.push_stream(flow.id, uplink, &a.events);
             }
             r.udp = Some(a.summary);
             r.udp_view = Some(view);

@@ -15,6 +15,17 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
 }
 
+/// Mean and population standard deviation (÷ n; **choice**, numpy's default) of a sample;
+/// `None` when empty.
+pub fn mean_std(values: &[f64]) -> Option<(f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    Some((mean, (values.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()))
+}
+
 /// min / median / p95 / max of a sample, in the unit of the sample.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Summary {

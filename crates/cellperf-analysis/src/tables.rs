@@ -13,7 +13,7 @@ use arrow_schema::ArrowError;
 use cellperf_capture::{Packet, Transport};
 
 use crate::tcp_two_sided::AckSpacing;
-use crate::udp_stream::{IntervalRow, PacketResult};
+use crate::udp_stream::{GapEvent, IntervalRow, PacketResult};
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_from_iter(cols)
@@ -199,6 +199,41 @@ impl UdpPacketTable {
             ("lost", Arc::new(BooleanArray::from(self.lost))),
             ("owd_ms", Arc::new(Float64Array::from(self.owd_ms))),
             ("jitter_ms", Arc::new(Float64Array::from(self.jitter_ms))),
+        ])
+    }
+}
+
+/// Every gap and delay period of the UDP streams (004 Figs. 3-4).
+#[derive(Default)]
+pub struct GapTable {
+    pub flow_id: Vec<u32>,
+    pub uplink: Vec<bool>,
+    pub kind: StringBuilder,
+    pub start_ts: Vec<i64>,
+    pub duration_ms: Vec<f64>,
+    pub lost: Vec<u64>,
+}
+
+impl GapTable {
+    pub fn push_stream(&mut self, flow_id: u32, uplink: bool, events: &[GapEvent]) {
+        for e in events {
+            self.flow_id.push(flow_id);
+            self.uplink.push(uplink);
+            self.kind.append_value(if e.gap { "gap" } else { "delay_period" });
+            self.start_ts.push(e.start_ns);
+            self.duration_ms.push(e.duration_ms);
+            self.lost.push(e.lost);
+        }
+    }
+
+    pub fn into_batch(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
+            ("kind", Arc::new(self.kind.finish())),
+            ("start_ts", ts(self.start_ts)),
+            ("duration_ms", Arc::new(Float64Array::from(self.duration_ms))),
+            ("lost", Arc::new(UInt64Array::from(self.lost))),
         ])
     }
 }

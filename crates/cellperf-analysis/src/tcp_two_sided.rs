@@ -1,5 +1,5 @@
-//! TCP analysis that needs both captures (METHODS §4): retransmission classes and ACK
-//! compression (000 §4.2).
+//! TCP analysis that needs both captures (METHODS §4): retransmission classes, ACK
+//! compression (000 §4.2) and the data segments' one-way delays (METHODS §12, [`crate::owd`]).
 //!
 //! Packets are matched across the captures by content, never by time, so a clock offset
 //! between the two capture hosts changes nothing. **Choice** of keys: a data segment is
@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::flows::Dir;
 use crate::matching::match_in_order;
+use crate::owd::OwdAccumulator;
 use crate::record::{TcpRec, TcpRecords};
 use crate::seq::Unwrapper;
 
@@ -146,7 +147,9 @@ fn is_pure_ack(r: &TcpRec) -> bool {
 
 /// Analyses data sent in `data_dir`, captured at the sender (`at_sender`) and at the
 /// receiver (`at_receiver`); both slices hold all packets of the flow in capture order.
-pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> TwoSided {
+/// Every data segment found at both captures (retransmissions too: each copy is its own)
+/// goes to `owd` with its send and arrival times.
+pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir, owd: &mut OwdAccumulator) -> TwoSided {
     let (at_sender, at_receiver) = (&sender.recs, &receiver.recs);
     let ack_dir = data_dir.reverse();
     let sent: Vec<&TcpRec> = at_sender.iter().filter(|r| r.dir == data_dir && is_data(r)).collect();
@@ -209,7 +212,10 @@ pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir) -> Two
         let start = seq_space.unwrap(r.data_seq());
         let end = start + r.payload_len as u64;
         starts.push(start);
-        out.data_matched += arrival[i].is_some() as u64;
+        if let Some(t) = arrival[i] {
+            out.data_matched += 1;
+            owd.add(r.ts_ns, t);
+        }
         if start < snd_max {
             let earlier = latest.covering(start);
             let resent = times_resent.entry(start).or_insert(0);
@@ -401,7 +407,7 @@ mod tests {
             with_id(seg(400, U, 1, 0, 101, ACK), 50),
         ];
         let r = [with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2), with_id(seg(SKEW + 351, U, 1, 0, 101, ACK), 50)];
-        let t = analyze(&records(&s), &records(&r), D);
+        let t = analyze(&records(&s), &records(&r), D, &mut OwdAccumulator::default());
         assert_eq!(t.counts(), ClassCounts { total: 1, normal: 1, spurious: 0, unavoidable: 0, serial: 0 });
         assert_eq!(t.data_matched, 1);
     }
@@ -414,7 +420,7 @@ mod tests {
             with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50), // lost on the way back
             with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
         ];
-        assert_eq!(analyze(&records(&s), &records(&r), D).counts().unavoidable, 1);
+        assert_eq!(analyze(&records(&s), &records(&r), D, &mut OwdAccumulator::default()).counts().unavoidable, 1);
     }
 
     #[test]
@@ -431,7 +437,7 @@ mod tests {
             with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
             with_id(seg(SKEW + 950, D, 1, 100, 1, ACK), 3),
         ];
-        let c = analyze(&records(&s), &records(&r), D).counts();
+        let c = analyze(&records(&s), &records(&r), D, &mut OwdAccumulator::default()).counts();
         assert_eq!((c.total, c.spurious, c.serial), (2, 2, 1));
     }
 
@@ -440,7 +446,7 @@ mod tests {
         // Found by cargo fuzz: the capture starts mid-flow, then bytes older than its first
         // segment are sent again.
         let s = [with_id(seg(0, D, 101, 100, 1, ACK), 1), with_id(seg(300, D, 1, 100, 1, ACK), 2)];
-        let t = analyze(&records(&s), &records(&[]), D);
+        let t = analyze(&records(&s), &records(&[]), D, &mut OwdAccumulator::default());
         assert_eq!(t.retransmissions.len(), 1);
         assert_eq!((t.retransmissions[0].rel_seq, t.retransmissions[0].class), (0, RetxClass::Normal));
     }
@@ -457,9 +463,33 @@ mod tests {
         ];
         let mut r: TcpRecords = [with_id(seg(SKEW + 51, D, 101, 100, 1, ACK), 2)].into_iter().collect();
         r.push(with_id(seg(SKEW + 51, U, 1, 0, 1, ACK), 50), &[(101, 201)]);
-        let t = analyze(&records(&s), &r, D);
+        let t = analyze(&records(&s), &r, D, &mut OwdAccumulator::default());
         let classes: Vec<_> = t.retransmissions.iter().map(|x| x.class).collect();
         assert_eq!(classes, vec![RetxClass::Normal, RetxClass::Unavoidable]);
+    }
+
+    #[test]
+    fn every_matched_data_segment_gives_its_one_way_delay() {
+        // Three segments, the second lost and resent; delays 40, 70 (the resend), 55 ms on
+        // a receiver clock SKEW ahead: excess 0, 30, 15.
+        let s = [
+            with_id(seg(0, D, 1, 100, 1, ACK), 1),
+            with_id(seg(10, D, 101, 100, 1, ACK), 2),
+            with_id(seg(20, D, 201, 100, 1, ACK), 3),
+            with_id(seg(300, D, 101, 100, 1, ACK), 4),
+        ];
+        let r = [
+            with_id(seg(SKEW + 40, D, 1, 100, 1, ACK), 1),
+            with_id(seg(SKEW + 75, D, 201, 100, 1, ACK), 3),
+            with_id(seg(SKEW + 370, D, 101, 100, 1, ACK), 4),
+        ];
+        let mut owd = OwdAccumulator::new(0, 1_000_000_000_000);
+        let t = analyze(&records(&s), &records(&r), D, &mut owd);
+        assert_eq!(t.data_matched, 3);
+        let (sum, _) = owd.finish(crate::udp_stream::OwdKind::Excess);
+        let sum = sum.unwrap();
+        assert_eq!((sum.samples, sum.min, sum.median, sum.max, sum.mean), (3, 0.0, 15.0, 30.0, 15.0));
+        assert!((sum.std - 150.0f64.sqrt()).abs() < 1e-12);
     }
 
     #[test]
@@ -473,7 +503,7 @@ mod tests {
             r.push(with_id(seg(SKEW + sent[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
             s.push(with_id(seg(got[i], U, 1, 0, 2 + i as u32, ACK), 10 + i as u16));
         }
-        let t = analyze(&records(&s), &records(&r), D);
+        let t = analyze(&records(&s), &records(&r), D, &mut OwdAccumulator::default());
         let ac = t.ack_compression();
         assert_eq!(ac.acks, 5);
         let ratios: Vec<f64> = t.acks.iter().map(|a| a.ratio).collect();

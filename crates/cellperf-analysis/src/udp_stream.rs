@@ -33,6 +33,9 @@ pub enum OwdKind {
     Raw,
     /// Raw OWD minus its minimum over the run: cancels a constant clock offset.
     Excess,
+    /// Receive minus send time after the clock offset the probe measured (NTP-style, ± half
+    /// the best exchange's round trip; `clock_offset` in its result) was removed.
+    OffsetCorrected,
     /// Half the round trip of an echoed datagram, on one host's clock (no offset at all);
     /// from the pairing of requests with their echoes (`udp_echo`), never from one stream:
     /// [`analyze`] asked for it gives no OWD.
@@ -45,22 +48,27 @@ pub struct OwdSummary {
     pub min: f64,
     pub median: f64,
     pub p95: f64,
+    pub p99: f64,
     pub max: f64,
     pub mean: f64,
+    /// Population standard deviation (`stats::mean_std`).
+    pub std: f64,
     pub samples: u64,
 }
 
 impl OwdSummary {
     /// The summary of one-way delays `ms` (reordered), labelled `kind`; `None` when empty.
     pub fn of(kind: OwdKind, ms: &mut [f64]) -> Option<OwdSummary> {
-        let mean = ms.iter().sum::<f64>() / ms.len().max(1) as f64;
+        let (mean, std) = crate::stats::mean_std(ms).unwrap_or_default();
         Summary::of(ms).map(|s| OwdSummary {
             kind,
             min: s.min,
             median: s.median,
             p95: s.p95,
+            p99: crate::stats::quantile_sorted(ms, 0.99).unwrap_or(s.max),
             max: s.max,
             mean,
+            std,
             samples: s.samples,
         })
     }
@@ -142,8 +150,24 @@ pub struct IntervalRow {
     pub jitter_mean_ms: Option<f64>,
 }
 
+/// One gap (a burst of lost packets) or delay period (an inter-arrival of at least
+/// [`DELAY_PERIOD_FACTOR`] sending intervals with nothing lost), 004 Figs. 3-4.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GapEvent {
+    /// `true` for a gap, `false` for a delay period.
+    pub gap: bool,
+    /// Arrival of the last packet before it (receiver's clock, ns).
+    pub start_ns: i64,
+    /// Until the arrival of the first packet after it.
+    pub duration_ms: f64,
+    /// Packets lost in it (0 for a delay period).
+    pub lost: u64,
+}
+
 pub struct StreamAnalysis {
     pub summary: StreamSummary,
+    /// Every gap and delay period, in order (when losses are known).
+    pub events: Vec<GapEvent>,
     pub packets: Vec<PacketResult>,
     pub intervals: Vec<IntervalRow>,
     /// Packets later than [`MAX_INTERVALS`] intervals after the first arrival, not in `intervals`.
@@ -184,7 +208,7 @@ pub fn analyze(
     let owd_ms: Vec<Option<f64>> = raw
         .iter()
         .map(|o| match owd_kind {
-            OwdKind::Raw => o.map(|v| v as f64 / 1e6),
+            OwdKind::Raw | OwdKind::OffsetCorrected => o.map(|v| v as f64 / 1e6),
             OwdKind::Excess => o.map(|v| (v - min_raw.unwrap_or(0)) as f64 / 1e6),
             OwdKind::HalfRtt => None,
         })
@@ -237,10 +261,10 @@ pub fn analyze(
     let mut send_gaps: Vec<f64> =
         packets.windows(2).filter_map(|w| Some((w[1].send_ns? - w[0].send_ns?) as f64 / 1e6)).collect();
     let send_interval_ms = Summary::of(&mut send_gaps).map(|s| s.median);
-    let (gaps, delay_periods) = if losses_known {
+    let (gaps, delay_periods, events) = if losses_known {
         gaps_and_delay_periods(packets, send_interval_ms)
     } else {
-        (None, None)
+        (None, None, Vec::new())
     };
 
     let results: Vec<PacketResult> = packets
@@ -273,13 +297,14 @@ pub fn analyze(
         gaps,
         delay_periods,
     };
-    StreamAnalysis { summary, packets: results, intervals, packets_past_series }
+    StreamAnalysis { summary, events, packets: results, intervals, packets_past_series }
 }
 
 fn gaps_and_delay_periods(
     packets: &[StreamPacket],
     send_interval_ms: Option<f64>,
-) -> (Option<GapSummary>, Option<DelayPeriodSummary>) {
+) -> (Option<GapSummary>, Option<DelayPeriodSummary>, Vec<GapEvent>) {
+    let mut events = Vec::new();
     let mut gaps = GapSummary::default();
     let mut dp = DelayPeriodSummary { send_interval_ms: send_interval_ms.unwrap_or(0.0), ..Default::default() };
     let mut last_rx: Option<i64> = None;
@@ -291,12 +316,14 @@ fn gaps_and_delay_periods(
                 if let Some(prev) = last_rx {
                     let d_ms = (r - prev) as f64 / 1e6;
                     if lost_run > 0 {
+                        events.push(GapEvent { gap: true, start_ns: prev, duration_ms: d_ms, lost: lost_run });
                         gaps.count += 1;
                         gaps.lost_in_gaps += lost_run;
                         gaps.total_ms += d_ms;
                         gaps.max_ms = gaps.max_ms.max(d_ms);
                     } else if let Some(si) = send_interval_ms {
                         if si > 0.0 && d_ms >= DELAY_PERIOD_FACTOR * si {
+                            events.push(GapEvent { gap: false, start_ns: prev, duration_ms: d_ms, lost: 0 });
                             dp.count += 1;
                             dp.total_ms += d_ms;
                             dp.max_ms = dp.max_ms.max(d_ms);
@@ -311,7 +338,7 @@ fn gaps_and_delay_periods(
     if gaps.count > 0 {
         gaps.mean_ms = gaps.total_ms / gaps.count as f64;
     }
-    (Some(gaps), send_interval_ms.map(|_| dp))
+    (Some(gaps), send_interval_ms.map(|_| dp), events)
 }
 
 /// The median of receive minus send time over the packets that have both: the one-way
@@ -463,6 +490,15 @@ mod tests {
         let d = s.delay_periods.unwrap();
         assert_eq!(d.count, 1);
         assert!((d.max_ms - 120.0).abs() < 1e-9);
+        // Each one listed: the gap after #2 (arrived 90 ms), the delay period after #6 (170 ms).
+        let ms = 1_000_000;
+        assert_eq!(
+            a.events,
+            vec![
+                GapEvent { gap: true, start_ns: 90 * ms, duration_ms: 60.0, lost: 2 },
+                GapEvent { gap: false, start_ns: 170 * ms, duration_ms: 120.0, lost: 0 },
+            ]
+        );
         let o = s.owd_ms.unwrap();
         assert_eq!((o.min, o.max), (50.0, 150.0));
         assert_eq!(o.kind, OwdKind::Raw);

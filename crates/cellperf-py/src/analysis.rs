@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
 use arrow::datatypes::{ArrowPrimitiveType, Int64Type, UInt32Type, UInt64Type};
 use arrow::pyarrow::{FromPyArrow, ToPyArrow};
-use cellperf_analysis::tables::{IntervalTable, UdpPacketTable};
+use cellperf_analysis::tables::{GapTable, IntervalTable, UdpPacketTable};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket};
 use cellperf_analysis::{CaptureInput, Options, Side};
 use cellperf_capture::reader::MAX_TS_NS;
@@ -64,7 +64,7 @@ fn column<'b, T: ArrowPrimitiveType>(batch: &'b RecordBatch, name: &str) -> PyRe
 /// The UDP stream metrics of `cellperf_analysis::udp_stream` for packets given in sending
 /// order as a pyarrow RecordBatch with columns seq (uint64), send_ns and recv_ns (int64,
 /// null when unknown / lost) and bytes (uint32). Returns the summary as JSON and the
-/// `udp_packets` and `intervals` tables of docs/tables.md for the given flow id.
+/// `udp_packets`, `intervals` and `gaps` tables of docs/tables.md for the given flow id.
 #[pyfunction]
 #[pyo3(signature = (packets, flow_id, uplink, duplicates = 0, losses_known = true, owd_kind = "excess", interval_s = 5.0))]
 #[allow(clippy::too_many_arguments)]
@@ -81,7 +81,12 @@ fn analyze_udp_stream(
     let kind = match owd_kind {
         "raw" => OwdKind::Raw,
         "excess" => OwdKind::Excess,
-        other => return Err(InputError::new_err(format!("owd_kind must be 'raw' or 'excess', not '{other}'"))),
+        "offset_corrected" => OwdKind::OffsetCorrected,
+        other => {
+            return Err(InputError::new_err(format!(
+                "owd_kind must be 'raw', 'excess' or 'offset_corrected', not '{other}'"
+            )))
+        }
     };
     if !(interval_s > 0.0 && interval_s.is_finite()) {
         return Err(InputError::new_err(format!("interval must be a positive number of seconds, not {interval_s}")));
@@ -114,6 +119,8 @@ fn analyze_udp_stream(
     let a = py.detach(|| udp_stream::analyze(&stream, duplicates, losses_known, kind, interval_ns));
     let mut packets_out = UdpPacketTable::default();
     packets_out.push_stream(flow_id, uplink, losses_known, &a.packets);
+    let mut gaps = GapTable::default();
+    gaps.push_stream(flow_id, uplink, &a.events);
     let mut intervals = IntervalTable::default();
     for (i, row) in a.intervals.iter().enumerate() {
         intervals.push(flow_id, uplink, interval_s, losses_known, i, row);
@@ -125,6 +132,7 @@ fn analyze_udp_stream(
         vec![
             ("udp_packets".into(), packets_out.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
             ("intervals".into(), intervals.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
+            ("gaps".into(), gaps.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
         ],
     ))
 }

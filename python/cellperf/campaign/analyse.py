@@ -26,6 +26,7 @@ from cellperf.campaign.spec import RunSpec
 from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.store import write_parquet
+from cellperf.studies import add_utilisation, queue_estimate, shares
 
 #: Flow ids of a shared cell's user i start at i × this (the users' captures are analysed apart).
 USER_FLOW_IDS = 100_000
@@ -120,6 +121,11 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
             "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
             "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
+            "owd_mean_ms": owd.get("mean"), "owd_std_ms": owd.get("std"), "owd_min_ms": owd.get("min"),
+            "owd_p95_ms": owd.get("p95"), "owd_max_ms": owd.get("max"),
+            "start_s": f.get("start_s"), "end_s": f.get("end_s"),
+            "mean_capacity_bps": (f.get("channel") or {}).get("mean_capacity_bps"),
+            "utilisation": (f.get("channel") or {}).get("utilisation"),
             "data_packets": (f.get("tcp") or {}).get("data_packets"),
             "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),
             "retx_unavoidable": rx.get("unavoidable"), "retx_serial": rx.get("serial"), "retx_fast": rx.get("fast"),
@@ -130,6 +136,21 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "detail": json.dumps({k: f.get(k) for k in ("series", "tcp", "udp", "seen_at", "direction_basis")}),
         })
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
+    """Each test flow's share of its direction's goodput and their Jain's index (several
+    flows started together), and, for a `saturating` test (UDP CBR), the queue-size estimate
+    of its UDP flows (METHODS §12). A connection's two directions share a flow_id. Flows that
+    delivered nothing (a download's ACK-only direction) are in no share, as in `cellperf analyze`."""
+    data = (pl.col("role") == "data") & (pl.col("goodput_bps") > 0)
+    studied = shares(flows.filter(data).select("flow_id", "direction", "goodput_bps")).select(
+        "flow_id", "direction", "share", "jain")
+    flows = flows.join(studied, on=["flow_id", "direction"], how="left")
+    if "owd_max_ms" not in flows.columns or not saturating:
+        return flows
+    q = queue_estimate(flows)["queue_bytes"]
+    return flows.with_columns(queue_bytes=pl.when(data & (pl.col("proto") == "udp")).then(q))
 
 
 #: Columns of the `radio_samples` dataset (docs/store.md): every run's radio log in one schema,
@@ -268,6 +289,8 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         # Every sample (signal levels, rates) is kept as the `radio_samples` dataset.
         write_parquet(radio_samples(radio, run.run_id), folder / "radio_samples.parquet")
         handoffs = _handoffs(radio, "radio.csv", warnings)
+    # The radio log's rates, when it has them (channel utilisation, METHODS §12).
+    rates = radio if radio is not None and "rate_bps" in radio.columns else None
     handoff_s = handoffs["time_s"].to_numpy() if handoffs is not None else np.empty(0)
     if handoffs is not None:
         tables["handoffs"] = handoffs.with_columns(run_id=run_id)
@@ -304,6 +327,11 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
             report = {**report, "flows": [{**f, "flow_id": f["flow_id"] + offset} for f in report["flows"]
                                           if addr in (f["src"], f["dst"])]}
         warnings.extend(report.get("warnings", []))
+        if rates is not None:
+            try:
+                add_utilisation(report, rates, "radio.csv")
+            except UserError as e:
+                warnings.append(f"channel utilisation: {e}")
         summary.setdefault("captures", report["captures"])
         summary["owd_kind"] = report.get("owd_kind")
 
@@ -330,7 +358,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
         keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
         interval_parts.append(_with_direction(table("intervals").filter(keep)))
-        for name in ("tcp_retransmissions", "ack_compression"):
+        for name in ("tcp_retransmissions", "ack_compression", "gaps"):
             part = _with_direction(table(name).filter(keep)).with_columns(run_id=run_id)
             tables[name] = pl.concat([tables[name], part], how="diagonal_relaxed") if name in tables else part
         mine = pl.col("flow_id").is_in([f["flow_id"] for f in report["flows"]])
@@ -351,7 +379,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     flows = pl.concat([f for f in flow_parts if f.height], how="diagonal_relaxed") if any(
         f.height for f in flow_parts) else None
     if flows is not None:
-        tables["flows"] = flows.with_columns(run_id=run_id)
+        tables["flows"] = _with_studies(flows, saturating=test_type == "udp-cbr").with_columns(run_id=run_id)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
         if flows is not None and "member" in flows.columns and intervals.height:

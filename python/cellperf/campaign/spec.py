@@ -373,7 +373,7 @@ TEST_OPTIONS = {
     "timeout": ("--timeout", _positive, ("web",)),
     "windows": ("--windows", _size_list, ()),
     "mss_values": ("--mss-values", _size_list, ()),
-    "owd": ("--owd", _choice("raw", "excess", "half-rtt"), ()),
+    "owd": ("--owd", _choice("raw", "excess", "offset", "half-rtt"), ()),
     # TCP settings (runner, not probe): TCP_SETTINGS.
     "sack": (None, _on_off, (*TCP_TESTS, GROUP)),
     "timestamps": (None, _on_off, (*TCP_TESTS, GROUP)),

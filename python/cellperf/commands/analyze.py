@@ -12,6 +12,12 @@ Examples:
   cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
   cellperf analyze trace.pcapng --side cn --interval 1 --out results/
   cellperf analyze voip.parquet              # a probe's per-packet log
+  cellperf analyze --mn mn.pcap --cn cn.pcap --radio-log radio.csv   # + channel utilisation
+
+With both captures, TCP data has a one-way delay too (each segment matched across them):
+excess (OWD − the flow's minimum) unless --synced-clocks. With --radio-log, each flow's
+channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). Several
+TCP flows carrying data the same way get their shares and Jain's index (`concurrent`).
 """
 
 from __future__ import annotations
@@ -97,7 +103,10 @@ def _facts(f: dict) -> list[str]:
     if f.get("jitter_ms"):
         out.append(f"jitter {_fmt_ms(f['jitter_ms'])} ms")
     if f.get("owd_ms"):
-        out.append(f"OWD {f['owd_ms']['median']:.1f} ms ({f['owd_ms']['kind']})")
+        o = f["owd_ms"]
+        out.append(f"OWD {o['median']:.1f} ms, mean {o['mean']:.1f} ± {o['std']:.1f} ({o['kind']})")
+    if (f.get("channel") or {}).get("utilisation") is not None:
+        out.append(f"utilisation {f['channel']['utilisation']:.2f}")
     if f.get("capture_duplicates"):
         out.append(f"{f['capture_duplicates']} frames captured twice")
     return out
@@ -139,6 +148,11 @@ def _print_human(report: dict, console: Console) -> None:
     if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
     notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (METHODS §4)")
+    for c in report.get("concurrent", []):
+        shares = ", ".join(f"{fid}: {100 * x:.1f}%" for fid, x in zip(c["flows"], c["shares"]))
+        console.print(f"concurrent TCP {c['direction']}: Jain's index {c['jain']:.3f} (shares {shares})")
+    if any(f.get("channel") for f in report["flows"]):
+        notes.append("utilisation = goodput / mean channel capacity over the flow (radio log)")
     for n in notes:
         console.print(f"[dim]{n}[/]")
 
@@ -153,6 +167,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mn-addr", metavar="ADDR", help="The MN's IP address (else told by TTL, else by who opened the flow).")
     parser.add_argument("--synced-clocks", action="store_true",
                         help="The capture clocks agree (GPS/PTP/same host): report raw one-way delay, not excess.")
+    parser.add_argument("--radio-log", metavar="FILE", type=file_path(),
+                        help="Radio log with rate_bps samples (an emulated link's, or a modem's): adds each flow's "
+                             "channel utilisation.")
     parser.add_argument("--out", dest="out_dir", metavar="DIR", type=folder_path(),
                         help="Write report.json and the tables as Parquet into this folder.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
@@ -174,6 +191,14 @@ def run(args: argparse.Namespace) -> None:
             capture, mn=args.mn, cn=args.cn, side=args.side, interval=args.interval, mn_addr=args.mn_addr,
             synced_clocks=args.synced_clocks, tables=out_dir is not None,
         )
+    if args.radio_log is not None:
+        from cellperf.handoffs.radio_log import read_radio_log
+        from cellperf.studies import add_utilisation
+
+        add_utilisation(result.report, read_radio_log(args.radio_log), str(args.radio_log))
+    from cellperf.studies import concurrent_summary
+
+    result.report["concurrent"] = concurrent_summary(result.report)
     for w in result.warnings:
         print(f"cellperf: warning: {w}", file=sys.stderr)
     if out_dir is not None:

@@ -54,7 +54,8 @@ def _summary(doc: dict) -> None:
         t.add_row("send-time error", f"median {s['median']:.1f} µs / p99 {s['p99']:.1f} µs / max {s['max']:.1f} µs")
     if doc.get("clock_offset"):
         c = doc["clock_offset"]
-        t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms")
+        applied = " (taken off the one-way delays)" if c.get("applied_to_owd") else ""
+        t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms{applied}")
     for row in doc.get("sweep") or []:
         key = f"{row['size_bytes']} B" if "size_bytes" in row else f"window {row.get('window_bytes')} B, MSS {row.get('mss')}"
         val = _fmt_ms(row.get("rtt_ms")) if "size_bytes" in row else format_rate(row.get("throughput_bps"))
@@ -88,7 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
     parser.add_argument("--windows", metavar="LIST", help="window-sweep windows (default 16K..1024K).")
     parser.add_argument("--mss-values", metavar="LIST", help="window-sweep MSS values instead of windows.")
-    parser.add_argument("--owd", metavar="KIND", help="One-way delay reported: raw, excess, half-rtt (echo tests' default).")
+    parser.add_argument("--owd", metavar="KIND",
+                        help="One-way delay reported: raw, excess, offset (raw with the measured clock offset "
+                             "removed), half-rtt (echo tests' default).")
     parser.add_argument("--log", dest="log_path", metavar="FILE", type=file_path(Path),
                         help="Per-packet log of both ends, merged (.parquet or .csv).")
     parser.add_argument("--server-log", dest="server_log_path", metavar="FILE", type=file_path(Path),

@@ -122,9 +122,29 @@ CREATE TABLE terminal_sessions (
     p99_ms DOUBLE, min_ms DOUBLE, max_ms DOUBLE, mean_ms DOUBLE, over_100ms DOUBLE, over_200ms DOUBLE);
 """
 
-#: Version 7: concurrent tests in one run (a campaign `group`): the member of the group whose
-#: probe opened each flow, and so each interval and VoIP window (NULL outside groups).
+#: Version 7: the TCP studies' metrics (METHODS §12, issue 14): each flow's one-way delay
+#: distribution (TCP data too, matched across the captures), its lifetime, channel capacity
+#: and utilisation (radio log rates), its share of the goodput of the run's data flows in its
+#: direction and their Jain's index, the queue-size estimate; and every gap and delay period
+#: of the UDP streams. Also concurrent tests in one run (a campaign `group`): the member of
+#: the group whose probe opened each flow, and so each interval and VoIP window (NULL outside
+#: groups).
 _V7 = """
+ALTER TABLE flows ADD COLUMN owd_mean_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN owd_std_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN owd_min_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN owd_p95_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN owd_max_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN start_s DOUBLE;
+ALTER TABLE flows ADD COLUMN end_s DOUBLE;
+ALTER TABLE flows ADD COLUMN mean_capacity_bps DOUBLE;
+ALTER TABLE flows ADD COLUMN utilisation DOUBLE;
+ALTER TABLE flows ADD COLUMN share DOUBLE;
+ALTER TABLE flows ADD COLUMN jain DOUBLE;
+ALTER TABLE flows ADD COLUMN queue_bytes DOUBLE;
+CREATE TABLE gaps (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, kind VARCHAR NOT NULL,
+    start_ts TIMESTAMPTZ, duration_ms DOUBLE, lost UBIGINT);
 ALTER TABLE flows ADD COLUMN member VARCHAR;
 ALTER TABLE intervals ADD COLUMN member VARCHAR;
 ALTER TABLE voip_windows ADD COLUMN member VARCHAR;
@@ -143,4 +163,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions")
+              "positions", "streams", "terminal_sessions", "gaps")

@@ -1,0 +1,106 @@
+"""Per-flow and per-run figures of the TCP studies (METHODS §3, §12; 002 §7, 003, 004 §IV):
+channel utilisation, each concurrent flow's share and Jain's index, and the queue-size
+estimate. They work on flows as the analysis report or the store's `flows` table gives
+them, whatever produced the flows (one test per run, or several started together), and on
+a radio log's rate samples; nothing here touches packets.
+"""
+
+from __future__ import annotations
+
+from cellperf.errors import UserError
+
+# `cellperf analyze` imports this module: numpy and polars are imported where needed.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+
+def rate_samples(radio: pl.DataFrame, source: str = "radio log") -> tuple[np.ndarray, np.ndarray]:
+    """(time_s, rate_bps) of a radio log's rate samples, sorted by time. Each sample is the
+    capacity offered over the interval ending at its time (docs/emulator.md); with several
+    users (a `user` column) every user's samples count (**choice**: the flow's own user is
+    not known from its addresses)."""
+    import polars as pl
+
+    if "rate_bps" not in radio.columns:
+        raise UserError(f"{source}: the radio log has no rate_bps column: channel utilisation needs the "
+                        "channel's rate samples (an emulated link's radio log has them)")
+    r = radio.select("time_s", pl.col("rate_bps").cast(pl.Float64)).drop_nulls().sort("time_s")
+    if r.height < 2:
+        raise UserError(f"{source}: fewer than two rate samples; channel utilisation needs a rate series")
+    return r["time_s"].to_numpy(), r["rate_bps"].to_numpy()
+
+
+def mean_capacity(times: np.ndarray, rates: np.ndarray, start: float, end: float) -> float | None:
+    """Time-weighted mean of the rate over [start, end]: sample i covers (t[i-1], t[i]]
+    (the first sample covers nothing before it). None when the window holds no sample's span."""
+    import numpy as np
+
+    if not end > start or times.size < 2:
+        return None
+    lo, hi = times[:-1], times[1:]
+    overlap = np.clip(np.minimum(hi, end) - np.maximum(lo, start), 0.0, None)
+    total = overlap.sum()
+    return float((overlap * rates[1:]).sum() / total) if total > 0 else None
+
+
+def add_utilisation(report: dict, radio: pl.DataFrame, source: str = "radio log") -> None:
+    """Adds `channel` = {mean_capacity_bps, utilisation} to every flow of `report` with a
+    goodput (002 §7.3: utilisation = goodput / mean channel capacity over the flow's
+    lifetime, `start_s`..`end_s`); null figures where the log does not cover the flow."""
+    times, rates = rate_samples(radio, source)
+    for f in report["flows"]:
+        cap = mean_capacity(times, rates, f.get("start_s", 0.0), f.get("end_s", 0.0))
+        good = f.get("goodput_bps")
+        f["channel"] = {
+            "mean_capacity_bps": cap,
+            "utilisation": good / cap if cap and good is not None else None,
+        }
+
+
+def jain_index(x: list[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n Σx²): 1 when all equal, 1/n when one takes all."""
+    sq = sum(v * v for v in x)
+    return sum(x) ** 2 / (len(x) * sq) if x and sq > 0 else None
+
+
+def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.DataFrame:
+    """Each flow's share of the summed goodput of the flows in its group (`by`, e.g. one
+    run's direction) and the group's Jain's index and flow count (002 §7.2-7.3). `flows`
+    needs `goodput_bps` and the `by` columns; rows without a goodput get nulls."""
+    import polars as pl
+
+    g = pl.col("goodput_bps")
+    return flows.with_columns(
+        share=g / g.sum().over(list(by)),
+        jain=(g.sum().pow(2) / (g.count() * (g * g).sum())).over(list(by)),
+        concurrent=g.count().over(list(by)),
+    )
+
+
+def concurrent_summary(report: dict) -> list[dict]:
+    """Per direction with more than one TCP flow carrying data: the flows' shares and
+    Jain's index (the report's `concurrent` entry; the same figures as `shares`)."""
+    by_dir: dict[str, list[dict]] = {}
+    for f in report["flows"]:
+        if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes"):
+            by_dir.setdefault(f["direction"], []).append(f)
+    out = []
+    for direction, fs in by_dir.items():
+        good = [f["goodput_bps"] or 0.0 for f in fs]
+        if len(fs) > 1 and sum(good) > 0:
+            out.append({"direction": direction, "flows": [f["flow_id"] for f in fs],
+                        "shares": [g / sum(good) for g in good], "jain": jain_index(good)})
+    return out
+
+
+def queue_estimate(flows: pl.DataFrame) -> pl.DataFrame:
+    """The queue-size estimate of 003 slide 16 per saturating UDP flow: max OWD × measured
+    bandwidth (bytes; 961 ms × 9603 kb/s = 1126 KB on WiBro down). `flows` needs
+    `owd_max_ms` and `goodput_bps`. With excess OWD the maximum is the queueing delay over
+    the least delay seen; with raw OWD it includes the path's propagation (003 used raw,
+    GPS-synchronised)."""
+    import polars as pl
+
+    return flows.with_columns(queue_bytes=pl.col("owd_max_ms") / 1e3 * pl.col("goodput_bps") / 8)
