@@ -14,7 +14,8 @@ Measured in one run on this machine:
      logs on, against the same run without.
 Steps 1 and 3 run twice: with the bare link, and with the radio elements of issue 12 on
 (HSDPA-like ARQ, 1 ms uplink frames, a wandering base delay: RADIO below), which add work per
-packet and a timer per frame.
+packet and a timer per frame. With them on, TCP is bound by the ARQ's in-order stalls (the
+link's behaviour), so the forwarding target is checked on UDP.
 Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s, both ways.
 
     sudo .venv/bin/python bench/emulate.py [--seconds 10] [--mahimahi-scripts DIR]
@@ -48,7 +49,30 @@ def iperf3_args(udp: bool, seconds: int, host: str) -> list[str]:
     return args + (["-u", "-b", "0", "-l", "1472"] if udp else [])
 
 
+class Iperf3Server:
+    """iperf3's server, started anew for each measurement: a test whose emulated link went
+    away under it (the emulator exits with the command) keeps the server busy until its
+    connection times out."""
+
+    def __init__(self) -> None:
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.proc = subprocess.Popen(["iperf3", "-s", "-p", str(PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+
+SERVER = Iperf3Server()
+
+
 def emulated(udp: bool, seconds: int, rate: str, *options: str) -> tuple[dict, dict]:
+    SERVER.restart()
     cmd = " ".join(iperf3_args(udp, seconds, "$CELLPERF_CN"))
     out = subprocess.run([CELLPERF, "emulate", "--downlink", rate, "--uplink", rate, *options, "--json", "--", "sh", "-c",
                           f"{cmd} > /tmp/cellperf-bench-iperf.json"], capture_output=True, text=True, check=True)
@@ -57,6 +81,7 @@ def emulated(udp: bool, seconds: int, rate: str, *options: str) -> tuple[dict, d
 
 
 def veth(udp: bool, seconds: int) -> dict:
+    SERVER.restart()
     ns = f"cpbench{os.getpid()}"
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "netns", "add", ns)
@@ -67,8 +92,11 @@ def veth(udp: bool, seconds: int) -> dict:
         sh("ip", "link", "set", f"vb{os.getpid()}h", "up")
         sh("ip", "-n", ns, "addr", "add", "10.232.0.2/30", "dev", f"vb{os.getpid()}n")
         sh("ip", "-n", ns, "link", "set", f"vb{os.getpid()}n", "up")
-        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True, check=True)
-        return json.loads(out.stdout)
+        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True)
+        doc = json.loads(out.stdout)
+        if "error" in doc:
+            raise SystemExit(f"iperf3 over veth failed: {doc['error']}")
+        return doc
     finally:
         subprocess.run(["ip", "link", "del", f"vb{os.getpid()}h"], capture_output=True)
         subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
@@ -104,6 +132,7 @@ def event_logs(scripts: Path, seconds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         down, up = Path(tmp) / "down.log", Path(tmp) / "up.log"
         cmd = f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t {seconds} > /dev/null"
+        SERVER.restart()
         out = subprocess.run([CELLPERF, "emulate", "--downlink", str(trace), "--uplink", str(TRACES / "Verizon-LTE-short.up"),
                               "--queue", "packets=100", "--downlink-log", str(down), "--uplink-log", str(up), "--json", "--",
                               "sh", "-c", cmd], capture_output=True, text=True, check=True)
@@ -147,8 +176,6 @@ def main() -> None:
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/emulate.py needs root (namespaces)")
-    server = subprocess.Popen(["iperf3", "-s", "-p", str(PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
     try:
         print(f"{'test':<34}{'Mb/s':>9}{'pkt/s':>10}{'CPU up':>8}{'CPU down':>9}{'veth Mb/s':>11}{'ratio':>7}")
         for udp in (False, True):
@@ -162,10 +189,17 @@ def main() -> None:
                 name = ("UDP 1472 B" if udp else "TCP") + label
                 print(f"{name:<34}{mbps:>9.0f}{pps:>10.0f}{stats['uplink']['cpu_s'] / d:>8.2f}{stats['downlink']['cpu_s'] / d:>9.2f}"
                       f"{peer_mbps:>11.0f}{mbps / peer_mbps:>7.2f}")
-                print(f"{'':<34}target ≥ 1000 Mb/s: {'met' if mbps >= 1000 else 'NOT met'}")
+                if udp or not label:
+                    print(f"{'':<34}target ≥ 1000 Mb/s: {'met' if mbps >= 1000 else 'NOT met'}")
+                else:
+                    # The ARQ's in-order delivery holds every packet behind one awaiting an ARQ
+                    # round (0.27 % of them, 150 ms each): TCP's rate is the link's, not the
+                    # emulator's forwarding limit, which the UDP rows measure.
+                    print(f"{'':<34}(TCP bound by the ARQ's 150-ms in-order stalls, not a forwarding figure)")
         # Release accuracy at 100 Mb/s: UDP at 90 Mb/s through a 100 Mb/s link.
         cmd = f"iperf3 -c $CELLPERF_CN -p {PORT} -u -b 90M -l 1472 -t {a.seconds} > /dev/null"
         for label, options in (("", ()), (" + radio", RADIO)):
+            SERVER.restart()
             out = subprocess.run([CELLPERF, "emulate", "--downlink", "100mbit", "--uplink", "100mbit", *options, "--json", "--",
                                   "sh", "-c", cmd], capture_output=True, text=True, check=True)
             st = json.loads(out.stdout.strip().splitlines()[-1])["uplink"]
@@ -176,8 +210,7 @@ def main() -> None:
         if a.mahimahi_scripts:
             event_logs(a.mahimahi_scripts, a.seconds)
     finally:
-        server.terminate()
-        server.wait()
+        SERVER.stop()
 
 
 if __name__ == "__main__":
