@@ -15,17 +15,20 @@ from tests.emulate.conftest import emulate, read_pcap
 pytestmark = pytest.mark.netns
 
 
-def advertised_windows(pcap, port: int) -> list[int]:
-    """The receive window (scaled) of every TCP segment the MN sent to the data port, from its
-    capture (raw IPv4 records): the window-scale shift is the one its SYN carried."""
-    shift, out = 0, []
+def advertised_windows(pcap, control_port: int) -> list[int]:
+    """The receive window (scaled) of every TCP segment the MN sent on the test's data
+    connection (the server's port other than `control_port` that the MN sent most segments
+    to), from its capture (raw IPv4 records): the window-scale shift is its SYN's."""
+    shifts, windows, client = {}, {}, None
     for _, pkt in read_pcap(pcap):
         ihl = (pkt[0] & 0x0F) * 4
         if pkt[9] != 6:
             continue
         tcp = pkt[ihl:]
         dport, flags, window = struct.unpack_from("!H", tcp, 2)[0], tcp[13], struct.unpack_from("!H", tcp, 14)[0]
-        if dport != port:
+        if client is None and flags & 0x12 == 0x02:
+            client = pkt[12:16]  # the MN opens the connections: its first SYN names it
+        if dport == control_port or pkt[12:16] != client:
             continue
         if flags & 0x02:  # SYN: find the window-scale option
             opts, i = tcp[20:(tcp[12] >> 4) * 4], 0
@@ -34,11 +37,14 @@ def advertised_windows(pcap, port: int) -> list[int]:
                     i += 1
                     continue
                 if opts[i] == 3:
-                    shift = opts[i + 2]
+                    shifts[dport] = opts[i + 2]
                 i += opts[i + 1]
             continue
-        out.append(window << shift)
-    return out
+        windows.setdefault(dport, []).append(window)
+    if not windows:
+        return []
+    data_port = max(windows, key=lambda p: len(windows[p]))
+    return [w << shifts.get(data_port, 0) for w in windows[data_port]]
 
 
 def test_a_64k_window_advertises_64_kb_and_never_overflows_a_64_kb_queue(tmp_path):
