@@ -125,7 +125,7 @@ def settings_table(store: Store) -> list[Item]:
     """Throughput per TCP setting over the repetitions (004 Tables III-V)."""
     df = store.frame("""
         SELECT r.network, r.scenario, r.test, r.run_id, r.config,
-               sum(f.goodput_bps) AS goodput, sum(f.retx_total) AS retx, sum(f.data_packets) AS data
+               sum(f.goodput_bps) AS goodput, sum(f.retx_total)::DOUBLE AS retx, sum(f.data_packets)::DOUBLE AS data
         FROM runs r JOIN flows f USING (run_id)
         WHERE r.status = 'ok' AND r.test_type = 'tcp-bulk' AND f.role = 'data' AND f.proto = 'tcp'
         GROUP BY ALL""")
@@ -142,7 +142,8 @@ def settings_table(store: Store) -> list[Item]:
         return []
     agg = df.group_by("network", "scenario", "setting").agg(
         n=pl.len(), mean=pl.col("goodput").mean(), std=pl.col("goodput").std(),
-        retx=(pl.col("retx").sum() / pl.col("data").sum())).sort("network", "scenario", "setting")
+        retx=pl.when(pl.col("data").sum() > 0).then(pl.col("retx").sum() / pl.col("data").sum())
+    ).sort("network", "scenario", "setting")
     rows = [[r["network"], r["scenario"], r["setting"], r["n"], f"{r['mean'] / 1e3:.1f}",
              "–" if r["std"] is None else f"{r['std'] / 1e3:.1f}", "–" if r["retx"] is None else f"{100 * r['retx']:.2f}"]
             for r in agg.iter_rows(named=True)]
