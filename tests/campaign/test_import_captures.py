@@ -201,18 +201,20 @@ def test_manifest_with_other_tools_logs(campaign, tmp_path):
 def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign, tmp_path):
     _, captures, _ = campaign
     corpus = tmp_path / "corpus"
-    replicate_corpus(captures, corpus, 60)
+    replicate_corpus(captures, corpus, RUNS)
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("cellperf")
     proc = subprocess.Popen([str(exe), "import", str(out), "--captures", str(corpus), "--workers", "1",
                              "--interval", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        # Finished runs are committed in batches (folders moved into place, then one transaction):
-        # once a folder of a second batch is in place, the first batch is committed. Kill then.
+        # Finished runs are committed together (folders moved into place, then one transaction)
+        # once COMMIT_RUNS are pending; a batch adds at most BATCH_RUNS, so a commit holds fewer
+        # than their sum. Once that many folders are in place, a second commit has begun, so
+        # the first is done. Kill then.
         deadline = time.time() + 120
         while time.time() < deadline:
             done = list((out / "runs").glob("[!.]*")) if (out / "runs").is_dir() else []
-            if len(done) > corpus_batch():
+            if len(done) >= first_commit_done():
                 break
             time.sleep(0.005)
         proc.send_signal(signal.SIGKILL)
@@ -222,26 +224,32 @@ def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign,
             proc.kill()
     with Store.open(out, read_only=True) as s:
         kept = s.frame("SELECT run_id, config_sha256, started_at FROM runs")
-    assert 1 <= kept.height < 60
+    assert 1 <= kept.height < RUNS
     summary = json.loads(cellperf("import", out, "--captures", corpus, "--workers", 1, "--interval", 1, "--json",
                                   timeout=300).stdout)
-    assert summary["runs_skipped"] == kept.height and summary["runs_done"] == 60 - kept.height
+    assert summary["runs_skipped"] == kept.height and summary["runs_done"] == RUNS - kept.height
     with Store.open(out, read_only=True) as s:
         runs = s.frame("SELECT run_id, config_sha256, started_at FROM runs")
-        assert runs.height == 60 and runs["config_sha256"].n_unique() == 60 and runs["run_id"].n_unique() == 60
+        assert runs.height == RUNS and runs["config_sha256"].n_unique() == RUNS and runs["run_id"].n_unique() == RUNS
         # The runs committed before the kill are kept as they were, not redone.
         assert runs.join(kept, on="run_id").filter(pl.col("started_at") == pl.col("started_at_right")).height == kept.height
         assert sorted(p.name for p in s.runs_dir.iterdir()) == sorted(runs["run_id"])
         orphans = s.frame("SELECT count(*) AS n FROM flows WHERE run_id NOT IN (SELECT run_id FROM runs)")
         assert orphans["n"][0] == 0
-        assert s.frame("SELECT count(DISTINCT run_id) AS n FROM packets")["n"][0] == 60
-    assert len(list((out / "dataset" / "packets").glob("*/*/run=*"))) == 60
+        assert s.frame("SELECT count(DISTINCT run_id) AS n FROM packets")["n"][0] == RUNS
+    assert len(list((out / "dataset" / "packets").glob("*/*/run=*"))) == RUNS
 
 
-def corpus_batch() -> int:
-    from cellperf.campaign.corpus import COMMIT_RUNS
+#: Runs of the kill test's corpus: enough that the import is still going when two commits'
+#: worth of folders are in place.
+RUNS = 100
 
-    return COMMIT_RUNS
+
+def first_commit_done() -> int:
+    """Folders in place that prove the first commit's transaction is over."""
+    from cellperf.campaign.corpus import BATCH_RUNS, COMMIT_RUNS
+
+    return COMMIT_RUNS + BATCH_RUNS
 
 
 def _gpx(path: Path, start_s: float, seconds: int) -> None:
