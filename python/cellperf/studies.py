@@ -7,6 +7,7 @@ a radio log's rate samples; nothing here touches packets.
 
 from __future__ import annotations
 
+from cellperf import _native
 from cellperf.errors import UserError
 
 # `cellperf analyze` imports this module: numpy and polars are imported where needed.
@@ -59,12 +60,6 @@ def add_utilisation(report: dict, radio: pl.DataFrame, source: str = "radio log"
         }
 
 
-def jain_index(x: list[float]) -> float | None:
-    """Jain's fairness index (Σx)² / (n Σx²): 1 when all equal, 1/n when one takes all."""
-    sq = sum(v * v for v in x)
-    return sum(x) ** 2 / (len(x) * sq) if x and sq > 0 else None
-
-
 def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.DataFrame:
     """Each flow's share of the summed goodput of the flows in its group (`by`, e.g. one
     run's direction) and the group's Jain's index and flow count (002 §7.2-7.3). `flows`
@@ -81,7 +76,8 @@ def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.Data
 
 def concurrent_summary(report: dict) -> list[dict]:
     """Per direction with more than one TCP flow carrying data: the flows' shares and
-    Jain's index (the report's `concurrent` entry; the same figures as `shares`)."""
+    Jain's index (the report's `concurrent` entry; the same figures as `shares`; Jain's index
+    by the scheduler study's `jain_fairness`)."""
     by_dir: dict[str, list[dict]] = {}
     for f in report["flows"]:
         if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes"):
@@ -91,7 +87,7 @@ def concurrent_summary(report: dict) -> list[dict]:
         good = [f["goodput_bps"] or 0.0 for f in fs]
         if len(fs) > 1 and sum(good) > 0:
             out.append({"direction": direction, "flows": [f["flow_id"] for f in fs],
-                        "shares": [g / sum(good) for g in good], "jain": jain_index(good)})
+                        "shares": [g / sum(good) for g in good], "jain": _native.channel.jain_fairness(good)})
     return out
 
 
