@@ -19,7 +19,7 @@ use crate::linktype::LinkType;
 
 /// How often consumed pages of the mapping are released (unmapping costs ~0.04 s per GB
 /// here; keeping them would make the resident set grow to the capture's size).
-const RELEASE_CHUNK: usize = 64 << 20;
+const RELEASE_CHUNK: usize = 8 << 20;
 
 
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
