@@ -408,6 +408,12 @@ def _tcp_settings(store: Store) -> list[Item]:
     return bdp_table(store) + settings_table(store)
 
 
+def _simulated(store: Store) -> list[Item]:
+    from cellperf.report.simulated import seed001_section
+
+    return seed001_section(store)
+
+
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
             ("TCP settings", (_tcp_settings,)), ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
-            ("Radio", (channel_table,)))
+            ("Radio", (channel_table,)), ("Simulated TCP (seed 001)", (_simulated,)))
