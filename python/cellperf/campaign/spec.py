@@ -842,10 +842,32 @@ def _simulate_test(c: _Checker, where: tuple, t: dict) -> TestSpec:
     from cellperf.simulate import scenario as sim
 
     keys = {k: v for k, v in t.items() if k not in ("type", "name")}
-    keys = sim.check_keys(keys, lambda key, problem: c.fail(where + (key,), problem))
+    keys = sim.check_keys(keys, lambda key, problem: c.fail(where + (key,), problem), also=("type", "name"))
+    # Trace and model files are relative to the campaign file, as a network's link's are.
+    for key in ("channel", "uplink"):
+        if isinstance(keys.get(key), (str, list)):
+            values = [_beside(v, c.path) for v in (keys[key] if isinstance(keys[key], list) else [keys[key]])]
+            keys[key] = values if isinstance(keys[key], list) else values[0]
     built = sim.build(keys, label=lambda key: c.label(where + (key,)))
     name = c.value(t, where, "name", _name_check, default=SIMULATE)
     return TestSpec(name, SIMULATE, built.options, simulation=built)
+
+
+def _beside(value, path: Path):
+    """A rate source (`cellperf emulate --downlink` forms) with its file, when one exists
+    beside the campaign file, made absolute: `trace.down`, `mahimahi:`, `markov:` or `slots:PATH,...`."""
+    if not isinstance(value, str):
+        return value
+    kind, sep, rest = value.partition(":")
+    if not sep:
+        kind, rest = "", value
+    elif kind.lower() not in ("mahimahi", "markov", "slots"):
+        return value
+    file, comma, tail = rest.partition(",") if kind.lower() == "slots" else (rest, "", "")
+    near = path.parent / file
+    if not file or Path(file).is_absolute() or not near.is_file():
+        return value
+    return f"{kind}{sep}{near.resolve()}{comma}{tail}"
 
 
 def _group(c: _Checker, where: tuple, t: dict, testbed: str) -> tuple[tuple, str | None]:

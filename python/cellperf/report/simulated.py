@@ -22,10 +22,10 @@ WINDOW_SECONDS = 100.0
 
 
 def _sets(store: Store) -> list[dict]:
-    """The simulated tests grouped into sets: [{"options": common options, "tests": [{test,
+    """The simulated tests grouped into sets, in the order they first ran: [{"options": common options, "tests": [{test,
     options, runs: [(run_id, repetition, seed)], goodput: frame run_id, flow_id, goodput_bps}]}]."""
     runs = store.frame("""SELECT run_id, test, repetition, config FROM runs
-                          WHERE status = 'ok' AND test_type = 'simulate' ORDER BY test, repetition""")
+                          WHERE status = 'ok' AND test_type = 'simulate' ORDER BY started_at, run_id""")
     if runs.height == 0:
         return []
     flows = store.frame("""SELECT f.run_id, f.flow_id, f.goodput_bps FROM flows f JOIN runs r USING (run_id)

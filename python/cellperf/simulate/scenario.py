@@ -116,13 +116,13 @@ def read_toml(path: str) -> dict:
     return data
 
 
-def check_keys(data: dict, fail) -> dict:
-    """A scenario's keys (a file's, or a campaign test's of `type = "simulate"`): an unknown
-    key or a table where a value belongs is `fail(key, problem)`; a single `channel` becomes
-    a list."""
+def check_keys(data: dict, fail, also: tuple = ()) -> dict:
+    """A scenario's keys (a file's, or a campaign test's of `type = "simulate"`, which also
+    takes the keys `also`): an unknown key or a table where a value belongs is
+    `fail(key, problem)`; a single `channel` becomes a list."""
     for key, value in data.items():
         if key not in DEFAULTS:
-            fail(key, f"unknown key (keys: {', '.join(DEFAULTS)})")
+            fail(key, f"unknown key (keys: {', '.join((*also, *DEFAULTS))})")
         if isinstance(value, dict):
             fail(key, "expected a value, not a table")
     if isinstance(data.get("channel"), str):
