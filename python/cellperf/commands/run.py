@@ -3,7 +3,8 @@
 Every test of a campaign: capture both ends, collect the radio log, analyse each run as it
 finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in OUT/runs/). Kill
 it at any moment and start it again: finished runs are kept and skipped, failed ones are tried
-again. Exit status 3 when a run failed. The campaign format is in docs/campaigns.md.
+again. Exit status 3 when a run failed. Tests of type "simulate" run `cellperf simulate`'s
+scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md.
 
 Examples:
   sudo cellperf run campaign.toml --out results/
