@@ -110,10 +110,12 @@ def test_simulated_tests_beside_measured_ones(tmp_path):
     path.write_text('[campaign]\nname = "mixed"\nrepetitions = 2\nscenarios = ["stationary", "mobile"]\n\n'
                     '[[networks]]\nname = "EV-DO"\nprofile = "evdo"\n\n'
                     '[[tests]]\ntype = "udp-cbr"\ndirection = "down"\nrate = "100k"\n\n'
-                    '[[tests]]\nname = "sim"\ntype = "simulate"\nduration = 50\nrepetitions = 3\n')
+                    '[[tests]]\nname = "sim"\ntype = "simulate"\nduration = 50\nrepetitions = 3\nslot = "1ms"\n')
     c = load_campaign(path)
     sim = [r for r in c.runs if r.simulated]
     assert [(r.run_id, r.seed) for r in sim] == [(f"simulated.simulated.sim.{n}", n) for n in range(1, 7)]
+    # The ETA: 3 users × 50,000 slots at ~4 M user-slots per second, not 50 s.
+    assert all(r.planned_s == pytest.approx(3 * 50 / 1e-3 / 4e6 + 0.1) for r in sim)
     assert sum(not r.simulated for r in c.runs) == 2 * 2
     check = cellperf("run", path, "--check").stdout
     assert "10 runs, 120 s of tests, 300 s simulated" in check

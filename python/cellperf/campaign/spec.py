@@ -150,7 +150,7 @@ class RunSpec:
         """Wall seconds the run is expected to take (for the ETA): its test plus set-up, or
         for a simulated run its user-slots at ~4 M per second (docs/simulate.md, Speed)."""
         if self.simulated:
-            slot = self.options["slot"] if self.options["scheduler"] != "none" else 1e-3
+            slot = self.test.simulation.base.get("cell", {}).get("slot_s", 1e-3)
             return self.options["users"] * self.duration_s / slot / 4e6 + 0.1
         return self.duration_s + EXPECTED_OVERHEAD_S
 
