@@ -59,7 +59,7 @@ pub(crate) fn read_in_step(
 /// the module docs), and the matching window that estimate calls for.
 pub(crate) fn clock_offset(first: &Capture, second: &Capture) -> (i64, i64) {
     let mut times: AHashMap<u64, i64> = AHashMap::new();
-    let mut packets = PacketStream::new(first);
+    let mut packets = PacketStream::prefix(first);
     let mut first_ts = None;
     for _ in 0..OFFSET_PREFIX {
         let Some(p) = packets.next_packet() else { break };
@@ -69,7 +69,7 @@ pub(crate) fn clock_offset(first: &Capture, second: &Capture) -> (i64, i64) {
         }
     }
     let mut diffs = Vec::new();
-    let mut packets = PacketStream::new(second);
+    let mut packets = PacketStream::prefix(second);
     let mut second_ts = None;
     for _ in 0..OFFSET_PREFIX {
         let Some(p) = packets.next_packet() else { break };

@@ -78,7 +78,13 @@ pub struct PacketStream<'a> {
 }
 
 impl<'a> PacketStream<'a> {
+    /// The whole capture, its pages mapped ahead on another core.
     pub fn new(capture: &'a Capture) -> Self {
+        PacketStream { frames: capture.frames_mapped_ahead(), counts: PassCounts::default() }
+    }
+
+    /// The first packets only: no page mapping ahead.
+    pub fn prefix(capture: &'a Capture) -> Self {
         PacketStream { frames: capture.frames(), counts: PassCounts::default() }
     }
 

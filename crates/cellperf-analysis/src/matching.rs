@@ -12,6 +12,7 @@
 //! lookup at these sizes. Equal keys pair in order: the k-th occurrence at one capture with
 //! the k-th at the other.
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -153,49 +154,51 @@ impl<K> Default for Pairing<K> {
 impl<K: Hash + Eq + Copy> Pairing<K> {
     /// A copy at the asking capture, numbered `index`: the capture time of its answer if
     /// one waits, else it waits for one.
+    #[inline]
     pub fn slot(&mut self, key: K, index: u64) -> Option<i64> {
-        match self.waiting.remove(&key) {
-            Some(Waiting::Answers(q)) => {
-                let ((ts, _), rest) = q.pop();
-                if let Some(rest) = rest {
-                    self.waiting.insert(key, Waiting::Answers(rest));
+        match self.waiting.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert(Waiting::Slots(Queue::One(index)));
+                None
+            }
+            Entry::Occupied(mut e) => match e.get_mut() {
+                Waiting::Slots(q) => {
+                    q.push(index);
+                    None
                 }
-                Some(ts)
-            }
-            Some(Waiting::Slots(mut q)) => {
-                q.push(index);
-                self.waiting.insert(key, Waiting::Slots(q));
-                None
-            }
-            None => {
-                self.waiting.insert(key, Waiting::Slots(Queue::One(index)));
-                None
-            }
+                Waiting::Answers(Queue::Many(q)) if q.len() > 1 => q.pop_front().map(|(ts, _)| ts),
+                Waiting::Answers(q) => {
+                    let ts = q.front().map(|(ts, _)| ts);
+                    e.remove();
+                    ts
+                }
+            },
         }
     }
 
     /// A copy at the answering capture, at capture time `ts` and virtual time `v`: the
     /// index of the slot it answers if one waits, else it waits for one.
+    #[inline]
     pub fn answer(&mut self, key: K, ts: i64, v: i64) -> Option<u64> {
-        match self.waiting.remove(&key) {
-            Some(Waiting::Slots(q)) => {
-                let (index, rest) = q.pop();
-                if let Some(rest) = rest {
-                    self.waiting.insert(key, Waiting::Slots(rest));
+        match self.waiting.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert(Waiting::Answers(Queue::One((ts, v))));
+                self.answers_by_age.push_back((v, key));
+                None
+            }
+            Entry::Occupied(mut e) => match e.get_mut() {
+                Waiting::Answers(q) => {
+                    q.push((ts, v));
+                    self.answers_by_age.push_back((v, key));
+                    None
                 }
-                Some(index)
-            }
-            Some(Waiting::Answers(mut q)) => {
-                q.push((ts, v));
-                self.waiting.insert(key, Waiting::Answers(q));
-                self.answers_by_age.push_back((v, key));
-                None
-            }
-            None => {
-                self.waiting.insert(key, Waiting::Answers(Queue::One((ts, v))));
-                self.answers_by_age.push_back((v, key));
-                None
-            }
+                Waiting::Slots(Queue::Many(q)) if q.len() > 1 => q.pop_front(),
+                Waiting::Slots(q) => {
+                    let index = q.front();
+                    e.remove();
+                    index
+                }
+            },
         }
     }
 
