@@ -225,60 +225,15 @@ struct CapturePass {
 
 /// Analyses one capture or two (one per side). See the crate docs.
 pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, AnalysisError> {
-    if inputs.is_empty() || inputs.len() > 2 {
-        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
-    }
-    if inputs.len() == 2 && inputs[0].side == inputs[1].side {
-        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
-    }
-    if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
-        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
-    }
+    check_inputs(inputs, opts)?;
     let interval_ns = (opts.interval_s * 1e9) as i64;
     let two_sided = inputs.len() == 2;
     let captures = inputs
         .iter()
         .map(|i| Capture::open(&i.path).map_err(AnalysisError::Capture))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut sh = Shared { packet_table: opts.tables.then(PacketTable::default), ..Default::default() };
-    let mut scans: Vec<Scan> = (0..inputs.len()).map(|ci| Scan::new(ci, two_sided, interval_ns)).collect();
-    let read = if two_sided {
-        let (offset, window) = clock_offset(&captures[0], &captures[1]);
-        let sides = [inputs[0].side, inputs[1].side];
-        sh.tcp = Some(TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window));
-        read_in_step(&captures, offset, &mut scans, &mut sh)
-    } else {
-        let mut packets = PacketStream::new(&captures[0]);
-        while let Some(p) = packets.next_packet() {
-            scans[0].packet(&p, &mut sh, p.ts_ns);
-        }
-        vec![packets.finish()]
-    };
-
-    let mut passes = Vec::new();
-    let mut summaries = Vec::new();
-    let mut warnings = Vec::new();
-    for (((input, capture), scan), (mut counts, warning)) in inputs.iter().zip(&captures).zip(scans).zip(read) {
-        counts.capture_duplicates = scan.duplicates;
-        let path = input.path.display().to_string();
-        if counts.tcp + counts.udp == 0 {
-            return Err(nothing_to_analyse(&path, &counts, warning));
-        }
-        warnings.extend(capture_warnings(&path, &counts, warning.as_ref(), scan.orphan_fragments()));
-        let span = (scan.first_ts.unwrap_or(0), scan.last_ts.unwrap_or(0));
-        summaries.push(CaptureSummary {
-            path,
-            side: input.side,
-            format: capture.format().name(),
-            packets: counts.frames,
-            flows: scan.flows.iter().filter(|f| f.is_some()).count() as u64,
-            counts,
-            first_ts_s: scan.first_ts.map(|t| t as f64 / 1e9),
-            last_ts_s: scan.last_ts.map(|t| t as f64 / 1e9),
-            warning: warning.map(|w| w.to_string()),
-        });
-        passes.push(CapturePass { side: input.side, flows: scan.flows, span });
-    }
+    let (scans, read, mut sh) = read_captures(inputs, &captures, opts, interval_ns);
+    let (mut passes, summaries, mut warnings) = summarize(inputs, &captures, scans, read)?;
     let table = &sh.table;
     for p in &mut passes {
         p.flows.resize_with(table.len(), || None);
@@ -368,6 +323,80 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         },
         tables,
     })
+}
+
+fn check_inputs(inputs: &[CaptureInput], opts: &Options) -> Result<(), AnalysisError> {
+    if inputs.is_empty() || inputs.len() > 2 {
+        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
+    }
+    if inputs.len() == 2 && inputs[0].side == inputs[1].side {
+        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
+    }
+    if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
+        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
+    }
+    Ok(())
+}
+
+/// What each capture's pass read and built.
+type Read = (Vec<Scan>, Vec<(PassCounts, Option<CaptureError>)>, Shared);
+
+/// One pass over one capture, or both read in step with their TCP packets paired.
+fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, interval_ns: i64) -> Read {
+    let two_sided = inputs.len() == 2;
+    let mut sh = Shared { packet_table: opts.tables.then(PacketTable::default), ..Default::default() };
+    let mut scans: Vec<Scan> = (0..inputs.len()).map(|ci| Scan::new(ci, two_sided, interval_ns)).collect();
+    let read = if two_sided {
+        let (offset, window) = clock_offset(&captures[0], &captures[1]);
+        let sides = [inputs[0].side, inputs[1].side];
+        sh.tcp = Some(TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window));
+        read_in_step(captures, offset, &mut scans, &mut sh)
+    } else {
+        let mut packets = PacketStream::new(&captures[0]);
+        while let Some(p) = packets.next_packet() {
+            scans[0].packet(&p, &mut sh, p.ts_ns);
+        }
+        vec![packets.finish()]
+    };
+    (scans, read, sh)
+}
+
+/// Each capture's flows, its summary, and the warnings about it.
+type Summarized = (Vec<CapturePass>, Vec<CaptureSummary>, Vec<String>);
+
+/// Each capture's summary and flows, and the warnings about it; an error for a capture
+/// that held nothing to analyse.
+fn summarize(
+    inputs: &[CaptureInput],
+    captures: &[Capture],
+    scans: Vec<Scan>,
+    read: Vec<(PassCounts, Option<CaptureError>)>,
+) -> Result<Summarized, AnalysisError> {
+    let mut passes = Vec::new();
+    let mut summaries = Vec::new();
+    let mut warnings = Vec::new();
+    for (((input, capture), scan), (mut counts, warning)) in inputs.iter().zip(captures).zip(scans).zip(read) {
+        counts.capture_duplicates = scan.duplicates;
+        let path = input.path.display().to_string();
+        if counts.tcp + counts.udp == 0 {
+            return Err(nothing_to_analyse(&path, &counts, warning));
+        }
+        warnings.extend(capture_warnings(&path, &counts, warning.as_ref(), scan.orphan_fragments()));
+        let span = (scan.first_ts.unwrap_or(0), scan.last_ts.unwrap_or(0));
+        summaries.push(CaptureSummary {
+            path,
+            side: input.side,
+            format: capture.format().name(),
+            packets: counts.frames,
+            flows: scan.flows.iter().filter(|f| f.is_some()).count() as u64,
+            counts,
+            first_ts_s: scan.first_ts.map(|t| t as f64 / 1e9),
+            last_ts_s: scan.last_ts.map(|t| t as f64 / 1e9),
+            warning: warning.map(|w| w.to_string()),
+        });
+        passes.push(CapturePass { side: input.side, flows: scan.flows, span });
+    }
+    Ok((passes, summaries, warnings))
 }
 
 /// The error for a capture without a TCP or UDP packet: what it held instead, or the
