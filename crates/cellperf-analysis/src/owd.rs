@@ -17,8 +17,8 @@ use ahash::AHashMap;
 use crate::udp_stream::{OwdKind, OwdSummary};
 use crate::MAX_INTERVALS;
 
-/// Delays a flow keeps one by one (8 MiB); beyond, they are counted per [`BIN_NS`].
-pub const EXACT_SAMPLES: usize = 1 << 20;
+/// Delays a flow keeps one by one (512 KiB); beyond, they are counted per [`BIN_NS`].
+pub const EXACT_SAMPLES: usize = 1 << 16;
 /// Width of the bins delays are counted in past [`EXACT_SAMPLES`].
 pub const BIN_NS: i64 = 10_000;
 

@@ -483,6 +483,8 @@ struct DirPairing {
     /// Data seen so far at either capture (for which ACKs matter, see [`DirPairing::ack`]).
     seen_space: Unwrapper,
     seen_end: Option<u64>,
+    /// Highest ACK number handed to the sender's state so far.
+    sender_acked: Option<u64>,
     judge: Judge,
 }
 
@@ -496,6 +498,7 @@ impl DirPairing {
             rx_acks: Numbered::new(),
             seen_space: Unwrapper::default(),
             seen_end: None,
+            sender_acked: None,
             judge: Judge::default(),
         }
     }
@@ -544,8 +547,12 @@ impl DirPairing {
         let pure = is_pure_ack(rec);
         let relevant = pure || self.seen_end.is_some_and(|end| self.seen_space.peek(rec.ack) < end);
         if capture == self.sender {
-            // (Before any data, there is nothing to acknowledge.)
-            if self.seen_end.is_some() {
+            // Only an ACK that moves the acknowledged point matters to the sender's state
+            // (and before any data there is nothing to acknowledge): a bulk transfer the
+            // other way repeats one ACK number in every segment.
+            let at = self.seen_space.peek(rec.ack);
+            if self.seen_end.is_some() && self.sender_acked.is_none_or(|a| at > a) {
+                self.sender_acked = Some(at);
                 self.sender_items.push(SenderItem::Ack { v, ack: rec.ack });
             }
             if !relevant {

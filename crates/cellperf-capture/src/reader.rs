@@ -27,9 +27,9 @@ const RELEASE_CHUNK: usize = 8 << 20;
 
 /// How far ahead of the reader [`MapAhead`] maps pages, in steps of [`MAP_AHEAD_STEP`];
 /// files smaller than [`MAP_AHEAD_MIN`] are read without it.
-const MAP_AHEAD: usize = 32 << 20;
+const MAP_AHEAD: usize = 8 << 20;
 const MAP_AHEAD_STEP: usize = 2 << 20;
-const MAP_AHEAD_MIN: usize = 64 << 20;
+const MAP_AHEAD_MIN: usize = 16 << 20;
 
 
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
@@ -625,9 +625,9 @@ mod tests {
 
     #[test]
     fn pages_mapped_ahead_change_nothing_read() {
-        // 80 MB of 1,500-byte records: past MAP_AHEAD_MIN, so a thread maps ahead.
+        // 20 MB of 1,500-byte records: past MAP_AHEAD_MIN, so a thread maps ahead.
         let mut f = pcap_header(0xa1b2_c3d4, 1, false);
-        let n = 80_000_000 / 1516;
+        let n = 20_000_000 / 1516;
         for i in 0..n {
             f.extend(pcap_record(i as u32, 0, &[(i % 251) as u8; 1500], false));
         }
