@@ -1,8 +1,9 @@
 """The studies' campaigns end to end through the emulator: the shipped examples of 002 §7.2
 (co-located downloads, one PF cell) and §7.4 (a stream beside bulk TCP), each flow labelled
 with the group member that opened it; TCP settings seen on the wire (no SACK-permitted or
-timestamp option in the SYN when off; the first flight as long as initcwnd); a member the
-kernel refuses recorded as a failed run."""
+timestamp option in the SYN when off; the first flight as long as initcwnd). (A member the
+kernel refuses is refused by `run --check`: tests/campaign/test_campaign_studies.py; a CN
+that refuses a download's congestion control fails its run: tests/campaign/test_run_real.py.)"""
 
 from __future__ import annotations
 
@@ -123,18 +124,6 @@ type = "udp-cbr"
 direction = "up"
 rate = "4M"
 
-[[tests]]
-name = "refused"
-type = "group"
-[[tests.members]]
-name = "vegas"
-type = "tcp-bulk"
-direction = "down"
-congestion = "vegas"
-[[tests.members]]
-name = "cubic"
-type = "tcp-bulk"
-direction = "down"
 """
 
 
@@ -164,18 +153,15 @@ def first_flight(cn: Path) -> int:
     return count
 
 
-def test_tcp_settings_are_on_the_wire_and_a_refused_member_fails_the_run(tmp_path):
+def test_tcp_settings_are_on_the_wire(tmp_path):
     camp = tmp_path / "wire.toml"
     camp.write_text(WIRE)
     out = tmp_path / "out"
     r = cellperf("run", str(camp), "--out", str(out), "--json", check=False, timeout=150)
-    assert r.returncode == 3, r.stderr  # finished, one run failed
-    summary = json.loads(r.stdout)
-    assert [f["run_id"] for f in summary["runs_failed"]] == ["lab.stationary.refused.1"]
-    assert "member vegas:" in summary["runs_failed"][0]["reason"] and "vegas" in summary["runs_failed"][0]["reason"]
+    assert r.returncode == 0, r.stderr
     with Store.open(out, read_only=True) as s:
         states = dict(s.con.execute("SELECT run_id, status FROM runs").fetchall())
-    assert states["lab.stationary.refused.1"] == "failed" and list(states.values()).count("ok") == 7
+    assert list(states.values()) == ["ok"] * 7
     runs = out / "runs"
     syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0"
     fields = ["tcp.options.sack_perm", "tcp.options.timestamp.tsval"]
