@@ -22,10 +22,15 @@ pytestmark = pytest.mark.netns
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def shortened(name: str, tmp_path: Path, duration: int, parallel: int = 1) -> Path:
+def shortened(name: str, tmp_path: Path, duration: int, parallel: int = 1, lines: dict[str, str] | None = None) -> Path:
+    """The example with the campaign's `duration` and `parallel` set, one repetition, and
+    each of `lines` (a whole line of the file → its replacement) replaced."""
     text = (EXAMPLES / name).read_text()
     text = re.sub(r"(?m)^duration = .*$", f"duration = {duration}\nparallel = {parallel}", text, count=1)
     text = re.sub(r"(?m)^repetitions = .*$", "repetitions = 1", text, count=1)
+    for line, replacement in (lines or {}).items():
+        text, n = re.subn(rf"(?m)^{re.escape(line)}$", replacement, text)
+        assert n == 1, line
     p = tmp_path / name
     p.write_text(text)
     return p
@@ -74,6 +79,30 @@ def test_stream_beside_bulk_tcp_labels_both_members(tmp_path):
         # 120-byte datagrams ten a second for 6 s; the stream is not starved by the download.
         assert 45 <= stream["packets"][0] <= 61, g
         assert bulk["goodput_bps"][0] > 50 * stream["goodput_bps"][0], g
+    # The report's 002 Fig. 11: per variant, the download's throughput and the stream's delay,
+    # the same numbers as the store's flows; rendered in headless Chromium with no console error.
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        flows = s.frame("""SELECT r.test, f.member, f.goodput_bps, f.owd_mean_ms, f.owd_kind FROM runs r JOIN flows f
+                           USING (run_id) WHERE f.role = 'data' AND f.direction = 'downlink'""")
+    report = json.loads(cellperf("report", tmp_path / "out", "--json").stdout)
+    assert {"stream-beside-tcp-table", "stream-beside-tcp"} <= set(report["items"])
+    html = Path(report["report"]).read_text()
+    for (test,), g in flows.group_by("test"):
+        bulk = g.filter(g["member"] == "bulk").row(0, named=True)
+        stream = g.filter(g["member"] == "stream").row(0, named=True)
+        assert stream["owd_kind"] == "raw" and stream["owd_mean_ms"] > 0, g
+        row = (f"<td>EV-DO</td><td>stationary</td><td>{test}</td><td>1</td><td>{bulk['goodput_bps'] / 1e3:.0f}</td>"
+               f"<td>{stream['owd_mean_ms']:.1f} ± ")
+        assert row in html, (row, test)
+    from tests.report.test_report import CHROMIUM, report_page
+
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
+    errors: list[str] = []
+    with report_page(report["report"], tmp_path, errors) as page:
+        assert page.locator("section#stream-beside-tcp-table table tbody tr").count() == 3
+        assert page.locator("section#stream-beside-tcp .js-plotly-plot").count() == 1
+    assert errors == []
 
 
 WIRE = """\
@@ -208,4 +237,47 @@ def test_tcp_settings_are_on_the_wire(tmp_path):
     errors: list[str] = []
     with report_page(report["report"], tmp_path, errors) as page:
         assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
+    assert errors == []
+
+
+def test_tcp_options_example_runs_and_its_report_renders(tmp_path):
+    """examples/tcp-options-umts.toml (004 §V) end to end, one repetition of 3-s tests and a
+    shorter ping sweep: every run done; the report's RWIN-BDP table has the campaign's three
+    MSS, the settings table each of its 14 settings, and the window table each MSS × window
+    with the one-way delay of the TCP data; a 32 KB window over 384 kbit/s queues more than an
+    8 KB one (003 slide 20: the delay grows with the window once it passes the BDP); the
+    page renders in headless Chromium with no console error."""
+    camp = shortened("tcp-options-umts.toml", tmp_path, duration=3, parallel=6,
+                     lines={"count = 20": "count = 4", "interval = 0.5": "interval = 0.2\ntimeout = 1"})
+    out = tmp_path / "out"
+    r = cellperf("run", str(camp), "--out", str(out), "--json", check=False, timeout=150)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["runs_done"] == 15 and not summary["runs_failed"], summary
+    report = json.loads(cellperf("report", out, "--json").stdout)
+    assert {"rwin-bdp", "tcp-settings", "window-sweep-table", "window-sweep"} <= set(report["items"])
+    html = Path(report["report"]).read_text()
+    for mss in (88, 472, 1460):
+        for window in (8192, 32768):
+            assert f"<td>mss={mss}, window={window}</td>" in html, (mss, window)
+    for setting in ("sack=true, timestamps=false", "sack=false, timestamps=true", "initcwnd=2", "initcwnd=10"):
+        assert f"<td>{setting}</td>" in html, setting
+    from cellperf.report.studies import _window_points
+
+    with Store.open(out, read_only=True) as s:
+        points = _window_points(s)
+    assert points.height == 6 and set(points["owd_kind"]) == {"raw"}, points  # one clock on the emulated link
+    owd = {(row["setting"], row["window_bytes"]): row["owd_mean_ms"] for row in points.iter_rows(named=True)}
+    for mss in (472, 1460):
+        assert owd[(f"mss={mss}", 32768)] > owd[(f"mss={mss}", 8192)] + 50, owd
+    assert all(93 < v < 3000 for v in owd.values()), owd  # above the link's 93-ms one-way delay
+    from tests.report.test_report import CHROMIUM, report_page
+
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
+    errors: list[str] = []
+    with report_page(report["report"], tmp_path, errors) as page:
+        assert page.locator("section#rwin-bdp table tbody tr").count() == 3
+        assert page.locator("section#window-sweep-table table tbody tr").count() == 6
+        assert page.locator("section#window-sweep .js-plotly-plot").count() == 1
     assert errors == []

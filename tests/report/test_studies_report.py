@@ -124,17 +124,19 @@ def test_throughput_and_delay_per_window_from_a_sweep_grid_and_window_sweep_step
         control = {"flow_id": 0, "role": "control", "proto": "tcp", "direction": "uplink", "goodput_bps": 9e6}
         for run_id, window, goodput, owd, std in (("g16a", 16384, 1e6, 30.0, 3.0), ("g16b", 16384, 2e6, 50.0, 5.0),
                                                    ("g128", 131072, 8e6, 100.0, 10.0)):
-            _commit(s, run_id, "tcp-bulk", options={"direction": "down", "window": window, "mss": 1460}, flows=[
+            _commit(s, run_id, "tcp-bulk", options={"direction": "down", "window": window, "mss": 1460},
+                    result={"direction": "down"}, flows=[
                 control, _tcp(1, "downlink", goodput, owd=owd, owd_std_ms=std, owd_p95_ms=owd + 10),
-                _tcp(1, "uplink", 0.0)])  # the ACKs: no data, no point
-        _commit(s, "plain", "tcp-bulk", options={"direction": "down"}, flows=[_tcp(1, "downlink", 5e6, owd=1.0)])
-        sweep = {"sweep": [{"window_bytes": 16384, "mss": 536, "throughput_bps": 2.9e6},
+                _tcp(1, "uplink", 25.0, owd=120.0)])  # the probe's few bytes up: not the test's direction
+        _commit(s, "plain", "tcp-bulk", options={"direction": "down"}, result={"direction": "down"},
+                flows=[_tcp(1, "downlink", 5e6, owd=1.0)])
+        sweep = {"direction": "down", "sweep": [{"window_bytes": 16384, "mss": 536, "throughput_bps": 2.9e6},
                            {"window_bytes": 65536, "mss": 536, "throughput_bps": 3.9e6}]}
         # Steps' connections in the order they started (flow ids need not follow it).
         _commit(s, "ws", "window-sweep", network="lab", result=sweep, options={"direction": "down", "duration": 5},
                 flows=[_tcp(4, "downlink", 4e6, start_s=6.0, owd=70.0, owd_std_ms=7.0, owd_p95_ms=90.0),
                        _tcp(3, "downlink", 3e6, start_s=0.5, owd=20.0, owd_std_ms=2.0, owd_p95_ms=25.0),
-                       _tcp(3, "uplink", 0.0, start_s=0.5)])
+                       _tcp(3, "uplink", 30.0, start_s=0.5), _tcp(4, "uplink", 30.0, start_s=6.0)])
         # A sweep whose captures do not split into its steps: the probe's throughput, no delay.
         _commit(s, "ws2", "window-sweep", network="lab2", result=sweep, options={"direction": "down"},
                 flows=[_tcp(3, "downlink", 3e6, owd=20.0)])
@@ -178,8 +180,9 @@ def test_stream_delay_and_tcp_throughput_per_variant(tmp_path):
                                       ("reno1", "reno", 1.2e6, 300.0)):
             members = [("bulk", "tcp-bulk", {"direction": "down", "congestion": cc}),
                        ("stream", "udp-cbr", {"direction": "down", "rate": 9600.0, "payload": 120})]
-            _commit(s, run_id, "group", config=_group(members), flows=[
-                _tcp(1, "downlink", tput, owd=50.0, member="bulk"), _tcp(1, "uplink", 0.0, member="bulk"),
+            docs = {"bulk": {"direction": "down", "congestion": cc}, "stream": {"direction": "down"}}
+            _commit(s, run_id, "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+                _tcp(1, "downlink", tput, owd=50.0, member="bulk"), _tcp(1, "uplink", 30.0, member="bulk"),
                 stream(owd, owd / 10, owd * 1.5, 0.01),
                 {**stream(None, None, None, None, 100.0), "direction": "uplink", "flow_id": 3}])
         # Three downloads and no stream (002 §7.2): not this figure.

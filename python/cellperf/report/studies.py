@@ -77,7 +77,7 @@ def stream_beside_tcp(store: Store) -> list[Item]:
     stream on the same link, the stream's one-way delay and the download's throughput, per
     TCP variant (the bulk member's congestion control), over the repetitions."""
     runs = store.frame("""
-        SELECT r.network, r.scenario, r.run_id, r.config, f.member, f.proto, f.direction, f.goodput_bps,
+        SELECT r.network, r.scenario, r.run_id, r.config, r.result, f.member, f.proto, f.direction, f.goodput_bps,
                f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms, f.owd_kind, f.loss_rate
         FROM runs r JOIN flows f USING (run_id)
         WHERE r.status = 'ok' AND r.test_type = 'group' AND f.role = 'data' AND f.member IS NOT NULL""")
@@ -90,15 +90,21 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         stream = [m for m in members if m[1] in _STREAM_TYPES]
         if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
             continue
-        (bname, _, bopts), (sname, _, sopts) = bulk[0], stream[0]
-        tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & (pl.col("goodput_bps") > 0))
+        (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
+        result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
+        docs = result.get("members") or {}
+        # Each member's direction(s) as its probe ran them (the stream's: its received side).
+        bulk_dirs = _DIRECTIONS.get((docs.get(bname) or {}).get("direction"), ())
+        stream_dirs = _DIRECTIONS.get((docs.get(sname) or {}).get("direction"), ())
+        tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
         udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
-                       & (pl.col("direction") == {"up": "uplink"}.get(sopts.get("direction"), "downlink")))
+                       & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
         if tcp.height == 0 or udp.height != 1:
             continue
         u = udp.row(0, named=True)
         points.append({"network": first["network"], "scenario": first["scenario"], "run_id": run_id,
-                       "variant": bopts.get("congestion") or "default", "tput": tcp["goodput_bps"].sum(),
+                       "variant": (docs.get(bname) or {}).get("congestion") or bopts.get("congestion") or "default",
+                       "tput": tcp["goodput_bps"].sum(),
                        "owd": u["owd_mean_ms"], "owd_std": u["owd_std_ms"], "owd_p95": u["owd_p95_ms"],
                        "kind": u["owd_kind"], "loss": u["loss_rate"]})
     if not points:
@@ -176,6 +182,9 @@ def _sweeps(store: Store, test_type: str) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
 
+#: A probe result's `direction` → the flows' directions of its data.
+_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink")}
+
 #: The TCP settings other than the window that set a run apart (its trace in the window figures).
 _OTHER_SETTINGS = ("mss", "sack", "timestamps", "initcwnd", "initrwnd", "congestion", "streams")
 
@@ -219,13 +228,17 @@ def _window_points(store: Store) -> pl.DataFrame:
                          **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
                          "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
 
+        result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
+        # The test's direction(s) as the probe ran it (a download's data connection also
+        # carries the probe's few bytes up).
+        wanted = _DIRECTIONS.get(result.get("direction"), ())
         if first["test_type"] == "tcp-bulk":
-            for (direction,), fl in data.group_by(["direction"], maintain_order=True):
+            for (direction,), fl in data.filter(pl.col("direction").is_in(wanted)).group_by(["direction"],
+                                                                                           maintain_order=True):
                 point(direction, options["window"], _other(options), fl)
             continue
-        result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
         steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
-        want = {"up": "uplink", "down": "downlink"}.get(options.get("direction", "down"), "downlink")
+        want = wanted[0] if len(wanted) == 1 else "downlink"
         mine = data.filter(pl.col("direction") == want)
         streams = options.get("streams", 1)
         split = mine.height == len(steps) * streams
