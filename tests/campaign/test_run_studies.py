@@ -36,6 +36,20 @@ def shortened(name: str, tmp_path: Path, duration: int, parallel: int = 1, lines
     return p
 
 
+def rendered(report: str, tmp_path: Path, selectors: list[str]) -> list[int]:
+    """The report in headless Chromium: how many elements each CSS selector finds; fails on
+    any console or page error (skips without Debian's chromium)."""
+    from tests.report.test_report import CHROMIUM, report_page
+
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
+    errors: list[str] = []
+    with report_page(report, tmp_path, errors) as page:
+        counts = [page.locator(sel).count() for sel in selectors]
+    assert errors == []
+    return counts
+
+
 def data_flows(out: Path):
     with Store.open(out, read_only=True) as s:
         return s.frame("""SELECT r.run_id, r.status, r.reason, f.member, f.proto, f.direction, f.goodput_bps, f.packets
@@ -94,15 +108,8 @@ def test_stream_beside_bulk_tcp_labels_both_members(tmp_path):
         row = (f"<td>EV-DO</td><td>stationary</td><td>{test}</td><td>1</td><td>{bulk['goodput_bps'] / 1e3:.0f}</td>"
                f"<td>{stream['owd_mean_ms']:.1f} ± ")
         assert row in html, (row, test)
-    from tests.report.test_report import CHROMIUM, report_page
-
-    if CHROMIUM is None:
-        pytest.skip("needs Debian's chromium")
-    errors: list[str] = []
-    with report_page(report["report"], tmp_path, errors) as page:
-        assert page.locator("section#stream-beside-tcp-table table tbody tr").count() == 3
-        assert page.locator("section#stream-beside-tcp .js-plotly-plot").count() == 1
-    assert errors == []
+    assert rendered(report["report"], tmp_path, ["section#stream-beside-tcp-table table tbody tr",
+                                                 "section#stream-beside-tcp .js-plotly-plot"]) == [3, 1]
 
 
 WIRE = """\
@@ -230,14 +237,7 @@ def test_tcp_settings_are_on_the_wire(tmp_path):
     assert 'id="rwin-bdp"' in html and 'id="tcp-settings"' in html
     for setting in ("initcwnd=4", "initcwnd=16", "sack=false, timestamps=false", "defaults"):
         assert f"<td>{setting}</td>" in html, setting
-    from tests.report.test_report import CHROMIUM, report_page
-
-    if CHROMIUM is None:
-        pytest.skip("needs Debian's chromium")
-    errors: list[str] = []
-    with report_page(report["report"], tmp_path, errors) as page:
-        assert page.locator("section#rwin-bdp table tbody tr").count() == len(DEFAULT_MSS)
-    assert errors == []
+    assert rendered(report["report"], tmp_path, ["section#rwin-bdp table tbody tr"]) == [len(DEFAULT_MSS)]
 
 
 def test_tcp_options_example_runs_and_its_report_renders(tmp_path):
@@ -271,13 +271,6 @@ def test_tcp_options_example_runs_and_its_report_renders(tmp_path):
     for mss in (472, 1460):
         assert owd[(f"mss={mss}", 32768)] > owd[(f"mss={mss}", 8192)] + 50, owd
     assert all(93 < v < 3000 for v in owd.values()), owd  # above the link's 93-ms one-way delay
-    from tests.report.test_report import CHROMIUM, report_page
-
-    if CHROMIUM is None:
-        pytest.skip("needs Debian's chromium")
-    errors: list[str] = []
-    with report_page(report["report"], tmp_path, errors) as page:
-        assert page.locator("section#rwin-bdp table tbody tr").count() == 3
-        assert page.locator("section#window-sweep-table table tbody tr").count() == 6
-        assert page.locator("section#window-sweep .js-plotly-plot").count() == 1
-    assert errors == []
+    assert rendered(report["report"], tmp_path, ["section#rwin-bdp table tbody tr",
+                                                 "section#window-sweep-table table tbody tr",
+                                                 "section#window-sweep .js-plotly-plot"]) == [3, 6, 1]

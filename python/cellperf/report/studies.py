@@ -24,6 +24,22 @@ def _f(v, spec: str = ".1f") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, str], mean: pl.Series,
+                    std: pl.Series, delay_names: tuple[str, str], x_title: str) -> go.Figure:
+    """Bars on the left axis and a delay (mean ± std markers) on the right, per label;
+    `*_names` = (legend name, axis title). Either is left out when it has no value."""
+    fig = go.Figure()
+    if bars.is_not_null().any():
+        fig.add_trace(go.Bar(x=labels, y=bars.to_list(), name=bar_names[0], yaxis="y"))
+    if mean.is_not_null().any():
+        fig.add_trace(go.Scatter(x=labels, y=mean.to_list(), mode="markers", name=delay_names[0], yaxis="y2",
+                                 error_y=dict(type="data", array=std.fill_null(0).to_list())))
+    fig.update_layout(yaxis=dict(title=bar_names[1], rangemode="tozero"),
+                      yaxis2=dict(title=delay_names[1], overlaying="y", side="right", rangemode="tozero"),
+                      xaxis_title=x_title)
+    return fig
+
+
 def tcp_flows(store: Store) -> list[Item]:
     """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow."""
     df = store.frame("""
@@ -53,15 +69,8 @@ def tcp_flows(store: Store) -> list[Item]:
                                      "utilisation", "capacity kbit/s", "OWD mean ± std ms", "OWD p95 ms", "OWD kind",
                                      "share %", "Jain"], rows))]
     labels = [f"{r['network']} {r['scenario']} {r['congestion']} #{r['flow_id']}" for r in df.iter_rows(named=True)]
-    fig = go.Figure()
-    if df["utilisation"].is_not_null().any():
-        fig.add_trace(go.Bar(x=labels, y=df["utilisation"], name="utilisation", yaxis="y"))
-    if df["owd_mean_ms"].is_not_null().any():
-        fig.add_trace(go.Scatter(x=labels, y=df["owd_mean_ms"], mode="markers", name="OWD mean (ms)", yaxis="y2",
-                                 error_y=dict(type="data", array=df["owd_std_ms"].fill_null(0).to_list())))
-    fig.update_layout(yaxis=dict(title="channel utilisation", rangemode="tozero"),
-                      yaxis2=dict(title="one-way delay (ms), mean ± std", overlaying="y", side="right",
-                                  rangemode="tozero"), xaxis_title="flow")
+    fig = _bars_and_delay(labels, df["utilisation"], ("utilisation", "channel utilisation"), df["owd_mean_ms"],
+                          df["owd_std_ms"], ("OWD mean (ms)", "one-way delay (ms), mean ± std"), "flow")
     items.append(Item("tcp-studies-figure", "Utilisation and excess delay per TCP flow",
                       "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation. "
                       "Seed 002 Figs. 7-10.", _layout(fig)))
@@ -129,15 +138,9 @@ def stream_beside_tcp(store: Store) -> list[Item]:
                                      "stream OWD mean ± std ms", "stream OWD p95 ms", "stream loss %", "OWD kind"],
                                     rows))]
     labels = [" ".join(x for x in (r["network"], r["scenario"], r["variant"])) for r in agg.iter_rows(named=True)]
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=(agg["tput"] / 1e3).to_list(), name="TCP throughput (kbit/s)", yaxis="y"))
-    if agg["owd"].is_not_null().any():
-        fig.add_trace(go.Scatter(x=labels, y=agg["owd"].to_list(), mode="markers", name="stream delay (ms)",
-                                 yaxis="y2", marker_size=10,
-                                 error_y=dict(type="data", array=agg["owd_std"].fill_null(0).to_list())))
-    fig.update_layout(yaxis=dict(title="TCP throughput (kbit/s)", rangemode="tozero"),
-                      yaxis2=dict(title="stream one-way delay (ms), mean ± std", overlaying="y", side="right",
-                                  rangemode="tozero"), xaxis_title="TCP variant")
+    fig = _bars_and_delay(labels, agg["tput"] / 1e3, ("TCP throughput (kbit/s)", "TCP throughput (kbit/s)"),
+                          agg["owd"], agg["owd_std"], ("stream delay (ms)", "stream one-way delay (ms), mean ± std"),
+                          "TCP variant")
     items.append(Item("stream-beside-tcp", "Stream delay and TCP throughput per TCP variant",
                       "Bars: the download's throughput; points: the stream's mean one-way delay with ± one standard "
                       "deviation. Seed 002 Fig. 11.", _layout(fig)))
