@@ -185,6 +185,12 @@ def test_stream_delay_and_tcp_throughput_per_variant(tmp_path):
                 _tcp(1, "downlink", tput, owd=50.0, member="bulk"), _tcp(1, "uplink", 30.0, member="bulk"),
                 stream(owd, owd / 10, owd * 1.5, 0.01),
                 {**stream(None, None, None, None, 100.0), "direction": "uplink", "flow_id": 3}])
+        # A VoIP stream (an echo: the MN receives the downlink half) beside a bbr download.
+        members = [("bulk", "tcp-bulk", {"direction": "down", "congestion": "bbr"}), ("voice", "voip", {})]
+        docs = {"bulk": {"direction": "down", "congestion": "bbr"}, "voice": {"direction": "echo"}}
+        _commit(s, "bbr1", "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+            _tcp(1, "downlink", 1.3e6, member="bulk"), {**stream(500.0, 50.0, 700.0, 0.0, 64e3), "member": "voice"},
+            {**stream(90.0, 9.0, 100.0, 0.0, 64e3), "direction": "uplink", "flow_id": 3, "member": "voice"}])
         # Three downloads and no stream (002 §7.2): not this figure.
         colo = [(cc, "tcp-bulk", {"direction": "down", "congestion": cc}) for cc in ("reno", "cubic", "bbr")]
         _commit(s, "colo", "group", config=_group(colo),
@@ -194,8 +200,11 @@ def test_stream_delay_and_tcp_throughput_per_variant(tmp_path):
     table = items["stream-beside-tcp-table"].table_html
     reno = "<td>WiBro</td><td>stationary</td><td>reno</td><td>1</td><td>1200</td><td>300.0 ± 30.0</td><td>450.0</td><td>1.00</td><td>raw</td>"
     cubic = "<td>WiBro</td><td>stationary</td><td>cubic</td><td>2</td><td>1500</td><td>900.0 ± 90.0</td><td>1350.0</td><td>1.00</td><td>raw</td>"
-    assert reno in table and cubic in table and table.index(reno) < table.index(cubic)  # by the stream's delay
-    assert table.count("<tr>") == 3
+    bbr = "<td>WiBro</td><td>stationary</td><td>bbr</td><td>1</td><td>1300</td><td>500.0 ± 50.0</td><td>700.0</td><td>0.00</td>"
+    assert reno in table and cubic in table and bbr in table
+    assert table.index(reno) < table.index(bbr) < table.index(cubic)  # by the stream's delay
+    assert table.count("<tr>") == 4
     bars, points = items["stream-beside-tcp"].figure.data
-    assert list(bars.x) == ["WiBro stationary reno", "WiBro stationary cubic"] and list(bars.y) == [1200, 1500]
-    assert list(points.y) == [300.0, 900.0] and list(points.error_y.array) == [30.0, 90.0]
+    assert list(bars.x) == ["WiBro stationary reno", "WiBro stationary bbr", "WiBro stationary cubic"]
+    assert list(bars.y) == [1200, 1300, 1500]
+    assert list(points.y) == [300.0, 500.0, 900.0] and list(points.error_y.array) == [30.0, 50.0, 90.0]

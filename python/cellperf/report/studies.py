@@ -102,7 +102,8 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
         result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
         docs = result.get("members") or {}
-        # Each member's direction(s) as its probe ran them (the stream's: its received side).
+        # Each member's direction(s) as its probe ran them (the stream's: the side the MN
+        # receives when it has two, as a VoIP echo's).
         bulk_dirs = _DIRECTIONS.get((docs.get(bname) or {}).get("direction"), ())
         stream_dirs = _DIRECTIONS.get((docs.get(sname) or {}).get("direction"), ())
         tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
@@ -186,7 +187,8 @@ def _sweeps(store: Store, test_type: str) -> pl.DataFrame:
 
 
 #: A probe result's `direction` → the flows' directions of its data.
-_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink")}
+_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
+               "echo": ("uplink", "downlink")}
 
 #: The TCP settings other than the window that set a run apart (its trace in the window figures).
 _OTHER_SETTINGS = ("mss", "sack", "timestamps", "initcwnd", "initrwnd", "congestion", "streams")
