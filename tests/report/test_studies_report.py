@@ -208,3 +208,23 @@ def test_stream_delay_and_tcp_throughput_per_variant(tmp_path):
     assert list(bars.x) == ["WiBro stationary reno", "WiBro stationary bbr", "WiBro stationary cubic"]
     assert list(bars.y) == [1200, 1300, 1500]
     assert list(points.y) == [300.0, 500.0, 900.0] and list(points.error_y.array) == [30.0, 50.0, 90.0]
+
+
+def test_tcp_flows_of_a_group_have_each_members_congestion_control_and_direction(tmp_path):
+    """002 §7.2's co-located downloads in one run: each member's flow with the congestion
+    control its probe reports; the probe's few bytes up a download's connection are no row."""
+    with Store.open(tmp_path, create=True) as s:
+        members = [(cc, "tcp-bulk", {"direction": "down", "congestion": cc}) for cc in ("reno", "cubic")]
+        docs = {cc: {"direction": "down", "congestion": cc} for cc in ("reno", "cubic")}
+        _commit(s, "colo", "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+            _tcp(1, "downlink", 3e6, owd=80.0, member="reno", share=0.75), _tcp(1, "uplink", 30.0, owd=5.0, member="reno"),
+            _tcp(2, "downlink", 1e6, owd=40.0, member="cubic", share=0.25), _tcp(2, "uplink", 30.0, owd=5.0, member="cubic")])
+        # A run without a probe document (imported captures): every flow stays.
+        _commit(s, "imported", "tcp-bulk", flows=[_tcp(1, "downlink", 2e6, owd=10.0), _tcp(1, "uplink", 40.0, owd=5.0)])
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["tcp-studies-table"].table_html
+    assert "<td>group</td><td>reno</td><td>downlink</td><td>3000</td>" in table
+    assert "<td>group</td><td>cubic</td><td>downlink</td><td>1000</td>" in table
+    assert "<td>tcp-bulk</td><td>–</td><td>uplink</td><td>0</td>" in table  # imported: kept
+    assert table.count("<td>uplink</td>") == 1 and table.count("<tr>") == 1 + 4

@@ -40,10 +40,23 @@ def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, st
     return fig
 
 
+#: A probe result's `direction` → the flows' directions of its data.
+_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
+               "echo": ("uplink", "downlink")}
+
+def _probe_doc(result, member: str | None) -> dict:
+    """The probe document of a run's test (its `result`), or of a group's `member`."""
+    doc = json.loads(result) if isinstance(result, str) else result or {}
+    return (doc.get("members") or {}).get(member) or {} if member else doc
+
+
 def tcp_flows(store: Store) -> list[Item]:
-    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow."""
+    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow, in the
+    direction(s) its probe ran (a download's data connection also carries the probe's few
+    bytes up: not a flow of the study), with the congestion control the probe reports (a
+    group member's own), else the one the campaign asked for."""
     df = store.frame("""
-        SELECT r.network, r.scenario, r.test, r.run_id, f.flow_id, f.direction,
+        SELECT r.network, r.scenario, r.test, r.run_id, f.flow_id, f.direction, f.member, r.result,
                coalesce(json_extract_string(r.config, '$.options.congestion'), '–') AS congestion,
                f.goodput_bps, f.utilisation, f.mean_capacity_bps, f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms,
                f.owd_kind, f.share, f.jain
@@ -51,6 +64,12 @@ def tcp_flows(store: Store) -> list[Item]:
         WHERE r.status = 'ok' AND f.proto = 'tcp' AND f.role = 'data' AND f.goodput_bps > 0
           AND (f.owd_mean_ms IS NOT NULL OR f.utilisation IS NOT NULL)
         ORDER BY r.network, r.scenario, r.test, r.run_id, f.flow_id""")
+    keep, congestion = [], []
+    for r in df.iter_rows(named=True):
+        doc = _probe_doc(r["result"], r["member"])
+        keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
+        congestion.append(doc.get("congestion") or r["congestion"])
+    df = df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
     if df.height == 0:
         return []
     rows = [[r["network"], r["scenario"], r["test"], r["congestion"], r["direction"],
@@ -100,12 +119,11 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
             continue
         (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
-        result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
-        docs = result.get("members") or {}
+        bulk_doc, stream_doc = _probe_doc(first["result"], bname), _probe_doc(first["result"], sname)
         # Each member's direction(s) as its probe ran them (the stream's: the side the MN
         # receives when it has two, as a VoIP echo's).
-        bulk_dirs = _DIRECTIONS.get((docs.get(bname) or {}).get("direction"), ())
-        stream_dirs = _DIRECTIONS.get((docs.get(sname) or {}).get("direction"), ())
+        bulk_dirs = _DIRECTIONS.get(bulk_doc.get("direction"), ())
+        stream_dirs = _DIRECTIONS.get(stream_doc.get("direction"), ())
         tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
         udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
                        & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
@@ -113,7 +131,7 @@ def stream_beside_tcp(store: Store) -> list[Item]:
             continue
         u = udp.row(0, named=True)
         points.append({"network": first["network"], "scenario": first["scenario"], "run_id": run_id,
-                       "variant": (docs.get(bname) or {}).get("congestion") or bopts.get("congestion") or "default",
+                       "variant": bulk_doc.get("congestion") or bopts.get("congestion") or "default",
                        "tput": tcp["goodput_bps"].sum(),
                        "owd": u["owd_mean_ms"], "owd_std": u["owd_std_ms"], "owd_p95": u["owd_p95_ms"],
                        "kind": u["owd_kind"], "loss": u["loss_rate"]})
@@ -186,10 +204,6 @@ def _sweeps(store: Store, test_type: str) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
 
-#: A probe result's `direction` → the flows' directions of its data.
-_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
-               "echo": ("uplink", "downlink")}
-
 #: The TCP settings other than the window that set a run apart (its trace in the window figures).
 _OTHER_SETTINGS = ("mss", "sack", "timestamps", "initcwnd", "initrwnd", "congestion", "streams")
 
@@ -233,7 +247,7 @@ def _window_points(store: Store) -> pl.DataFrame:
                          **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
                          "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
 
-        result = json.loads(first["result"]) if isinstance(first["result"], str) else first["result"] or {}
+        result = _probe_doc(first["result"], None)
         # The test's direction(s) as the probe ran it (a download's data connection also
         # carries the probe's few bytes up).
         wanted = _DIRECTIONS.get(result.get("direction"), ())
