@@ -1,8 +1,9 @@
 //! cellperf's analysis core: captures → flows → per-packet records → metrics (METHODS §3–§4).
 //!
-//! [`analyze`] reads one capture (any vantage point) or two (the MN's and the CN's) in one
-//! pass each, keeps per-flow streaming state (and, with two captures, the compact records
-//! needed to match packets across them), then computes every flow's metrics:
+//! [`analyze`] reads one capture (any vantage point), or two (the MN's and the CN's) in
+//! step, keeps per-flow streaming state (with two captures, the TCP packets paired across
+//! them as they come, see [`tcp_two_sided`], and each UDP datagram's compact record), then
+//! computes every flow's metrics:
 //! - TCP: goodput, throughput series, RTT (Karn), retransmission classes (two captures:
 //!   normal / spurious / unavoidable / serial; one capture: fast / RTO / spurious and said so),
 //!   ACK compression (two captures), duplicate ACKs, zero windows, out-of-order;
@@ -15,6 +16,7 @@
 //! open connections), with the basis reported beside the direction.
 
 pub mod flows;
+mod in_step;
 pub mod matching;
 pub mod nat;
 pub mod owd;
@@ -30,7 +32,6 @@ pub mod udp_stream;
 
 mod report;
 
-use std::path::PathBuf;
 
 use cellperf_capture::decode::{decode_frame, Skip, Transport};
 use cellperf_capture::{Addr, Capture, CaptureError, Fragmentation};
@@ -69,44 +70,58 @@ pub struct PassCounts {
     pub capture_duplicates: u64,
 }
 
-/// Reads every frame of `path`, decodes it and hands TCP/UDP packets (and the later
-/// fragments of TCP/UDP datagrams) to `sink`. Returns the
-/// counts and the warning that ended reading early, if any.
-pub fn for_each_packet(
-    path: &PathBuf,
-    mut sink: impl FnMut(&cellperf_capture::Packet<'_>),
-) -> Result<(Capture, PassCounts, Option<CaptureError>), CaptureError> {
-    let capture = Capture::open(path)?;
-    let mut counts = PassCounts::default();
-    let warning;
-    {
-        let mut frames = capture.frames();
-        for frame in frames.by_ref() {
-            counts.frames += 1;
+/// A capture's TCP and UDP packets (and the later fragments of TCP/UDP datagrams), one at
+/// a time, with the counts of what was read. Two of them read a pair of captures in step.
+pub struct PacketStream<'a> {
+    frames: cellperf_capture::Frames<'a>,
+    pub counts: PassCounts,
+}
+
+impl<'a> PacketStream<'a> {
+    /// The whole capture, its pages mapped ahead on another core.
+    pub fn new(capture: &'a Capture) -> Self {
+        PacketStream { frames: capture.frames_mapped_ahead(), counts: PassCounts::default() }
+    }
+
+    /// The first packets only: no page mapping ahead.
+    pub fn prefix(capture: &'a Capture) -> Self {
+        PacketStream { frames: capture.frames(), counts: PassCounts::default() }
+    }
+
+    /// The next packet to analyse, counting every frame on the way.
+    #[inline(always)]
+    pub fn next_packet(&mut self) -> Option<cellperf_capture::Packet<'a>> {
+        for frame in self.frames.by_ref() {
+            self.counts.frames += 1;
             match decode_frame(&frame) {
                 Ok(p) => {
                     match p.transport {
-                        Transport::Tcp(_) => counts.tcp += 1,
-                        Transport::Udp(_) => counts.udp += 1,
+                        Transport::Tcp(_) => self.counts.tcp += 1,
+                        Transport::Udp(_) => self.counts.udp += 1,
                         Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.fragment == Fragmentation::Later => {
-                            counts.later_fragments += 1
+                            self.counts.later_fragments += 1
                         }
                         Transport::Other(_) => {
-                            counts.other_ip += 1;
+                            self.counts.other_ip += 1;
                             continue;
                         }
                     }
-                    sink(&p);
+                    return Some(p);
                 }
-                Err(Skip::NotIp) => counts.non_ip += 1,
-                Err(Skip::Malformed) => counts.malformed += 1,
+                Err(Skip::NotIp) => self.counts.non_ip += 1,
+                Err(Skip::Malformed) => self.counts.malformed += 1,
             }
         }
-        counts.skipped_unknown_link = frames.skipped_unknown_link();
-        counts.unsupported_link_types = frames.unsupported_link_types().to_vec();
-        warning = frames.warning().cloned();
+        None
     }
-    Ok((capture, counts, warning))
+
+    /// The counts, with what ended reading early, if anything.
+    pub fn finish(self) -> (PassCounts, Option<CaptureError>) {
+        let mut counts = self.counts;
+        counts.skipped_unknown_link = self.frames.skipped_unknown_link();
+        counts.unsupported_link_types = self.frames.unsupported_link_types().to_vec();
+        (counts, self.frames.warning().cloned())
+    }
 }
 
 /// The address a user gave for the MN, parsed.

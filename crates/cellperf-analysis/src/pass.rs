@@ -22,9 +22,11 @@ use cellperf_capture::{Addr, Packet, Transport};
 
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
 use crate::nat::{self, NatPairing, Signature};
-use crate::record::{payload_hash, TcpRec, TcpRecords, UdpRec};
+use crate::record::{payload_hash, TcpRec, UdpRec};
+use crate::report::Evidence;
 use crate::tables::PacketTable;
 use crate::tcp_one_sided::TcpOneSided;
+use crate::tcp_two_sided::{SeenAt, TcpPairing};
 
 /// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
 /// come microseconds apart; a sender gives a resend a new IP id; a copy the network made
@@ -46,7 +48,6 @@ pub(crate) struct FlowAt {
     pub first_dir: Dir,
     pub syn_dir: Option<Dir>,
     pub tcp: Option<TcpOneSided>,
-    pub tcp_recs: TcpRecords,
     pub udp_recs: Vec<UdpRec>,
     /// Frames captured twice (see the module docs), per direction.
     pub duplicates: [u64; 2],
@@ -65,7 +66,6 @@ impl FlowAt {
             first_dir: dir,
             syn_dir: None,
             tcp: None,
-            tcp_recs: TcpRecords::default(),
             udp_recs: Vec::new(),
             duplicates: [0; 2],
             last: [None; 2],
@@ -80,6 +80,11 @@ impl FlowAt {
         self.packets[d] += packets;
         self.bytes[d] += bytes;
         self.max_ttl[d] = self.max_ttl[d].max(ttl);
+    }
+
+    /// What this capture shows of which end of the flow it sits at.
+    pub fn evidence(&self) -> Evidence {
+        Evidence { max_ttl: self.max_ttl, syn_dir: self.syn_dir, first_dir: self.first_dir }
     }
 
     pub fn duration_s(&self) -> f64 {
@@ -140,8 +145,19 @@ enum Datagram {
     Pending { packets: u64, bytes: u64, ts: i64, ttl: u8 },
 }
 
+/// What the passes over a run's captures share: flow identities, the NAT pairing, the
+/// per-packet rows, and (two captures) the TCP packets paired across them.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub table: FlowTable,
+    pub nat: NatPairing,
+    /// Per-packet rows, when the tables are wanted.
+    pub packet_table: Option<PacketTable>,
+    pub tcp: Option<TcpPairing>,
+}
+
 /// The state one capture's pass builds.
-pub(crate) struct Scan<'t> {
+pub(crate) struct Scan {
     /// Index of the capture among the run's (0: the MN's, or the only one).
     pub capture: usize,
     pub two_sided: bool,
@@ -149,10 +165,6 @@ pub(crate) struct Scan<'t> {
     pub flows: Vec<Option<FlowAt>>,
     pub first_ts: Option<i64>,
     pub last_ts: Option<i64>,
-    pub table: &'t mut FlowTable,
-    pub nat: &'t mut NatPairing,
-    /// Per-packet rows, when the tables are wanted.
-    pub packet_table: Option<&'t mut PacketTable>,
     /// The fragmented datagrams seen.
     datagrams: AHashMap<DatagramKey, Datagram>,
     /// Later fragments held as pending, and those dropped with the table.
@@ -161,15 +173,8 @@ pub(crate) struct Scan<'t> {
     pub duplicates: u64,
 }
 
-impl<'t> Scan<'t> {
-    pub fn new(
-        capture: usize,
-        two_sided: bool,
-        interval_ns: i64,
-        table: &'t mut FlowTable,
-        nat: &'t mut NatPairing,
-        packet_table: Option<&'t mut PacketTable>,
-    ) -> Self {
+impl Scan {
+    pub fn new(capture: usize, two_sided: bool, interval_ns: i64) -> Self {
         Scan {
             capture,
             two_sided,
@@ -177,9 +182,6 @@ impl<'t> Scan<'t> {
             flows: Vec::new(),
             first_ts: None,
             last_ts: None,
-            table,
-            nat,
-            packet_table,
             datagrams: AHashMap::new(),
             pending_fragments: 0,
             orphaned: 0,
@@ -187,11 +189,12 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// Takes the capture's next TCP or UDP packet (or later fragment of one).
+    /// Takes the capture's next TCP or UDP packet (or later fragment of one), at virtual
+    /// time `v` (two captures read in step: see `tcp_two_sided`).
     // Inlined into the reading loop, so that the decoded packet stays in registers (a call
     // took it through memory: +10 % instructions per packet, measured with callgrind).
     #[inline(always)]
-    pub fn packet(&mut self, p: &Packet<'_>) {
+    pub fn packet(&mut self, p: &Packet<'_>, sh: &mut Shared, v: i64) {
         self.first_ts = Some(self.first_ts.map_or(p.ts_ns, |t| t.min(p.ts_ns)));
         self.last_ts = Some(self.last_ts.map_or(p.ts_ns, |t| t.max(p.ts_ns)));
         let (proto, sport, dport) = match &p.transport {
@@ -204,7 +207,7 @@ impl<'t> Scan<'t> {
         };
         let (key, dir) =
             FlowKey::new(proto, Endpoint { addr: p.ip.src, port: sport }, Endpoint { addr: p.ip.dst, port: dport });
-        let (id, flip) = self.flow_of(&key, dir, &p.transport);
+        let (id, flip) = self.flow_of(&key, dir, &p.transport, sh);
         let dir = if flip { dir.reverse() } else { dir };
         if self.flows.len() <= id as usize {
             self.flows.resize_with(id as usize + 1, || None);
@@ -227,7 +230,7 @@ impl<'t> Scan<'t> {
         // pair flows seen behind a NAT at the CN (see `nat`).
         if self.two_sided && self.capture == 0 && f.udp_recs.len() < nat::UDP_OPENING {
             if let Some(sig) = opening_signature(&p.transport) {
-                self.nat.note(sig, id, dir);
+                sh.nat.note(sig, id, dir);
             }
         }
         let mut probe_seq = None;
@@ -237,11 +240,12 @@ impl<'t> Scan<'t> {
                 if rec.has(SYN) && !rec.has(ACK) {
                     f.syn_dir.get_or_insert(dir);
                 }
-                let (t0, keep_samples) = (f.first_ts, self.packet_table.is_some());
+                let (t0, keep_samples) = (f.first_ts, sh.packet_table.is_some());
                 let sack = &*t.options.sack_blocks();
                 f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples)).push(&rec, sack);
-                if self.two_sided {
-                    f.tcp_recs.push(rec, sack);
+                if let Some(pairing) = sh.tcp.as_mut() {
+                    let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
+                    pairing.push(at, id, &sh.table.key(id), &rec, sack);
                 }
             }
             Transport::Udp(u) => {
@@ -251,7 +255,7 @@ impl<'t> Scan<'t> {
             }
             Transport::Other(_) => {}
         }
-        if let Some(rows) = self.packet_table.as_deref_mut() {
+        if let Some(rows) = sh.packet_table.as_mut() {
             rows.push(self.capture as u8, id, dir as u8, p, probe_seq);
         }
         if p.ip.is_fragment() {
@@ -261,10 +265,10 @@ impl<'t> Scan<'t> {
 
     /// The flow `key` belongs to.
     #[inline(always)]
-    fn flow_of(&mut self, key: &FlowKey, dir: Dir, transport: &Transport<'_>) -> (u32, bool) {
-        match self.table.get(key) {
+    fn flow_of(&mut self, key: &FlowKey, dir: Dir, transport: &Transport<'_>, sh: &mut Shared) -> (u32, bool) {
+        match sh.table.get(key) {
             Some(found) => found,
-            None => self.new_flow(key, dir, opening_signature(transport)),
+            None => self.new_flow(key, dir, opening_signature(transport), sh),
         }
     }
 
@@ -272,22 +276,22 @@ impl<'t> Scan<'t> {
     /// given no reference into the packet: one would keep the decoded packet in memory.)
     #[cold]
     #[inline(never)]
-    fn new_flow(&mut self, key: &FlowKey, dir: Dir, opening: Option<Signature>) -> (u32, bool) {
+    fn new_flow(&mut self, key: &FlowKey, dir: Dir, opening: Option<Signature>, sh: &mut Shared) -> (u32, bool) {
         // A 5-tuple new to the CN's capture may be an MN flow behind a NAT.
         let flows = &self.flows;
-        let table = &*self.table;
+        let table = &sh.table;
         let translated = match (self.capture, opening) {
-            (1, Some(sig)) => self.nat.find(key, sig, dir, |i| table.key(i), |i| {
+            (1, Some(sig)) => sh.nat.find(key, sig, dir, |i| table.key(i), |i| {
                 flows.get(i as usize).is_some_and(|f| f.is_some())
             }),
             _ => None,
         };
         match translated {
             Some((id, flip)) => {
-                self.table.alias(*key, id, flip);
+                sh.table.alias(*key, id, flip);
                 (id, flip)
             }
-            None => (self.table.insert(*key), false),
+            None => (sh.table.insert(*key), false),
         }
     }
 

@@ -6,22 +6,22 @@ use std::path::PathBuf;
 use arrow_array::RecordBatch;
 use cellperf_capture::probe_header::HeaderKind;
 use cellperf_capture::reader::unsupported_link;
-use cellperf_capture::{addr_to_string, Addr, CaptureError};
+use cellperf_capture::{addr_to_string, Addr, Capture, CaptureError};
 use serde::Serialize;
 
-use crate::flows::{Dir, FlowKey, FlowTable, PROTO_TCP};
-use crate::nat::NatPairing;
+use crate::flows::{Dir, FlowKey, PROTO_TCP};
 use crate::record::UdpRec;
 use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::matching::match_in_order;
 use crate::owd::OwdAccumulator;
-use crate::tcp_two_sided::{self, AckCompression};
+use crate::tcp_two_sided::{AckCompression, PairedResult, TcpPairing, TwoSided};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
-use crate::pass::{FlowAt, Scan};
+use crate::in_step::{clock_offset, read_in_step};
+use crate::pass::{FlowAt, Scan, Shared};
 use crate::tcp_one_sided::TcpOneSided;
-use crate::{for_each_packet, PassCounts};
+use crate::{PacketStream, PassCounts};
 
 /// Where a capture was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -225,49 +225,16 @@ struct CapturePass {
 
 /// Analyses one capture or two (one per side). See the crate docs.
 pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, AnalysisError> {
-    if inputs.is_empty() || inputs.len() > 2 {
-        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
-    }
-    if inputs.len() == 2 && inputs[0].side == inputs[1].side {
-        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
-    }
-    if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
-        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
-    }
+    check_inputs(inputs, opts)?;
     let interval_ns = (opts.interval_s * 1e9) as i64;
     let two_sided = inputs.len() == 2;
-    let mut table = FlowTable::default();
-    let mut passes = Vec::new();
-    let mut summaries = Vec::new();
-    let mut warnings = Vec::new();
-    let mut packet_table = PacketTable::default();
-    let mut nat = NatPairing::default();
-
-    for (ci, input) in inputs.iter().enumerate() {
-        let rows = opts.tables.then_some(&mut packet_table);
-        let mut scan = Scan::new(ci, two_sided, interval_ns, &mut table, &mut nat, rows);
-        let (capture, mut counts, warning) =
-            for_each_packet(&input.path, |p| scan.packet(p)).map_err(AnalysisError::Capture)?;
-        counts.capture_duplicates = scan.duplicates;
-        let path = input.path.display().to_string();
-        if counts.tcp + counts.udp == 0 {
-            return Err(nothing_to_analyse(&path, &counts, warning));
-        }
-        warnings.extend(capture_warnings(&path, &counts, warning.as_ref(), scan.orphan_fragments()));
-        let span = (scan.first_ts.unwrap_or(0), scan.last_ts.unwrap_or(0));
-        summaries.push(CaptureSummary {
-            path,
-            side: input.side,
-            format: capture.format().name(),
-            packets: counts.frames,
-            flows: scan.flows.iter().filter(|f| f.is_some()).count() as u64,
-            counts,
-            first_ts_s: scan.first_ts.map(|t| t as f64 / 1e9),
-            last_ts_s: scan.last_ts.map(|t| t as f64 / 1e9),
-            warning: warning.map(|w| w.to_string()),
-        });
-        passes.push(CapturePass { side: input.side, flows: scan.flows, span });
-    }
+    let captures = inputs
+        .iter()
+        .map(|i| Capture::open(&i.path).map_err(AnalysisError::Capture))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (scans, read, mut sh) = read_captures(inputs, &captures, opts, interval_ns);
+    let (mut passes, summaries, mut warnings) = summarize(inputs, &captures, scans, read)?;
+    let table = &sh.table;
     for p in &mut passes {
         p.flows.resize_with(table.len(), || None);
     }
@@ -280,6 +247,8 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             )));
         }
     }
+    let mut paired = sh.tcp.take().map(TcpPairing::finish).unwrap_or_default();
+    paired.resize_with(table.len(), || None);
 
     let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
     let mut out = Assembler {
@@ -302,11 +271,18 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         let key = table.key(id);
         let at: Vec<(Side, &FlowAt)> =
             passes.iter().filter_map(|p| p.flows[id as usize].as_ref().map(|f| (p.side, f))).collect();
-        let (mn_dir, basis) = mn_direction(&key, &at, opts);
+        let pairs = paired[id as usize].take();
+        let (mn_dir, basis) = match pairs.as_ref().and_then(|p| p.roles) {
+            Some(roles) => roles,
+            None => {
+                let evidence: Vec<(Side, Evidence)> = at.iter().map(|(s, f)| (*s, f.evidence())).collect();
+                mn_direction(&key, &evidence, opts.mn_addr)
+            }
+        };
         mn_dirs.push(mn_dir as u8);
         let flow = FlowCtx { id, key, alias: table.alias_of(id), at, mn_dir, basis };
         match key.proto {
-            PROTO_TCP => out.tcp_flow(&flow),
+            PROTO_TCP => out.tcp_flow(&flow, pairs),
             _ => out.udp_flow(&flow),
         }
     }
@@ -327,6 +303,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
     let mut tables = Tables::default();
     if opts.tables {
         let err = |e: arrow_schema::ArrowError| AnalysisError::Input(format!("building tables: {e}"));
+        let packet_table = sh.packet_table.take().unwrap_or_default();
         tables.batches.push(("packets", packet_table.into_batch(&mn_dirs).map_err(err)?));
         tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
         tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
@@ -346,6 +323,80 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         },
         tables,
     })
+}
+
+fn check_inputs(inputs: &[CaptureInput], opts: &Options) -> Result<(), AnalysisError> {
+    if inputs.is_empty() || inputs.len() > 2 {
+        return Err(AnalysisError::Input("give one capture, or two (the MN's and the CN's)".into()));
+    }
+    if inputs.len() == 2 && inputs[0].side == inputs[1].side {
+        return Err(AnalysisError::Input("two captures must be one at the MN and one at the CN".into()));
+    }
+    if !(opts.interval_s > 0.0 && opts.interval_s.is_finite()) {
+        return Err(AnalysisError::Input(format!("interval must be a positive number of seconds, not {}", opts.interval_s)));
+    }
+    Ok(())
+}
+
+/// What each capture's pass read and built.
+type Read = (Vec<Scan>, Vec<(PassCounts, Option<CaptureError>)>, Shared);
+
+/// One pass over one capture, or both read in step with their TCP packets paired.
+fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, interval_ns: i64) -> Read {
+    let two_sided = inputs.len() == 2;
+    let mut sh = Shared { packet_table: opts.tables.then(PacketTable::default), ..Default::default() };
+    let mut scans: Vec<Scan> = (0..inputs.len()).map(|ci| Scan::new(ci, two_sided, interval_ns)).collect();
+    let read = if two_sided {
+        let (offset, window) = clock_offset(&captures[0], &captures[1]);
+        let sides = [inputs[0].side, inputs[1].side];
+        sh.tcp = Some(TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window));
+        read_in_step(captures, offset, &mut scans, &mut sh)
+    } else {
+        let mut packets = PacketStream::new(&captures[0]);
+        while let Some(p) = packets.next_packet() {
+            scans[0].packet(&p, &mut sh, p.ts_ns);
+        }
+        vec![packets.finish()]
+    };
+    (scans, read, sh)
+}
+
+/// Each capture's flows, its summary, and the warnings about it.
+type Summarized = (Vec<CapturePass>, Vec<CaptureSummary>, Vec<String>);
+
+/// Each capture's summary and flows, and the warnings about it; an error for a capture
+/// that held nothing to analyse.
+fn summarize(
+    inputs: &[CaptureInput],
+    captures: &[Capture],
+    scans: Vec<Scan>,
+    read: Vec<(PassCounts, Option<CaptureError>)>,
+) -> Result<Summarized, AnalysisError> {
+    let mut passes = Vec::new();
+    let mut summaries = Vec::new();
+    let mut warnings = Vec::new();
+    for (((input, capture), scan), (mut counts, warning)) in inputs.iter().zip(captures).zip(scans).zip(read) {
+        counts.capture_duplicates = scan.duplicates;
+        let path = input.path.display().to_string();
+        if counts.tcp + counts.udp == 0 {
+            return Err(nothing_to_analyse(&path, &counts, warning));
+        }
+        warnings.extend(capture_warnings(&path, &counts, warning.as_ref(), scan.orphan_fragments()));
+        let span = (scan.first_ts.unwrap_or(0), scan.last_ts.unwrap_or(0));
+        summaries.push(CaptureSummary {
+            path,
+            side: input.side,
+            format: capture.format().name(),
+            packets: counts.frames,
+            flows: scan.flows.iter().filter(|f| f.is_some()).count() as u64,
+            counts,
+            first_ts_s: scan.first_ts.map(|t| t as f64 / 1e9),
+            last_ts_s: scan.last_ts.map(|t| t as f64 / 1e9),
+            warning: warning.map(|w| w.to_string()),
+        });
+        passes.push(CapturePass { side: input.side, flows: scan.flows, span });
+    }
+    Ok((passes, summaries, warnings))
 }
 
 /// The error for a capture without a TCP or UDP packet: what it held instead, or the
@@ -392,8 +443,20 @@ fn capture_warnings(path: &str, counts: &PassCounts, warning: Option<&CaptureErr
 }
 
 /// The direction (of the flow key) that goes from the MN to the CN, and how it was decided.
-fn mn_direction(key: &FlowKey, at: &[(Side, &FlowAt)], opts: &Options) -> (Dir, &'static str) {
-    if let Some(mn) = opts.mn_addr {
+/// What a capture shows of which end of a flow it sits at (see [`mn_direction`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evidence {
+    /// Highest TTL of each direction's packets (0: none seen).
+    pub max_ttl: [u8; 2],
+    /// Direction of the first SYN (without ACK), and of the first packet.
+    pub syn_dir: Option<Dir>,
+    pub first_dir: Dir,
+}
+
+/// Which direction of `key` is uplink (MN→CN), and on what basis (see the crate docs),
+/// from what each capture holding the flow shows of it (`at`: in capture order).
+pub(crate) fn mn_direction(key: &FlowKey, at: &[(Side, Evidence)], mn_addr: Option<Addr>) -> (Dir, &'static str) {
+    if let Some(mn) = mn_addr {
         if key.a.addr == mn {
             return (Dir::AtoB, "mn-addr");
         }
@@ -538,7 +601,7 @@ impl Assembler<'_> {
 
     /// A TCP connection: one report per direction that carried payload (its sender is the
     /// report's `src`), or one for a connection without any.
-    fn tcp_flow(&mut self, flow: &FlowCtx<'_>) {
+    fn tcp_flow(&mut self, flow: &FlowCtx<'_>, mut paired: Option<PairedResult>) {
         let past: u64 = flow.tcp().map(|t| t.packets_past_series()).sum();
         if past > 0 {
             self.cut_series.push((flow.id, past));
@@ -557,13 +620,22 @@ impl Assembler<'_> {
             .sum();
         let shared = dirs.len() == 2;
         for data_dir in dirs {
-            self.tcp_direction(flow, data_dir, shared, syn);
+            let two = paired.as_mut().and_then(|p| p.dirs[data_dir.index()].take());
+            self.tcp_direction(flow, data_dir, shared, syn, two);
         }
     }
 
     /// The report of the data `flow` carried in `data_dir`; `shared` when the connection
-    /// carried data the other way too (its packets are then counted per direction).
-    fn tcp_direction(&mut self, flow: &FlowCtx<'_>, data_dir: Dir, shared: bool, syn: u64) {
+    /// carried data the other way too (its packets are then counted per direction);
+    /// `paired`: what both captures showed of that data (see `tcp_two_sided`).
+    fn tcp_direction(
+        &mut self,
+        flow: &FlowCtx<'_>,
+        data_dir: Dir,
+        shared: bool,
+        syn: u64,
+        paired: Option<(TwoSided, OwdAccumulator)>,
+    ) {
         let sender_side = flow.side_of(data_dir);
         let at_sender = flow.at(sender_side);
         let at_receiver = flow.at(sender_side.other());
@@ -583,10 +655,11 @@ impl Assembler<'_> {
         (r.start_s, r.end_s) = (delivered.first_ts as f64 / 1e9, delivered.last_ts as f64 / 1e9);
         r.goodput_bps = Some(if ddur > 0.0 { dsum.unique_bytes as f64 * 8.0 / ddur } else { 0.0 });
         // Both captures: the data's one-way delays, per interval of the receiver's series.
-        let mut owd = OwdAccumulator::new(dtcp.map_or(0, |t| t.t0()), self.interval_ns);
-        let two = match (at_sender, at_receiver) {
-            (Some(s), Some(rx)) => Some(tcp_two_sided::analyze(&s.tcp_recs, &rx.tcp_recs, data_dir, &mut owd)),
-            _ => None,
+        let nothing_paired = || OwdAccumulator::new(dtcp.map_or(0, |t| t.t0()), self.interval_ns);
+        let (two, owd) = match (at_sender, at_receiver, paired) {
+            (Some(_), Some(_), Some((two, owd))) => (Some(two), owd),
+            (Some(_), Some(_), None) => (Some(TwoSided::default()), nothing_paired()),
+            _ => (None, nothing_paired()),
         };
         let (owd_ms, owd_intervals) = owd.finish(self.owd_kind);
         r.owd_ms = owd_ms;
@@ -700,7 +773,7 @@ impl Assembler<'_> {
         })
     }
 
-    fn two_sided_rows(&mut self, id: u32, uplink: bool, two: &tcp_two_sided::TwoSided) {
+    fn two_sided_rows(&mut self, id: u32, uplink: bool, two: &TwoSided) {
         for x in &two.retransmissions {
             self.retx.push(id, uplink, x.ts_ns, x.rel_seq, x.len, &serde_name(&x.class), x.serial, "two-sided");
         }

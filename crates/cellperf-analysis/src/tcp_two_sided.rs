@@ -16,15 +16,35 @@
 //! - **spurious**: it arrived and no covering ACK was lost (one arrived, only late, or the
 //!   receiver had none to send yet): neither data nor ACK was lost (000 §4.2);
 //! - **serial** is counted beside them: the same bytes retransmitted more than once.
+//!
+//! **Streaming.** [`TcpPairing`] takes the packets of both captures as they are read in
+//! step (merged on a *virtual time*: each capture's clock, the CN's shifted by the offset
+//! estimated at the start, see `report`), pairs the copies of each packet with a
+//! [`Pairing`] and forgets them once decided, so memory is bounded by the packets inside
+//! the matching *window*, not by the captures. A copy is awaited for one window: the
+//! larger of [`MIN_WINDOW_NS`] and twice the longest gap between two copies of a packet
+//! seen so far plus [`WINDOW_MARGIN_NS`] (the window grows with a queue that grows; a
+//! delay that jumps by more than a window at once makes its packets count as lost). A
+//! segment's arrival is decided one window after it was sent, a retransmission is
+//! classified two windows after, when every ACK that could cover its earlier copy has been
+//! seen at both captures. The sender's state (latest transmission of each byte range) is
+//! kept until the sender's capture sees it acknowledged.
+//!
+//! Which capture holds a direction's sender follows from which end is the MN, decided per
+//! flow by the rule of `report` (`--mn-addr`, TTL, initiator) once the flow has been seen
+//! at both captures (its packets wait until then, for one window at most), and kept.
+
+use std::collections::VecDeque;
 
 use ahash::AHashMap;
 use cellperf_capture::decode::tcp_flags::{ACK, FIN, RST, SYN};
 use serde::Serialize;
 
-use crate::flows::Dir;
-use crate::matching::match_in_order;
+use crate::flows::{Dir, FlowKey};
+use crate::matching::Pairing;
 use crate::owd::OwdAccumulator;
 use crate::record::{TcpRec, TcpRecords};
+use crate::report::{mn_direction, Evidence, Side};
 use crate::seq::Unwrapper;
 
 /// ΔTr/ΔTs below this marks an ACK as compressed (000 §4.2).
@@ -33,6 +53,12 @@ pub const COMPRESSION_RATIO: f64 = 0.75;
 pub const COMPRESSION_EVENT_ACKS: usize = 3;
 /// Covering ACKs scanned per retransmission at most (bounds the work on pathological flows).
 const MAX_ACK_SCAN: usize = 100_000;
+/// Shortest time a packet's copy is awaited at the other capture (virtual time).
+pub const MIN_WINDOW_NS: i64 = 2_000_000_000;
+/// Added to twice the longest gap between two copies of a packet to make the window.
+pub const WINDOW_MARGIN_NS: i64 = 500_000_000;
+/// How often (virtual time) decided packets are handed on and forgotten.
+const SWEEP_NS: i64 = 20_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -66,16 +92,21 @@ pub struct AckSpacing {
     pub in_event: bool,
 }
 
+/// What both captures tell of the data one direction of a connection carried.
 #[derive(Debug, Clone, Default)]
 pub struct TwoSided {
     pub data_packets: u64,
+    /// Each retransmission (kept only when rows are wanted; [`TwoSided::counts`] always).
     pub retransmissions: Vec<ClassifiedRetx>,
+    /// Each pure ACK's spacing (kept only when rows are wanted).
     pub acks: Vec<AckSpacing>,
     /// Data segments of the sender's capture found at the receiver's.
     pub data_matched: u64,
     /// Pure ACKs of the receiver's capture found at the sender's.
     pub acks_matched: u64,
     pub acks_sent: u64,
+    counts: ClassCounts,
+    compression: CompressionCounts,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
@@ -96,33 +127,55 @@ pub struct AckCompression {
     pub events: u64,
 }
 
+/// ACK spacings counted as they come: runs of compressed ACKs become events at their end.
+#[derive(Debug, Clone, Copy, Default)]
+struct CompressionCounts {
+    ratios: u64,
+    compressed: u64,
+    in_events: u64,
+    events: u64,
+    run: u64,
+}
+
+impl CompressionCounts {
+    /// Counts one spacing; returns the length of a run of compressed ACKs it ended that
+    /// makes an event (the rows before it are marked by the caller).
+    fn add(&mut self, compressed: bool) -> u64 {
+        self.ratios += 1;
+        if compressed {
+            self.compressed += 1;
+            self.run += 1;
+            return 0;
+        }
+        self.end_run()
+    }
+
+    fn end_run(&mut self) -> u64 {
+        let run = std::mem::take(&mut self.run);
+        if run as usize >= COMPRESSION_EVENT_ACKS {
+            self.in_events += run;
+            self.events += 1;
+            run
+        } else {
+            0
+        }
+    }
+}
+
 impl TwoSided {
     pub fn counts(&self) -> ClassCounts {
-        let mut c = ClassCounts::default();
-        for r in &self.retransmissions {
-            c.total += 1;
-            c.serial += r.serial as u64;
-            match r.class {
-                RetxClass::Normal => c.normal += 1,
-                RetxClass::Spurious => c.spurious += 1,
-                RetxClass::Unavoidable => c.unavoidable += 1,
-            }
-        }
-        c
+        self.counts
     }
 
     pub fn ack_compression(&self) -> AckCompression {
-        let n = self.acks.len() as u64;
-        let compressed = self.acks.iter().filter(|a| a.compressed).count() as u64;
-        let inside = self.acks.iter().filter(|a| a.in_event).count() as u64;
-        let events = self
-            .acks
-            .iter()
-            .zip(std::iter::once(None).chain(self.acks.iter().map(Some)))
-            .filter(|(a, prev)| a.in_event && !prev.is_some_and(|p| p.in_event))
-            .count() as u64;
-        let frac = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-        AckCompression { acks: n, compressed_fraction: frac(compressed), event_fraction: frac(inside), events }
+        let c = self.compression;
+        let frac = |x: u64| if c.ratios == 0 { 0.0 } else { x as f64 / c.ratios as f64 };
+        AckCompression {
+            acks: c.ratios,
+            compressed_fraction: frac(c.compressed),
+            event_fraction: frac(c.in_events),
+            events: c.events,
+        }
     }
 }
 
@@ -137,194 +190,648 @@ fn ack_key(r: &TcpRec) -> AckKey {
     (r.ack, r.window, r.seq, r.ip_id.unwrap_or(0), r.tsval.unwrap_or(0))
 }
 
-fn is_data(r: &TcpRec) -> bool {
-    r.payload_len > 0
-}
-
 fn is_pure_ack(r: &TcpRec) -> bool {
     r.has(ACK) && r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST)
 }
 
-/// Analyses data sent in `data_dir`, captured at the sender (`at_sender`) and at the
-/// receiver (`at_receiver`); both slices hold all packets of the flow in capture order.
-/// Every data segment found at both captures (retransmissions too: each copy is its own)
-/// goes to `owd` with its send and arrival times.
-pub fn analyze(sender: &TcpRecords, receiver: &TcpRecords, data_dir: Dir, owd: &mut OwdAccumulator) -> TwoSided {
-    let (at_sender, at_receiver) = (&sender.recs, &receiver.recs);
-    let ack_dir = data_dir.reverse();
-    let sent: Vec<&TcpRec> = at_sender.iter().filter(|r| r.dir == data_dir && is_data(r)).collect();
-    let Some(first) = sent.first() else {
-        return TwoSided::default();
-    };
-    let sent_keys: Vec<DataKey> = sent.iter().map(|r| data_key(r)).collect();
-    let received: Vec<(DataKey, i64)> =
-        at_receiver.iter().filter(|r| r.dir == data_dir && is_data(r)).map(|r| (data_key(r), r.ts_ns)).collect();
-    let (arrival, _) = match_in_order(&sent_keys, &received);
-
-    // ACKs the receiver sent (any packet carrying an ACK), and which reached the sender.
-    // Once all the data is acknowledged, only pure ACKs matter (to ACK compression): the
-    // data the other way, each segment carrying an ACK, is left out (a connection with a
-    // few bytes one way and a bulk transfer the other would else match the whole transfer
-    // as ACKs of the few bytes).
-    let anchored = || {
-        let mut u = Unwrapper::default();
-        u.unwrap(first.data_seq());
-        u
-    };
-    let data_end = {
-        let mut space = anchored();
-        sent.iter().map(|r| space.unwrap(r.data_seq()) + r.payload_len as u64).max().unwrap_or(0)
-    };
-    // An ACK of this direction's data, at either capture, that the analysis uses.
-    let relevant = |space: &mut Unwrapper, covered: &mut bool, r: &TcpRec| {
-        if r.dir != ack_dir || !r.has(ACK) {
-            return false;
-        }
-        let keep = !*covered || is_pure_ack(r);
-        *covered |= space.unwrap(r.ack) >= data_end;
-        keep
-    };
-    let (mut rx_space, mut rx_covered) = (anchored(), false);
-    let rx_acks: Vec<&TcpRec> = at_receiver.iter().filter(|r| relevant(&mut rx_space, &mut rx_covered, r)).collect();
-    let rx_ack_keys: Vec<AckKey> = rx_acks.iter().map(|r| ack_key(r)).collect();
-    let mut acks = ReceiverAcks::default();
-    let mut space = anchored();
-    for r in &rx_acks {
-        acks.push(r.ts_ns, space.unwrap(r.ack), receiver.sack(r).iter().map(|(l, rr)| (space.peek(*l), space.peek(*rr))));
-    }
-    let (mut tx_space, mut tx_covered) = (anchored(), false);
-    let ack_arrivals: Vec<(AckKey, i64)> = at_sender
-        .iter()
-        .filter(|r| relevant(&mut tx_space, &mut tx_covered, r))
-        .map(|r| (ack_key(r), r.ts_ns))
-        .collect();
-    (acks.reached, _) = match_in_order(&rx_ack_keys, &ack_arrivals);
-
-    let mut out = TwoSided { data_packets: sent.len() as u64, ..Default::default() };
-    let mut seq_space = Unwrapper::default();
-    let base = seq_space.unwrap(first.data_seq());
-    let mut snd_max = base;
-    // Latest transmission (index into `sent`) by start, and its end.
-    let mut latest = LatestBySeq::default();
-    let mut times_resent: AHashMap<u64, u32> = AHashMap::new();
-    let mut starts = Vec::with_capacity(sent.len());
-    for (i, r) in sent.iter().enumerate() {
-        let start = seq_space.unwrap(r.data_seq());
-        let end = start + r.payload_len as u64;
-        starts.push(start);
-        if let Some(t) = arrival[i] {
-            out.data_matched += 1;
-            owd.add(r.ts_ns, t);
-        }
-        if start < snd_max {
-            let earlier = latest.covering(start);
-            let resent = times_resent.entry(start).or_insert(0);
-            *resent += 1;
-            let class = match earlier {
-                None => RetxClass::Normal,
-                Some(j) => classify(
-                    arrival[j],
-                    (starts[j], starts[j] + sent[j].payload_len as u64),
-                    arrival[i],
-                    &acks,
-                ),
-            };
-            out.retransmissions.push(ClassifiedRetx {
-                ts_ns: r.ts_ns,
-                // Bytes from before the first segment seen count from its start.
-                rel_seq: start - base.min(start),
-                len: r.payload_len,
-                class,
-                serial: *resent > 1,
-            });
-        }
-        latest.record(start, end, i);
-        snd_max = snd_max.max(end);
-    }
-
-    // ACK compression over pure ACKs seen at both ends, in the receiver's sending order.
-    let mut prev: Option<(i64, i64)> = None;
-    for (i, r) in rx_acks.iter().enumerate() {
-        if !is_pure_ack(r) {
-            continue;
-        }
-        out.acks_sent += 1;
-        let Some(got) = acks.reached[i] else { continue };
-        out.acks_matched += 1;
-        if let Some((ps, pr)) = prev {
-            let dts = r.ts_ns - ps;
-            if dts > 0 {
-                let ratio = (got - pr) as f64 / dts as f64;
-                out.acks.push(AckSpacing {
-                    sent_ns: r.ts_ns,
-                    received_ns: got,
-                    ratio,
-                    compressed: ratio < COMPRESSION_RATIO,
-                    in_event: false,
-                });
-            }
-        }
-        prev = Some((r.ts_ns, got));
-    }
-    mark_events(&mut out.acks);
-    out
+/// Both captures' TCP packets, paired as they are read (see the module docs).
+pub struct TcpPairing {
+    /// Side of each capture (index 0 and 1, as given to the analysis).
+    sides: [Side; 2],
+    mn_addr: Option<cellperf_capture::Addr>,
+    interval_ns: i64,
+    /// Keep each retransmission and ACK spacing (for the per-packet tables).
+    keep_rows: bool,
+    flows: Vec<Option<PairedFlow>>,
+    /// Flows with packets still waiting for a decision.
+    active: Vec<u32>,
+    window: i64,
+    clock: i64,
+    next_sweep: i64,
 }
 
-/// The latest transmission of each first sequence number, sorted by it. Segments arrive
-/// almost always in order, so recording one is a push; a lookup is a binary search (a tree
-/// map would cost an allocation-heavy insert per segment).
+/// One connection's two-sided state.
+struct PairedFlow {
+    key: FlowKey,
+    evidence: [Option<Evidence>; 2],
+    /// First packet of the flow at each capture (the receiver's series start there).
+    first_ts: [Option<i64>; 2],
+    first_v: i64,
+    /// Which way is uplink, and on what basis, once decided.
+    roles: Option<(Dir, &'static str)>,
+    /// Packets that came before the roles were decided: (capture, virtual time) each.
+    held: TcpRecords,
+    held_at: Vec<(u8, i64)>,
+    /// Per data direction (index: [`Dir::index`]).
+    dirs: [Option<DirPairing>; 2],
+    active: bool,
+}
+
+/// The result for one flow: its roles, and per data direction what both captures tell
+/// with the data's one-way delays.
+pub struct PairedResult {
+    pub roles: Option<(Dir, &'static str)>,
+    pub dirs: [Option<(TwoSided, OwdAccumulator)>; 2],
+}
+
+impl TcpPairing {
+    /// `window`: the matching window to start with (see the module docs).
+    pub fn new(
+        sides: [Side; 2],
+        mn_addr: Option<cellperf_capture::Addr>,
+        interval_ns: i64,
+        keep_rows: bool,
+        window: i64,
+    ) -> Self {
+        TcpPairing {
+            sides,
+            mn_addr,
+            interval_ns,
+            keep_rows,
+            flows: Vec::new(),
+            active: Vec::new(),
+            window: window.max(MIN_WINDOW_NS),
+            clock: i64::MIN,
+            next_sweep: i64::MIN,
+        }
+    }
+
+    /// One TCP packet of flow `id` (`key`), with its SACK blocks, as `at` saw it.
+    pub fn push(&mut self, at: SeenAt, id: u32, key: &FlowKey, rec: &TcpRec, sack: &[(u32, u32)]) {
+        let SeenAt { capture, v, ttl } = at;
+        self.clock = self.clock.max(v);
+        // What was due before this packet is decided first: a copy later than the window
+        // finds its original already judged lost.
+        if v >= self.next_sweep {
+            self.next_sweep = v + SWEEP_NS;
+            self.sweep(v);
+        }
+        if self.flows.len() <= id as usize {
+            self.flows.resize_with(id as usize + 1, || None);
+        }
+        let f = self.flows[id as usize].get_or_insert_with(|| PairedFlow {
+            key: *key,
+            evidence: [None, None],
+            first_ts: [None, None],
+            first_v: v,
+            roles: None,
+            held: TcpRecords::default(),
+            held_at: Vec::new(),
+            dirs: [None, None],
+            active: false,
+        });
+        f.first_ts[capture].get_or_insert(rec.ts_ns);
+        let e = f.evidence[capture].get_or_insert(Evidence { max_ttl: [0; 2], syn_dir: None, first_dir: rec.dir });
+        e.max_ttl[rec.dir.index()] = e.max_ttl[rec.dir.index()].max(ttl);
+        if rec.has(SYN) && !rec.has(ACK) {
+            e.syn_dir.get_or_insert(rec.dir);
+        }
+        if !f.active {
+            f.active = true;
+            self.active.push(id);
+        }
+        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
+        let mut lag = 0;
+        if f.roles.is_none() {
+            f.held.push(*rec, sack);
+            f.held_at.push((capture as u8, v));
+            if let Some(roles) = f.conclusive_roles(self.mn_addr, &self.sides) {
+                lag = f.decide(roles, &env);
+            }
+        } else {
+            lag = f.route(capture, v, rec, sack, &env);
+        }
+        if lag > 0 {
+            self.window = self.window.max(2 * lag + WINDOW_MARGIN_NS);
+        }
+    }
+
+    /// Hands on what is decided at virtual time `now` and forgets it.
+    fn sweep(&mut self, now: i64) {
+        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
+        let (window, mn_addr) = (self.window, self.mn_addr);
+        let flows = &mut self.flows;
+        self.active.retain(|&id| {
+            let Some(f) = flows[id as usize].as_mut() else { return false };
+            if f.roles.is_none() && now - f.first_v > window {
+                let roles = mn_direction(&f.key, &f.sides_evidence(&env.sides), mn_addr);
+                f.decide(roles, &env);
+            }
+            let mut waiting = f.roles.is_none();
+            for d in f.dirs.iter_mut().flatten() {
+                let t0 = f.first_ts[1 - d.sender].unwrap_or(0);
+                waiting |= d.advance(now, window, &env, t0);
+            }
+            f.active = waiting;
+            waiting
+        });
+    }
+
+    /// Decides everything still waiting (the captures have ended) and gives each flow's result.
+    pub fn finish(mut self) -> Vec<Option<PairedResult>> {
+        self.sweep(i64::MAX);
+        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
+        self.flows
+            .into_iter()
+            .map(|f| {
+                f.map(|f| PairedResult {
+                    roles: f.roles,
+                    dirs: f.dirs.map(|d| {
+                        d.map(|d| {
+                            let t0 = f.first_ts[1 - d.sender].unwrap_or(0);
+                            d.finish(&env, t0)
+                        })
+                    }),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Where and when a packet was seen: its capture, the virtual time it was read at (never
+/// less than the previous packet's), and its TTL there.
+#[derive(Debug, Clone, Copy)]
+pub struct SeenAt {
+    pub capture: usize,
+    pub v: i64,
+    pub ttl: u8,
+}
+
+/// What every flow's state needs to know of the run.
+struct Env {
+    sides: [Side; 2],
+    interval_ns: i64,
+    keep_rows: bool,
+}
+
+impl PairedFlow {
+    /// What each capture has shown, in capture order (as `report` gives it).
+    fn sides_evidence(&self, sides: &[Side; 2]) -> Vec<(Side, Evidence)> {
+        (0..2).filter_map(|c| self.evidence[c].map(|e| (sides[c], e))).collect()
+    }
+
+    /// The roles, if what both captures have shown so far settles them.
+    fn conclusive_roles(&self, mn_addr: Option<cellperf_capture::Addr>, sides: &[Side; 2]) -> Option<(Dir, &'static str)> {
+        let named = mn_addr.is_some_and(|a| self.key.a.addr == a || self.key.b.addr == a);
+        let (Some(e0), Some(e1)) = (self.evidence[0], self.evidence[1]) else {
+            return named.then(|| mn_direction(&self.key, &self.sides_evidence(sides), mn_addr));
+        };
+        let both = |d: usize| e0.max_ttl[d] > 0 && e1.max_ttl[d] > 0;
+        let settled = named || (0..2).any(|d| both(d) && e0.max_ttl[d] != e1.max_ttl[d]) || (both(0) && both(1));
+        settled.then(|| mn_direction(&self.key, &self.sides_evidence(sides), mn_addr))
+    }
+
+    /// Fixes the roles and replays the packets held until now; returns the longest gap
+    /// between two copies met.
+    fn decide(&mut self, roles: (Dir, &'static str), env: &Env) -> i64 {
+        self.roles = Some(roles);
+        let held = std::mem::take(&mut self.held);
+        let at = std::mem::take(&mut self.held_at);
+        let mut lag = 0;
+        for (rec, &(capture, v)) in held.recs.iter().zip(&at) {
+            lag = lag.max(self.route(capture as usize, v, rec, held.sack(rec), env));
+        }
+        lag
+    }
+
+    /// Gives a packet to the state of the direction(s) it concerns: its data to its own
+    /// direction's, its ACK to the other's. Returns the gap to its other copy, if paired now.
+    fn route(&mut self, capture: usize, v: i64, rec: &TcpRec, sack: &[(u32, u32)], env: &Env) -> i64 {
+        let (mn_dir, _) = self.roles.expect("routed after the roles are decided");
+        let sender_of = |d: Dir| {
+            let side = if d == mn_dir { Side::Mn } else { Side::Cn };
+            (0..2).find(|&c| env.sides[c] == side).unwrap_or(0)
+        };
+        let mut lag = 0;
+        if rec.payload_len > 0 {
+            let d = self.dirs[rec.dir.index()].get_or_insert_with(|| DirPairing::new(sender_of(rec.dir)));
+            lag = d.data(capture, v, rec);
+        }
+        if rec.has(ACK) {
+            let other = rec.dir.reverse();
+            let d = self.dirs[other.index()].get_or_insert_with(|| DirPairing::new(sender_of(other)));
+            lag = lag.max(d.ack(capture, v, rec, sack));
+        }
+        lag
+    }
+}
+
+/// A data segment at the sender's capture, or an ACK that reached it, in its order.
+enum SenderItem {
+    Data { v: i64, ts: i64, seq: u32, len: u32, key: DataKey, arrival: Option<i64> },
+    Ack { v: i64, ack: u32 },
+}
+
+impl SenderItem {
+    fn v(&self) -> i64 {
+        match self {
+            SenderItem::Data { v, .. } | SenderItem::Ack { v, .. } => *v,
+        }
+    }
+}
+
+/// An ACK the receiver sent, waiting to learn whether it reached the sender.
+struct RxAck {
+    v: i64,
+    ts: i64,
+    ack: u32,
+    sack: [(u32, u32); 4],
+    sack_len: u8,
+    pure: bool,
+    key: AckKey,
+    reached: Option<i64>,
+}
+
+/// A FIFO whose items keep the index they were given when pushed.
+struct Numbered<T> {
+    items: VecDeque<T>,
+    first: u64,
+}
+
+impl<T> Numbered<T> {
+    fn new() -> Self {
+        Numbered { items: VecDeque::new(), first: 0 }
+    }
+
+    fn push(&mut self, x: T) -> u64 {
+        self.items.push_back(x);
+        self.first + self.items.len() as u64 - 1
+    }
+
+    fn get_mut(&mut self, index: u64) -> Option<&mut T> {
+        index.checked_sub(self.first).and_then(|i| self.items.get_mut(i as usize))
+    }
+
+    fn pop_if(&mut self, due: impl Fn(&T) -> bool) -> Option<(u64, T)> {
+        if !due(self.items.front()?) {
+            return None;
+        }
+        let x = self.items.pop_front()?;
+        self.first += 1;
+        Some((self.first - 1, x))
+    }
+}
+
+/// The data one direction carried, with the ACKs of it, while both captures are read.
+struct DirPairing {
+    /// The capture of the data's sender.
+    sender: usize,
+    data: Pairing<DataKey>,
+    acks: Pairing<AckKey>,
+    sender_items: Numbered<SenderItem>,
+    rx_acks: Numbered<RxAck>,
+    /// Data seen so far at either capture (for which ACKs matter, see [`DirPairing::ack`]).
+    seen_space: Unwrapper,
+    seen_end: Option<u64>,
+    judge: Judge,
+}
+
+impl DirPairing {
+    fn new(sender: usize) -> Self {
+        DirPairing {
+            sender,
+            data: Pairing::default(),
+            acks: Pairing::default(),
+            sender_items: Numbered::new(),
+            rx_acks: Numbered::new(),
+            seen_space: Unwrapper::default(),
+            seen_end: None,
+            judge: Judge::default(),
+        }
+    }
+
+    /// A data segment at either capture; returns the gap to its other copy if paired now.
+    fn data(&mut self, capture: usize, v: i64, rec: &TcpRec) -> i64 {
+        self.judge.anchor(rec.data_seq());
+        let end = self.seen_space.unwrap(rec.data_seq()) + rec.payload_len as u64;
+        self.seen_end = Some(self.seen_end.map_or(end, |e| e.max(end)));
+        let key = data_key(rec);
+        if capture == self.sender {
+            let item = SenderItem::Data { v, ts: rec.ts_ns, seq: rec.data_seq(), len: rec.payload_len, key, arrival: None };
+            let index = self.sender_items.push(item);
+            // An arrival read first (the receiver's capture ahead in virtual time) is
+            // paired here; the gap is then within the window already.
+            if let Some(ts) = self.data.slot(key, index) {
+                self.set_arrival(index, ts);
+            }
+            0
+        } else {
+            match self.data.answer(key, rec.ts_ns, v) {
+                Some(index) => {
+                    let sent_v = self.set_arrival(index, rec.ts_ns);
+                    (v - sent_v).abs()
+                }
+                None => 0,
+            }
+        }
+    }
+
+    fn set_arrival(&mut self, index: u64, ts: i64) -> i64 {
+        match self.sender_items.get_mut(index) {
+            Some(SenderItem::Data { arrival, v, .. }) => {
+                *arrival = Some(ts);
+                *v
+            }
+            _ => 0,
+        }
+    }
+
+    /// A packet acknowledging this direction's data, at either capture. At the sender's it
+    /// moves the sender's acknowledged point; pure ACKs, and piggybacked ones while data
+    /// of this direction is outstanding (a bulk transfer the other way would otherwise be
+    /// paired twice), are paired across the captures.
+    fn ack(&mut self, capture: usize, v: i64, rec: &TcpRec, sack: &[(u32, u32)]) -> i64 {
+        let pure = is_pure_ack(rec);
+        let relevant = pure || self.seen_end.is_some_and(|end| self.seen_space.peek(rec.ack) < end);
+        if capture == self.sender {
+            // (Before any data, there is nothing to acknowledge.)
+            if self.seen_end.is_some() {
+                self.sender_items.push(SenderItem::Ack { v, ack: rec.ack });
+            }
+            if !relevant {
+                return 0;
+            }
+            match self.acks.answer(ack_key(rec), rec.ts_ns, v) {
+                Some(i) => match self.rx_acks.get_mut(i) {
+                    Some(a) => {
+                        a.reached = Some(rec.ts_ns);
+                        (v - a.v).abs()
+                    }
+                    None => 0,
+                },
+                None => 0,
+            }
+        } else {
+            if !relevant {
+                return 0;
+            }
+            let mut blocks = [(0, 0); 4];
+            let n = sack.len().min(4);
+            blocks[..n].copy_from_slice(&sack[..n]);
+            let key = ack_key(rec);
+            let item = RxAck { v, ts: rec.ts_ns, ack: rec.ack, sack: blocks, sack_len: n as u8, pure, key, reached: None };
+            let index = self.rx_acks.push(item);
+            if let Some(ts) = self.acks.slot(key, index) {
+                if let Some(a) = self.rx_acks.get_mut(index) {
+                    a.reached = Some(ts);
+                }
+            }
+            0
+        }
+    }
+
+    /// Hands on what is decided at virtual time `now`: ACKs one window after they were
+    /// sent, sender items two windows after (`t0`: where the receiver's series starts).
+    /// Returns whether anything still waits.
+    fn advance(&mut self, now: i64, window: i64, env: &Env, t0: i64) -> bool {
+        let acks_due = now.saturating_sub(window);
+        while let Some((index, a)) = self.rx_acks.pop_if(|a| a.v < acks_due) {
+            if a.reached.is_none() {
+                self.acks.forget_slot(a.key, index);
+            }
+            self.judge.receiver_ack(&a, env.keep_rows);
+        }
+        self.acks.expire_answers(acks_due);
+        self.data.expire_answers(acks_due);
+        let data_due = now.saturating_sub(2 * window);
+        while let Some((index, item)) = self.sender_items.pop_if(|x| x.v() < data_due) {
+            match item {
+                SenderItem::Data { ts, seq, len, key, arrival, .. } => {
+                    if arrival.is_none() {
+                        self.data.forget_slot(key, index);
+                    }
+                    self.judge.sent(ts, seq, len, arrival, t0, env);
+                }
+                SenderItem::Ack { ack, .. } => self.judge.acknowledged(ack),
+            }
+        }
+        let oldest_unjudged = self.sender_items.items.front().map_or(data_due, SenderItem::v);
+        self.judge.forget_acked(oldest_unjudged.saturating_sub(window));
+        !(self.sender_items.items.is_empty() && self.rx_acks.items.is_empty())
+    }
+
+    fn finish(mut self, env: &Env, t0: i64) -> (TwoSided, OwdAccumulator) {
+        self.advance(i64::MAX, 0, env, t0);
+        self.judge.finish(t0, env.interval_ns)
+    }
+}
+
+/// Judges one direction's data in the sender's order, once each segment's arrival and
+/// every ACK that could cover it are decided: retransmission classes, ACK compression,
+/// one-way delays.
+#[derive(Default)]
+struct Judge {
+    /// First sequence number seen of this direction, at either capture: both sequence
+    /// spaces below (the sender's and the receiver's ACKs) are unwrapped from it.
+    anchor: Option<u32>,
+    space: Unwrapper,
+    /// First data byte of the sender's capture.
+    base: Option<u64>,
+    snd_max: u64,
+    /// Highest cumulative ACK that reached the sender's capture.
+    acked: u64,
+    latest: LatestBySeq,
+    times_resent: AHashMap<u64, u32>,
+    ack_space: Unwrapper,
+    acks: ReceiverAcks,
+    prev_ack: Option<(i64, i64)>,
+    owd: Option<OwdAccumulator>,
+    out: TwoSided,
+}
+
+impl Judge {
+    fn anchor(&mut self, seq: u32) {
+        if self.anchor.is_none() {
+            self.anchor = Some(seq);
+            self.space.unwrap(seq);
+            self.ack_space.unwrap(seq);
+        }
+    }
+
+    /// A data segment of the sender's capture, with its arrival at the receiver's, if any
+    /// (`t0`: where the receiver's series starts).
+    fn sent(&mut self, ts: i64, seq: u32, len: u32, arrival: Option<i64>, t0: i64, env: &Env) {
+        self.anchor(seq);
+        let start = self.space.unwrap(seq);
+        let end = start + len as u64;
+        let base = *self.base.get_or_insert(start);
+        self.out.data_packets += 1;
+        if let Some(t) = arrival {
+            self.out.data_matched += 1;
+            self.owd.get_or_insert_with(|| OwdAccumulator::new(t0, env.interval_ns)).add(ts, t);
+        }
+        if start < self.snd_max {
+            let resent = self.times_resent.entry(start).or_insert(0);
+            *resent += 1;
+            let serial = *resent > 1;
+            let class = match self.latest.covering(start) {
+                None => RetxClass::Normal,
+                Some((s, e, earlier)) => classify(earlier, (s, e), arrival, &self.acks),
+            };
+            let c = &mut self.out.counts;
+            c.total += 1;
+            c.serial += serial as u64;
+            match class {
+                RetxClass::Normal => c.normal += 1,
+                RetxClass::Spurious => c.spurious += 1,
+                RetxClass::Unavoidable => c.unavoidable += 1,
+            }
+            if env.keep_rows {
+                // Bytes from before the first segment seen count from its start.
+                let rel_seq = start - base.min(start);
+                self.out.retransmissions.push(ClassifiedRetx { ts_ns: ts, rel_seq, len, class, serial });
+            }
+        }
+        self.latest.record(start, end, arrival);
+        self.snd_max = self.snd_max.max(end);
+    }
+
+    /// An ACK that reached the sender's capture.
+    fn acknowledged(&mut self, ack: u32) {
+        if self.anchor.is_some() {
+            self.acked = self.acked.max(self.space.peek(ack));
+        }
+    }
+
+    /// An ACK the receiver sent, with whether (and when) it reached the sender's capture.
+    fn receiver_ack(&mut self, a: &RxAck, keep_rows: bool) {
+        if self.anchor.is_some() {
+            let cumulative = self.ack_space.unwrap(a.ack);
+            let space = self.ack_space;
+            let sack = a.sack[..a.sack_len as usize].iter().map(|(l, r)| (space.peek(*l), space.peek(*r)));
+            self.acks.push(a.ts, a.v, cumulative, sack, a.reached);
+        }
+        // ACK compression over pure ACKs seen at both ends, in the receiver's sending order.
+        if !a.pure {
+            return;
+        }
+        self.out.acks_sent += 1;
+        let Some(got) = a.reached else { return };
+        self.out.acks_matched += 1;
+        if let Some((ps, pr)) = self.prev_ack {
+            let dts = a.ts - ps;
+            if dts > 0 {
+                let ratio = (got - pr) as f64 / dts as f64;
+                let compressed = ratio < COMPRESSION_RATIO;
+                let run = self.out.compression.add(compressed);
+                if keep_rows {
+                    let row = AckSpacing { sent_ns: a.ts, received_ns: got, ratio, compressed, in_event: false };
+                    self.out.acks.push(row);
+                    let before = self.out.acks.len() - 1;
+                    self.mark_event(before, run);
+                }
+            }
+        }
+        self.prev_ack = Some((a.ts, got));
+    }
+
+    /// Marks the `run` rows before row `end` as inside an ACK-compression event.
+    fn mark_event(&mut self, end: usize, run: u64) {
+        let from = end.saturating_sub(run as usize);
+        for a in &mut self.out.acks[from..end] {
+            a.in_event = true;
+        }
+    }
+
+    /// Forgets what no retransmission can ask for any more: transmissions the sender's
+    /// capture saw acknowledged (a sender never resends below its acknowledged point), and
+    /// receiver ACKs older than every remembered arrival and than `horizon_v` (virtual
+    /// time before which no segment still to be judged can have arrived).
+    fn forget_acked(&mut self, horizon_v: i64) {
+        self.latest.forget_below(self.acked);
+        if self.times_resent.len() > 64 {
+            let acked = self.acked;
+            self.times_resent.retain(|start, _| *start >= acked);
+        }
+        let oldest_arrival = self.latest.entries.iter().filter_map(|e| e.2).min();
+        self.acks.forget(|ts, v| v < horizon_v && oldest_arrival.is_none_or(|a| ts < a));
+    }
+
+    fn finish(mut self, t0: i64, interval_ns: i64) -> (TwoSided, OwdAccumulator) {
+        let run = self.out.compression.end_run();
+        let end = self.out.acks.len();
+        if !self.out.acks.is_empty() {
+            self.mark_event(end, run);
+        }
+        let owd = self.owd.take().unwrap_or_else(|| OwdAccumulator::new(t0, interval_ns));
+        (self.out, owd)
+    }
+}
+
+/// The latest transmission of each first sequence number, sorted by it, with its arrival.
+/// Segments arrive almost always in order, so recording one is a push; a lookup is a
+/// binary search (a tree map would cost an allocation-heavy insert per segment).
 #[derive(Default)]
 struct LatestBySeq {
-    /// (start, end, index into the sent segments), sorted by start.
-    entries: Vec<(u64, u64, usize)>,
+    /// (start, end, arrival at the receiver's capture), sorted by start.
+    entries: VecDeque<(u64, u64, Option<i64>)>,
 }
 
 impl LatestBySeq {
-    fn record(&mut self, start: u64, end: u64, index: usize) {
-        match self.entries.last() {
-            Some(&(last, _, _)) if last < start => self.entries.push((start, end, index)),
-            None => self.entries.push((start, end, index)),
+    fn record(&mut self, start: u64, end: u64, arrival: Option<i64>) {
+        match self.entries.back() {
+            Some(&(last, _, _)) if last < start => self.entries.push_back((start, end, arrival)),
+            None => self.entries.push_back((start, end, arrival)),
             _ => match self.entries.binary_search_by_key(&start, |e| e.0) {
-                Ok(at) => self.entries[at] = (start, end, index),
-                Err(at) => self.entries.insert(at, (start, end, index)),
+                Ok(at) => self.entries[at] = (start, end, arrival),
+                Err(at) => self.entries.insert(at, (start, end, arrival)),
             },
         }
     }
 
     /// The latest transmission whose first byte is at or before `seq` and which covers it.
-    fn covering(&self, seq: u64) -> Option<usize> {
+    fn covering(&self, seq: u64) -> Option<(u64, u64, Option<i64>)> {
         let at = self.entries.partition_point(|e| e.0 <= seq).checked_sub(1)?;
-        let (_, end, index) = self.entries[at];
-        (end > seq).then_some(index)
+        let e = self.entries[at];
+        (e.1 > seq).then_some(e)
+    }
+
+    /// Forgets the transmissions that end at or before `acked`, from the lowest up.
+    fn forget_below(&mut self, acked: u64) {
+        while self.entries.front().is_some_and(|e| e.1 <= acked) {
+            self.entries.pop_front();
+        }
     }
 }
 
-/// The ACKs the receiver sent, in its order: when, what they acknowledged (sequence
-/// positions unwrapped) and when each reached the sender's capture.
+/// One ACK the receiver sent: when (its capture's clock, and virtual time), what it
+/// acknowledged (sequence positions unwrapped) and when it reached the sender's capture.
+struct ReceivedAck {
+    ts: i64,
+    v: i64,
+    cumulative: u64,
+    sack: [(u64, u64); 4],
+    sack_len: u8,
+    reached: Option<i64>,
+}
+
+/// The receiver's ACKs in its order, from the oldest one still needed.
 #[derive(Default)]
 struct ReceiverAcks {
-    times: Vec<i64>,
-    cumulative: Vec<u64>,
-    /// Where each ACK's SACK blocks start in `sack_blocks`, and how many.
-    sack_at: Vec<(u32, u8)>,
-    sack_blocks: Vec<(u64, u64)>,
-    reached: Vec<Option<i64>>,
+    acks: VecDeque<ReceivedAck>,
 }
 
 impl ReceiverAcks {
-    fn push(&mut self, ts_ns: i64, cumulative: u64, sack: impl Iterator<Item = (u64, u64)>) {
-        let at = self.sack_blocks.len();
-        self.sack_blocks.extend(sack);
-        self.sack_at.push((at as u32, (self.sack_blocks.len() - at) as u8));
-        self.times.push(ts_ns);
-        self.cumulative.push(cumulative);
+    fn push(&mut self, ts: i64, v: i64, cumulative: u64, sack: impl Iterator<Item = (u64, u64)>, reached: Option<i64>) {
+        let mut a = ReceivedAck { ts, v, cumulative, sack: [(0, 0); 4], sack_len: 0, reached };
+        for (slot, b) in a.sack.iter_mut().zip(sack) {
+            *slot = b;
+            a.sack_len += 1;
+        }
+        self.acks.push_back(a);
     }
 
-    /// ACK `i` acknowledges all of `start..end`, cumulatively or by SACK.
-    fn covers(&self, i: usize, start: u64, end: u64) -> bool {
-        let (at, n) = self.sack_at[i];
-        self.cumulative[i] >= end
-            || self.sack_blocks[at as usize..at as usize + n as usize].iter().any(|(l, r)| *l <= start && *r >= end)
+    fn forget(&mut self, old: impl Fn(i64, i64) -> bool) {
+        while self.acks.front().is_some_and(|a| old(a.ts, a.v)) {
+            self.acks.pop_front();
+        }
+    }
+}
+
+impl ReceivedAck {
+    /// Whether it acknowledges all of `start..end`, cumulatively or by SACK.
+    fn covers(&self, start: u64, end: u64) -> bool {
+        self.cumulative >= end || self.sack[..self.sack_len as usize].iter().any(|(l, r)| *l <= start && *r >= end)
     }
 }
 
@@ -338,14 +845,14 @@ fn classify(
         return RetxClass::Normal;
     };
     let until = retx_arrival.unwrap_or(i64::MAX);
-    let from = acks.times.partition_point(|t| *t < arrived);
+    let from = acks.acks.partition_point(|a| a.ts < arrived);
     let mut covering = false;
-    for i in (from..acks.times.len()).take(MAX_ACK_SCAN) {
-        if acks.times[i] >= until {
+    for a in acks.acks.range(from..).take(MAX_ACK_SCAN) {
+        if a.ts >= until {
             break;
         }
-        if acks.covers(i, start, end) {
-            if acks.reached[i].is_some() {
+        if a.covers(start, end) {
+            if a.reached.is_some() {
                 return RetxClass::Spurious;
             }
             covering = true;
@@ -355,26 +862,6 @@ fn classify(
         RetxClass::Unavoidable
     } else {
         RetxClass::Spurious
-    }
-}
-
-fn mark_events(acks: &mut [AckSpacing]) {
-    let mut i = 0;
-    while i < acks.len() {
-        if !acks[i].compressed {
-            i += 1;
-            continue;
-        }
-        let mut j = i;
-        while j < acks.len() && acks[j].compressed {
-            j += 1;
-        }
-        if j - i >= COMPRESSION_EVENT_ACKS {
-            for a in &mut acks[i..j] {
-                a.in_event = true;
-            }
-        }
-        i = j;
     }
 }
 
@@ -398,6 +885,38 @@ mod tests {
     /// Sender at 0 ms sends seq 1..101 (id 1) and 101..201 (id 2); the receiver's clock is
     /// 5 s ahead, which matching must ignore.
     const SKEW: i64 = 5_000;
+
+    /// The sender's capture (the MN's, capture 0) and the receiver's (capture 1), read in
+    /// step with the receiver's clock taken `offset_ms` ahead, as `analyze` does; the
+    /// result for data sent `D` (the flow's first packet goes `D`: its initiator).
+    fn pair_with(sender: &TcpRecords, receiver: &TcpRecords, offset_ms: i64) -> (TwoSided, OwdAccumulator) {
+        let key = FlowKey::new(
+            crate::flows::PROTO_TCP,
+            crate::flows::Endpoint { addr: 1, port: 1 },
+            crate::flows::Endpoint { addr: 2, port: 2 },
+        )
+        .0;
+        let mut all: Vec<(SeenAt, &TcpRec, &TcpRecords)> = Vec::new();
+        let at = |capture, v| SeenAt { capture, v, ttl: 64 };
+        all.extend(sender.recs.iter().map(|r| (at(0, r.ts_ns), r, sender)));
+        all.extend(receiver.recs.iter().map(|r| (at(1, r.ts_ns - offset_ms * 1_000_000), r, receiver)));
+        all.sort_by_key(|x| (x.0.v, x.0.capture));
+        let mut p = TcpPairing::new([Side::Mn, Side::Cn], None, 1_000_000_000_000, true, 0);
+        for (at, r, recs) in all {
+            p.push(at, 0, &key, r, recs.sack(r));
+        }
+        let mut flows = p.finish();
+        let result = flows.pop().flatten().expect("the flow");
+        assert_eq!(result.roles.map(|r| r.0), Some(D));
+        let [a, _] = result.dirs;
+        a.unwrap_or_else(|| (TwoSided::default(), OwdAccumulator::default()))
+    }
+
+    fn analyze(sender: &TcpRecords, receiver: &TcpRecords, _dir: Dir, owd: &mut OwdAccumulator) -> TwoSided {
+        let (two, o) = pair_with(sender, receiver, SKEW);
+        *owd = o;
+        two
+    }
 
     #[test]
     fn normal_retransmission_when_data_lost() {
@@ -511,5 +1030,69 @@ mod tests {
         assert!((ac.compressed_fraction - 0.6).abs() < 1e-12);
         assert!((ac.event_fraction - 0.6).abs() < 1e-12);
         assert_eq!(ac.events, 1);
+    }
+
+    #[test]
+    fn the_same_classes_whichever_capture_is_read_first() {
+        // The receiver's copies read a second before the sender's (an offset estimate that
+        // puts the receiver ahead): answers wait for their slots, results do not change.
+        let s = [
+            with_id(seg(0, D, 1, 100, 1, ACK), 1),
+            with_id(seg(300, D, 1, 100, 1, ACK), 2),
+            with_id(seg(900, D, 1, 100, 1, ACK), 3),
+            with_id(seg(1000, U, 1, 0, 101, ACK), 50),
+        ];
+        let r = [
+            with_id(seg(SKEW + 50, D, 1, 100, 1, ACK), 1),
+            with_id(seg(SKEW + 51, U, 1, 0, 101, ACK), 50),
+            with_id(seg(SKEW + 350, D, 1, 100, 1, ACK), 2),
+            with_id(seg(SKEW + 950, D, 1, 100, 1, ACK), 3),
+        ];
+        for offset in [SKEW, SKEW + 1_000, SKEW - 1_000] {
+            let (t, _) = pair_with(&records(&s), &records(&r), offset);
+            assert_eq!((t.counts().total, t.counts().spurious, t.counts().serial, t.data_matched), (2, 2, 1, 3));
+        }
+    }
+
+    #[test]
+    fn memory_is_the_window_not_the_flow_and_late_copies_are_lost() {
+        // 200 s of segments 1 ms apart, each arriving 30 ms later, ACKed at once; then one
+        // segment whose copy comes 10 s later (beyond the window): lost, its copy unmatched.
+        let key = FlowKey::new(
+            crate::flows::PROTO_TCP,
+            crate::flows::Endpoint { addr: 1, port: 1 },
+            crate::flows::Endpoint { addr: 2, port: 2 },
+        )
+        .0;
+        let mut p = TcpPairing::new([Side::Mn, Side::Cn], None, 1_000_000_000_000, false, 0);
+        let n = 200_000u32;
+        let mut most_waiting = [0; 2];
+        let push = |p: &mut TcpPairing, capture, v_ms: i64, r: TcpRec| {
+            p.push(SeenAt { capture, v: v_ms * 1_000_000, ttl: 64 }, 0, &key, &r, &[]);
+        };
+        for i in 0..n {
+            let (t, seq, id) = (i as i64, 1 + i * 100, i as u16);
+            push(&mut p, 0, t, with_id(seg(t, D, seq, 100, 1, ACK), id));
+            push(&mut p, 1, t + 30, with_id(seg(t + 30 + SKEW, D, seq, 100, 1, ACK), id));
+            push(&mut p, 1, t + 30, with_id(seg(t + 30 + SKEW, U, 1, 0, seq + 100, ACK), id));
+            push(&mut p, 0, t + 60, with_id(seg(t + 60, U, 1, 0, seq + 100, ACK), id));
+            let f = p.flows[0].as_ref().unwrap();
+            let waiting: usize = f.dirs.iter().flatten().map(|d| d.sender_items.items.len() + d.rx_acks.items.len()).sum();
+            let half = (i >= n / 2) as usize;
+            most_waiting[half] = most_waiting[half].max(waiting);
+        }
+        let late = 1 + n * 100;
+        let t = n as i64;
+        push(&mut p, 0, t, with_id(seg(t, D, late, 100, 1, ACK), 7));
+        push(&mut p, 1, t + 10_000, with_id(seg(t + 10_000 + SKEW, D, late, 100, 1, ACK), 7));
+        // Waiting: two windows of 2 s of segments and of the ACKs reaching the sender (4,000
+        // each), one window of the receiver's ACKs (2,000); as many in the flow's second half
+        // as in its first.
+        assert!(most_waiting[0] <= 10_100, "{most_waiting:?}");
+        assert!(most_waiting[1] <= most_waiting[0], "{most_waiting:?}");
+        let result = p.finish().pop().flatten().unwrap();
+        let (two, _) = result.dirs[D.index()].clone().unwrap();
+        assert_eq!((two.data_packets, two.data_matched), (n as u64 + 1, n as u64));
+        assert_eq!(two.acks_matched, n as u64);
     }
 }

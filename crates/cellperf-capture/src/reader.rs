@@ -8,6 +8,10 @@
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use memmap2::{Mmap, UncheckedAdvice};
 use pcap_parser::pcapng::{
@@ -19,7 +23,13 @@ use crate::linktype::LinkType;
 
 /// How often consumed pages of the mapping are released (unmapping costs ~0.04 s per GB
 /// here; keeping them would make the resident set grow to the capture's size).
-const RELEASE_CHUNK: usize = 64 << 20;
+const RELEASE_CHUNK: usize = 8 << 20;
+
+/// How far ahead of the reader [`MapAhead`] maps pages, in steps of [`MAP_AHEAD_STEP`];
+/// files smaller than [`MAP_AHEAD_MIN`] are read without it.
+const MAP_AHEAD: usize = 32 << 20;
+const MAP_AHEAD_STEP: usize = 2 << 20;
+const MAP_AHEAD_MIN: usize = 64 << 20;
 
 
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
@@ -195,7 +205,17 @@ impl Capture {
             warning: None,
             done: false,
             skipped_unknown_link: 0,
+            ahead: None,
+            published: 0,
         }
+    }
+
+    /// The records in file order, with the file's pages mapped ahead of the reader on
+    /// another core (see [`MapAhead`]): for reading a whole large capture.
+    pub fn frames_mapped_ahead(&self) -> Frames<'_> {
+        let mut frames = self.frames();
+        frames.ahead = MapAhead::start(&self.map, frames.pos);
+        frames
     }
 }
 
@@ -249,6 +269,69 @@ pub struct Frames<'a> {
     warning: Option<CaptureWarning>,
     done: bool,
     skipped_unknown_link: u64,
+    ahead: Option<MapAhead>,
+    /// Where the reader was when it last told `ahead`.
+    published: usize,
+}
+
+/// Maps a capture's pages ahead of its reader, on a thread of its own. Reading a file
+/// from the page cache through a mapping costs a page fault per few pages, in the kernel,
+/// on the reader's core: about half the time of a one-capture analysis of full-sized
+/// packets. This thread takes those faults on another core (`MADV_POPULATE_READ`, in
+/// [`MAP_AHEAD_STEP`] steps, at most [`MAP_AHEAD`] ahead of where the reader last said it
+/// was), so the reader finds its pages mapped. Where the kernel lacks it (before 5.14)
+/// or one core is all there is, the reader takes its own faults as before.
+struct MapAhead {
+    reader_at: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MapAhead {
+    fn start(map: &Mmap, from: usize) -> Option<MapAhead> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if map.len() < MAP_AHEAD_MIN || cores < 2 {
+            return None;
+        }
+        // The thread holds the mapping's address, never a reference: a madvise on an
+        // address range that is no longer mapped fails, it cannot touch freed memory.
+        let (base, len) = (map.as_ptr() as usize, map.len());
+        let reader_at = Arc::new(AtomicUsize::new(from));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (reader, stopped) = (reader_at.clone(), stop.clone());
+        let page = 4096;
+        let thread = std::thread::Builder::new()
+            .name("cellperf-map-ahead".into())
+            .spawn(move || {
+                let mut at = from / page * page;
+                while at < len && !stopped.load(Ordering::Relaxed) {
+                    let limit = (reader.load(Ordering::Relaxed) + MAP_AHEAD).min(len);
+                    if at >= limit {
+                        std::thread::sleep(Duration::from_micros(100));
+                        continue;
+                    }
+                    let n = (limit - at).min(MAP_AHEAD_STEP);
+                    // SAFETY: madvise takes an address range and touches no memory of ours;
+                    // POPULATE_READ only fills the page table of a readable mapping.
+                    let rc = unsafe { libc::madvise((base + at) as *mut libc::c_void, n, libc::MADV_POPULATE_READ) };
+                    if rc != 0 {
+                        break;
+                    }
+                    at += n;
+                }
+            })
+            .ok()?;
+        Some(MapAhead { reader_at, stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for MapAhead {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl<'a> Frames<'a> {
@@ -278,6 +361,12 @@ impl<'a> Frames<'a> {
     }
 
     fn release_consumed(&mut self) {
+        if let Some(ahead) = &self.ahead {
+            if self.pos - self.published >= MAP_AHEAD_STEP {
+                ahead.reader_at.store(self.pos, Ordering::Relaxed);
+                self.published = self.pos;
+            }
+        }
         if self.pos - self.released >= RELEASE_CHUNK {
             let page = 4096;
             let end = self.pos / page * page;
@@ -532,6 +621,27 @@ mod tests {
         assert_eq!(frames[1].data.len(), 30);
         assert_eq!(frames[1].offset, 24 + 16 + 20);
         assert_eq!(frames[0].linktype, LinkType::Ethernet);
+    }
+
+    #[test]
+    fn pages_mapped_ahead_change_nothing_read() {
+        // 80 MB of 1,500-byte records: past MAP_AHEAD_MIN, so a thread maps ahead.
+        let mut f = pcap_header(0xa1b2_c3d4, 1, false);
+        let n = 80_000_000 / 1516;
+        for i in 0..n {
+            f.extend(pcap_record(i as u32, 0, &[(i % 251) as u8; 1500], false));
+        }
+        let cap = Capture::open(write_temp("ahead.pcap", &f)).unwrap();
+        let ahead = cap.frames_mapped_ahead();
+        assert!(ahead.ahead.is_some());
+        let read: Vec<(i64, u64, u8)> = ahead.map(|fr| (fr.ts_ns, fr.offset, fr.data[700])).collect();
+        let plain: Vec<(i64, u64, u8)> = cap.frames().map(|fr| (fr.ts_ns, fr.offset, fr.data[700])).collect();
+        assert_eq!(read.len(), n);
+        assert_eq!(read, plain);
+        // A reader dropped half-way stops its thread (the drop joins it).
+        let mut half = cap.frames_mapped_ahead();
+        assert_eq!(half.nth(n / 2).map(|fr| fr.ts_ns), Some(plain[n / 2].0));
+        drop(half);
     }
 
     #[test]

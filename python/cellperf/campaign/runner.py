@@ -9,6 +9,7 @@ again loses nothing finished and duplicates nothing.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import platform
@@ -29,8 +30,6 @@ from cellperf.campaign.testbed import Outcome, testbed_for
 from cellperf.errors import UserError
 from cellperf.store import RunRecord, Store, disk_full
 
-#: Seconds of set-up and analysis expected per run beyond its test duration (for the ETA).
-EXPECTED_OVERHEAD_S = 3.0
 
 
 @dataclass
@@ -87,29 +86,12 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
     tables: dict = {}
     analysis: dict = {}
     with recorded_failure(folder, store.root) as failure:
-        outcome = testbed.run(run, folder)
-        if campaign.radio_log.kind == "csv":
-            cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, folder / "radio.csv")
-        if outcome.error is None:
-            tables, analysis = analyse_run(
-                run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
-                clocks_synced=outcome.clocks_synced,
-                # A page load has no agents' control connection (a page server may even share its port).
-                control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign),
-                ports=member_ports(run, outcome.result), mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
-            analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
-            if run.test.type == "web":
-                from cellperf.campaign.web import web_tables
+        if run.simulated:
+            from cellperf.campaign.simulated import simulate_run
 
-                tables.update(web_tables(run, outcome.result, folder))
-            elif run.test.type == "stream":
-                from cellperf.campaign.apps import stream_tables
-
-                tables.update(stream_tables(run, outcome.result))
-            elif run.test.type == "interactive":
-                from cellperf.campaign.apps import interactive_tables
-
-                tables.update(interactive_tables(run, outcome.result, folder))
+            outcome, tables = simulate_run(run, folder)
+        else:
+            outcome, tables, analysis = _measure(campaign, run, folder, testbed)
         failure.reason = outcome.error
     reason = failure.reason
     if reason and os.strerror(errno.ENOSPC) in reason:
@@ -127,6 +109,36 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
         "analysis": analysis or None,
     }
     return RunRecord(row, tables if not reason else {}, folder)
+
+
+def _measure(campaign: Campaign, run: RunSpec, folder: Path, testbed) -> tuple[Outcome, dict, dict]:
+    """Runs a measured test on the testbed and analyses what it captured."""
+    tables: dict = {}
+    analysis: dict = {}
+    outcome = testbed.run(run, folder)
+    if campaign.radio_log.kind == "csv":
+        cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, folder / "radio.csv")
+    if outcome.error is None:
+        tables, analysis = analyse_run(
+            run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
+            clocks_synced=outcome.clocks_synced,
+            # A page load has no agents' control connection (a page server may even share its port).
+            control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign),
+            ports=member_ports(run, outcome.result), mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
+        analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+        if run.test.type == "web":
+            from cellperf.campaign.web import web_tables
+
+            tables.update(web_tables(run, outcome.result, folder))
+        elif run.test.type == "stream":
+            from cellperf.campaign.apps import stream_tables
+
+            tables.update(stream_tables(run, outcome.result))
+        elif run.test.type == "interactive":
+            from cellperf.campaign.apps import interactive_tables
+
+            tables.update(interactive_tables(run, outcome.result, folder))
+    return outcome, tables, analysis
 
 
 def _port(campaign: Campaign) -> int | None:
@@ -165,12 +177,15 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                 todo.append(run)
         if not todo:
             return summary
-        planned = {r.run_id: r.duration_s + EXPECTED_OVERHEAD_S for r in todo}
+        planned = {r.run_id: r.planned_s for r in todo}
         total_s = sum(planned.values())
         done_s = 0.0
         running: dict[Future, tuple[RunSpec, float]] = {}
         pending = list(todo)
-        with testbed_for(campaign, out_dir) as testbed, ThreadPoolExecutor(campaign.parallel) as pool:
+        # Simulated runs need no testbed (nor root): it is set up only for measured runs.
+        measured = any(not r.simulated for r in todo)
+        with (testbed_for(campaign, out_dir) if measured else contextlib.nullcontext()) as testbed, \
+                ThreadPoolExecutor(campaign.parallel) as pool:
             try:
                 while pending or running:
                     while pending and len(running) < campaign.parallel:

@@ -33,6 +33,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,39}")
 MAX_SECONDS = 86400.0
 MAX_COUNT = 10**9
 MAX_RUNS = 100_000
+#: Seconds of set-up and analysis expected per measured run beyond its test duration (ETA).
+EXPECTED_OVERHEAD_S = 3.0
 
 
 class _Locator:
@@ -112,6 +114,9 @@ class TestSpec:
     # of a shared PF/RR cell); each member's flows are labelled with its name in the store.
     members: tuple = ()
     cell: str | None = None  # "pf" | "rr" (emulated): each member a user of one shared cell
+    # type = "simulate": the scenario `cellperf simulate` runs (cellperf.simulate.scenario);
+    # `options` are then its options after defaults.
+    simulation: object = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,28 @@ class RunSpec:
     mobile: bool | None = None  # the scenario's mobility (None: a free label that did not say)
 
     @property
+    def seed(self) -> int:
+        """The seed of the run's channels: a simulated run's is its scenario's seed + the run's
+        number − 1 (as repetition k of `cellperf simulate`), an emulated run's the network's
+        seed + repetition."""
+        if self.test.type == SIMULATE:
+            return self.options["seed"] + self.repetition - 1
+        return self.network.seed + self.repetition
+
+    @property
+    def simulated(self) -> bool:
+        return self.test.type == SIMULATE
+
+    @property
+    def planned_s(self) -> float:
+        """Wall seconds the run is expected to take (for the ETA): its test plus set-up, or
+        for a simulated run its user-slots at ~4 M per second (docs/simulate.md, Speed)."""
+        if self.simulated:
+            slot = self.test.simulation.base.get("cell", {}).get("slot_s", 1e-3)
+            return self.options["users"] * self.duration_s / slot / 4e6 + 0.1
+        return self.duration_s + EXPECTED_OVERHEAD_S
+
+    @property
     def profile(self) -> str | None:
         if not self.network.profile:
             return None
@@ -141,6 +168,13 @@ class RunSpec:
 
     def config(self, campaign: Campaign) -> dict:
         """What determines the run's result; stored with it and compared on resume."""
+        if self.simulated:
+            # The scenario after defaults and the run's seed; not the repetitions (more of
+            # them adds runs and keeps the stored ones) nor the campaign's testbed settings.
+            return {"network": self.network.name, "scenario": self.scenario, "test": self.test.name,
+                    "test_type": self.test.type, "repetition": self.repetition, "duration_s": self.duration_s,
+                    "options": {k: v for k, v in self.options.items() if k not in ("seed", "repetitions")},
+                    "seed": self.seed}
         return {
             "network": self.network.name, "scenario": self.scenario, "test": self.test.name,
             "test_type": self.test.type, "repetition": self.repetition, "options": self.options,
@@ -334,7 +368,11 @@ def _segments(value, where):
 APP_TESTS = ("web", "stream", "interactive")
 #: Tests started together in one run (`members`), on one link or one shared cell.
 GROUP = "group"
-TEST_TYPES = (*TESTS, *APP_TESTS, GROUP)
+#: A TCP-over-a-scheduled-cell scenario in virtual time (`cellperf simulate`, docs/simulate.md):
+#: no testbed, no root. Its runs' network and scenario are SIMULATED (the cell is the test's own).
+SIMULATE = "simulate"
+SIMULATED = "simulated"
+TEST_TYPES = (*TESTS, *APP_TESTS, GROUP, SIMULATE)
 TCP_TESTS = ("tcp-bulk", "window-sweep")
 #: TCP settings the runner makes in the run's namespaces (docs/campaigns.md "TCP options"):
 #: SACK and timestamps per network namespace (sysctl; negotiated, so the MN's SYN decides for
@@ -428,11 +466,15 @@ class _Checker:
     def __init__(self, path: Path, text: str):
         self.path, self.loc = path, _Locator(text)
 
-    def fail(self, where: tuple, message: str):
+    def label(self, where: tuple) -> str:
+        """`FILE:LINE: key` of a key (`FILE:LINE` when `where` is empty)."""
         line = self.loc.line(where)
         key = ".".join(str(k) if isinstance(k, str) else f"[{k}]" for k in where).replace(".[", "[")
         pos = f"{self.path}:{line}" if line else str(self.path)
-        raise UserError(f"{pos}: {key}: {message}" if key else f"{pos}: {message}")
+        return f"{pos}: {key}" if key else pos
+
+    def fail(self, where: tuple, message: str):
+        raise UserError(f"{self.label(where)}: {message}")
 
     def table(self, doc: dict, where: tuple, allowed: set[str]) -> dict:
         if not isinstance(doc, dict):
@@ -508,7 +550,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         # may leave both keys out.
         tests_doc = doc.get("tests")
         agents = not (isinstance(tests_doc, list) and tests_doc
-                      and all(isinstance(t, dict) and t.get("type") == "web" for t in tests_doc))
+                      and all(isinstance(t, dict) and t.get("type") in ("web", SIMULATE) for t in tests_doc))
         server = c.value(tb, ("testbed",), "server", _text, required=agents)
         token = c.value(tb, ("testbed",), "token_file", _text, required=agents)
         token_path = (path.parent / token) if token is not None else None
@@ -523,17 +565,28 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
 
     radio = _radio_log(c, camp.get("radio_log"), kind, path)
 
-    nets_doc = doc.get("networks")
-    if not isinstance(nets_doc, list) or not nets_doc:
-        c.fail(("networks",) if "networks" in doc else (), "give at least one [[networks]] table")
     tests_doc = doc.get("tests")
     if not isinstance(tests_doc, list) or not tests_doc:
         c.fail(("tests",) if "tests" in doc else (), "give at least one [[tests]] table")
+    nets_doc = doc.get("networks")
+    # Simulated tests bring their own cell: a campaign of them only needs no network.
+    only_simulated = all(isinstance(t, dict) and t.get("type") == SIMULATE for t in tests_doc)
+    if nets_doc is None and only_simulated:
+        nets_doc = []
+    if not isinstance(nets_doc, list) or (not nets_doc and not only_simulated):
+        c.fail(("networks",) if "networks" in doc else (), "give at least one [[networks]] table")
 
     tests: list[TestSpec] = []
     n_runs_each = repetitions * len(scenarios) * len(nets_doc)
     for i, t in enumerate(tests_doc):
         where = ("tests", i)
+        if isinstance(t, dict) and t.get("type") == SIMULATE:
+            test = _simulate_test(c, where, t)
+            if any(x.name == test.name for x in tests):
+                c.fail(where + ("name",) if "name" in t else where,
+                       f"test name '{test.name}' is used twice; give each a distinct name")
+            tests.append(test)
+            continue
         c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
         ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
         for key in ("members", "cell"):
@@ -573,6 +626,8 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         nname = c.value(n, where, "name", _name_check, required=True)
         if any(x.name == nname for x in networks):
             c.fail(where + ("name",), f"network name '{nname}' is used twice")
+        if nname == SIMULATED and any(t.type == SIMULATE for t in tests):
+            c.fail(where + ("name",), f"'{SIMULATED}' names the simulated tests' runs; call the network otherwise")
         profile = c.value(n, where, "profile", _text)
         link = ()
         if "link" in n:
@@ -628,11 +683,14 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
         networks.append(Network(nname, profile, seed, handoff_path, overrides, mechanisms, link))
 
-    n_runs = repetitions * len(networks) * len(scenarios) * len(tests)
+    measured = [t for t in tests if t.type != SIMULATE]
+    simulated = sum(t.options["repetitions"] for t in tests if t.type == SIMULATE)
+    n_runs = repetitions * (len(networks) * len(scenarios) * len(measured) + simulated)
     if n_runs > MAX_RUNS:
         c.fail(("campaign", "repetitions") if "repetitions" in camp else ("campaign",),
-               f"{repetitions:,} repetitions × {len(networks)} networks × {len(scenarios)} scenarios × "
-               f"{len(tests)} tests is {n_runs:,} runs, more than the {MAX_RUNS:,} a campaign may hold")
+               f"{repetitions:,} repetitions × ({len(networks)} networks × {len(scenarios)} scenarios × "
+               f"{len(measured)} tests + {simulated:,} simulated runs) is {n_runs:,} runs, more than the "
+               f"{MAX_RUNS:,} a campaign may hold")
     campaign = Campaign(path, text, name, description, testbed, radio, capture, repetitions, interval_s,
                         parallel, scenarios, networks, tests, mobility=mobility)
     campaign.runs = expand(campaign, default_duration)
@@ -815,6 +873,41 @@ def _sweep(c: _Checker, where: tuple, ttype: str, label: str, options: dict, doc
     return out
 
 
+def _simulate_test(c: _Checker, where: tuple, t: dict) -> TestSpec:
+    """A `type = "simulate"` test: `cellperf simulate`'s scenario keys (docs/simulate.md),
+    checked by its own parser, so a campaign test and a scenario file take the same keys,
+    defaults and values."""
+    from cellperf.simulate import scenario as sim
+
+    keys = {k: v for k, v in t.items() if k not in ("type", "name")}
+    keys = sim.check_keys(keys, lambda key, problem: c.fail(where + (key,), problem), also=("type", "name"))
+    # Trace and model files are relative to the campaign file, as a network's link's are.
+    for key in ("channel", "uplink"):
+        if isinstance(keys.get(key), (str, list)):
+            values = [_beside(v, c.path) for v in (keys[key] if isinstance(keys[key], list) else [keys[key]])]
+            keys[key] = values if isinstance(keys[key], list) else values[0]
+    built = sim.build(keys, label=lambda key: c.label(where + (key,)))
+    name = c.value(t, where, "name", _name_check, default=SIMULATE)
+    return TestSpec(name, SIMULATE, built.options, simulation=built)
+
+
+def _beside(value, path: Path):
+    """A rate source (`cellperf emulate --downlink` forms) with its file, when one exists
+    beside the campaign file, made absolute: `trace.down`, `mahimahi:`, `markov:` or `slots:PATH,...`."""
+    if not isinstance(value, str):
+        return value
+    kind, sep, rest = value.partition(":")
+    if not sep:
+        kind, rest = "", value
+    elif kind.lower() not in ("mahimahi", "markov", "slots"):
+        return value
+    file, comma, tail = rest.partition(",") if kind.lower() == "slots" else (rest, "", "")
+    near = path.parent / file
+    if not file or Path(file).is_absolute() or not near.is_file():
+        return value
+    return f"{kind}{sep}{near.resolve()}{comma}{tail}"
+
+
 def _group(c: _Checker, where: tuple, t: dict, testbed: str) -> tuple[tuple, str | None]:
     """The members of a group (`[[tests.members]]`, probe tests) and its shared cell."""
     cell = c.value(t, where, "cell", _choice("pf", "rr"))
@@ -845,14 +938,29 @@ def _group(c: _Checker, where: tuple, t: dict, testbed: str) -> tuple[tuple, str
     return tuple(members), cell
 
 
+#: The network of simulated runs (their cell is the test's own).
+SIMULATED_NETWORK = Network(SIMULATED, None, 0, None, {})
+
+
 def expand(campaign: Campaign, default_duration: float) -> list[RunSpec]:
     """The run matrix, repetition-major so that an interrupted campaign has every
-    network, scenario and test about equally often."""
+    network, scenario and test about equally often. A simulated test gives its own
+    `repetitions` runs per campaign repetition (run n: the scenario's seed + n − 1), on
+    network and scenario SIMULATED."""
     runs = []
     for rep in range(1, campaign.repetitions + 1):
+        for test in campaign.tests:
+            if test.type != SIMULATE:
+                continue
+            per = test.options["repetitions"]
+            for n in range((rep - 1) * per + 1, rep * per + 1):
+                runs.append(RunSpec(f"{SIMULATED}.{SIMULATED}.{test.name}.{n}", SIMULATED_NETWORK, SIMULATED, test,
+                                    n, test.options, test.options["duration"]))
         for net in campaign.networks:
             for scenario in campaign.scenarios:
                 for test in campaign.tests:
+                    if test.type == SIMULATE:
+                        continue
                     options = {**test.options, **net.options.get(test.name, {})}
                     if option_applies("duration", test.type) or test.type not in TESTS:
                         duration = options.get("duration", default_duration)

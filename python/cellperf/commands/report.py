@@ -4,7 +4,8 @@ The report of a campaign's results store (DIR, default the current folder): one 
 interactive figures that opens offline, after seed 000 chapter 4 — throughput series with
 handoffs, IQR box plots, second-order difference plots, jitter and loss CDFs, TCP
 box-whiskers, ACK compression, retransmission classes, VoIP delay/loss/R series and R CDFs,
-and a summary table per network.
+a summary table per network, the other seeds' studies, and for simulated runs (campaign tests
+of type "simulate") seed 001's Tables 2/3 and Figs. 5-7.
 
 Examples:
   cellperf report results/

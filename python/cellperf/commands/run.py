@@ -3,7 +3,8 @@
 Every test of a campaign: capture both ends, collect the radio log, analyse each run as it
 finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in OUT/runs/). Kill
 it at any moment and start it again: finished runs are kept and skipped, failed ones are tried
-again. Exit status 3 when a run failed. The campaign format is in docs/campaigns.md.
+again. Exit status 3 when a run failed. Tests of type "simulate" run `cellperf simulate`'s
+scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md.
 
 Examples:
   sudo cellperf run campaign.toml --out results/
@@ -88,12 +89,14 @@ def run(args: argparse.Namespace) -> None:
         from cellperf.campaign import load_campaign
 
         campaign = load_campaign(args.campaign_file)
+        measured = sum(r.duration_s for r in campaign.runs if not r.simulated)
+        simulated = sum(r.duration_s for r in campaign.runs if r.simulated)
         if args.as_json:
             print(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
-                              "planned_s": sum(r.duration_s for r in campaign.runs)}))
+                              "planned_s": measured, "simulated_s": simulated}))
         else:
-            print(f"{args.campaign_file}: valid; {len(campaign.runs)} runs, "
-                  f"{sum(r.duration_s for r in campaign.runs):.0f} s of tests")
+            print(f"{args.campaign_file}: valid; {len(campaign.runs)} runs, {measured:.0f} s of tests"
+                  + (f", {simulated:.0f} s simulated in virtual time (no root needed for those)" if simulated else ""))
         return
     summary = execute(args.campaign_file, args.out_dir, args.as_json)
     if args.as_json:

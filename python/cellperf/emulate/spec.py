@@ -186,10 +186,9 @@ def parse_link(text: str, what: str) -> dict:
     raise UserError(f"{what}: unknown link kind {kind!r} (constant, mahimahi, slots, markov, ge)")
 
 
-def parse_queue(text: str) -> dict:
+def parse_queue(text: str, what: str = "--queue") -> dict:
     """`packets=N`, `bytes=N` (units allowed: 1126KB), `codel[,target=5ms,interval=100ms,packets=N]`,
     or `unbounded`."""
-    what = "--queue"
     t = text.strip().lower()
     if t in ("unbounded", "infinite"):
         return {"kind": "unbounded"}

@@ -324,6 +324,10 @@ def summary_table(store: Store) -> list[Item]:
                any_value(json_extract(config, '$.options.rate')::DOUBLE) AS rate,
                any_value(json_extract(config, '$.options.window')::BIGINT) AS window,
                any_value(json_extract_string(config, '$.options.codec')) AS codec,
+               -- a simulated test's cell (its network is `simulated`)
+               any_value(json_extract_string(config, '$.options.scheduler')) AS scheduler,
+               any_value(json_extract(config, '$.options.channel')::VARCHAR[]) AS channel,
+               any_value(json_extract_string(config, '$.options.tcp')) AS tcp,
                any_value(json_extract(config, '$.duration_s')::DOUBLE) AS duration,
                median(goodput) AS goodput, median(loss) AS loss
         FROM per_run GROUP BY ALL ORDER BY network, test, scenario DESC""")
@@ -336,6 +340,8 @@ def summary_table(store: Store) -> list[Item]:
     for r in df.iter_rows(named=True):
         opts = ", ".join(o for o in (r["rate"] and f"rate {r['rate'] / 1e3:g} kb/s",
                                      r["window"] and f"window {r['window'] // 1024} KB", r["codec"]) if o)
+        if r["test_type"] == "simulate":
+            opts = ", ".join([(r["scheduler"] or "").upper(), *(r["channel"] or []), r["tcp"] or ""])
         res = []
         if r["goodput"] is not None:
             res.append(f"goodput {r['goodput'] / 1e3:.0f} kb/s")
@@ -408,6 +414,12 @@ def _tcp_settings(store: Store) -> list[Item]:
     return bdp_table(store) + settings_table(store)
 
 
+def _simulated(store: Store) -> list[Item]:
+    from cellperf.report.simulated import seed001_section
+
+    return seed001_section(store)
+
+
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
             ("TCP settings", (_tcp_settings,)), ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
-            ("Radio", (channel_table,)))
+            ("Radio", (channel_table,)), ("Simulated TCP (seed 001)", (_simulated,)))

@@ -47,6 +47,20 @@ class Outcome:
                 if self.wall_s > 0 else None}
 
 
+def run_seed(scenario: Scenario, seed: int, record: bool = False) -> tuple[dict, dict]:
+    """One repetition: the run's result document (with its `seed`) and, with `record`, its
+    time series (table name → pyarrow table: `cwnd`, `rtt`)."""
+    import pyarrow as pa
+
+    try:
+        text, batches = _native.simulate(scenario.run_json(seed, record))
+    except _native.InputError as e:
+        raise UserError(f"simulate: {e}") from None
+    result = json.loads(text)
+    result["seed"] = seed
+    return result, {name: pa.Table.from_batches([batch]) for name, batch in batches}
+
+
 def run(scenario: Scenario, record: bool = False) -> Outcome:
     import pyarrow as pa
 
@@ -54,15 +68,9 @@ def run(scenario: Scenario, record: bool = False) -> Outcome:
     runs, tables = [], {}
     started = time.perf_counter()
     for seed in range(first, first + scenario.options["repetitions"]):
-        try:
-            text, batches = _native.simulate(scenario.run_json(seed, record))
-        except _native.InputError as e:
-            raise UserError(f"simulate: {e}") from None
-        result = json.loads(text)
-        result["seed"] = seed
+        result, series = run_seed(scenario, seed, record)
         runs.append(result)
-        for name, batch in batches:
-            t = pa.Table.from_batches([batch])
+        for name, t in series.items():
             tables.setdefault(name, []).append(t.append_column("seed", pa.array([seed] * len(t), pa.uint64())))
     wall = time.perf_counter() - started
     return Outcome(scenario, runs, wall, {k: pa.concat_tables(v) for k, v in tables.items()} if record else {})

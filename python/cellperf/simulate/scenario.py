@@ -107,15 +107,26 @@ def read_toml(path: str) -> dict:
     if not data:
         raise UserError(f"{path}: the scenario is empty (keys: {', '.join(DEFAULTS)})")
     where = _Locator(text)
-    for key, value in data.items():
-        line = where.line((key,))
-        if key not in DEFAULTS:
-            raise UserError(f"{path}:{line}: unknown key {key!r} (keys: {', '.join(DEFAULTS)})")
-        if isinstance(value, dict):
-            raise UserError(f"{path}:{line}: {key}: expected a value, not a table")
-    if isinstance(data.get("channel"), str):
-        data["channel"] = [data["channel"]]
+
+    def fail(key: str, problem: str):
+        raise UserError(f"{path}:{where.line((key,))}: {key}: {problem}")
+
+    data = check_keys(data, fail)
     data["_where"] = (path, where)
+    return data
+
+
+def check_keys(data: dict, fail, also: tuple = ()) -> dict:
+    """A scenario's keys (a file's, or a campaign test's of `type = "simulate"`, which also
+    takes the keys `also`): an unknown key or a table where a value belongs is
+    `fail(key, problem)`; a single `channel` becomes a list."""
+    for key, value in data.items():
+        if key not in DEFAULTS:
+            fail(key, f"unknown key (keys: {', '.join((*also, *DEFAULTS))})")
+        if isinstance(value, dict):
+            fail(key, "expected a value, not a table")
+    if isinstance(data.get("channel"), str):
+        data = {**data, "channel": [data["channel"]]}
     return data
 
 
@@ -130,13 +141,16 @@ class Scenario:
         return json.dumps({**self.base, "seed": seed, "record": record})
 
 
-def build(options: dict) -> Scenario:
-    """`options`: the merged TOML keys and command-line values (missing keys take DEFAULTS)."""
+def build(options: dict, label=None) -> Scenario:
+    """`options`: the merged TOML keys and command-line values (missing keys take DEFAULTS).
+    `label(key)` names a key in an error (a campaign's `FILE:LINE: tests[2].key`); by default
+    the TOML line when the value came from the file, else the option."""
     o = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
     path, where = options.get("_where") or (None, None)
 
     def name(key: str) -> str:
-        # Errors name the TOML line when the value came from the file, else the option.
+        if label is not None:
+            return label(key)
         if path and key in options.get("_from_file", ()):
             return f"{path}:{where.line((key,))}: {key}"
         return "--" + key.replace("_", "-")
@@ -162,14 +176,17 @@ def build(options: dict) -> Scenario:
     if o["profile"]:
         from cellperf.emulate.profiles import profile
 
-        cfg = profile(o["profile"])
+        try:
+            cfg = profile(str(o["profile"]))
+        except UserError as e:  # "--profile: unknown profile ..."
+            raise UserError(f"{name('profile')}: {str(e).split(': ', 1)[1]}") from None
         downlinks = [cfg.downlink] * users
         uplink = cfg.uplink
     else:
         channels = o["channel"]
         if len(channels) not in (1, users):
             raise UserError(f"{name('channel')}: given {len(channels)} times for {users} users (once, or once per user)")
-        queue = parse_queue(str(o["queue"]))
+        queue = parse_queue(str(o["queue"]), name("queue"))
         downlinks = [DirectionConfig(rate=parse_link(str(c), name("channel")), queue=queue) for c in channels]
         downlinks = downlinks * users if len(downlinks) == 1 else downlinks
         uplink = DirectionConfig(rate=parse_link(str(o["uplink"]), name("uplink")))

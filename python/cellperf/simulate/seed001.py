@@ -27,9 +27,56 @@ def channel(transitions_per_s: float) -> str:
     return f"ge:good=1mbit,bad=100kbit,switch={transitions_per_s:g}"
 
 
+#: Seed 001 Table 1 and its topology (Fig. 4): what a scenario must have for the paper's
+#: values to stand beside it. The rest (queue, RTO rules, delayed ACKs, PF α, ...) are the
+#: choices where 001 is silent (docs/simulate.md), so they may differ; the duration may too.
+TABLE_1 = {"users": 3, "tcp": "reno", "packet_bytes": 250, "initial_ssthresh": 16.0, "wired_hops": 2,
+           "wired_rate_bps": 100e6, "wired_delay_s": 0.010, "good_bps": 1e6, "bad_bps": 100e3}
+
+
+def transition_rate(options: dict) -> float | None:
+    """Transitions per second out of each state of a scenario whose users share one
+    two-state channel (`ge:` with equal switching rates both ways); None for any other."""
+    from cellperf.emulate.spec import parse_link
+
+    channels = options.get("channel") or []
+    if options.get("profile") or len(set(channels)) != 1 or not str(channels[0]).lower().startswith("ge:"):
+        return None
+    link = parse_link(str(channels[0]), "channel")
+    rate = link["good_to_bad_per_s"]
+    return rate if rate == link["bad_to_good_per_s"] else None
+
+
+def paper_kbps(options: dict) -> list[float] | None:
+    """001's Tables 2/3 values (kbit/s per source) when `options` (a scenario's, after
+    defaults) is 001's scenario (TABLE_1, PF or RR, 0.1, 1 or 5 transitions/s); else None."""
+    from cellperf.emulate.spec import parse_link
+    from cellperf.emulate.units import parse_duration, parse_rate
+    from cellperf.simulate.scenario import parse_packet
+
+    rate = transition_rate(options)
+    if rate is None or (options.get("scheduler"), rate) not in PAPER:
+        return None
+    link = parse_link(str(options["channel"][0]), "channel")
+    ssthresh = str(options.get("initial_ssthresh")).lower()
+    seen = {"users": options.get("users"), "tcp": options.get("tcp"),
+            "packet_bytes": parse_packet(options["packet"], "packet"),
+            "initial_ssthresh": None if ssthresh in ("off", "none", "inf") else float(ssthresh),
+            "wired_hops": int(options["wired_hops"]), "wired_rate_bps": parse_rate(str(options["wired_rate"]), "wired_rate"),
+            "wired_delay_s": parse_duration(f"{options['wired_delay']}s" if isinstance(options["wired_delay"], (int, float))
+                                            else str(options["wired_delay"]), "wired_delay"),
+            "good_bps": link["good_bps"], "bad_bps": link["bad_bps"]}
+    same = all(seen[k] == v if not isinstance(v, float) else seen[k] is not None and abs(seen[k] - v) <= 1e-9 * v
+               for k, v in TABLE_1.items())
+    return PAPER[options["scheduler"], rate] if same else None
+
+
 def reproduce(options: dict, record: bool = False) -> dict:
-    """Runs the nine cells with `options` (not those of OWN_OPTIONS); returns
-    {"cells": [...], "windows": {fig: pyarrow cwnd table}} (windows only with `record`)."""
+    """Runs the nine cells with `options` (not those of OWN_OPTIONS); returns {"cells":
+    [...], "windows": {fig: {"scheduler", "transitions_per_s", "seed", "cwnd": polars frame of
+    the first seed's time_s, user, cwnd}}} (windows only with `record`)."""
+    import polars as pl
+
     cells, windows = [], {}
     for (scheduler, rate), paper in PAPER.items():
         cell_options = {**options, "users": 3, "scheduler": scheduler, "channel": [channel(rate)]}
@@ -46,7 +93,9 @@ def reproduce(options: dict, record: bool = False) -> dict:
         })
         if recorded:
             fig = next(k for k, v in WINDOW_FIGURES.items() if v == (scheduler, rate))
-            windows[fig] = outcome.tables["cwnd"]
+            seed = outcome.scenario.options["seed"]
+            cwnd = pl.from_arrow(outcome.tables["cwnd"]).filter(pl.col("seed") == seed)
+            windows[fig] = {"scheduler": scheduler, "transitions_per_s": rate, "seed": seed, "cwnd": cwnd}
     return {"cells": cells, "windows": windows}
 
 
@@ -58,46 +107,53 @@ def print_tables(result: dict, repetitions: int) -> None:
         print(f"{c['scheduler'].upper()} {c['transitions_per_s']:>3g} tr/s  {values}")
 
 
-def figure_items(result: dict, window_seconds: float = 100.0) -> list:
-    """Report items of Figs. 5 and 6 (cwnd of each source over the first `window_seconds`)
-    and Fig. 7 (mean throughput per source against transition rate, PF and RR, simulated
-    and the paper's)."""
+def figure_items(result: dict, window_seconds: float = 100.0, key_suffix: str = "", note: str = "") -> list:
+    """Report items of Figs. 5 and 6 (cwnd of each source over the first `window_seconds`
+    of the `windows` given) and Fig. 7 (mean throughput per source against transition rate,
+    PF and RR, simulated and, where a cell has them, the paper's). `result` is what
+    `reproduce` returns, or the same made from a store (cellperf.report.simulated)."""
     import plotly.graph_objects as go
+    import polars as pl
     from plotly.colors import qualitative
 
     from cellperf.report.figures import Item, _layout
 
     items = []
-    for fig, (scheduler, rate) in WINDOW_FIGURES.items():
-        table = result["windows"].get(fig)
-        if table is None:
-            continue
-        first_seed = min(table.column("seed").to_pylist())
+    for fig, w in result["windows"].items():
         figure = go.Figure()
-        rows = table.to_pydict()
-        for user in sorted(set(rows["user"])):
-            pts = [(t, w) for t, u, w, s in zip(rows["time_s"], rows["user"], rows["cwnd"], rows["seed"])
-                   if u == user and s == first_seed and t <= window_seconds]
-            figure.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines",
-                                        line_shape="hv", name=f"source {user + 1}"))
+        cwnd = w["cwnd"].filter(pl.col("time_s") <= window_seconds).sort("user", "time_s")
+        for (user,), d in cwnd.group_by("user", maintain_order=True):
+            figure.add_trace(go.Scatter(x=d["time_s"], y=d["cwnd"], mode="lines", line_shape="hv",
+                                        name=f"source {user + 1}"))
         figure.update_xaxes(title_text="time (s)")
         figure.update_yaxes(title_text="congestion window (packets)")
+        rate, scheduler = w["transitions_per_s"], w["scheduler"]
         speed = "slow" if rate < 1 else "fast"
-        items.append(Item(f"seed001-{fig}", f"Window over time, {speed} transitions ({rate:g}/s, {scheduler.upper()})",
-                          f"cwnd of each source, first {window_seconds:g} s of seed {first_seed} (001 Fig. "
-                          f"{fig[-1]}).", _layout(figure, 380)))
+        items.append(Item(f"seed001-{fig}{key_suffix}",
+                          f"Window over time, {speed} transitions ({rate:g}/s, {scheduler.upper()}){note}",
+                          f"cwnd of each source, first {window_seconds:g} s of seed {w['seed']} (001 Fig. "
+                          f"{5 if fig == 'fig5' else 6}).", _layout(figure, 380)))
+    cells = [c for c in result["cells"] if c["transitions_per_s"] is not None]
+    if not cells:
+        return items
     figure = go.Figure()
-    for (scheduler, name), colour in zip((("pf", "PF"), ("rr", "RR")), qualitative.Plotly):
-        cells = [c for c in result["cells"] if c["scheduler"] == scheduler]
-        rates = [c["transitions_per_s"] for c in cells]
-        figure.add_trace(go.Scatter(x=rates, y=[sum(c["simulated_kbps"]) / 3 for c in cells], mode="lines+markers",
-                                    line_color=colour, name=f"{name}, simulated"))
-        figure.add_trace(go.Scatter(x=rates, y=[sum(c["paper_kbps"]) / 3 for c in cells], mode="markers",
-                                    marker=dict(symbol="x", size=10, color=colour), name=f"{name}, 001 Tables 2/3"))
+    for (scheduler, name), colour in zip((("pf", "PF"), ("rr", "RR"), ("none", "own links")), qualitative.Plotly):
+        mine = sorted((c for c in cells if c["scheduler"] == scheduler), key=lambda c: c["transitions_per_s"])
+        if not mine:
+            continue
+        rates = [c["transitions_per_s"] for c in mine]
+        figure.add_trace(go.Scatter(x=rates, y=[sum(c["simulated_kbps"]) / len(c["simulated_kbps"]) for c in mine],
+                                    mode="lines+markers", line_color=colour, name=f"{name}, simulated"))
+        paper = [c for c in mine if c.get("paper_kbps")]
+        if paper:
+            figure.add_trace(go.Scatter(x=[c["transitions_per_s"] for c in paper],
+                                        y=[sum(c["paper_kbps"]) / len(c["paper_kbps"]) for c in paper], mode="markers",
+                                        marker=dict(symbol="x", size=10, color=colour), name=f"{name}, 001 Tables 2/3"))
     figure.update_xaxes(title_text="transitions per second", type="log")
     figure.update_yaxes(title_text="TCP throughput per source (kbit/s)")
-    items.append(Item("seed001-fig7", "TCP throughput against transition rate, PF vs RR",
-                      "Mean goodput per source (001 Fig. 7), simulated and the paper's.", _layout(figure, 380)))
+    items.append(Item(f"seed001-fig7{key_suffix}", f"TCP throughput against transition rate, PF vs RR{note}",
+                      "Mean goodput per source (001 Fig. 7), simulated and, where the scenario is 001's, the paper's.",
+                      _layout(figure, 380)))
     return items
 
 

@@ -158,7 +158,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 #: dataset per table (`dataset/<name>/network=N/date=D/run=R/part-0.parquet`, each with a run_id
 #: column; stores written before: `runs/<run_id>/<name>.parquet`).
 PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "page_objects",
-                  "keystrokes", "radio_samples")
+                  "keystrokes", "radio_samples", "sim_cwnd", "sim_rtt")
 
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",

@@ -1,0 +1,132 @@
+"""The report's section of simulated runs (campaign tests of `type = "simulate"`): seed 001's
+Tables 2/3 and Figs. 5-7 made from the store. Tests whose scenarios differ only in the
+scheduler and the channel form one set (one table, one Fig. 7, and Figs. 5/6 at its slowest
+and fastest transitions); the paper's values stand beside the cells that are 001's scenario
+(cellperf.simulate.seed001.paper_kbps). The figures are drawn by the same code as `cellperf
+simulate --seed001 --figures` (seed001.figure_items)."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import polars as pl
+
+from cellperf.report.figures import Item, _has_view
+from cellperf.store import Store
+
+#: Options a set of cells varies (001's tables: scheduler × transition rate).
+CELL_KEYS = ("scheduler", "channel")
+#: Seconds of the window plots (001 Figs. 5 and 6 show about 100 s).
+WINDOW_SECONDS = 100.0
+
+
+def _sets(store: Store) -> list[dict]:
+    """The simulated tests grouped into sets, in the order they first ran: [{"options": common options, "tests": [{test,
+    options, runs: [(run_id, repetition, seed)], goodput: frame run_id, flow_id, goodput_bps}]}]."""
+    runs = store.frame("""SELECT run_id, test, repetition, config FROM runs
+                          WHERE status = 'ok' AND test_type = 'simulate' ORDER BY started_at, run_id""")
+    if runs.height == 0:
+        return []
+    flows = store.frame("""SELECT f.run_id, f.flow_id, f.goodput_bps FROM flows f JOIN runs r USING (run_id)
+                           WHERE r.status = 'ok' AND r.test_type = 'simulate' AND f.role = 'data'""")
+    tests: dict[str, dict] = {}
+    for run_id, test, repetition, config in runs.iter_rows():
+        config = json.loads(config) if isinstance(config, str) else config
+        t = tests.setdefault(test, {"test": test, "options": config["options"], "runs": []})
+        t["runs"].append((run_id, repetition, config["seed"]))
+    sets: dict[str, dict] = {}
+    for t in tests.values():
+        t["goodput"] = flows.filter(pl.col("run_id").is_in([r[0] for r in t["runs"]]))
+        common = {k: v for k, v in t["options"].items() if k not in CELL_KEYS}
+        sets.setdefault(json.dumps(common, sort_keys=True), {"options": common, "tests": []})["tests"].append(t)
+    return list(sets.values())
+
+
+def _cells(tests: list[dict]) -> list[dict]:
+    """Per test: per source mean and standard deviation (n−1) of goodput over its runs."""
+    from cellperf.simulate.seed001 import paper_kbps, transition_rate
+
+    cells = []
+    for t in tests:
+        per_source = (t["goodput"].group_by("flow_id").agg(mean=pl.col("goodput_bps").mean() / 1e3,
+                                                           sd=pl.col("goodput_bps").std().fill_null(0.0) / 1e3)
+                      .sort("flow_id"))
+        cells.append({"test": t["test"], "scheduler": t["options"]["scheduler"],
+                      "transitions_per_s": transition_rate(t["options"]), "channel": ", ".join(t["options"]["channel"]),
+                      "runs": len(t["runs"]), "simulated_kbps": per_source["mean"].to_list(),
+                      "sd_kbps": per_source["sd"].to_list(), "paper_kbps": paper_kbps(t["options"]), "source": t})
+    order = {"pf": 0, "rr": 1}
+    return sorted(cells, key=lambda c: (order.get(c["scheduler"], 2), c["transitions_per_s"] is None,
+                                        c["transitions_per_s"] or 0, c["channel"]))
+
+
+def _label(options: dict) -> str:
+    """What a set changes from `cellperf simulate`'s defaults (001's scenario and our choices)."""
+    from cellperf.simulate.scenario import DEFAULTS
+
+    changed = [f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items()
+               if k in DEFAULTS and k not in ("seed", "repetitions") and v != DEFAULTS[k]]
+    return ", ".join(changed) or "the defaults of cellperf simulate"
+
+
+def _table(cells: list[dict], label: str, key: str) -> Item:
+    sources = max(len(c["simulated_kbps"]) for c in cells)
+    head = "".join(f"<th>source {i + 1}</th>" for i in range(sources))
+    body = []
+    for c in cells:
+        rate = f"{c['transitions_per_s']:g}" if c["transitions_per_s"] is not None else html.escape(c["channel"])
+        values = []
+        for i, (s, sd) in enumerate(zip(c["simulated_kbps"], c["sd_kbps"])):
+            text = f"{s:.1f}" + (f" ± {sd:.1f}" if c["runs"] > 1 else "")
+            if c["paper_kbps"]:
+                p = c["paper_kbps"][i]
+                text += f" / {p:.2f} ({(s / p - 1) * 100:+.0f} %)"
+            values.append(text)
+        cells_html = [html.escape(c["test"]), c["scheduler"].upper(), rate, str(c["runs"]), *values]
+        body.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells_html) + "</tr>")
+    table = (f"<table><thead><tr><th>test</th><th>scheduler</th><th>transitions/s</th><th>runs</th>{head}</tr></thead>"
+             f"<tbody>{''.join(body)}</tbody></table>")
+    return Item(key, "TCP throughput per source (001 Tables 2 and 3)",
+                f"Goodput per source, kbit/s: mean ± standard deviation over the runs (seeds); where the cell is seed "
+                f"001's scenario (Table 1: 3 sources, 1 Mb/s / 100 kb/s two-state channel, 2 wired hops of 100 Mb/s "
+                f"and 10 ms, Reno, 2000-bit packets, ssthresh 16), simulated / paper (Table 2 PF, Table 3 RR; 001 ran "
+                f"1000 s). Scenario: {label}.", table_html=table)
+
+
+def _windows(store: Store, cells: list[dict]) -> dict:
+    """Figs. 5 and 6: the first run of the slowest and of the fastest transition rate (of PF
+    where the set has PF at that rate, as 001 draws)."""
+    rated = [c for c in cells if c["transitions_per_s"] is not None]
+    if not rated or not _has_view(store, "sim_cwnd"):
+        return {}
+    slow = min(rated, key=lambda c: (c["transitions_per_s"], c["scheduler"] != "pf"))
+    fast = min(rated, key=lambda c: (-c["transitions_per_s"], c["scheduler"] != "pf"))
+    out = {}
+    for fig, c in {"fig5": slow, "fig6": fast}.items():
+        if fig == "fig6" and c is slow:
+            break
+        run_id, _, seed = min(c["source"]["runs"], key=lambda r: r[1])
+        cwnd = store.frame('SELECT time_s, "user", cwnd FROM sim_cwnd WHERE run_id = ? AND time_s <= ? '
+                           'ORDER BY "user", time_s', [run_id, WINDOW_SECONDS])
+        if cwnd.height:
+            out[fig] = {"scheduler": c["scheduler"], "transitions_per_s": c["transitions_per_s"], "seed": seed,
+                        "cwnd": cwnd}
+    return out
+
+
+def seed001_section(store: Store) -> list[Item]:
+    """Per set of simulated tests: the Tables 2/3-style table, Figs. 5 and 6, Fig. 7."""
+    from cellperf.simulate.seed001 import figure_items
+
+    items = []
+    sets = _sets(store)
+    for k, s in enumerate(sets, start=1):
+        suffix = "" if k == 1 else f"-set{k}"
+        note = "" if len(sets) == 1 else f" — set {k}"
+        cells = _cells(s["tests"])
+        items.append(_table(cells, _label(s["options"]), f"seed001-table{suffix}"))
+        if note:
+            items[-1].title += note
+        items += figure_items({"cells": cells, "windows": _windows(store, cells)}, WINDOW_SECONDS, suffix, note)
+    return items
