@@ -180,6 +180,32 @@ def test_tcp_bulk_and_window_sweep(server):
     assert doc["bdp"]["bdp_bytes"] > 0 and doc["bdp"]["rwin_bdp_bytes"] % doc["bdp"]["mss"] == 0
 
 
+def test_what_the_kernel_refuses_is_one_line_before_connecting_or_from_the_server(server):
+    """The agents' kernel rules (plan::KERNEL_RULES): the probe refuses, before it connects, a
+    congestion control it would set (an upload) that this kernel lacks, an MSS outside
+    TCP_MAXSEG's bounds and a window over net.core.rmem_max; a download's congestion control
+    is the server's, which refuses it with the kernel's reason."""
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        have = f.read().split()
+    with open("/proc/sys/net/core/rmem_max") as f:
+        rmem = int(f.read())
+    if "vegas" in have:
+        pytest.skip("this kernel has vegas")
+    cases = [
+        (("-t", "tcp-bulk", "--congestion", "vegas"), "--congestion: 'vegas' is not available in this kernel "
+         f"(net.ipv4.tcp_available_congestion_control: {' '.join(have)})"),
+        (("-t", "tcp-bulk", "--mss", "32768"), "--mss: 32768 B outside 88..32767 (the kernel's TCP_MAXSEG bounds)"),
+        (("-t", "window-sweep", "--windows", f"16K,{rmem + 1}"), f"--windows: {rmem + 1} B is over net.core.rmem_max "
+         f"= {rmem}: the kernel caps the socket buffer there (raise the sysctl or take a smaller window)"),
+    ]
+    for args, line in cases:
+        r = server.probe(*args)
+        assert r.returncode == 1 and r.stderr.strip().splitlines() == [f"cellperf: error: {line}"], (args, r.stderr)
+    r = server.probe("-t", "tcp-bulk", "--direction", "down", "--congestion", "vegas", "--duration", "1")
+    (line,) = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and 'congestion control "vegas" not available' in line, line
+
+
 def test_bad_token_is_rejected(server, tmp_path):
     bad = tmp_path / "bad"
     bad.write_text("guess")

@@ -262,3 +262,77 @@ def test_rwin_bdp_per_mss_rounds_to_whole_segments():
     assert b["up_bdp"] == pytest.approx(1980.0) and b["down_bdp"] == pytest.approx(9500.0)
     assert b["up"] == 1460 and b["down"] == 7 * 1460  # 1.36 → 1 segment, 6.51 → 7 segments
     assert rwin_bdp(200.0, 100, 80e3, 400e3, 88)["up"] == 23 * 88  # 1980 / 88 = 22.5: halves round up
+
+
+PROC = "/proc/sys/net"
+
+
+def _available() -> list[str]:
+    with open(f"{PROC}/ipv4/tcp_available_congestion_control") as f:
+        return f.read().split()
+
+
+def _rmem_max() -> int:
+    with open(f"{PROC}/core/rmem_max") as f:
+        return int(f.read())
+
+
+def test_options_the_kernel_refuses_are_one_line_in_run_check(tmp_path):
+    """The agents' kernel rules (plan::KERNEL_RULES) through `run --check`: a congestion
+    control this kernel lacks (plain, in a group member, in a network's override), an MSS
+    outside TCP_MAXSEG's bounds, a window in a grid over net.core.rmem_max; one line naming
+    the place, exit 1, nothing on stdout."""
+    if "vegas" in _available():
+        pytest.skip("this kernel has vegas")
+    have = " ".join(_available())
+    over = _rmem_max() + 1024
+    cases = [
+        (one_test("tcp-bulk", 'direction = "down"\ncongestion = "vegas"'), ":9: tests[0].congestion: 'vegas' is not "
+         f"available in this kernel (net.ipv4.tcp_available_congestion_control: {have})"),
+        (one_test("tcp-bulk", "mss = 40000"), ":8: tests[0].mss: 40000 B outside 88..32767 (the kernel's TCP_MAXSEG "
+         "bounds)"),
+        (one_test("window-sweep", f'windows = ["16K", "{over // 1024}K"]'), f":8: tests[0].windows: {over} B is over "
+         f"net.core.rmem_max = {_rmem_max()}: the kernel caps the socket buffer there (raise the sysctl or take a "
+         "smaller window)"),
+        (one_test("tcp-bulk", f'name = "w"\nsweep = {{ window = ["64K", "{over // 1024}K"] }}'),
+         f":9: tests[0].sweep.window: {over} B is over net.core.rmem_max"),
+        (one_test("group", '[[tests.members]]\ntype = "tcp-bulk"\n[[tests.members]]\ntype = "tcp-bulk"\n'
+                  'direction = "down"\ncongestion = "vegas"'), ":13: tests[0].members[1].congestion: 'vegas' is not"),
+        (one_test("tcp-bulk", 'name = "dl"\ndirection = "down"').replace(
+            'profile = "umts"', 'profile = "umts"\n[networks.tests]\ndl = { congestion = "vegas" }'),
+         ":7: networks[0].tests.dl.congestion: 'vegas' is not available"),
+    ]
+    for text, message in cases:
+        p = write(tmp_path, text)
+        r = cellperf("run", str(p), "--check", check=False)
+        assert r.returncode == 1 and r.stdout == "", (text, r.stdout, r.stderr)
+        assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr, r.stderr
+        assert f"{p}{message}" in r.stderr, (r.stderr, message)
+    ok = write(tmp_path, one_test("tcp-bulk", f'congestion = "{_available()[0]}"\nmss = 32767\nwindow = "{_rmem_max()}"'))
+    assert cellperf("run", str(ok), "--check").returncode == 0
+
+
+def test_on_a_real_network_only_the_mns_end_is_checked(tmp_path):
+    """On a real network this host is the MN: an upload's congestion control is its own and
+    is checked; a download's is the CN's (found when the run starts, recorded as failed)."""
+    if "vegas" in _available():
+        pytest.skip("this kernel has vegas")
+    (tmp_path / "token").write_text("x" * 32 + "\n")
+    real = """\
+        [campaign]
+        name = "r"
+        capture = false
+        [testbed]
+        kind = "real"
+        server = "192.0.2.1:5250"
+        token_file = "token"
+        [[networks]]
+        name = "n"
+        [[tests]]
+        type = "tcp-bulk"
+        direction = "{}"
+        congestion = "vegas"
+        """
+    assert len(load_campaign(write(tmp_path, real.format("down"))).runs) == 1
+    with pytest.raises(UserError, match=r"c.toml:13: tests\[0\].congestion: 'vegas' is not available in this kernel"):
+        load_campaign(write(tmp_path, real.format("up")))

@@ -54,9 +54,10 @@ window = "128K"
 type = "voip"
 
 [[tests]]
-name = "bad-cc"
-type = "tcp-bulk"
-congestion = "no-such-cc"
+name = "over-rate"
+type = "udp-cbr"
+direction = "down"
+rate = "2G"
 """
 
 
@@ -77,14 +78,14 @@ def e2e_store(tmp_path_factory):
 
 def test_campaign_end_to_end(e2e_store):
     out, proc = e2e_store
-    # Runs that fail (the bad-cc test) make exit status 3; the others are all done.
+    # Runs that fail (the over-rate test: over the server's --max-rate 1G) make exit status 3; the others are all done.
     assert proc.returncode == 3, proc.stderr
     with Store.open(out, read_only=True) as s:
         runs = s.frame("SELECT run_id, network, scenario, test, status, reason FROM runs")
         assert runs.height == 2 * 2 * 4
         failed = runs.filter(pl.col("status") == "failed")
-        assert sorted(failed["test"].unique()) == ["bad-cc"] and failed.height == 4
-        assert all("no-such-cc" in r for r in failed["reason"]), failed["reason"].to_list()
+        assert sorted(failed["test"].unique()) == ["over-rate"] and failed.height == 4
+        assert all("over the server's --max-rate" in r for r in failed["reason"]), failed["reason"].to_list()
         # Every good run has its own traffic analysed from both captures.
         data = s.frame("""SELECT r.run_id, r.test, count(f.flow_id) AS flows FROM runs r
                           LEFT JOIN flows f ON f.run_id = r.run_id AND f.role = 'data'
@@ -140,12 +141,12 @@ def test_json_summary_lists_failures(e2e_store):
     summary = json.loads(proc.stdout)
     assert summary["runs_total"] == 16 and summary["runs_done"] == 12
     assert sorted(r["run_id"] for r in summary["runs_failed"]) == sorted(
-        f"{n}.{s}.bad-cc.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
+        f"{n}.{s}.over-rate.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
 
 
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     text = CAMPAIGN.replace("parallel = 4", "parallel = 1").replace("duration = 4", "duration = 2").replace(
-        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[tests]]\nname = \"bad-cc\"")[0]
+        'scenarios = ["stationary", "mobile"]', 'scenarios = ["stationary"]').split("[[tests]]\nname = \"over-rate\"")[0]
     path = write_campaign(tmp_path, text)
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("cellperf")

@@ -208,3 +208,28 @@ def test_bad_real_testbed_fails_runs_with_the_reason_and_goes_on(bed, case):
     # Nothing keeps running: no tcpdump left in the MN namespace.
     left = subprocess.run(["ip", "netns", "pids", tb.mn], capture_output=True, text=True).stdout.split()
     assert left == [], left
+
+
+def test_a_congestion_control_the_cn_refuses_fails_its_run_and_the_campaign_goes_on(bed):
+    """`run --check` cannot know the CN's kernel: a download's congestion control is the
+    CN's, refused when the run starts; that run is recorded failed with the server's one-line
+    reason, and the next run is done."""
+    tb, folder, server, token = bed
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        if "vegas" in f.read().split():
+            pytest.skip("this kernel has vegas")
+    work = folder / "cc"
+    work.mkdir()
+    tests = ('\n[[tests]]\nname = "vegas"\ntype = "tcp-bulk"\ndirection = "down"\ncongestion = "vegas"\n'
+             '\n[[tests]]\ntype = "udp-cbr"\ndirection = "down"\nrate = "1M"\n')
+    path = campaign(work, server, cn_capture=None, token=token, radio=None, tests=tests, name="cc")
+    check = subprocess.run([CELLPERF, "run", str(path), "--check"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr  # this host (the MN) does not send the download
+    p = run_in_mn(tb, path, work / "out", timeout=120)
+    assert p.returncode == 3, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["runs_done"] == 1 and [r["run_id"] for r in summary["runs_failed"]] == ["veth.mobile.vegas.1"]
+    reason = summary["runs_failed"][0]["reason"]
+    assert "\n" not in reason and '"vegas" not available' in reason, reason
+    with Store.open(work / "out", read_only=True) as s:
+        assert sorted(s.frame("SELECT test, status FROM runs").rows()) == [("udp-cbr-down", "ok"), ("vegas", "failed")]

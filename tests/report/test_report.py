@@ -70,8 +70,9 @@ type = "voip"
 
 [[tests]]
 name = "refused"
-type = "tcp-bulk"
-congestion = "no-such-cc"
+type = "udp-cbr"
+direction = "down"
+rate = "2G"
 """
 
 

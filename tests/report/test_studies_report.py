@@ -42,9 +42,10 @@ def test_shares_jain_and_queue_of_a_runs_flows():
     assert "queue_bytes" not in _with_studies(flows, saturating=False).columns  # not a saturating test
 
 
-def _commit(s: Store, run_id: str, test_type: str, *, flows=None, result=None, options=None, tables=None):
-    row = run_row(run_id) | {"test": test_type, "test_type": test_type, "scenario": "stationary",
-                             "config": {"interval_s": 5.0, "options": options or {}}}
+def _commit(s: Store, run_id: str, test_type: str, *, flows=None, result=None, options=None, tables=None,
+            config=None, network="WiBro"):
+    row = run_row(run_id) | {"test": test_type, "test_type": test_type, "scenario": "stationary", "network": network,
+                             "config": {"interval_s": 5.0, "options": options or {}, **(config or {})}}
     if result is not None:
         row["result"] = result
     t = dict(tables or {})
@@ -109,3 +110,121 @@ def test_no_study_sections_without_their_rows(tmp_path):
         titles = [t for t, _ in collect_items(s)]
     assert "TCP studies" not in titles and "Path studies" not in titles
     assert json.dumps(titles)
+
+
+def _tcp(flow_id, direction, goodput, start_s=0.0, owd=None, **extra):
+    return {"flow_id": flow_id, "role": "data", "proto": "tcp", "direction": direction, "goodput_bps": goodput,
+            "start_s": start_s, "owd_mean_ms": owd, "owd_kind": "raw" if owd is not None else None, **extra}
+
+
+def test_throughput_and_delay_per_window_from_a_sweep_grid_and_window_sweep_steps(tmp_path):
+    """003 slides 17-20: a window's throughput and one-way delay over its runs (a campaign
+    grid's tcp-bulk runs) or window-sweep steps (each step's connection, in start order)."""
+    with Store.open(tmp_path, create=True) as s:
+        control = {"flow_id": 0, "role": "control", "proto": "tcp", "direction": "uplink", "goodput_bps": 9e6}
+        for run_id, window, goodput, owd, std in (("g16a", 16384, 1e6, 30.0, 3.0), ("g16b", 16384, 2e6, 50.0, 5.0),
+                                                   ("g128", 131072, 8e6, 100.0, 10.0)):
+            _commit(s, run_id, "tcp-bulk", options={"direction": "down", "window": window, "mss": 1460},
+                    result={"direction": "down"}, flows=[
+                control, _tcp(1, "downlink", goodput, owd=owd, owd_std_ms=std, owd_p95_ms=owd + 10),
+                _tcp(1, "uplink", 25.0, owd=120.0)])  # the probe's few bytes up: not the test's direction
+        _commit(s, "plain", "tcp-bulk", options={"direction": "down"}, result={"direction": "down"},
+                flows=[_tcp(1, "downlink", 5e6, owd=1.0)])
+        sweep = {"direction": "down", "sweep": [{"window_bytes": 16384, "mss": 536, "throughput_bps": 2.9e6},
+                           {"window_bytes": 65536, "mss": 536, "throughput_bps": 3.9e6}]}
+        # Steps' connections in the order they started (flow ids need not follow it).
+        _commit(s, "ws", "window-sweep", network="lab", result=sweep, options={"direction": "down", "duration": 5},
+                flows=[_tcp(4, "downlink", 4e6, start_s=6.0, owd=70.0, owd_std_ms=7.0, owd_p95_ms=90.0),
+                       _tcp(3, "downlink", 3e6, start_s=0.5, owd=20.0, owd_std_ms=2.0, owd_p95_ms=25.0),
+                       _tcp(3, "uplink", 30.0, start_s=0.5), _tcp(4, "uplink", 30.0, start_s=6.0)])
+        # A sweep whose captures do not split into its steps: the probe's throughput, no delay.
+        _commit(s, "ws2", "window-sweep", network="lab2", result=sweep, options={"direction": "down"},
+                flows=[_tcp(3, "downlink", 3e6, owd=20.0)])
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["window-sweep-table"].table_html
+    # 16 KB over two runs: 1.5 ± 0.707 Mbit/s, delay (30 + 50) / 2, std (3 + 5) / 2, p95 (40 + 60) / 2.
+    assert ("<td>WiBro</td><td>stationary</td><td>downlink</td><td>mss=1460</td><td>16</td><td>2</td><td>1500</td>"
+            "<td>707</td><td>40.0</td><td>4.0</td><td>50.0</td><td>raw</td>") in table
+    assert "<td>mss=1460</td><td>128</td><td>1</td><td>8000</td><td>–</td><td>100.0</td><td>10.0</td>" in table
+    assert "<td>lab</td><td>stationary</td><td>downlink</td><td>mss=536</td><td>16</td><td>1</td><td>3000</td>" in table
+    assert "<td>mss=536</td><td>16</td><td>1</td><td>3000</td><td>–</td><td>20.0</td><td>2.0</td><td>25.0</td>" in table
+    assert "<td>mss=536</td><td>64</td><td>1</td><td>4000</td><td>–</td><td>70.0</td><td>7.0</td><td>90.0</td>" in table
+    assert ("<td>lab2</td><td>stationary</td><td>downlink</td><td>mss=536</td><td>64</td><td>1</td><td>3900</td>"
+            "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>") in table
+    assert table.count("<tr>") == 1 + 6  # header; no row for the run without a window
+    fig = items["window-sweep"].figure
+    by = {(t.name, t.xaxis): t for t in fig.data}
+    grid = by[("WiBro stationary downlink mss=1460", "x")]
+    assert list(grid.x) == [16, 128] and list(grid.y) == [1500, 8000]
+    assert list(by[("WiBro stationary downlink mss=1460", "x2")].y) == [40.0, 100.0]
+    assert ("lab2 stationary downlink mss=536", "x2") not in by  # no delay to draw
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis2.type == "log"
+    written = export_figures([items["window-sweep"]], tmp_path / "figs")
+    assert {p.suffix for p in written} == {".png", ".pdf"}
+
+
+def _group(members):
+    return {"members": [[name, mtype, opts] for name, mtype, opts in members], "cell": None}
+
+
+def test_stream_delay_and_tcp_throughput_per_variant(tmp_path):
+    """002 Fig. 11: per TCP variant, the bulk download's throughput and the stream's delay."""
+    def stream(owd, std, p95, loss, goodput=9600.0):
+        return {"flow_id": 2, "role": "data", "proto": "udp", "direction": "downlink", "goodput_bps": goodput,
+                "owd_mean_ms": owd, "owd_std_ms": std, "owd_p95_ms": p95, "owd_kind": "raw", "loss_rate": loss,
+                "member": "stream"}
+
+    with Store.open(tmp_path, create=True) as s:
+        for run_id, cc, tput, owd in (("cubic1", "cubic", 1.4e6, 800.0), ("cubic2", "cubic", 1.6e6, 1000.0),
+                                      ("reno1", "reno", 1.2e6, 300.0)):
+            members = [("bulk", "tcp-bulk", {"direction": "down", "congestion": cc}),
+                       ("stream", "udp-cbr", {"direction": "down", "rate": 9600.0, "payload": 120})]
+            docs = {"bulk": {"direction": "down", "congestion": cc}, "stream": {"direction": "down"}}
+            _commit(s, run_id, "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+                _tcp(1, "downlink", tput, owd=50.0, member="bulk"), _tcp(1, "uplink", 30.0, member="bulk"),
+                stream(owd, owd / 10, owd * 1.5, 0.01),
+                {**stream(None, None, None, None, 100.0), "direction": "uplink", "flow_id": 3}])
+        # A VoIP stream (an echo: the MN receives the downlink half) beside a bbr download.
+        members = [("bulk", "tcp-bulk", {"direction": "down", "congestion": "bbr"}), ("voice", "voip", {})]
+        docs = {"bulk": {"direction": "down", "congestion": "bbr"}, "voice": {"direction": "echo"}}
+        _commit(s, "bbr1", "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+            _tcp(1, "downlink", 1.3e6, member="bulk"), {**stream(500.0, 50.0, 700.0, 0.0, 64e3), "member": "voice"},
+            {**stream(90.0, 9.0, 100.0, 0.0, 64e3), "direction": "uplink", "flow_id": 3, "member": "voice"}])
+        # Three downloads and no stream (002 §7.2): not this figure.
+        colo = [(cc, "tcp-bulk", {"direction": "down", "congestion": cc}) for cc in ("reno", "cubic", "bbr")]
+        _commit(s, "colo", "group", config=_group(colo),
+                flows=[_tcp(i, "downlink", 1e6, member=cc) for i, (cc, _, _) in enumerate(colo)])
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["stream-beside-tcp-table"].table_html
+    reno = "<td>WiBro</td><td>stationary</td><td>reno</td><td>1</td><td>1200</td><td>300.0 ± 30.0</td><td>450.0</td><td>1.00</td><td>raw</td>"
+    cubic = "<td>WiBro</td><td>stationary</td><td>cubic</td><td>2</td><td>1500</td><td>900.0 ± 90.0</td><td>1350.0</td><td>1.00</td><td>raw</td>"
+    bbr = "<td>WiBro</td><td>stationary</td><td>bbr</td><td>1</td><td>1300</td><td>500.0 ± 50.0</td><td>700.0</td><td>0.00</td>"
+    assert reno in table and cubic in table and bbr in table
+    assert table.index(reno) < table.index(bbr) < table.index(cubic)  # by the stream's delay
+    assert table.count("<tr>") == 4
+    bars, points = items["stream-beside-tcp"].figure.data
+    assert list(bars.x) == ["WiBro stationary reno", "WiBro stationary bbr", "WiBro stationary cubic"]
+    assert list(bars.y) == [1200, 1300, 1500]
+    assert list(points.y) == [300.0, 500.0, 900.0] and list(points.error_y.array) == [30.0, 50.0, 90.0]
+
+
+def test_tcp_flows_of_a_group_have_each_members_congestion_control_and_direction(tmp_path):
+    """002 §7.2's co-located downloads in one run: each member's flow with the congestion
+    control its probe reports; the probe's few bytes up a download's connection are no row."""
+    with Store.open(tmp_path, create=True) as s:
+        members = [(cc, "tcp-bulk", {"direction": "down", "congestion": cc}) for cc in ("reno", "cubic")]
+        docs = {cc: {"direction": "down", "congestion": cc} for cc in ("reno", "cubic")}
+        _commit(s, "colo", "group", config=_group(members), result={"test": "group", "members": docs}, flows=[
+            _tcp(1, "downlink", 3e6, owd=80.0, member="reno", share=0.75), _tcp(1, "uplink", 30.0, owd=5.0, member="reno"),
+            _tcp(2, "downlink", 1e6, owd=40.0, member="cubic", share=0.25), _tcp(2, "uplink", 30.0, owd=5.0, member="cubic")])
+        # A run without a probe document (imported captures): every flow stays.
+        _commit(s, "imported", "tcp-bulk", flows=[_tcp(1, "downlink", 2e6, owd=10.0), _tcp(1, "uplink", 40.0, owd=5.0)])
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["tcp-studies-table"].table_html
+    assert "<td>group</td><td>reno</td><td>downlink</td><td>3000</td>" in table
+    assert "<td>group</td><td>cubic</td><td>downlink</td><td>1000</td>" in table
+    assert "<td>tcp-bulk</td><td>–</td><td>uplink</td><td>0</td>" in table  # imported: kept
+    assert table.count("<td>uplink</td>") == 1 and table.count("<tr>") == 1 + 4

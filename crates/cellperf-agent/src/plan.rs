@@ -132,6 +132,149 @@ pub fn applies(name: &str, test: &str) -> bool {
         .any(|(o, tests)| *o == name && tests.contains(&test))
 }
 
+/// A rule of what this host's kernel takes for a TCP option ([`KERNEL_RULES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelRule {
+    /// One of the names a file under /proc/sys lists (space-separated).
+    Listed(&'static str),
+    /// A whole number within Linux's fixed bounds: (least, most, what the bounds are).
+    Within(u64, u64, &'static str),
+    /// A whole number of bytes at most a sysctl's value (the kernel caps it there, silently).
+    AtMostSysctl(&'static str),
+    /// The sysctl (path under /proc/sys) the campaign runner writes for the setting; it must exist.
+    Sysctl(&'static str),
+}
+
+/// What this host's kernel takes of the TCP options, by the options' CLI names (and the
+/// campaign runner's settings `sack` and `timestamps`): the ONE table behind the probe's
+/// check before it connects ([`kernel_check`]), the server's for what it applies at its end,
+/// `cellperf run --check` and the runner's sysctls (exported to Python by cellperf-py as
+/// `kernel_rules`, `kernel_refusal` and `probe_check`). `windows` and `mss-values` take the
+/// rule of one window or MSS per value.
+pub const KERNEL_RULES: &[(&str, KernelRule)] = &[
+    // setsockopt(TCP_CONGESTION) of a name the kernel lacks fails with ENOENT (modules that
+    // could load on demand are not counted: the list is what `sysctl` shows as available).
+    (
+        "congestion",
+        KernelRule::Listed("net/ipv4/tcp_available_congestion_control"),
+    ),
+    // setsockopt(TCP_MAXSEG) refuses values outside TCP_MIN_MSS..MAX_TCP_WINDOW (EINVAL).
+    (
+        "mss",
+        KernelRule::Within(88, 32_767, "TCP_MAXSEG takes 88..32767"),
+    ),
+    // SO_RCVBUF / SO_SNDBUF are capped at these without an error: the window would not be
+    // the one asked for.
+    ("window", KernelRule::AtMostSysctl("net/core/rmem_max")),
+    ("window", KernelRule::AtMostSysctl("net/core/wmem_max")),
+    ("sack", KernelRule::Sysctl("net/ipv4/tcp_sack")),
+    ("timestamps", KernelRule::Sysctl("net/ipv4/tcp_timestamps")),
+];
+
+/// Linux's bounds of an MSS, from [`KERNEL_RULES`].
+pub fn mss_bounds() -> (u64, u64) {
+    KERNEL_RULES
+        .iter()
+        .find_map(|(o, r)| match (o, r) {
+            (&"mss", KernelRule::Within(lo, hi, _)) => Some((*lo, *hi)),
+            _ => None,
+        })
+        .expect("KERNEL_RULES has the MSS bounds")
+}
+
+/// This host's /proc/sys.
+pub const PROC_SYS: &str = "/proc/sys";
+
+fn sysctl_name(path: &str) -> String {
+    path.replace('/', ".")
+}
+
+/// Why the kernel whose /proc/sys is `proc_sys` would refuse `value` for option `name`
+/// (after [`KERNEL_RULES`]), or None. A value that is no number for a numeric rule, or a file
+/// that cannot be read, is not judged here.
+pub fn kernel_refusal(proc_sys: &std::path::Path, name: &str, value: &str) -> Option<String> {
+    let name = match name {
+        "windows" => "window",
+        "mss-values" => "mss",
+        n => n,
+    };
+    let read = |path: &str| std::fs::read_to_string(proc_sys.join(path)).ok();
+    KERNEL_RULES
+        .iter()
+        .filter(|(o, _)| *o == name)
+        .find_map(|(_, rule)| match *rule {
+            KernelRule::Listed(path) => {
+                let list = read(path)?;
+                let names: Vec<&str> = list.split_whitespace().collect();
+                (!names.contains(&value)).then(|| {
+                    format!(
+                        "'{}' is not available in this kernel ({}: {})",
+                        value.escape_debug(),
+                        sysctl_name(path),
+                        names.join(" ")
+                    )
+                })
+            }
+            KernelRule::Within(lo, hi, what) => {
+                let v: u64 = value.parse().ok()?;
+                (!(lo..=hi).contains(&v)).then(|| format!("{v} B refused by the kernel ({what})"))
+            }
+            KernelRule::AtMostSysctl(path) => {
+                let v: u64 = value.parse().ok()?;
+                let most: u64 = read(path)?.trim().parse().ok()?;
+                (v > most).then(|| {
+                    format!(
+                        "{v} B is over {} = {most}: the kernel caps the socket buffer there \
+                         (raise the sysctl or take a smaller window)",
+                        sysctl_name(path)
+                    )
+                })
+            }
+            KernelRule::Sysctl(path) => (!proc_sys.join(path).exists())
+                .then(|| format!("this kernel has no {}", sysctl_name(path))),
+        })
+}
+
+/// The first option of `plan` that the kernel of `proc_sys` would refuse, as one line
+/// `--option: problem`: what the probe sets on its own sockets (window, MSS, and the
+/// congestion control of what it sends) and, with `both_ends` (the server runs on this
+/// kernel too, as on an emulated link), what the server sets (the congestion control of
+/// what it sends).
+pub fn kernel_check(
+    plan: &Plan,
+    both_ends: bool,
+    proc_sys: &std::path::Path,
+) -> Result<(), String> {
+    for s in &plan.steps {
+        let Step::Tcp(t) = &s.step else { continue };
+        let sends_here = matches!(t.direction, Direction::Up | Direction::Both);
+        let window = if matches!(s.label, StepLabel::Window(_)) {
+            "windows"
+        } else {
+            "window"
+        };
+        let mss = if matches!(s.label, StepLabel::Mss(_)) {
+            "mss-values"
+        } else {
+            "mss"
+        };
+        let checks = [
+            (
+                "congestion",
+                t.congestion.clone().filter(|_| sends_here || both_ends),
+            ),
+            (window, t.window_bytes.map(|w| w.to_string())),
+            (mss, t.mss.map(|m| m.to_string())),
+        ];
+        for (name, value) in checks {
+            if let Some(why) = value.and_then(|v| kernel_refusal(proc_sys, name, &v)) {
+                return Err(format!("--{name}: {why}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn given(o: &Options) -> Vec<&'static str> {
     let mut v = Vec::new();
     let mut add = |cond: bool, name: &'static str| {
@@ -305,8 +448,11 @@ fn tcp_spec(
         }
     }
     if let Some(m) = mss {
-        if !(88..=65_495).contains(&m) {
-            return Err(format!("--mss: {m} B outside 88..65495"));
+        let (lo, hi) = mss_bounds();
+        if !(lo..=hi).contains(&(m as u64)) {
+            return Err(format!(
+                "--mss: {m} B outside {lo}..{hi} (the kernel's TCP_MAXSEG bounds)"
+            ));
         }
     }
     if o.bytes == Some(0) {
@@ -822,5 +968,131 @@ mod tests {
                 .duration_s,
             Some(2.5)
         );
+    }
+
+    /// The kernel's rules on a crafted /proc/sys: a congestion control it lacks, an MSS
+    /// outside TCP_MAXSEG's bounds, a window over rmem_max, a sysctl it does not have; and
+    /// which end's kernel the plan's congestion control concerns.
+    #[test]
+    fn kernel_rules_refuse_what_the_kernel_would() {
+        let dir = std::env::temp_dir().join(format!("cellperf-proc-sys-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("net/ipv4")).unwrap();
+        std::fs::create_dir_all(dir.join("net/core")).unwrap();
+        let write = |p: &str, v: &str| std::fs::write(dir.join(p), v).unwrap();
+        write(
+            "net/ipv4/tcp_available_congestion_control",
+            "reno bbr cubic\n",
+        );
+        write("net/core/rmem_max", "4194304\n");
+        write("net/core/wmem_max", "8388608\n");
+        write("net/ipv4/tcp_sack", "1\n");
+        let r = |o: &str, v: &str| kernel_refusal(&dir, o, v);
+        assert_eq!(
+            r("congestion", "vegas").as_deref(),
+            Some("'vegas' is not available in this kernel (net.ipv4.tcp_available_congestion_control: reno bbr cubic)")
+        );
+        assert_eq!(r("congestion", "bbr"), None);
+        assert_eq!(r("window", "4194304"), None);
+        let over =
+            "4194305 B is over net.core.rmem_max = 4194304: the kernel caps the socket buffer \
+                    there (raise the sysctl or take a smaller window)";
+        assert_eq!(r("windows", "4194305").as_deref(), Some(over));
+        assert_eq!(r("mss", "88"), None);
+        assert_eq!(r("mss", "32767"), None);
+        assert_eq!(
+            r("mss-values", "32768").as_deref(),
+            Some("32768 B refused by the kernel (TCP_MAXSEG takes 88..32767)")
+        );
+        assert_eq!(r("sack", "true"), None);
+        assert_eq!(
+            r("timestamps", "false").as_deref(),
+            Some("this kernel has no net.ipv4.tcp_timestamps")
+        );
+        assert_eq!(r("rate", "1"), None); // no rule
+
+        let tcp = |direction: &str, cc: &str| {
+            plan(
+                "tcp-bulk",
+                &Options {
+                    direction: Some(direction.into()),
+                    congestion: Some(cc.into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        // A download's congestion control is the server's: another kernel unless both ends
+        // are this one (an emulated link).
+        assert_eq!(kernel_check(&tcp("down", "vegas"), false, &dir), Ok(()));
+        let refused = "--congestion: 'vegas' is not available in this kernel \
+                       (net.ipv4.tcp_available_congestion_control: reno bbr cubic)";
+        assert_eq!(
+            kernel_check(&tcp("down", "vegas"), true, &dir).unwrap_err(),
+            refused
+        );
+        assert_eq!(
+            kernel_check(&tcp("up", "vegas"), false, &dir).unwrap_err(),
+            refused
+        );
+        assert_eq!(
+            kernel_check(&tcp("both", "vegas"), false, &dir).unwrap_err(),
+            refused
+        );
+        assert_eq!(kernel_check(&tcp("up", "cubic"), true, &dir), Ok(()));
+        let ws = plan(
+            "window-sweep",
+            &Options {
+                windows: Some(vec![65536, 4194305]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            kernel_check(&ws, false, &dir).unwrap_err(),
+            format!("--windows: {over}")
+        );
+        // An MSS the kernel refuses is refused by the plan itself (fixed bounds).
+        let e = plan(
+            "tcp-bulk",
+            &Options {
+                mss: Some(40_000),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "--mss: 40000 B outside 88..32767 (the kernel's TCP_MAXSEG bounds)"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The rules agree with this host's kernel: setsockopt takes the MSS bounds and refuses
+    /// one past them, and takes every congestion control the list names and none other.
+    #[test]
+    fn kernel_rules_agree_with_setsockopt_here() {
+        let proc_sys = std::path::Path::new(PROC_SYS);
+        let sock =
+            || socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let (lo, hi) = mss_bounds();
+        for (v, ok) in [(lo, true), (hi, true), (lo - 1, false), (hi + 1, false)] {
+            assert_eq!(sock().set_mss(v as u32).is_ok(), ok, "MSS {v}");
+            assert_eq!(
+                kernel_refusal(proc_sys, "mss", &v.to_string()).is_none(),
+                ok,
+                "MSS {v}"
+            );
+        }
+        let listed =
+            std::fs::read_to_string(proc_sys.join("net/ipv4/tcp_available_congestion_control"))
+                .unwrap();
+        for cc in listed.split_whitespace().chain(["nosuchcc"]) {
+            let ok = sock().set_tcp_congestion(cc.as_bytes()).is_ok();
+            assert_eq!(
+                kernel_refusal(proc_sys, "congestion", cc).is_none(),
+                ok,
+                "{cc}"
+            );
+        }
     }
 }

@@ -962,10 +962,16 @@ pub fn validate_tcp(spec: &TcpSpec, cfg: &ServerConfig) -> Result<(), String> {
         if !(2048..=64 << 20).contains(&w) {
             return Err(format!("window {w} B outside 2 KiB..64 MiB"));
         }
+        // Applied to the server's sockets too: its kernel's cap (plan::KERNEL_RULES).
+        let proc_sys = std::path::Path::new(crate::plan::PROC_SYS);
+        if let Some(why) = crate::plan::kernel_refusal(proc_sys, "window", &w.to_string()) {
+            return Err(format!("window: {why}"));
+        }
     }
     if let Some(m) = spec.mss {
-        if !(88..=65_495).contains(&m) {
-            return Err(format!("MSS {m} B outside 88..65495"));
+        let (lo, hi) = crate::plan::mss_bounds();
+        if !(lo..=hi).contains(&(m as u64)) {
+            return Err(format!("MSS {m} B outside {lo}..{hi}"));
         }
     }
     if let Some(cc) = &spec.congestion {

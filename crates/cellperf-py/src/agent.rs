@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use arrow::pyarrow::ToPyArrow;
 use cellperf_agent::keys;
 use cellperf_agent::media::{self, MediaServer, StreamRequest, Transport};
-use cellperf_agent::plan::{plan, Options};
+use cellperf_agent::plan::{kernel_check, plan, KernelRule, Options, KERNEL_RULES, PROC_SYS};
 use cellperf_agent::server::{Server, ServerConfig};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -27,6 +27,8 @@ fn agent_probe(
 ) -> PyResult<(String, Option<Py<PyAny>>, Option<Py<PyAny>>, Option<String>)> {
     let opts = Options::from_json(&options_json).map_err(AgentError::new_err)?;
     let plan = plan(&test, &opts).map_err(AgentError::new_err)?;
+    // What this host's kernel would refuse of the options the probe applies, before connecting.
+    kernel_check(&plan, false, std::path::Path::new(PROC_SYS)).map_err(AgentError::new_err)?;
     let run = py.detach(|| {
         cellperf_agent::probe::run(&server, &token, &plan, &mut |p| {
             Python::attach(|py| {
@@ -223,8 +225,47 @@ fn probe_option_tests() -> Vec<(&'static str, Vec<&'static str>)> {
         .collect()
 }
 
+/// The kernel's rules of the TCP options, `[(option, kind, argument)]`
+/// (cellperf_agent::plan::KERNEL_RULES; kind `listed`, `within`, `at-most-sysctl` or `sysctl`,
+/// argument the /proc/sys path or the bounds `LO..HI`).
+#[pyfunction]
+fn kernel_rules() -> Vec<(&'static str, &'static str, String)> {
+    KERNEL_RULES
+        .iter()
+        .map(|(o, r)| match *r {
+            KernelRule::Listed(p) => (*o, "listed", p.to_string()),
+            KernelRule::Within(lo, hi, _) => (*o, "within", format!("{lo}..{hi}")),
+            KernelRule::AtMostSysctl(p) => (*o, "at-most-sysctl", p.to_string()),
+            KernelRule::Sysctl(p) => (*o, "sysctl", p.to_string()),
+        })
+        .collect()
+}
+
+/// Why this host's kernel would refuse `value` for `option` (KERNEL_RULES), or None.
+#[pyfunction]
+#[pyo3(signature = (option, value, proc_sys = None))]
+fn kernel_refusal(option: &str, value: &str, proc_sys: Option<PathBuf>) -> Option<String> {
+    cellperf_agent::plan::kernel_refusal(&proc_sys.unwrap_or_else(|| PROC_SYS.into()), option, value)
+}
+
+/// The probe's plan of `test` with `options_json` checked as the probe checks it, and then
+/// against this host's kernel (with `both_ends`, the server's end too): the first problem as
+/// one line `--option: problem`, or None. For `cellperf run --check`.
+#[pyfunction]
+#[pyo3(signature = (test, options_json, both_ends, proc_sys = None))]
+fn probe_check(test: &str, options_json: &str, both_ends: bool, proc_sys: Option<PathBuf>) -> Option<String> {
+    let p = match Options::from_json(options_json).and_then(|o| plan(test, &o)) {
+        Ok(p) => p,
+        Err(e) => return Some(e),
+    };
+    kernel_check(&p, both_ends, &proc_sys.unwrap_or_else(|| PROC_SYS.into())).err()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_option_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_rules, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_refusal, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_check, m)?)?;
     m.add("AgentError", m.py().get_type::<AgentError>())?;
     m.add_function(wrap_pyfunction!(agent_probe, m)?)?;
     m.add_function(wrap_pyfunction!(agent_serve, m)?)?;

@@ -31,7 +31,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-_SYSCTL = {"sack": "net/ipv4/tcp_sack", "timestamps": "net/ipv4/tcp_timestamps"}
+from cellperf import _native
+
+#: The sysctl of each setting, from the agents' one table of kernel rules (plan::KERNEL_RULES).
+_SYSCTL = {option: path for option, kind, path in _native.kernel_rules() if kind == "sysctl"}
 
 
 class SettingError(Exception):

@@ -610,7 +610,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         variants = [(label, options)]
         if "sweep" in t:
             variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
+        for m_index, m in enumerate(members):
+            _kernel(c, where + ("members", m_index), m.type, m.options, kind)
         for name, opts in variants:
+            _kernel(c, where, ttype, opts, kind, sweep_keys=set(t.get("sweep") or ()))
             if any(x.name == name for x in tests):
                 c.fail(where + ("name",) if "name" in t else where, f"test name '{name}' is used twice; give each a distinct name")
             tests.append(TestSpec(name, ttype, opts, members, cell))
@@ -674,6 +677,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             w = where + ("tests", tname)
             c.table(opts, w, set(TEST_OPTIONS))
             overrides[tname] = _test_options(c, w, by_name[tname].type, opts)
+            _kernel(c, w, by_name[tname].type, {**by_name[tname].options, **overrides[tname]}, kind)
         mechanisms = c.value(n, where, "radio_mechanisms", _bool, default=True)
         if not mechanisms and kind != "emulated":
             c.fail(where + ("radio_mechanisms",), "is for the emulated testbed (a real network has its own)")
@@ -785,6 +789,40 @@ def _test_options(c: _Checker, where: tuple, ttype: str, opts: dict) -> dict:
             c.fail(where + (key,), f"does not apply to test type {ttype} (only {', '.join(applicable_types(key)) or 'none'})")
         out[key] = c.value(opts, where, key, TEST_OPTIONS[key][1])
     return out
+
+
+#: Campaign keys whose probe option (JSON) is named otherwise.
+_PROBE_JSON = {"rate": "rate_bps", "duration": "duration_s", "interval": "interval_s", "timeout": "timeout_s"}
+
+
+def _kernel(c: _Checker, where: tuple, ttype: str, options: dict, testbed: str, sweep_keys: set = frozenset()) -> None:
+    """Refuses what the probe's own plan or this host's kernel would refuse of a test's options
+    (the rules of crate cellperf-agent: plan::plan and plan::KERNEL_RULES, the ones the probe
+    applies before it connects): a congestion control the kernel lacks, an MSS outside
+    TCP_MAXSEG's bounds, a window over net.core.rmem_max, a sysctl it does not have. On the
+    emulated testbed both ends are this kernel; on a real network only the MN's end is (the
+    CN's congestion control of a download is the CN's, found at run time)."""
+    from cellperf import _native
+
+    def at(key: str) -> tuple:
+        return where + (("sweep", key) if key in sweep_keys else (key,))
+
+    for key in TCP_SETTINGS:
+        if key in options:
+            why = _native.kernel_refusal(key, json.dumps(options[key]))
+            if why:
+                c.fail(at(key), why)
+    if ttype not in TESTS:
+        return
+    probe = {_PROBE_JSON.get(k, k): v for k, v in options.items()
+             if k in TEST_OPTIONS and TEST_OPTIONS[k][0] is not None and option_applies(k, ttype)}
+    problem = _native.probe_check(ttype, json.dumps(probe), testbed == "emulated")
+    if problem:
+        flag, _, why = problem.partition(": ")
+        key = flag.removeprefix("--").replace("-", "_")
+        if key in options and why:
+            c.fail(at(key), why)
+        c.fail(where, problem)
 
 
 #: The grid keys of a sweep take lists; each combination is one test `NAME-KEYVALUE-...`.

@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("campaign_file", metavar="CAMPAIGN_FILE", type=file_path(Path), help="The campaign (TOML).")
     parser.add_argument("--out", dest="out_dir", metavar="DIR", type=folder_path(Path),
                         help="Results folder (default: the campaign's name). Run again with the same folder to resume.")
-    parser.add_argument("--check", action="store_true", help="Validate the campaign file and list its runs; run nothing.")
+    parser.add_argument("--check", action="store_true", help="Validate the campaign file (also against this host's kernel: congestion controls, MSS, windows) and list its runs; run nothing.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the summary as one JSON document.")
 
 

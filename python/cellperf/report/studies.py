@@ -1,7 +1,8 @@
 """The report's sections for the TCP and path studies of seeds 002 §7, 003 and 004 §IV, from
 the store alone: each TCP flow's channel utilisation, excess one-way delay, share and Jain's
-index per congestion control (002 Figs. 7-10); the queue-size estimate beside the min-delay
-probe's least OWD and TCP throughput vs window (003 slides 14-18); RTT vs ping size with its
+index per congestion control (002 Figs. 7-10); a low-rate stream's delay beside bulk TCP per
+TCP variant (002 Fig. 11); the queue-size estimate beside the min-delay probe's least OWD and
+TCP throughput and one-way delay vs window (003 slides 14-20); RTT vs ping size with its
 fit, UDP throughput vs payload size, every gap and delay period and the packet inter-arrival
 timeline (004 Figs. 1, 3-4, Table I).
 """
@@ -12,6 +13,7 @@ import json
 
 import plotly.graph_objects as go
 import polars as pl
+from plotly.subplots import make_subplots
 
 from cellperf.report.figures import Item, _has_view, _layout
 from cellperf.report.web import _table
@@ -22,10 +24,39 @@ def _f(v, spec: str = ".1f") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, str], mean: pl.Series,
+                    std: pl.Series, delay_names: tuple[str, str], x_title: str) -> go.Figure:
+    """Bars on the left axis and a delay (mean ± std markers) on the right, per label;
+    `*_names` = (legend name, axis title). Either is left out when it has no value."""
+    fig = go.Figure()
+    if bars.is_not_null().any():
+        fig.add_trace(go.Bar(x=labels, y=bars.to_list(), name=bar_names[0], yaxis="y"))
+    if mean.is_not_null().any():
+        fig.add_trace(go.Scatter(x=labels, y=mean.to_list(), mode="markers", name=delay_names[0], yaxis="y2",
+                                 error_y=dict(type="data", array=std.fill_null(0).to_list())))
+    fig.update_layout(yaxis=dict(title=bar_names[1], rangemode="tozero"),
+                      yaxis2=dict(title=delay_names[1], overlaying="y", side="right", rangemode="tozero"),
+                      xaxis_title=x_title)
+    return fig
+
+
+#: A probe result's `direction` → the flows' directions of its data.
+_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
+               "echo": ("uplink", "downlink")}
+
+def _probe_doc(result, member: str | None) -> dict:
+    """The probe document of a run's test (its `result`), or of a group's `member`."""
+    doc = json.loads(result) if isinstance(result, str) else result or {}
+    return (doc.get("members") or {}).get(member) or {} if member else doc
+
+
 def tcp_flows(store: Store) -> list[Item]:
-    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow."""
+    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow, in the
+    direction(s) its probe ran (a download's data connection also carries the probe's few
+    bytes up: not a flow of the study), with the congestion control the probe reports (a
+    group member's own), else the one the campaign asked for."""
     df = store.frame("""
-        SELECT r.network, r.scenario, r.test, r.run_id, f.flow_id, f.direction,
+        SELECT r.network, r.scenario, r.test, r.run_id, f.flow_id, f.direction, f.member, r.result,
                coalesce(json_extract_string(r.config, '$.options.congestion'), '–') AS congestion,
                f.goodput_bps, f.utilisation, f.mean_capacity_bps, f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms,
                f.owd_kind, f.share, f.jain
@@ -33,6 +64,12 @@ def tcp_flows(store: Store) -> list[Item]:
         WHERE r.status = 'ok' AND f.proto = 'tcp' AND f.role = 'data' AND f.goodput_bps > 0
           AND (f.owd_mean_ms IS NOT NULL OR f.utilisation IS NOT NULL)
         ORDER BY r.network, r.scenario, r.test, r.run_id, f.flow_id""")
+    keep, congestion = [], []
+    for r in df.iter_rows(named=True):
+        doc = _probe_doc(r["result"], r["member"])
+        keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
+        congestion.append(doc.get("congestion") or r["congestion"])
+    df = df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
     if df.height == 0:
         return []
     rows = [[r["network"], r["scenario"], r["test"], r["congestion"], r["direction"],
@@ -51,18 +88,81 @@ def tcp_flows(store: Store) -> list[Item]:
                                      "utilisation", "capacity kbit/s", "OWD mean ± std ms", "OWD p95 ms", "OWD kind",
                                      "share %", "Jain"], rows))]
     labels = [f"{r['network']} {r['scenario']} {r['congestion']} #{r['flow_id']}" for r in df.iter_rows(named=True)]
-    fig = go.Figure()
-    if df["utilisation"].is_not_null().any():
-        fig.add_trace(go.Bar(x=labels, y=df["utilisation"], name="utilisation", yaxis="y"))
-    if df["owd_mean_ms"].is_not_null().any():
-        fig.add_trace(go.Scatter(x=labels, y=df["owd_mean_ms"], mode="markers", name="OWD mean (ms)", yaxis="y2",
-                                 error_y=dict(type="data", array=df["owd_std_ms"].fill_null(0).to_list())))
-    fig.update_layout(yaxis=dict(title="channel utilisation", rangemode="tozero"),
-                      yaxis2=dict(title="one-way delay (ms), mean ± std", overlaying="y", side="right",
-                                  rangemode="tozero"), xaxis_title="flow")
+    fig = _bars_and_delay(labels, df["utilisation"], ("utilisation", "channel utilisation"), df["owd_mean_ms"],
+                          df["owd_std_ms"], ("OWD mean (ms)", "one-way delay (ms), mean ± std"), "flow")
     items.append(Item("tcp-studies-figure", "Utilisation and excess delay per TCP flow",
                       "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation. "
                       "Seed 002 Figs. 7-10.", _layout(fig)))
+    return items
+
+
+#: Member types that are "the stream" of 002 §7.4 (a low-rate UDP flow beside bulk TCP).
+_STREAM_TYPES = ("udp-cbr", "voip", "sparse")
+
+
+def stream_beside_tcp(store: Store) -> list[Item]:
+    """002 §7.4, Fig. 11: in each group run of one bulk TCP download and one low-rate UDP
+    stream on the same link, the stream's one-way delay and the download's throughput, per
+    TCP variant (the bulk member's congestion control), over the repetitions."""
+    runs = store.frame("""
+        SELECT r.network, r.scenario, r.run_id, r.config, r.result, f.member, f.proto, f.direction, f.goodput_bps,
+               f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms, f.owd_kind, f.loss_rate
+        FROM runs r JOIN flows f USING (run_id)
+        WHERE r.status = 'ok' AND r.test_type = 'group' AND f.role = 'data' AND f.member IS NOT NULL""")
+    points = []
+    for (run_id,), g in runs.group_by(["run_id"], maintain_order=True):
+        first = g.row(0, named=True)
+        config = json.loads(first["config"]) if isinstance(first["config"], str) else first["config"] or {}
+        members = config.get("members") or []
+        bulk = [m for m in members if m[1] == "tcp-bulk"]
+        stream = [m for m in members if m[1] in _STREAM_TYPES]
+        if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
+            continue
+        (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
+        bulk_doc, stream_doc = _probe_doc(first["result"], bname), _probe_doc(first["result"], sname)
+        # Each member's direction(s) as its probe ran them (the stream's: the side the MN
+        # receives when it has two, as a VoIP echo's).
+        bulk_dirs = _DIRECTIONS.get(bulk_doc.get("direction"), ())
+        stream_dirs = _DIRECTIONS.get(stream_doc.get("direction"), ())
+        tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
+        udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
+                       & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
+        if tcp.height == 0 or udp.height != 1:
+            continue
+        u = udp.row(0, named=True)
+        points.append({"network": first["network"], "scenario": first["scenario"], "run_id": run_id,
+                       "variant": bulk_doc.get("congestion") or bopts.get("congestion") or "default",
+                       "tput": tcp["goodput_bps"].sum(),
+                       "owd": u["owd_mean_ms"], "owd_std": u["owd_std_ms"], "owd_p95": u["owd_p95_ms"],
+                       "kind": u["owd_kind"], "loss": u["loss_rate"]})
+    if not points:
+        return []
+    agg = (pl.DataFrame(points, infer_schema_length=None)
+           .group_by("network", "scenario", "variant", maintain_order=True)
+           .agg(runs=pl.len(), tput=pl.col("tput").mean(), owd=pl.col("owd").mean(), owd_std=pl.col("owd_std").mean(),
+                owd_p95=pl.col("owd_p95").mean(), loss=pl.col("loss").mean(),
+                kind=pl.col("kind").drop_nulls().unique().sort().str.join("/"))
+           .sort("network", "scenario", "owd", nulls_last=True))
+    rows = [[r["network"], r["scenario"], r["variant"], r["runs"], _f(r["tput"] / 1e3, ".0f"),
+             f"{_f(r['owd'])} ± {_f(r['owd_std'])}", _f(r["owd_p95"]),
+             _f(None if r["loss"] is None else 100 * r["loss"], ".2f"), r["kind"] or "–"]
+            for r in agg.iter_rows(named=True)]
+    items = [Item("stream-beside-tcp-table", "A low-rate stream beside bulk TCP, per TCP variant",
+                  "Each run downloads with one TCP variant while a low-rate UDP stream arrives on the same link "
+                  "(one queue at the base station): the download's throughput and the stream's one-way delay "
+                  "(its packets' mean ± standard deviation and 95th percentile, averaged over the runs) and loss. "
+                  "Seed 002 §7.4, Fig. 11 (a 9.6 kbit/s stream beside a 250 MB download: least delay with Vegas, "
+                  "most with Cubic, Westwood about 90 % of Cubic's throughput).",
+                  table_html=_table(["network", "scenario", "TCP variant", "runs", "TCP throughput kbit/s",
+                                     "stream OWD mean ± std ms", "stream OWD p95 ms", "stream loss %", "OWD kind"],
+                                    rows))]
+    labels = [" ".join(x for x in (r["network"], r["scenario"], r["variant"])) for r in agg.iter_rows(named=True)]
+    fig = _bars_and_delay(labels, agg["tput"] / 1e3, ("TCP throughput (kbit/s)", "TCP throughput (kbit/s)"),
+                          agg["owd"], agg["owd_std"], ("stream delay (ms)", "stream one-way delay (ms), mean ± std"),
+                          "TCP variant")
+    items.append(Item("stream-beside-tcp", "Stream delay and TCP throughput per TCP variant",
+                      "Bars: the download's throughput; points: the stream's mean one-way delay with ± one standard "
+                      "deviation. Seed 002 Fig. 11.", _layout(fig)))
     return items
 
 
@@ -104,19 +204,120 @@ def _sweeps(store: Store, test_type: str) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
 
+#: The TCP settings other than the window that set a run apart (its trace in the window figures).
+_OTHER_SETTINGS = ("mss", "sack", "timestamps", "initcwnd", "initrwnd", "congestion", "streams")
+
+
+def _other(options: dict) -> str:
+    return ", ".join(f"{k}={str(options[k]).lower() if isinstance(options[k], bool) else options[k]}"
+                     for k in _OTHER_SETTINGS if options.get(k) is not None)
+
+
+def _window_points(store: Store) -> pl.DataFrame:
+    """One row per (run or window-sweep step, direction): the window, the other settings, the
+    TCP throughput (goodput of its data flows, from the captures) and the one-way delay of its
+    data (each flow's mean, std and p95 averaged over the step's streams).
+
+    A `tcp-bulk` run with a `window` (a campaign sweep grid) is one point. A `window-sweep`
+    run is one point per step: its steps run one after another, each on connections of its
+    own, so the run's data flows in the test's direction, in the order they started, are the
+    steps' (`streams` each); a run whose flows do not split that way keeps the probe's
+    throughput per step and no delay."""
+    cols = ["network", "scenario", "run_id", "direction", "window_bytes", "setting", "throughput_bps",
+            "owd_mean_ms", "owd_std_ms", "owd_p95_ms", "owd_kind"]
+    flows = store.frame("""
+        SELECT r.network, r.scenario, r.run_id, r.test_type, r.config, r.result, f.direction, f.start_s,
+               f.goodput_bps, f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms, f.owd_kind
+        FROM runs r LEFT JOIN flows f ON f.run_id = r.run_id AND f.role = 'data' AND f.proto = 'tcp'
+                                         AND f.goodput_bps > 0
+        WHERE r.status = 'ok' AND (r.test_type = 'window-sweep'
+              OR (r.test_type = 'tcp-bulk' AND json_extract(r.config, '$.options.window') IS NOT NULL))
+        ORDER BY r.run_id, f.direction, f.start_s, f.flow_id""")
+    rows = []
+    for (run_id,), g in flows.group_by(["run_id"], maintain_order=True):
+        first = g.row(0, named=True)
+        config = json.loads(first["config"]) if isinstance(first["config"], str) else first["config"] or {}
+        options = config.get("options") or {}
+        base = {"network": first["network"], "scenario": first["scenario"], "run_id": run_id}
+        data = g.filter(pl.col("direction").is_not_null())
+
+        def point(direction, window, setting, fl: pl.DataFrame, throughput=None):
+            rows.append({**base, "direction": direction, "window_bytes": window, "setting": setting,
+                         "throughput_bps": fl["goodput_bps"].sum() if throughput is None else throughput,
+                         **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
+                         "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
+
+        result = _probe_doc(first["result"], None)
+        # The test's direction(s) as the probe ran it (a download's data connection also
+        # carries the probe's few bytes up).
+        wanted = _DIRECTIONS.get(result.get("direction"), ())
+        if first["test_type"] == "tcp-bulk":
+            for (direction,), fl in data.filter(pl.col("direction").is_in(wanted)).group_by(["direction"],
+                                                                                           maintain_order=True):
+                point(direction, options["window"], _other(options), fl)
+            continue
+        steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
+        want = wanted[0] if len(wanted) == 1 else "downlink"
+        mine = data.filter(pl.col("direction") == want)
+        streams = options.get("streams", 1)
+        split = mine.height == len(steps) * streams
+        for k, step in enumerate(steps):
+            setting = _other({**options, "mss": step.get("mss") or options.get("mss")})
+            if split:
+                point(want, step["window_bytes"], setting, mine.slice(k * streams, streams))
+            else:
+                point(want, step["window_bytes"], setting, mine.clear(), throughput=step.get("throughput_bps"))
+    return pl.DataFrame(rows, schema_overrides={"window_bytes": pl.Int64, "throughput_bps": pl.Float64,
+                                                "owd_mean_ms": pl.Float64, "owd_std_ms": pl.Float64,
+                                                "owd_p95_ms": pl.Float64, "owd_kind": pl.Utf8},
+                        infer_schema_length=None) if rows else pl.DataFrame(schema=cols)
+
+
 def window_sweep(store: Store) -> list[Item]:
-    """003 slides 17-18: TCP throughput vs receive window."""
-    df = _sweeps(store, "window-sweep")
-    if df.height == 0 or "window_bytes" not in df.columns:
+    """003 slides 17-20 (and 004 Figs. 5-6): TCP throughput and one-way delay vs the window,
+    over the repetitions of each window, per network, scenario, direction and other settings."""
+    points = _window_points(store)
+    if points.height == 0 or points["window_bytes"].n_unique() < 2:
         return []
-    fig = go.Figure()
-    for (n, s), g in df.sort("window_bytes").group_by(["network", "scenario"], maintain_order=True):
-        g = g.group_by("window_bytes", maintain_order=True).agg(pl.col("throughput_bps").mean())
-        fig.add_trace(go.Scatter(x=g["window_bytes"] / 1024, y=g["throughput_bps"] / 1e3, mode="lines+markers",
-                                 name=f"{n} {s}"))
-    fig.update_layout(xaxis=dict(title="receive window (KB)", type="log"), yaxis_title="TCP throughput (kbit/s)")
-    return [Item("window-sweep", "TCP throughput vs window", "Mean over repetitions of each window's throughput. "
-                 "Seed 003 slides 17-18, 004 Figs. 5-6.", _layout(fig))]
+    agg = (points.group_by("network", "scenario", "direction", "setting", "window_bytes")
+           .agg(runs=pl.col("run_id").n_unique(), tput=pl.col("throughput_bps").mean(),
+                tput_std=pl.col("throughput_bps").std(), owd=pl.col("owd_mean_ms").mean(),
+                owd_std=pl.col("owd_std_ms").mean(), owd_p95=pl.col("owd_p95_ms").mean(),
+                kind=pl.col("owd_kind").drop_nulls().unique().sort().str.join("/"))
+           .sort("network", "scenario", "direction", "setting", "window_bytes"))
+    rows = [[r["network"], r["scenario"], r["direction"], r["setting"] or "–", f"{r['window_bytes'] / 1024:g}",
+             r["runs"], _f(r["tput"] / 1e3, ".0f"), _f(None if r["tput_std"] is None else r["tput_std"] / 1e3, ".0f"),
+             _f(r["owd"]), _f(r["owd_std"]), _f(r["owd_p95"]), r["kind"] or "–"] for r in agg.iter_rows(named=True)]
+    items = [Item("window-sweep-table", "TCP throughput and one-way delay per window",
+                  "Per receive/send window (both ends' socket buffers, the advertised window clamped to it): TCP "
+                  "throughput (goodput from the captures; mean and standard deviation over the runs or window-sweep "
+                  "steps of that window) and the one-way delay of the TCP data matched across the two captures "
+                  "(each flow's mean, standard deviation and 95th percentile, averaged over the runs; excess = OWD − "
+                  "the flow's minimum unless the clocks were synchronised). A window-sweep step without its own "
+                  "flows in the captures has the probe's throughput and no delay. Seed 003 slides 17-20 (WiBro: "
+                  "128 KB fills the link; the delay first falls, then grows with queueing), 004 Figs. 5-6.",
+                  table_html=_table(["network", "scenario", "direction", "other settings", "window KB", "runs",
+                                     "throughput kbit/s", "std kbit/s", "OWD mean ms", "OWD std ms", "OWD p95 ms",
+                                     "OWD kind"], rows))]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("TCP throughput", "one-way delay of the TCP data"))
+    for (n, s, d, setting), g in agg.group_by(["network", "scenario", "direction", "setting"], maintain_order=True):
+        name = " ".join(x for x in (n, s, d, setting) if x)
+        x = (g["window_bytes"] / 1024).to_list()
+        fig.add_trace(go.Scatter(x=x, y=(g["tput"] / 1e3).to_list(), mode="lines+markers", name=name, legendgroup=name,
+                                 error_y=dict(type="data", array=(g["tput_std"].fill_null(0) / 1e3).to_list())),
+                      row=1, col=1)
+        if g["owd"].is_not_null().any():
+            fig.add_trace(go.Scatter(x=x, y=g["owd"].to_list(), mode="lines+markers", name=name, legendgroup=name,
+                                     showlegend=False, error_y=dict(type="data", array=g["owd_std"].fill_null(0).to_list())),
+                          row=1, col=2)
+    fig.update_xaxes(title_text="window (KB)", type="log")
+    fig.update_yaxes(title_text="kbit/s", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="ms, mean ± std", rangemode="tozero", row=1, col=2)
+    items.append(Item("window-sweep", "TCP throughput and one-way delay vs window",
+                      "Left: mean TCP throughput per window with ± one standard deviation over the runs; right: the "
+                      "mean one-way delay of the TCP data with ± the flows' standard deviation. Seed 003 slides "
+                      "17-20, 004 Figs. 5-6.", _layout(fig)))
+    return items
 
 
 def ping_sizes(store: Store) -> list[Item]:
@@ -206,5 +407,5 @@ def gaps(store: Store) -> list[Item]:
     return items
 
 
-SECTIONS = (("TCP studies", (tcp_flows, window_sweep, queue_size)),
+SECTIONS = (("TCP studies", (tcp_flows, stream_beside_tcp, window_sweep, queue_size)),
             ("Path studies", (ping_sizes, udp_sizes, gaps)))
