@@ -111,6 +111,8 @@ def run_variant(label: str, mn: Path, cn: Path, skip_tshark: bool, repeat: int) 
     # Warm the page cache so every tool reads from memory, as the second reader would.
     for p in (mn, cn, half, mn_half):
         subprocess.run(["cat", str(p)], stdout=subprocess.DEVNULL, check=True)
+    # The cut copies were just written: their pages are written back first, not while timed.
+    os.sync()
     samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in runs}
     engine: dict[str, list[float]] = {"one capture": [], "two captures": []}
     for _ in range(repeat):
