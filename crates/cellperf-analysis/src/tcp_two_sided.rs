@@ -348,6 +348,78 @@ impl TcpPairing {
     }
 }
 
+/// Packets handed over per batch to [`PairingThread`].
+const BATCH: usize = 1024;
+
+/// One TCP packet for the pairing, as the reading thread hands it over.
+struct Handed {
+    at: SeenAt,
+    id: u32,
+    key: FlowKey,
+    rec: TcpRec,
+    sack: [(u32, u32); 4],
+    sack_len: u8,
+}
+
+/// [`TcpPairing`] on a thread of its own, so that pairing the two captures' copies (about
+/// half the work of a two-sided analysis) runs on the second core while the reading thread
+/// decodes and keeps each capture's one-sided state. Packets go over in batches of
+/// [`BATCH`] through a bounded channel (the reader waits when four batches are queued:
+/// memory stays bounded); the emptied batches come back to be filled again.
+pub struct PairingThread {
+    batch: Vec<Handed>,
+    to: std::sync::mpsc::SyncSender<Vec<Handed>>,
+    back: std::sync::mpsc::Receiver<Vec<Handed>>,
+    thread: std::thread::JoinHandle<Vec<Option<PairedResult>>>,
+}
+
+impl PairingThread {
+    pub fn start(mut pairing: TcpPairing) -> Self {
+        let (to, batches) = std::sync::mpsc::sync_channel::<Vec<Handed>>(4);
+        let (give_back, back) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            for mut batch in batches {
+                for h in &batch {
+                    pairing.push(h.at, h.id, &h.key, &h.rec, &h.sack[..h.sack_len as usize]);
+                }
+                batch.clear();
+                let _ = give_back.send(batch);
+            }
+            pairing.finish()
+        });
+        PairingThread { batch: Vec::with_capacity(BATCH), to, back, thread }
+    }
+
+    /// Hands over one packet (see [`TcpPairing::push`]).
+    #[inline]
+    pub fn push(&mut self, at: SeenAt, id: u32, key: &FlowKey, rec: &TcpRec, sack: &[(u32, u32)]) {
+        let mut blocks = [(0, 0); 4];
+        let n = sack.len().min(4);
+        blocks[..n].copy_from_slice(&sack[..n]);
+        self.batch.push(Handed { at, id, key: *key, rec: *rec, sack: blocks, sack_len: n as u8 });
+        if self.batch.len() >= BATCH {
+            self.hand_over();
+        }
+    }
+
+    fn hand_over(&mut self) {
+        let empty = self.back.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let full = std::mem::replace(&mut self.batch, empty);
+        // The thread only stops receiving by panicking, which `finish` reports.
+        let _ = self.to.send(full);
+    }
+
+    /// Each flow's result, once every packet handed over is paired.
+    pub fn finish(mut self) -> Vec<Option<PairedResult>> {
+        self.hand_over();
+        drop(self.to);
+        match self.thread.join() {
+            Ok(results) => results,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
 /// Where and when a packet was seen: its capture, the virtual time it was read at (never
 /// less than the previous packet's), and its TTL there.
 #[derive(Debug, Clone, Copy)]
