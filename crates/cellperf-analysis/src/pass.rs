@@ -26,7 +26,7 @@ use crate::record::{payload_hash, TcpRec, UdpRec};
 use crate::report::Evidence;
 use crate::tables::PacketTable;
 use crate::tcp_one_sided::TcpOneSided;
-use crate::tcp_two_sided::{PairingThread, SeenAt};
+use crate::tcp_two_sided::{SeenAt, TcpPairing};
 
 /// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
 /// come microseconds apart; a sender gives a resend a new IP id; a copy the network made
@@ -153,7 +153,7 @@ pub(crate) struct Shared {
     pub nat: NatPairing,
     /// Per-packet rows, when the tables are wanted.
     pub packet_table: Option<PacketTable>,
-    pub tcp: Option<PairingThread>,
+    pub tcp: Option<TcpPairing>,
 }
 
 /// The state one capture's pass builds.

@@ -15,7 +15,7 @@ use crate::stats::{BoxSummary, Summary, Variability};
 use crate::tables::{AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
 use crate::matching::match_in_order;
 use crate::owd::OwdAccumulator;
-use crate::tcp_two_sided::{AckCompression, PairedResult, PairingThread, TcpPairing, TwoSided};
+use crate::tcp_two_sided::{AckCompression, PairedResult, TcpPairing, TwoSided};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
 use crate::in_step::{clock_offset, read_in_step};
@@ -247,7 +247,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             )));
         }
     }
-    let mut paired = sh.tcp.take().map(PairingThread::finish).unwrap_or_default();
+    let mut paired = sh.tcp.take().map(TcpPairing::finish).unwrap_or_default();
     paired.resize_with(table.len(), || None);
 
     let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
@@ -349,8 +349,7 @@ fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, 
     let read = if two_sided {
         let (offset, window) = clock_offset(&captures[0], &captures[1]);
         let sides = [inputs[0].side, inputs[1].side];
-        let pairing = TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window);
-        sh.tcp = Some(PairingThread::start(pairing));
+        sh.tcp = Some(TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window));
         read_in_step(captures, offset, &mut scans, &mut sh)
     } else {
         let mut packets = PacketStream::new(&captures[0]);
