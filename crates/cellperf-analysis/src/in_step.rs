@@ -58,13 +58,14 @@ pub(crate) fn read_in_step(
 /// How far the second capture's clock is ahead of the first's, for reading in step (see
 /// the module docs), and the matching window that estimate calls for.
 pub(crate) fn clock_offset(first: &Capture, second: &Capture) -> (i64, i64) {
+    let hasher = ahash::RandomState::with_seeds(1, 2, 3, 4);
     let mut times: AHashMap<u64, i64> = AHashMap::new();
     let mut packets = PacketStream::prefix(first);
     let mut first_ts = None;
     for _ in 0..OFFSET_PREFIX {
         let Some(p) = packets.next_packet() else { break };
         first_ts.get_or_insert(p.ts_ns);
-        if let Some(k) = copy_key(&p) {
+        if let Some(k) = copy_key(&hasher, &p) {
             times.entry(k).or_insert(p.ts_ns);
         }
     }
@@ -74,7 +75,7 @@ pub(crate) fn clock_offset(first: &Capture, second: &Capture) -> (i64, i64) {
     for _ in 0..OFFSET_PREFIX {
         let Some(p) = packets.next_packet() else { break };
         second_ts.get_or_insert(p.ts_ns);
-        if let Some(t) = copy_key(&p).and_then(|k| times.get(&k)) {
+        if let Some(t) = copy_key(&hasher, &p).and_then(|k| times.get(&k)) {
             diffs.push(p.ts_ns.saturating_sub(*t));
         }
     }
@@ -89,8 +90,7 @@ pub(crate) fn clock_offset(first: &Capture, second: &Capture) -> (i64, i64) {
 
 /// What identifies a packet's copy at the other capture, hashed: a TCP segment's numbers
 /// and IP id, a datagram's payload and IP id. NAT leaves them alone.
-fn copy_key(p: &Packet<'_>) -> Option<u64> {
-    let hasher = ahash::RandomState::with_seeds(1, 2, 3, 4);
+fn copy_key(hasher: &ahash::RandomState, p: &Packet<'_>) -> Option<u64> {
     let id = p.ip.ip_id.unwrap_or(0);
     match &p.transport {
         Transport::Tcp(t) => Some(hasher.hash_one((t.seq, t.ack, t.payload_len, t.flags, id, t.options.timestamp))),

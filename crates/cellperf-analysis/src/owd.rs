@@ -108,10 +108,6 @@ impl OwdAccumulator {
         b.1 += 1;
     }
 
-    pub fn samples(&self) -> u64 {
-        self.n
-    }
-
     /// The flow's summary (`None` when no packet was matched) and each interval's mean
     /// (`None` for an interval without a matched arrival), in milliseconds, as `kind`
     /// (raw or excess; half-RTT is not a one-way measurement and gives raw).

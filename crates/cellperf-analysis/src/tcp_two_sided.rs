@@ -196,12 +196,8 @@ fn is_pure_ack(r: &TcpRec) -> bool {
 
 /// Both captures' TCP packets, paired as they are read (see the module docs).
 pub struct TcpPairing {
-    /// Side of each capture (index 0 and 1, as given to the analysis).
-    sides: [Side; 2],
+    env: Env,
     mn_addr: Option<cellperf_capture::Addr>,
-    interval_ns: i64,
-    /// Keep each retransmission and ACK spacing (for the per-packet tables).
-    keep_rows: bool,
     flows: Vec<Option<PairedFlow>>,
     /// Flows with packets still waiting for a decision.
     active: Vec<u32>,
@@ -244,10 +240,8 @@ impl TcpPairing {
         window: i64,
     ) -> Self {
         TcpPairing {
-            sides,
+            env: Env { sides, interval_ns, keep_rows },
             mn_addr,
-            interval_ns,
-            keep_rows,
             flows: Vec::new(),
             active: Vec::new(),
             window: window.max(MIN_WINDOW_NS),
@@ -290,17 +284,22 @@ impl TcpPairing {
             f.active = true;
             self.active.push(id);
         }
-        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
+        let env = &self.env;
         let mut lag = 0;
         if f.roles.is_none() {
             f.held.push(*rec, sack);
             f.held_at.push((capture as u8, v));
-            if let Some(roles) = f.conclusive_roles(self.mn_addr, &self.sides) {
-                lag = f.decide(roles, &env);
+            if let Some(roles) = f.conclusive_roles(self.mn_addr, &env.sides) {
+                lag = f.decide(roles, env);
             }
         } else {
-            lag = f.route(capture, v, rec, sack, &env);
+            lag = f.route(capture, v, rec, sack, env);
         }
+        self.widen(lag);
+    }
+
+    /// Widens the window for a gap of `lag` met between two copies of a packet.
+    fn widen(&mut self, lag: i64) {
         if lag > 0 {
             self.window = self.window.max(2 * lag + WINDOW_MARGIN_NS);
         }
@@ -308,29 +307,30 @@ impl TcpPairing {
 
     /// Hands on what is decided at virtual time `now` and forgets it.
     fn sweep(&mut self, now: i64) {
-        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
-        let (window, mn_addr) = (self.window, self.mn_addr);
+        let (env, window, mn_addr) = (&self.env, self.window, self.mn_addr);
         let flows = &mut self.flows;
+        let mut lag = 0;
         self.active.retain(|&id| {
             let Some(f) = flows[id as usize].as_mut() else { return false };
             if f.roles.is_none() && now - f.first_v > window {
                 let roles = mn_direction(&f.key, &f.sides_evidence(&env.sides), mn_addr);
-                f.decide(roles, &env);
+                lag = lag.max(f.decide(roles, env));
             }
             let mut waiting = f.roles.is_none();
             for d in f.dirs.iter_mut().flatten() {
                 let t0 = f.first_ts[1 - d.sender].unwrap_or(0);
-                waiting |= d.advance(now, window, &env, t0);
+                waiting |= d.advance(now, window, env, t0);
             }
             f.active = waiting;
             waiting
         });
+        self.widen(lag);
     }
 
     /// Decides everything still waiting (the captures have ended) and gives each flow's result.
     pub fn finish(mut self) -> Vec<Option<PairedResult>> {
         self.sweep(i64::MAX);
-        let env = Env { sides: self.sides, interval_ns: self.interval_ns, keep_rows: self.keep_rows };
+        let env = self.env;
         self.flows
             .into_iter()
             .map(|f| {
@@ -358,9 +358,12 @@ pub struct SeenAt {
 }
 
 /// What every flow's state needs to know of the run.
+#[derive(Clone, Copy)]
 struct Env {
+    /// Side of each capture (index 0 and 1, as given to the analysis).
     sides: [Side; 2],
     interval_ns: i64,
+    /// Keep each retransmission and ACK spacing (for the per-packet tables).
     keep_rows: bool,
 }
 
@@ -756,10 +759,7 @@ impl Judge {
 
     fn finish(mut self, t0: i64, interval_ns: i64) -> (TwoSided, OwdAccumulator) {
         let run = self.out.compression.end_run();
-        let end = self.out.acks.len();
-        if !self.out.acks.is_empty() {
-            self.mark_event(end, run);
-        }
+        self.mark_event(self.out.acks.len(), run);
         let owd = self.owd.take().unwrap_or_else(|| OwdAccumulator::new(t0, interval_ns));
         (self.out, owd)
     }
