@@ -170,19 +170,25 @@ def tshark(pcap: Path, filt: str, fields: list[str]) -> list[list[str]]:
 
 
 def first_flight(cn: Path) -> int:
-    """Data segments the CN sent on the test's data connection before the MN's first ACK of
-    its data came back (the CN capture is taken where packets enter the link, before its
-    queue and delay): the initial congestion window in segments."""
-    rows = tshark(cn, "tcp", ["ip.src", "tcp.stream", "tcp.len", "tcp.ack"])
+    """Data segments the CN sent on the test's data connection in its first burst, before the
+    MN's first ACK of its data came back (the CN capture is taken where packets enter the
+    link, before its queue and delay): the initial congestion window in segments. A segment
+    sent more than 50 ms after the first one is not in the burst (the link's RTT is 120 ms or
+    more): on a loaded host the first ACK can come after Linux's tail-loss probe, which sends
+    one more segment about two RTTs after the burst."""
+    rows = tshark(cn, "tcp", ["ip.src", "tcp.stream", "tcp.len", "tcp.ack", "frame.time_relative"])
     sent: dict[tuple[str, str], int] = {}
-    for src, stream, n, _ in rows:
+    for src, stream, n, _, _ in rows:
         sent[(stream, src)] = sent.get((stream, src), 0) + int(n)
     stream, sender = max(sent, key=sent.get)  # the download: the stream and end sending the most
-    count = 0
-    for src, s, n, ack in rows:
+    count, start = 0, None
+    for src, s, n, ack, t in rows:
         if s != stream:
             continue
         if src == sender and int(n) > 0:
+            start = float(t) if start is None else start
+            if float(t) - start > 0.05:
+                break
             count += 1
         elif src != sender and count and int(ack) > 1:  # relative: the MN acknowledges CN data
             break
