@@ -103,8 +103,11 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
+    # As docs/import.md says to start them: one thread, in the libraries too; no profiler;
+    # Dask's timers at seconds.
+    env = {**os.environ, **WORKER_ENV}
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
     try:
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -112,8 +115,6 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
-        # As docs/import.md says to start them: one thread, in the libraries too; no profiler.
-        env = {**os.environ, **WORKER_ENV}
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                                     "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=env)

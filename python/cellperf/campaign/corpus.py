@@ -51,11 +51,24 @@ COMMIT_EVERY_S = 1.0
 #: Tasks: see `batches`.
 BATCH_RUNS = 32
 BATCH_SPLIT = 3
+#: A local cluster's Dask settings (the nannies hand them to their workers): no statistical
+#: profiler (it samples each worker's stack every 10 ms: ~10 % of a worker's CPU here), the
+#: housekeeping timers slowed from 20 ms (event-loop tick), 100 ms (memory monitor) and 500 ms
+#: (system monitor) to seconds, and no work stealing (tasks are batches cut to finish
+#: together, see `batches`). Measured with two idle workers: 11-14 % of a core with Dask's
+#: defaults, 2 % with these; that CPU is taken from the analysis when there are as many
+#: workers as cores.
+LOCAL_DASK_CONFIG = {"distributed.worker.profile.enabled": False,
+                     "distributed.admin.tick.interval": "1s", "distributed.admin.tick.limit": "30s",
+                     "distributed.admin.system-monitor.interval": "5s",
+                     "distributed.worker.memory.monitor-interval": "1s",
+                     "distributed.scheduler.work-stealing": False}
 #: The environment of worker processes: their libraries' thread pools at one thread (polars
-#: and Arrow would each start one thread per core in every worker), and no statistical profiler
-#: (Dask samples each worker's stack every 10 ms: measured ~10 % of a worker's CPU here).
+#: and Arrow would each start one thread per core in every worker), and the settings above as
+#: Dask reads them from the environment (for `dask worker` processes started by hand).
 WORKER_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "ARROW_NUM_THREADS": "1",
-              "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+              **{"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+                 for key, value in LOCAL_DASK_CONFIG.items()}}
 
 
 @dataclass
@@ -120,7 +133,7 @@ def _dask_client(workers: int, cluster: str | None):
 
     # One thread per worker process, in the libraries too: N workers on N cores, not N x N
     # threads. (The nannies hand this process's Dask settings to their workers.)
-    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+    with dask.config.set(LOCAL_DASK_CONFIG), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                          silence_logs=logging.ERROR, env=WORKER_ENV) as lc, Client(lc) as client:
         # Each worker imports the analysis once, up front, not inside its first run.
