@@ -44,8 +44,6 @@ pub struct OwdAccumulator {
     bins: Vec<(i128, u64)>,
     t0: i64,
     interval_ns: i64,
-    /// Packets that arrived more than [`MAX_INTERVALS`] intervals after `t0`.
-    past_series: u64,
 }
 
 impl Default for OwdAccumulator {
@@ -69,7 +67,6 @@ impl OwdAccumulator {
             bins: Vec::new(),
             t0,
             interval_ns: interval_ns.max(1),
-            past_series: 0,
         }
     }
 
@@ -96,8 +93,9 @@ impl OwdAccumulator {
             Delays::Binned(bins) => *bins.entry(raw.div_euclid(BIN_NS)).or_insert(0) += 1,
         }
         let bin = (recv_ns.saturating_sub(self.t0).max(0) / self.interval_ns) as usize;
+        // Past the series (its flow's report counts the packets left out, from the
+        // receiver's own series, which stops at the same place).
         if bin >= MAX_INTERVALS {
-            self.past_series += 1;
             return;
         }
         if bin >= self.bins.len() {
@@ -150,11 +148,6 @@ impl OwdAccumulator {
             .map(|&(s, c)| (c > 0).then(|| ms(s as f64 / c as f64 + (base - shift) as f64)))
             .collect();
         (Some(summary), intervals)
-    }
-
-    /// Packets left out of the interval means (see [`MAX_INTERVALS`]).
-    pub fn past_series(&self) -> u64 {
-        self.past_series
     }
 }
 
@@ -238,7 +231,6 @@ mod tests {
         let mut a = OwdAccumulator::new(0, 1);
         a.add(0, 10);
         a.add(i64::MAX - 5, i64::MAX);
-        assert_eq!(a.past_series(), 1);
         let (s, iv) = a.finish(OwdKind::Raw);
         assert_eq!(s.unwrap().samples, 2);
         assert_eq!(iv.len(), 11);
