@@ -46,10 +46,11 @@ pub(crate) fn read_in_step(
             (None, Some(_)) => 1,
             (None, None) => break,
         };
-        let Some(p) = next[c].take() else { break };
+        // Read where it lies (a packet is a few hundred bytes: moving it out costs a copy).
+        let Some(p) = next[c].as_ref() else { break };
         // Virtual time never goes back (a capture's timestamps may, a little).
         clock = clock.max(virtual_time(c, p.ts_ns));
-        scans[c].packet(&p, sh, clock);
+        scans[c].packet(p, sh, clock);
         next[c] = streams[c].next_packet();
     }
     streams.into_iter().map(PacketStream::finish).collect()

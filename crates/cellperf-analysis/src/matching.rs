@@ -130,6 +130,19 @@ enum Waiting {
     Answers(Queue<(i64, i64)>),
 }
 
+/// A copy waiting to be paired: a slot's index, or an answer's (capture time, virtual time).
+#[derive(Clone, Copy)]
+enum Seen {
+    Slot(u64),
+    Answer(i64, i64),
+}
+
+impl Seen {
+    fn is_slot(self) -> bool {
+        matches!(self, Seen::Slot(_))
+    }
+}
+
 /// Pairs the copies of packets seen at two captures while both are read in step: a
 /// streaming hash join on content keys. One capture's copies are *slots* (the sender's
 /// data segments, say, waiting to learn when they arrived) and the other's are *answers*
@@ -137,17 +150,26 @@ enum Waiting {
 /// [`match_in_order`]. Answers that nothing asked for within the window are dropped by
 /// [`Pairing::expire_answers`]; the owner of the slots retires unanswered ones with
 /// [`Pairing::forget_slot`]. Memory is what waits inside the window, not the capture.
+///
+/// Both captures see a direction's packets in nearly the same order, so most copies pair
+/// in order: those of the capture that is ahead wait in a FIFO (`fresh`), and a copy from
+/// the other pairs with the FIFO's oldest when their keys are equal, without hashing. The
+/// map takes what comes out of order: a copy that does not pair with the oldest moves the
+/// FIFO into the map first (each copy at most once). Invariant: everything in `fresh` came
+/// after everything in `waiting`, is of one kind, and has a key `waiting` does not hold, so
+/// the FIFO's oldest is the oldest copy of its key.
 pub struct Pairing<K> {
     waiting: AHashMap<K, Waiting>,
-    /// Answers waiting, oldest first: (virtual time, key).
+    /// Answers waiting in the map, oldest first: (virtual time, key).
     answers_by_age: VecDeque<(i64, K)>,
+    fresh: VecDeque<(K, Seen)>,
     /// Answers dropped unasked (duplicates, or copies the asking capture missed).
     pub unmatched_answers: u64,
 }
 
 impl<K> Default for Pairing<K> {
     fn default() -> Self {
-        Pairing { waiting: AHashMap::new(), answers_by_age: VecDeque::new(), unmatched_answers: 0 }
+        Pairing { waiting: AHashMap::new(), answers_by_age: VecDeque::new(), fresh: VecDeque::new(), unmatched_answers: 0 }
     }
 }
 
@@ -156,23 +178,9 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
     /// one waits, else it waits for one.
     #[inline]
     pub fn slot(&mut self, key: K, index: u64) -> Option<i64> {
-        match self.waiting.entry(key) {
-            Entry::Vacant(e) => {
-                e.insert(Waiting::Slots(Queue::One(index)));
-                None
-            }
-            Entry::Occupied(mut e) => match e.get_mut() {
-                Waiting::Slots(q) => {
-                    q.push(index);
-                    None
-                }
-                Waiting::Answers(Queue::Many(q)) if q.len() > 1 => q.pop_front().map(|(ts, _)| ts),
-                Waiting::Answers(q) => {
-                    let ts = q.front().map(|(ts, _)| ts);
-                    e.remove();
-                    ts
-                }
-            },
+        match self.arrive(key, Seen::Slot(index)) {
+            Some(Seen::Answer(ts, _)) => Some(ts),
+            _ => None,
         }
     }
 
@@ -180,38 +188,129 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
     /// index of the slot it answers if one waits, else it waits for one.
     #[inline]
     pub fn answer(&mut self, key: K, ts: i64, v: i64) -> Option<u64> {
-        match self.waiting.entry(key) {
-            Entry::Vacant(e) => {
-                e.insert(Waiting::Answers(Queue::One((ts, v))));
-                self.answers_by_age.push_back((v, key));
+        match self.arrive(key, Seen::Answer(ts, v)) {
+            Some(Seen::Slot(index)) => Some(index),
+            _ => None,
+        }
+    }
+
+    /// The copy of the other kind `copy` pairs with, taken; or `copy` left waiting.
+    #[inline]
+    fn arrive(&mut self, key: K, copy: Seen) -> Option<Seen> {
+        let fresh_other = self.fresh.front().map(|&(_, c)| c.is_slot() != copy.is_slot());
+        if let Some(&(k, c)) = self.fresh.front() {
+            if k == key && c.is_slot() != copy.is_slot() {
+                self.fresh.pop_front();
+                return Some(c);
+            }
+        }
+        if !self.waiting.is_empty() {
+            if let Some(found) = self.from_map(key, copy) {
+                return found;
+            }
+        }
+        if fresh_other == Some(true) {
+            // Out of order: the key may wait further back in the FIFO.
+            self.flush();
+            if let Some(found) = self.from_map(key, copy) {
+                return found;
+            }
+        }
+        self.fresh.push_back((key, copy));
+        None
+    }
+
+    /// When `key` is in the map: `Some(the copy of the other kind taken)`, or `Some(None)`
+    /// with `copy` queued behind the copies of its own kind. `None` when the map lacks it.
+    fn from_map(&mut self, key: K, copy: Seen) -> Option<Option<Seen>> {
+        let Entry::Occupied(mut e) = self.waiting.entry(key) else { return None };
+        let taken = match (e.get_mut(), copy) {
+            (Waiting::Slots(q), Seen::Answer(..)) => {
+                let index = match q {
+                    Queue::Many(d) if d.len() > 1 => d.pop_front(),
+                    q => {
+                        let index = q.front();
+                        e.remove();
+                        index
+                    }
+                };
+                index.map(Seen::Slot)
+            }
+            (Waiting::Answers(q), Seen::Slot(_)) => {
+                let answer = match q {
+                    Queue::Many(d) if d.len() > 1 => d.pop_front(),
+                    q => {
+                        let answer = q.front();
+                        e.remove();
+                        answer
+                    }
+                };
+                answer.map(|(ts, v)| Seen::Answer(ts, v))
+            }
+            _ => {
+                // A copy of the same kind waits: this one queues behind it (the FIFO's
+                // copies first, which are older).
+                drop(e);
+                self.flush();
+                self.insert(key, copy);
                 None
             }
-            Entry::Occupied(mut e) => match e.get_mut() {
-                Waiting::Answers(q) => {
-                    q.push((ts, v));
-                    self.answers_by_age.push_back((v, key));
-                    None
+        };
+        Some(taken)
+    }
+
+    /// Moves the FIFO into the map, oldest first.
+    fn flush(&mut self) {
+        while let Some((key, copy)) = self.fresh.pop_front() {
+            self.insert(key, copy);
+        }
+    }
+
+    fn insert(&mut self, key: K, copy: Seen) {
+        match copy {
+            Seen::Slot(index) => match self.waiting.entry(key) {
+                Entry::Vacant(e) => {
+                    e.insert(Waiting::Slots(Queue::One(index)));
                 }
-                Waiting::Slots(Queue::Many(q)) if q.len() > 1 => q.pop_front(),
-                Waiting::Slots(q) => {
-                    let index = q.front();
-                    e.remove();
-                    index
-                }
+                Entry::Occupied(mut e) => match e.get_mut() {
+                    Waiting::Slots(q) => q.push(index),
+                    Waiting::Answers(_) => unreachable!("a slot is inserted only where no answer waits"),
+                },
             },
+            Seen::Answer(ts, v) => {
+                match self.waiting.entry(key) {
+                    Entry::Vacant(e) => {
+                        e.insert(Waiting::Answers(Queue::One((ts, v))));
+                    }
+                    Entry::Occupied(mut e) => match e.get_mut() {
+                        Waiting::Answers(q) => q.push((ts, v)),
+                        Waiting::Slots(_) => unreachable!("an answer is inserted only where no slot waits"),
+                    },
+                }
+                self.answers_by_age.push_back((v, key));
+            }
         }
     }
 
     /// Retires slot `index` of `key`, unanswered (the oldest slot of its key: slots retire
     /// in the order they came).
     pub fn forget_slot(&mut self, key: K, index: u64) {
-        if let Some(Waiting::Slots(q)) = self.waiting.remove(&key) {
-            if q.front() == Some(index) {
-                if let (_, Some(rest)) = q.pop() {
-                    self.waiting.insert(key, Waiting::Slots(rest));
+        if let Some(&(k, Seen::Slot(i))) = self.fresh.front() {
+            if (k, i) == (key, index) {
+                self.fresh.pop_front();
+                return;
+            }
+        }
+        let Entry::Occupied(mut e) = self.waiting.entry(key) else { return };
+        let Waiting::Slots(q) = e.get_mut() else { return };
+        if q.front() == Some(index) {
+            match q {
+                Queue::Many(d) if d.len() > 1 => {
+                    d.pop_front();
                 }
-            } else {
-                self.waiting.insert(key, Waiting::Slots(q));
+                _ => {
+                    e.remove();
+                }
             }
         }
     }
@@ -223,25 +322,35 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
                 break;
             }
             self.answers_by_age.pop_front();
-            if let Some(Waiting::Answers(q)) = self.waiting.remove(&key) {
-                match q.front() {
-                    Some((_, first)) if first <= v => {
-                        self.unmatched_answers += 1;
-                        if let (_, Some(rest)) = q.pop() {
-                            self.waiting.insert(key, Waiting::Answers(rest));
-                        }
+            // The key's oldest answer, if it is this one (it may have been paired since,
+            // and slots of the key may wait now: they stay).
+            let Entry::Occupied(mut e) = self.waiting.entry(key) else { continue };
+            let Waiting::Answers(q) = e.get_mut() else { continue };
+            if q.front().is_some_and(|(_, first)| first <= v) {
+                self.unmatched_answers += 1;
+                match q {
+                    Queue::Many(d) if d.len() > 1 => {
+                        d.pop_front();
                     }
                     _ => {
-                        self.waiting.insert(key, Waiting::Answers(q));
+                        e.remove();
                     }
                 }
             }
+        }
+        // The FIFO's answers are newer than the map's, oldest first.
+        while let Some(&(_, Seen::Answer(_, v))) = self.fresh.front() {
+            if v >= before {
+                break;
+            }
+            self.fresh.pop_front();
+            self.unmatched_answers += 1;
         }
     }
 
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
-        self.waiting.is_empty()
+        self.waiting.is_empty() && self.fresh.is_empty()
     }
 }
 
@@ -308,5 +417,95 @@ mod tests {
         assert_eq!(p.unmatched_answers, 1);
         assert!(p.is_empty());
         assert_eq!(p.slot(9, 4), None);
+    }
+
+    /// The reference: per key, a FIFO of slots or of answers; answers expire by age.
+    #[derive(Default)]
+    struct Model {
+        waiting: std::collections::HashMap<u32, (bool, VecDeque<(u64, i64, i64)>)>,
+        unmatched: u64,
+    }
+
+    impl Model {
+        fn arrive(&mut self, key: u32, is_slot: bool, x: (u64, i64, i64)) -> Option<(u64, i64, i64)> {
+            let e = self.waiting.entry(key).or_insert((is_slot, VecDeque::new()));
+            if e.1.is_empty() {
+                e.0 = is_slot;
+            }
+            if e.0 != is_slot {
+                return e.1.pop_front();
+            }
+            e.1.push_back(x);
+            None
+        }
+        fn forget_slot(&mut self, key: u32, index: u64) {
+            if let Some((true, q)) = self.waiting.get_mut(&key) {
+                if q.front().map(|x| x.0) == Some(index) {
+                    q.pop_front();
+                }
+            }
+        }
+        fn expire(&mut self, before: i64) {
+            for (is_slot, q) in self.waiting.values_mut() {
+                while !*is_slot && q.front().is_some_and(|x| x.2 < before) {
+                    q.pop_front();
+                    self.unmatched += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pairing_agrees_with_a_plain_fifo_per_key_on_random_streams() {
+        // Two captures of one stream of keys (a few equal), each copy lost with some
+        // probability, reordered a little, either capture ahead; slots retired and answers
+        // expired as the owner does, in order.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..200 {
+            let n = 50 + rnd(400) as usize;
+            let keys: Vec<u32> = (0..n).map(|i| if rnd(20) == 0 { rnd(5) as u32 } else { 100 + i as u32 }).collect();
+            let lead = rnd(40) as i64 - 20; // answers' virtual-time shift: either side first
+            let mut events: Vec<(i64, bool, u32, u64)> = Vec::new(); // (v, is_slot, key, index)
+            for (i, &k) in keys.iter().enumerate() {
+                let v = 10 * i as i64;
+                if rnd(10) != 0 {
+                    events.push((v, true, k, i as u64));
+                }
+                if rnd(10) != 0 {
+                    events.push((v + lead + rnd(25) as i64, false, k, i as u64));
+                }
+            }
+            events.sort_by_key(|e| e.0);
+            let (mut p, mut m) = (Pairing::<u32>::default(), Model::default());
+            let mut slots_open: VecDeque<(u32, u64, i64)> = VecDeque::new();
+            for &(v, is_slot, k, i) in &events {
+                // The owner's retirements and expiries, a window (60) behind.
+                while slots_open.front().is_some_and(|s| s.2 < v - 60) {
+                    let (k, i, _) = slots_open.pop_front().unwrap();
+                    p.forget_slot(k, i);
+                    m.forget_slot(k, i);
+                }
+                p.expire_answers(v - 60);
+                m.expire(v - 60);
+                assert_eq!(p.unmatched_answers, m.unmatched, "round {round} at v {v} ({is_slot} {k} {i})");
+                if is_slot {
+                    slots_open.push_back((k, i, v));
+                    let got = p.slot(k, i);
+                    assert_eq!(got, m.arrive(k, true, (i, 1000 + v, v)).map(|x| x.1), "round {round} slot {i}");
+                } else {
+                    let got = p.answer(k, 1000 + v, v);
+                    assert_eq!(got, m.arrive(k, false, (i, 1000 + v, v)).map(|x| x.0), "round {round} answer {i}");
+                }
+            }
+            p.expire_answers(i64::MAX);
+            m.expire(i64::MAX);
+            assert_eq!(p.unmatched_answers, m.unmatched, "round {round}");
+        }
     }
 }
