@@ -108,13 +108,14 @@ impl<T: Copy> Queue<T> {
         }
     }
 
-    /// Takes the oldest item; `None` when that leaves the queue empty.
-    fn pop(self) -> (T, Option<Queue<T>>) {
+    /// Takes the oldest item, and says whether that left the queue empty (its owner then
+    /// removes it).
+    fn take_front(&mut self) -> (T, bool) {
         match self {
-            Queue::One(x) => (x, None),
-            Queue::Many(mut q) => {
+            Queue::One(x) => (*x, true),
+            Queue::Many(q) => {
                 let x = q.pop_front().expect("a queue holds an item");
-                (x, (!q.is_empty()).then_some(Queue::Many(q)))
+                (x, q.is_empty())
             }
         }
     }
@@ -205,14 +206,14 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
             }
         }
         if !self.waiting.is_empty() {
-            if let Some(found) = self.from_map(key, copy) {
+            if let Some(found) = self.pair_in_map(key, copy) {
                 return found;
             }
         }
         if fresh_other == Some(true) {
             // Out of order: the key may wait further back in the FIFO.
             self.flush();
-            if let Some(found) = self.from_map(key, copy) {
+            if let Some(found) = self.pair_in_map(key, copy) {
                 return found;
             }
         }
@@ -222,35 +223,26 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
 
     /// When `key` is in the map: `Some(the copy of the other kind taken)`, or `Some(None)`
     /// with `copy` queued behind the copies of its own kind. `None` when the map lacks it.
-    fn from_map(&mut self, key: K, copy: Seen) -> Option<Option<Seen>> {
+    fn pair_in_map(&mut self, key: K, copy: Seen) -> Option<Option<Seen>> {
         let Entry::Occupied(mut e) = self.waiting.entry(key) else { return None };
         let taken = match (e.get_mut(), copy) {
             (Waiting::Slots(q), Seen::Answer(..)) => {
-                let index = match q {
-                    Queue::Many(d) if d.len() > 1 => d.pop_front(),
-                    q => {
-                        let index = q.front();
-                        e.remove();
-                        index
-                    }
-                };
-                index.map(Seen::Slot)
+                let (index, empty) = q.take_front();
+                if empty {
+                    e.remove();
+                }
+                Some(Seen::Slot(index))
             }
             (Waiting::Answers(q), Seen::Slot(_)) => {
-                let answer = match q {
-                    Queue::Many(d) if d.len() > 1 => d.pop_front(),
-                    q => {
-                        let answer = q.front();
-                        e.remove();
-                        answer
-                    }
-                };
-                answer.map(|(ts, v)| Seen::Answer(ts, v))
+                let ((ts, v), empty) = q.take_front();
+                if empty {
+                    e.remove();
+                }
+                Some(Seen::Answer(ts, v))
             }
             _ => {
                 // A copy of the same kind waits: this one queues behind it (the FIFO's
                 // copies first, which are older).
-                drop(e);
                 self.flush();
                 self.insert(key, copy);
                 None
@@ -303,15 +295,8 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
         }
         let Entry::Occupied(mut e) = self.waiting.entry(key) else { return };
         let Waiting::Slots(q) = e.get_mut() else { return };
-        if q.front() == Some(index) {
-            match q {
-                Queue::Many(d) if d.len() > 1 => {
-                    d.pop_front();
-                }
-                _ => {
-                    e.remove();
-                }
-            }
+        if q.front() == Some(index) && q.take_front().1 {
+            e.remove();
         }
     }
 
@@ -328,13 +313,8 @@ impl<K: Hash + Eq + Copy> Pairing<K> {
             let Waiting::Answers(q) = e.get_mut() else { continue };
             if q.front().is_some_and(|(_, first)| first <= v) {
                 self.unmatched_answers += 1;
-                match q {
-                    Queue::Many(d) if d.len() > 1 => {
-                        d.pop_front();
-                    }
-                    _ => {
-                        e.remove();
-                    }
+                if q.take_front().1 {
+                    e.remove();
                 }
             }
         }
@@ -419,10 +399,13 @@ mod tests {
         assert_eq!(p.slot(9, 4), None);
     }
 
+    /// Per key: whether slots wait (else answers), and their (index, capture time, virtual time).
+    type ModelQueue = (bool, VecDeque<(u64, i64, i64)>);
+
     /// The reference: per key, a FIFO of slots or of answers; answers expire by age.
     #[derive(Default)]
     struct Model {
-        waiting: std::collections::HashMap<u32, (bool, VecDeque<(u64, i64, i64)>)>,
+        waiting: std::collections::HashMap<u32, ModelQueue>,
         unmatched: u64,
     }
 
