@@ -325,8 +325,13 @@ mod tests {
                 )
             })
             .collect();
-        let mut cell = SharedCell::new(users, SlotScheduler::new(discipline, 2).unwrap(), slot, None)
-            .channel_only(channel_only);
+        let mut cell = SharedCell::new(
+            users,
+            SlotScheduler::new(discipline, 2).unwrap(),
+            slot,
+            None,
+        )
+        .channel_only(channel_only);
         let mut out = Vec::new();
         for t in (0..1000).map(|k| k * 1_000_000u64) {
             while cell.users[0].queue.len() < 10 {
@@ -334,12 +339,17 @@ mod tests {
             }
             cell.release(t, &mut out);
         }
-        (cell.served_slots().to_vec(), cell.scheduler.average_bps().to_vec())
+        (
+            cell.served_slots().to_vec(),
+            cell.scheduler.average_bps().to_vec(),
+        )
     }
 
     #[test]
     fn a_channel_only_scheduler_gives_an_idle_user_its_slots_unused() {
-        let pf = Discipline::ProportionalFair { alpha: DEFAULT_ALPHA };
+        let pf = Discipline::ProportionalFair {
+            alpha: DEFAULT_ALPHA,
+        };
         // Slots 0..=599 start at or before 999 ms; slot 0 is decided before the first packet
         // is queued (at 0), so it carries nothing. Skipping empty queues, user 0 gets the
         // other 599.
