@@ -271,13 +271,10 @@ mod tests {
     use crate::queue::QueueSpec;
     use cellperf_channel::{Discipline, DEFAULT_ALPHA};
 
-    /// Two full-buffer users on anti-correlated two-state channels (Good 1 Mb/s / Bad 100 kb/s,
-    /// each state held for 60 slots): bytes delivered to each in 60 s.
-    fn delivered(discipline: Discipline) -> Vec<f64> {
-        let slot = 1.0 / 600.0;
-        let a: Vec<f64> = (0..120).map(|i| if i < 60 { 1e6 } else { 1e5 }).collect();
-        let b: Vec<f64> = (0..120).map(|i| if i < 60 { 1e5 } else { 1e6 }).collect();
-        let users = [a, b]
+    /// A cell of users with per-slot rate traces (bit/s, looped) and unbounded queues.
+    fn test_cell(slot: f64, rates: Vec<Vec<f64>>, discipline: Discipline) -> SharedCell {
+        let n = rates.len();
+        let users = rates
             .into_iter()
             .map(|r| {
                 CellUser::new(
@@ -287,12 +284,21 @@ mod tests {
                 )
             })
             .collect();
-        let mut cell = SharedCell::new(
+        SharedCell::new(
             users,
-            SlotScheduler::new(discipline, 2).unwrap(),
+            SlotScheduler::new(discipline, n).unwrap(),
             slot,
             None,
-        );
+        )
+    }
+
+    /// Two full-buffer users on anti-correlated two-state channels (Good 1 Mb/s / Bad 100 kb/s,
+    /// each state held for 60 slots): bytes delivered to each in 60 s.
+    fn delivered(discipline: Discipline) -> Vec<f64> {
+        let slot = 1.0 / 600.0;
+        let a: Vec<f64> = (0..120).map(|i| if i < 60 { 1e6 } else { 1e5 }).collect();
+        let b: Vec<f64> = (0..120).map(|i| if i < 60 { 1e5 } else { 1e6 }).collect();
+        let mut cell = test_cell(slot, vec![a, b], discipline);
         let mut got = vec![0.0; 2];
         let mut out = Vec::new();
         let ms = 1_000_000u64;
@@ -316,22 +322,7 @@ mod tests {
     /// slots starting before 1 s (600 of them) and PF's averages.
     fn one_idle_user(discipline: Discipline, channel_only: bool) -> (Vec<u64>, Vec<f64>) {
         let slot = 1.0 / 600.0;
-        let users = (0..2)
-            .map(|_| {
-                CellUser::new(
-                    CapacityMeter::new(Box::new(SlotRates::new(slot, vec![600e3], "t").unwrap())),
-                    Queue::new(QueueSpec::Unbounded),
-                    Pipeline::new(vec![]),
-                )
-            })
-            .collect();
-        let mut cell = SharedCell::new(
-            users,
-            SlotScheduler::new(discipline, 2).unwrap(),
-            slot,
-            None,
-        )
-        .channel_only(channel_only);
+        let mut cell = test_cell(slot, vec![vec![600e3]; 2], discipline).channel_only(channel_only);
         let mut out = Vec::new();
         for t in (0..1000).map(|k| k * 1_000_000u64) {
             while cell.users[0].queue.len() < 10 {
