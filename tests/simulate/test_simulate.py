@@ -112,6 +112,7 @@ def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, nee
     (("--packet", "2001bit"), "--packet:"),
     (("--rto-timer", "tick"), "--rto-timer: 'tick' is not one of ack, segment"),
     (("--timeout-recovery", "sack"), "--timeout-recovery: 'sack' is not one of go-back-n, one-segment"),
+    (("--scheduling", "queue"), "--scheduling: 'queue' is not one of backlog, channel"),
 ])
 def test_bad_options_are_one_line_exit_1(args, needle):
     p = cellperf("simulate", *args, check=False)

@@ -100,6 +100,9 @@ pub struct SharedCell {
     backlogged: Vec<bool>,
     served_slots: Vec<u64>,
     scratch: Vec<Packet>,
+    /// The scheduler decides from the channel reports alone (see [`Self::channel_only`]).
+    channel_only: bool,
+    all_backlogged: Vec<bool>,
 }
 
 impl SharedCell {
@@ -126,7 +129,18 @@ impl SharedCell {
             backlogged: vec![false; n],
             served_slots: vec![0; n],
             scratch: Vec::new(),
+            channel_only: false,
+            all_backlogged: vec![true; n],
         }
+    }
+
+    /// A scheduler that decides from the users' channel reports alone, as under full buffer:
+    /// a user with nothing queued can still be given the slot, which then carries nothing,
+    /// and PF's average grows by the user's reported (DRC) rate whether or not data went out.
+    /// Off (the default): users with empty queues are skipped and PF averages what was carried.
+    pub fn channel_only(mut self, on: bool) -> Self {
+        self.channel_only = on;
+        self
     }
 
     /// Slots in which each user was served so far.
@@ -160,7 +174,12 @@ impl SharedCell {
                 self.backlogged[i] =
                     u.sending.is_some() || u.queue.head_time().is_some_and(|h| h <= s);
             }
-            let chosen = self.scheduler.choose(&self.rates, &self.backlogged);
+            let eligible = if self.channel_only {
+                &self.all_backlogged
+            } else {
+                &self.backlogged
+            };
+            let chosen = self.scheduler.choose(&self.rates, eligible);
             let mut served = None;
             if let Some(i) = chosen {
                 let budget = self.bytes[i];
@@ -189,8 +208,15 @@ impl SharedCell {
                         u.sent.push(p);
                     }
                 }
-                self.served_slots[i] += 1;
-                served = Some((i, carried * 8.0 / slot_secs));
+                if carried > 0.0 {
+                    self.served_slots[i] += 1;
+                }
+                let rate = if self.channel_only {
+                    self.rates[i]
+                } else {
+                    carried * 8.0 / slot_secs
+                };
+                served = Some((i, rate));
             }
             self.scheduler.advance(served);
             self.slot += 1;
@@ -245,13 +271,10 @@ mod tests {
     use crate::queue::QueueSpec;
     use cellperf_channel::{Discipline, DEFAULT_ALPHA};
 
-    /// Two full-buffer users on anti-correlated two-state channels (Good 1 Mb/s / Bad 100 kb/s,
-    /// each state held for 60 slots): bytes delivered to each in 60 s.
-    fn delivered(discipline: Discipline) -> Vec<f64> {
-        let slot = 1.0 / 600.0;
-        let a: Vec<f64> = (0..120).map(|i| if i < 60 { 1e6 } else { 1e5 }).collect();
-        let b: Vec<f64> = (0..120).map(|i| if i < 60 { 1e5 } else { 1e6 }).collect();
-        let users = [a, b]
+    /// A cell of users with per-slot rate traces (bit/s, looped) and unbounded queues.
+    fn test_cell(slot: f64, rates: Vec<Vec<f64>>, discipline: Discipline) -> SharedCell {
+        let n = rates.len();
+        let users = rates
             .into_iter()
             .map(|r| {
                 CellUser::new(
@@ -261,12 +284,21 @@ mod tests {
                 )
             })
             .collect();
-        let mut cell = SharedCell::new(
+        SharedCell::new(
             users,
-            SlotScheduler::new(discipline, 2).unwrap(),
+            SlotScheduler::new(discipline, n).unwrap(),
             slot,
             None,
-        );
+        )
+    }
+
+    /// Two full-buffer users on anti-correlated two-state channels (Good 1 Mb/s / Bad 100 kb/s,
+    /// each state held for 60 slots): bytes delivered to each in 60 s.
+    fn delivered(discipline: Discipline) -> Vec<f64> {
+        let slot = 1.0 / 600.0;
+        let a: Vec<f64> = (0..120).map(|i| if i < 60 { 1e6 } else { 1e5 }).collect();
+        let b: Vec<f64> = (0..120).map(|i| if i < 60 { 1e5 } else { 1e6 }).collect();
+        let mut cell = test_cell(slot, vec![a, b], discipline);
         let mut got = vec![0.0; 2];
         let mut out = Vec::new();
         let ms = 1_000_000u64;
@@ -283,6 +315,56 @@ mod tests {
             }
         }
         got
+    }
+
+    /// Two users at a constant 600 kb/s (1000 bit = 125 B per 1/600-s slot); user 0 always
+    /// has data, user 1 never. Returns the slots that carried data for each user over the
+    /// slots starting before 1 s (600 of them) and PF's averages.
+    fn one_idle_user(discipline: Discipline, channel_only: bool) -> (Vec<u64>, Vec<f64>) {
+        let slot = 1.0 / 600.0;
+        let mut cell = test_cell(slot, vec![vec![600e3]; 2], discipline).channel_only(channel_only);
+        let mut out = Vec::new();
+        for t in (0..1000).map(|k| k * 1_000_000u64) {
+            while cell.users[0].queue.len() < 10 {
+                cell.accept(0, Packet::new(vec![0; 125], t));
+            }
+            cell.release(t, &mut out);
+        }
+        (
+            cell.served_slots().to_vec(),
+            cell.scheduler.average_bps().to_vec(),
+        )
+    }
+
+    #[test]
+    fn a_channel_only_scheduler_gives_an_idle_user_its_slots_unused() {
+        let pf = Discipline::ProportionalFair {
+            alpha: DEFAULT_ALPHA,
+        };
+        // Slots 0..=599 start at or before 999 ms; slot 0 is decided before the first packet
+        // is queued (at 0), so it carries nothing. Skipping empty queues, user 0 gets the
+        // other 599.
+        let (slots, avg) = one_idle_user(Discipline::RoundRobin, false);
+        assert_eq!(slots, vec![599, 0]);
+        assert_eq!(avg, vec![0.0, 0.0]);
+        let (slots, avg) = one_idle_user(pf, false);
+        assert_eq!(slots, vec![599, 0]);
+        assert_eq!(avg[1], 0.0);
+        // Channel-only RR alternates 0, 1, 0, 1, …: user 0's slots 2, 4, …, 598 carry data
+        // (299), user 1's 300 nothing.
+        let (slots, _) = one_idle_user(Discipline::RoundRobin, true);
+        assert_eq!(slots, vec![299, 0]);
+        // Channel-only PF: slot 0 goes to user 0 (tie at A = 0, lower index), slot 1 to user 1
+        // (A_1 = 0 is an infinite ratio), then A_1 grows by the reported 600 kb/s as if served
+        // and the two alternate as under RR.
+        let (slots, avg) = one_idle_user(pf, true);
+        assert_eq!(slots, vec![299, 0]);
+        // Each average grows by α·600 kb/s every other slot and decays by (1−α) every slot:
+        // after 600 slots both are within 1 % of 600 kb/s · (1 − (1−α)^600) / 2.
+        let expect = 600e3 * (1.0 - (1.0 - DEFAULT_ALPHA).powi(600)) / 2.0;
+        for a in avg {
+            assert!((a / expect - 1.0).abs() < 0.01, "{a} vs {expect}");
+        }
     }
 
     #[test]

@@ -570,6 +570,31 @@ pub struct CellSpec {
     pub alpha: f64,
     #[serde(default = "default_slot")]
     pub slot_s: f64,
+    /// What the scheduler sees: `backlog` (users with data queued, PF averaging what was
+    /// carried) or `channel` (the channel reports alone, as under full buffer).
+    #[serde(default = "default_scheduling")]
+    pub scheduling: String,
+}
+
+fn default_scheduling() -> String {
+    "backlog".into()
+}
+
+/// The accepted values of [`CellSpec::scheduling`].
+pub const SCHEDULING_NAMES: [&str; 2] = ["backlog", "channel"];
+
+impl CellSpec {
+    /// Whether the scheduler decides from the channel alone (`scheduling = "channel"`).
+    pub fn channel_only(&self) -> Result<bool, LinkError> {
+        match self.scheduling.as_str() {
+            "backlog" => Ok(false),
+            "channel" => Ok(true),
+            other => Err(LinkError::spec(format!(
+                "cell scheduling {other:?} is not one of {}",
+                SCHEDULING_NAMES.join(", ")
+            ))),
+        }
+    }
 }
 
 fn default_alpha() -> f64 {

@@ -466,7 +466,8 @@ impl Scenario {
             None => Downlink::Own(Links::new(own_down)),
             Some(c) => {
                 let scheduler = cell_scheduler(c, cell_users.len())?;
-                let cell = SharedCell::new(cell_users, scheduler, c.slot_s, handoffs);
+                let cell = SharedCell::new(cell_users, scheduler, c.slot_s, handoffs)
+                    .channel_only(c.channel_only()?);
                 let next = cell.next_event();
                 Downlink::Cell(cell, next)
             }

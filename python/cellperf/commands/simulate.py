@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cell.add_argument("--scheduler", metavar="pf|rr|none", help="Downlink scheduler; none: each user its own link [default: pf].")
     cell.add_argument("--alpha", metavar="A", help="PF averaging weight α [default: 0.001].")
     cell.add_argument("--slot", metavar="T", help="Scheduler slot [default: 1/600 s, EV-DO].")
+    cell.add_argument("--scheduling", metavar="backlog|channel",
+                      help="What the scheduler sees: users with data queued (PF averages what was carried), or the "
+                      "channel reports alone as under full buffer (an empty user's slot goes unused, PF averages "
+                      "its reported rate) [default: backlog].")
     cell.add_argument("--channel", metavar="SPEC", action="append",
                       help="Downlink channel, once or once per user; the forms of 'cellperf emulate --downlink' "
                       "(ge:good=..,bad=..,switch=PER_S, a mahimahi trace, slots:FILE, markov:MODEL.json, a rate) "

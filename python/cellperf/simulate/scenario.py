@@ -19,6 +19,7 @@ VARIANTS = ("reno", "newreno", "cubic", "vegas")
 RTO_ESTIMATORS = ("rfc6298", "classic")
 RTO_TIMERS = ("ack", "segment")
 TIMEOUT_RECOVERIES = ("go-back-n", "one-segment")
+SCHEDULINGS = ("backlog", "channel")
 
 #: Seed 001 §3 Table 1, and the choices where it is silent (docs/simulate.md gives reasons).
 DEFAULTS = {
@@ -26,6 +27,7 @@ DEFAULTS = {
     "scheduler": "pf",
     "alpha": 1 / 1000,
     "slot": EVDO_SLOT_S,
+    "scheduling": "backlog",
     "channel": ["ge:good=1mbit,bad=100kbit,switch=1"],
     "uplink": "100mbit",
     "queue": "packets=10",
@@ -215,8 +217,12 @@ def build(options: dict, label=None) -> Scenario:
         "tcp": tcp,
         "duration_s": duration,
     }
+    scheduling = str(o["scheduling"]).lower()
+    if scheduling not in SCHEDULINGS:
+        raise UserError(f"{name('scheduling')}: {o['scheduling']!r} is not one of {', '.join(SCHEDULINGS)}")
     if scheduler != "none":
         base["cell"] = {
+            "scheduling": scheduling,
             "scheduler": scheduler,
             "alpha": _real(o["alpha"], name("alpha"), 0, 1, lo_open=True),
             "slot_s": _seconds(o["slot"], name("slot"), least=1e-4),

@@ -320,10 +320,12 @@ impl Emulator {
             None => (Box::new(Independent::new(down_links)), None),
             Some(c) => {
                 let scheduler = cell_scheduler(c, cell_users.len())?;
+                let channel_only = c.channel_only()?;
                 let slots = Arc::new(Mutex::new(vec![0; cell_users.len()]));
                 (
                     Box::new(CountingCell {
-                        cell: SharedCell::new(cell_users, scheduler, c.slot_s, handoffs.clone()),
+                        cell: SharedCell::new(cell_users, scheduler, c.slot_s, handoffs.clone())
+                            .channel_only(channel_only),
                         slots: slots.clone(),
                     }),
                     Some(slots),
