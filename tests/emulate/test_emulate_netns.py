@@ -7,6 +7,7 @@ import math
 import re
 import signal
 import statistics
+import struct
 import subprocess
 import time
 
@@ -136,6 +137,25 @@ def test_ttl_decremented_once_across_the_link(tmp_path, family):
     # Requests leave the MN with 64 and reach the CN side with 63; replies the reverse.
     assert ttl(mn, True) == [64] * 3 and ttl(cn, True) == [63] * 3
     assert ttl(cn, False) == [64] * 3 and ttl(mn, False) == [63] * 3
+
+
+def test_receiver_sees_each_segment_as_written(tmp_path, iperf3_server):
+    """The TUN devices receive through a threaded NAPI poll (docs/emulator.md), with GRO
+    off: the MN's stack gets every TCP segment the emulator wrote, as written. With GRO on
+    (the kernel's default for a NAPI device) TCP would get up to 64 KB aggregates and send
+    fewer ACKs. tcpdump on the MN's device sees packets where the stack receives them."""
+    srv = iperf3_server()
+    cmd = (f"dev=$(ip route show default | cut -d' ' -f3); "
+           f"tcpdump -i $dev -s 64 --time-stamp-precision nano --immediate-mode -U -w {tmp_path}/rx.pcap src $CELLPERF_CN 2>/dev/null & t=$!; "
+           f"sleep 1; iperf3 -c $CELLPERF_CN -p {srv.port} -R -t 3 > /dev/null; sleep 0.3; kill $t; wait $t")
+    p = emulate("--downlink", "50mbit", "--uplink", "50mbit", "--pcap-dir", str(tmp_path), "--json", "--", "sh", "-c", cmd)
+    assert p.returncode == 0, p.stderr
+    _, cn = _addresses(p, "ipv4")
+    ip_len = lambda pkt: struct.unpack_from(">H", pkt, 2)[0]
+    written = [ip_len(pkt) for _, pkt in read_pcap(tmp_path / "mn.pcap") if ip_fields(pkt)[1] == cn]
+    received = [ip_len(pkt) for _, pkt in read_pcap(tmp_path / "rx.pcap")]
+    assert len(written) > 5000 and max(written) == 1500, (len(written), max(written))
+    assert received == written
 
 
 def test_probe_over_ipv6(tmp_path):
