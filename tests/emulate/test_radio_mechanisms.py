@@ -87,8 +87,12 @@ def test_a_buffering_handoff_is_a_gap_then_a_burst(tmp_path, iperf3_server):
     gaps = np.diff(times)
     k = int(gaps.argmax())
     # The gap is the interruption (1 s, plus up to one packet interval before it began), then
-    # the ~100 held packets leave at 20 Mb/s: 1028-byte frames 0.41 ms apart.
+    # the ~100 held packets leave at 20 Mb/s: 1028-byte frames 0.41 ms apart, 89 of them in
+    # 36 ms (at the stream's own 100 packets/s they would take 0.89 s). The capture stamps a
+    # packet when it has been written, so a busy host may delay one or two by a few ms (a CI
+    # run saw one gap of 2.9 ms): the bound is on the burst as a whole and on nearly all gaps.
     assert 0.99 <= gaps[k] <= 1.02, gaps[k]
     burst = gaps[k + 1:k + 90]
-    assert np.all(burst < 0.002), burst.max()
+    assert np.median(burst) < 0.0006 and burst.sum() < 0.06, (np.median(burst), burst.sum())
+    assert np.sum(burst >= 0.002) <= 2, np.sort(burst)[-5:]
     assert np.sort(gaps)[-2] < 0.1
