@@ -143,7 +143,8 @@ impl SharedCell {
         self
     }
 
-    /// Slots in which each user was served so far.
+    /// Slots that carried data to each user so far (a slot a channel-only scheduler gave a
+    /// user with nothing queued is not counted).
     pub fn served_slots(&self) -> &[u64] {
         &self.served_slots
     }
