@@ -77,10 +77,15 @@ def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.Data
 def concurrent_summary(report: dict) -> list[dict]:
     """Per direction with more than one TCP flow carrying data: the flows' shares and
     Jain's index (the report's `concurrent` entry; the same figures as `shares`; Jain's index
-    by the scheduler study's `jain_fairness`)."""
+    by the scheduler study's `jain_fairness`). A connection with data both ways counts in its
+    direction of higher goodput only: a download's upstream hello or request is no competitor."""
+    tcp = [f for f in report["flows"] if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes")]
+    best: dict[int, float] = {}
+    for f in tcp:
+        best[f["flow_id"]] = max(best.get(f["flow_id"], 0.0), f["goodput_bps"] or 0.0)
     by_dir: dict[str, list[dict]] = {}
-    for f in report["flows"]:
-        if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes"):
+    for f in tcp:
+        if (f["goodput_bps"] or 0.0) >= best[f["flow_id"]]:
             by_dir.setdefault(f["direction"], []).append(f)
     out = []
     for direction, fs in by_dir.items():

@@ -141,3 +141,19 @@ def test_each_gap_and_delay_period_is_listed(tmp_path):
                                                         (arrivals[7] - arrivals[6]) * 1e3], abs=1e-3)
     start = g["start_ts"].dt.epoch("ns").to_numpy() / 1e9
     assert start == pytest.approx([arrivals[2] + SKEW, arrivals[6] + SKEW], abs=1e-6)
+
+
+def test_a_connections_lesser_direction_is_no_competitor():
+    from cellperf.studies import concurrent_summary
+
+    def flow(fid, direction, goodput):
+        return {"flow_id": fid, "proto": "tcp", "direction": direction, "goodput_bps": goodput,
+                "tcp": {"unique_bytes": 1000}}
+
+    # Two downloads, each with the probe's hello up its connection: one competition (down),
+    # not a second one between the two hellos.
+    rep = {"flows": [flow(1, "downlink", 3e6), flow(1, "uplink", 30.0), flow(2, "downlink", 1e6),
+                     flow(2, "uplink", 40.0)]}
+    (c,) = concurrent_summary(rep)
+    assert (c["direction"], c["flows"], c["shares"]) == ("downlink", [1, 2], [0.75, 0.25])
+    assert c["jain"] == pytest.approx(0.8)

@@ -20,20 +20,21 @@ def _flows(rows: list[dict]) -> pl.DataFrame:
 
 
 def test_shares_jain_and_queue_of_a_runs_flows():
-    # Two TCP test flows down (3 and 1 Mbit/s), the ACKs of flow 2 up (a connection's two
-    # directions share its flow_id), one UDP flow up, a control flow that does not count.
+    # Two TCP test flows down (3 and 1 Mbit/s), flow 2's upstream (a connection's two
+    # directions share its flow_id) carrying the probe's 30-bit/s hello, one UDP flow up, a
+    # control flow that does not count. The hello is in no share: it is no competitor.
     flows = _flows([
         {"flow_id": 0, "role": "control", "proto": "tcp", "direction": "uplink", "goodput_bps": 5e6, "owd_max_ms": None},
         {"flow_id": 1, "role": "data", "proto": "tcp", "direction": "downlink", "goodput_bps": 3e6, "owd_max_ms": 10.0},
         {"flow_id": 2, "role": "data", "proto": "tcp", "direction": "downlink", "goodput_bps": 1e6, "owd_max_ms": 10.0},
-        {"flow_id": 2, "role": "data", "proto": "tcp", "direction": "uplink", "goodput_bps": 0.0, "owd_max_ms": 5.0},
+        {"flow_id": 2, "role": "data", "proto": "tcp", "direction": "uplink", "goodput_bps": 30.0, "owd_max_ms": 5.0},
         {"flow_id": 3, "role": "data", "proto": "udp", "direction": "uplink", "goodput_bps": 9_603_000.0,
          "owd_max_ms": 961.0},
     ])
     out = _with_studies(flows, saturating=True)
     assert out.height == flows.height
     out = out.sort("flow_id", "direction")
-    assert out["share"].to_list() == [None, 0.75, 0.25, None, 1.0]  # the ACKs delivered nothing
+    assert out["share"].to_list() == [None, 0.75, 0.25, None, 1.0]  # the hello: none
     assert out["jain"].to_list() == pytest.approx([None, 16 / 20, 16 / 20, None, 1.0])  # (3+1)² / (2·(9+1))
     # 003 slide 16: 961 ms × 9603 kbit/s = 1,153,560 bytes (the slide's "1126 KB" is KiB).
     assert out["queue_bytes"].to_list()[:4] == [None, None, None, None]

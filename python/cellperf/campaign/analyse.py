@@ -142,8 +142,10 @@ def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
     """Each test flow's share of its direction's goodput and their Jain's index (several
     flows started together), and, for a `saturating` test (UDP CBR), the queue-size estimate
     of its UDP flows (METHODS §12). A connection's two directions share a flow_id. Flows that
-    delivered nothing (a download's ACK-only direction) are in no share, as in `cellperf analyze`."""
-    data = (pl.col("role") == "data") & (pl.col("goodput_bps") > 0)
+    delivered nothing (a download's ACK-only direction) are in no share, nor is a connection's
+    lesser direction (the probe's hello up a download, a request), as in `cellperf analyze`."""
+    g = pl.col("goodput_bps")
+    data = (pl.col("role") == "data") & (g > 0) & (g == g.max().over("flow_id"))
     studied = shares(flows.filter(data).select("flow_id", "direction", "goodput_bps")).select(
         "flow_id", "direction", "share", "jain")
     flows = flows.join(studied, on=["flow_id", "direction"], how="left")
