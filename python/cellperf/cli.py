@@ -22,6 +22,7 @@ is one line on stderr: `cellperf: error: MSG`, for a usage error followed by
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -226,6 +227,10 @@ def main(argv: list[str] | None = None) -> None:
             # Prints the help or the version, or reports a missing or unknown command.
             name, rest = root_parser().parse_args(argv).command, []
         module, parser = command_parser(name)
+        # What start-up made (modules, classes, the parser) lives as long as the process: the
+        # cycle collector need not look at it again, at each collection or at exit (7 % of
+        # the instructions of a short `cellperf analyze`).
+        gc.freeze()
         module.run(parser.parse_anywhere(rest))
         # Output still buffered would meet a closed pipe after this try, at the interpreter's exit.
         sys.stdout.flush()
