@@ -18,7 +18,7 @@ packet and a timer per frame. With them on, TCP is bound by the ARQ's in-order s
 link's behaviour), so the forwarding target is checked on UDP.
 Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s, both ways.
 
-    sudo .venv/bin/python bench/emulate.py [--seconds 10] [--mahimahi-scripts DIR]
+    sudo .venv/bin/python bench/emulate.py [--seconds 10] [--release-only] [--mahimahi-scripts DIR]
 """
 
 from __future__ import annotations
