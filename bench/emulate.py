@@ -6,7 +6,8 @@ Measured in one run on this machine:
      queue): Mb/s, packets/s, CPU seconds per second of each direction's thread;
   2. the same iperf3 runs over a veth pair between two namespaces (the kernel forwarding
      by itself, the peer) and the ratio emulator / veth;
-  3. release-time error (write time − due time from the model) percentiles at 100 Mb/s;
+  3. release-time error (write time − due time from the model) percentiles at 100 Mb/s, and the
+     same measured from the end of the writes ahead of each due time (docs/emulator.md);
   4. with --mahimahi-scripts DIR (mahimahi's `scripts/` folder, e.g. of a checkout of
      github.com/ravinet/mahimahi; not part of cellperf): the event logs of a TCP download over
      a public LTE trace read by mahimahi's own mm-throughput-graph and mm-delay-graph, their
