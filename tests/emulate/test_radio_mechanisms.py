@@ -53,6 +53,11 @@ def test_a_deep_fade_makes_linux_tcp_retransmit_spuriously(tmp_path, iperf3_serv
     assert p.returncode == 0, p.stderr
     stats = json.loads(p.stdout.strip().splitlines()[-1])
     assert stats["downlink"]["dropped_packets"] == 0, stats
+    # A fade's flush releases its packets at one due time, timed once; measured from the end of
+    # the writes ahead of it (docs/emulator.md), no due time's error is larger.
+    down = stats["downlink"]
+    assert 0 < down["due_instants"] < down["packets_out"] - 50, down
+    assert all(a <= b for a, b in zip(down["release_error_after_writes_us"], down["release_error_us"])), down
     r = analyze(tmp_path)["retransmissions"]
     assert r["spurious"] >= 1 and r["normal"] == 0, r
 

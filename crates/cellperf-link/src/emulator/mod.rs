@@ -140,6 +140,13 @@ pub struct DirectionStats {
     /// Upper edges (µs) of the release-error quantiles p50, p90, p99, p99.9, and the maximum
     /// (the first packet of each due time: see `Histogram`).
     pub release_error_us: [Option<f64>; 5],
+    /// The same quantiles of the error measured from the later of the due time and the end of
+    /// the write before it in this direction: a packet due while the packets ahead of it (an
+    /// ARQ flush) are still being written cannot go out before them, and this is the timing's
+    /// error apart from the kernel's cost of writing those.
+    pub release_error_after_writes_us: [Option<f64>; 5],
+    /// Due times timed (the number of samples behind both sets of quantiles).
+    pub due_instants: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -579,6 +586,9 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
 
     let mut stats = DirectionStats::default();
     let mut errors = Histogram::new();
+    let mut errors_after_writes = Histogram::new();
+    // When the last write in this direction returned.
+    let mut written: Nanos = 0;
     // The due time whose first packet's error is recorded (`Histogram`).
     let mut timed: Option<Nanos> = None;
     let mut buf = vec![0u8; 65_536];
@@ -599,10 +609,13 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
                     p.data.len(),
                 )
             };
+            let done = clock.now();
             if timed != Some(p.time) {
-                errors.record(clock.now().saturating_sub(p.time));
+                errors.record(done.saturating_sub(p.time));
+                errors_after_writes.record(done.saturating_sub(p.time.max(written)));
                 timed = Some(p.time);
             }
+            written = done;
             if n < 0 {
                 stats.write_errors += 1;
                 continue;
@@ -625,7 +638,11 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
         if stopping {
             // SAFETY: plain syscall on our own thread's clock.
             stats.cpu_s = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9;
-            stats.release_error_us = [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| errors.quantile_us(q));
+            let quantiles = [0.5, 0.9, 0.99, 0.999, 1.0];
+            stats.release_error_us = quantiles.map(|q| errors.quantile_us(q));
+            stats.release_error_after_writes_us =
+                quantiles.map(|q| errors_after_writes.quantile_us(q));
+            stats.due_instants = errors.count;
             return Ok(stats);
         }
         let next = [
