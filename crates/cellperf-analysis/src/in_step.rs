@@ -13,12 +13,17 @@
 //! captures are aligned on their first packets and the matching window is widened to
 //! cover the difference.
 
-use ahash::AHashMap;
-use cellperf_capture::{Capture, CaptureError, Packet, Transport};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
+use ahash::AHashMap;
+use cellperf_capture::{Capture, CaptureError, Packet, SackBlocks, Transport};
+
+use crate::flows::FlowKey;
 use crate::pass::{Scan, Shared};
-use crate::record::payload_hash;
-use crate::tcp_two_sided::{MIN_WINDOW_NS, WINDOW_MARGIN_NS};
+use crate::record::{payload_hash, TcpRec};
+use crate::tcp_one_sided::TcpOneSided;
+use crate::tcp_two_sided::{PairedResult, SeenAt, TcpPairing, MIN_WINDOW_NS, WINDOW_MARGIN_NS};
 use crate::{PacketStream, PassCounts};
 
 /// Packets at the start of each capture looked at to estimate the clock offset.
@@ -97,5 +102,183 @@ fn copy_key(hasher: &ahash::RandomState, p: &Packet<'_>) -> Option<u64> {
         Transport::Tcp(t) => Some(hasher.hash_one((t.seq, t.ack, t.payload_len, t.flags, id, t.options.timestamp))),
         Transport::Udp(u) => Some(hasher.hash_one((payload_hash(u), u.payload_len, id))),
         Transport::Other(_) => None,
+    }
+}
+
+/// TCP packets handed to the TCP thread in one batch.
+const BATCH: usize = 1024;
+/// Batches on their way to the TCP thread at most (the reading waits beyond it: memory
+/// stays bounded when the TCP work is the slower).
+const BATCHES_IN_FLIGHT: usize = 8;
+
+/// A TCP packet for [`TcpWork`]: where it was seen, its flow, where that flow's series
+/// start at its capture, the packet and its SACK blocks.
+type TcpItem = (SeenAt, u32, i64, TcpRec, SackBlocks);
+
+/// One batch of TCP packets, in reading order, with the keys of the flows that first
+/// appear in it.
+struct Batch {
+    keys: Vec<(u32, FlowKey)>,
+    packets: Vec<TcpItem>,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch { keys: Vec::new(), packets: Vec::with_capacity(BATCH) }
+    }
+}
+
+/// The per-packet TCP work of two captures read in step: each capture's own state of
+/// each flow ([`TcpOneSided`]), and the pairing of the packets across the captures
+/// ([`TcpPairing`]).
+pub(crate) struct TcpWork {
+    pairing: TcpPairing,
+    one_sided: [Vec<Option<TcpOneSided>>; 2],
+    interval_ns: i64,
+    keep_samples: bool,
+}
+
+/// What [`TcpWork`] gives at the end: each flow's pairing result, and each capture's own
+/// state of each flow (indexed by capture, then flow).
+pub(crate) type TcpDone = (Vec<Option<PairedResult>>, [Vec<Option<TcpOneSided>>; 2]);
+
+impl TcpWork {
+    pub fn new(pairing: TcpPairing, interval_ns: i64, keep_samples: bool) -> Self {
+        TcpWork { pairing, one_sided: [Vec::new(), Vec::new()], interval_ns, keep_samples }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, (at, id, t0, rec, sack): TcpItem, key: &FlowKey) {
+        let flows = &mut self.one_sided[at.capture];
+        if flows.len() <= id as usize {
+            flows.resize_with(id as usize + 1, || None);
+        }
+        let (interval_ns, keep_samples) = (self.interval_ns, self.keep_samples);
+        flows[id as usize].get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, keep_samples)).push(&rec, &sack);
+        self.pairing.push(at, id, key, &rec, &sack);
+    }
+
+    fn finish(self) -> TcpDone {
+        (self.pairing.finish(), self.one_sided)
+    }
+}
+
+/// The TCP work of two captures read in step ([`TcpWork`]), on a thread of its own: the
+/// reading (decoding, flows, the capture duplicates and fragments, UDP) hands it every TCP
+/// packet in batches over a bounded channel, in the order it reads them, so it sees the
+/// same packets in the same order as on the reading thread and gives the same result.
+/// Where no thread can be started, the work is done inline.
+pub(crate) enum TcpFeed {
+    Inline(TcpWork),
+    Threaded(Box<Feed>),
+}
+
+pub(crate) struct Feed {
+    batch: Batch,
+    to: Option<SyncSender<Batch>>,
+    /// Batches the TCP thread emptied, for reuse (no allocation per batch).
+    back: Receiver<Batch>,
+    /// Flows whose key the TCP thread has.
+    told: Vec<bool>,
+    thread: Option<JoinHandle<TcpDone>>,
+}
+
+impl TcpFeed {
+    /// The work `make` makes, on a thread of its own if one can be started.
+    pub fn new(make: impl FnOnce() -> TcpWork + Send + Clone + 'static) -> Self {
+        let (to, from) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (give_back, back) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
+        let make_here = make.clone();
+        let spawned = std::thread::Builder::new().name("cellperf-tcp".into()).spawn(move || {
+            let mut work = make();
+            let mut keys: Vec<Option<FlowKey>> = Vec::new();
+            for mut batch in from {
+                for (id, key) in batch.keys.drain(..) {
+                    if keys.len() <= id as usize {
+                        keys.resize(id as usize + 1, None);
+                    }
+                    keys[id as usize] = Some(key);
+                }
+                for item in batch.packets.drain(..) {
+                    let key = keys[item.1 as usize].expect("a flow's key comes with its first packet");
+                    work.take(item, &key);
+                }
+                // Dropped when enough wait already.
+                let _ = give_back.try_send(batch);
+            }
+            work.finish()
+        });
+        match spawned {
+            Ok(thread) => TcpFeed::Threaded(Box::new(Feed {
+                batch: Batch::new(),
+                to: Some(to),
+                back,
+                told: Vec::new(),
+                thread: Some(thread),
+            })),
+            Err(_) => TcpFeed::Inline(make_here()),
+        }
+    }
+
+    /// One TCP packet of flow `id` (whose key `key` gives) as `at` saw it, the flow's
+    /// first packet at that capture at `t0`.
+    #[inline(always)]
+    pub fn push(&mut self, at: SeenAt, id: u32, key: impl FnOnce() -> FlowKey, t0: i64, rec: &TcpRec, sack: SackBlocks) {
+        match self {
+            TcpFeed::Inline(work) => work.take((at, id, t0, *rec, sack), &key()),
+            TcpFeed::Threaded(feed) => {
+                let i = id as usize;
+                if feed.told.len() <= i {
+                    feed.told.resize(i + 1, false);
+                }
+                if !feed.told[i] {
+                    feed.told[i] = true;
+                    feed.batch.keys.push((id, key()));
+                }
+                feed.batch.packets.push((at, id, t0, *rec, sack));
+                if feed.batch.packets.len() >= BATCH {
+                    feed.send();
+                }
+            }
+        }
+    }
+
+    /// The results, once every packet is taken and the rest decided.
+    pub fn finish(self) -> TcpDone {
+        match self {
+            TcpFeed::Inline(work) => work.finish(),
+            TcpFeed::Threaded(mut feed) => {
+                feed.send();
+                feed.to = None;
+                match feed.thread.take().map(JoinHandle::join) {
+                    Some(Ok(done)) => done,
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    None => unreachable!("the thread is joined once"),
+                }
+            }
+        }
+    }
+}
+
+impl Feed {
+    /// Hands the batch on (if the TCP thread is gone, `finish` shows why).
+    fn send(&mut self) {
+        let next = self.back.try_recv().unwrap_or_else(|_| Batch::new());
+        let full = std::mem::replace(&mut self.batch, next);
+        if let Some(to) = &self.to {
+            if to.send(full).is_err() {
+                self.to = None;
+            }
+        }
+    }
+}
+
+impl Drop for Feed {
+    /// A reading that panics stops the thread too.
+    fn drop(&mut self) {
+        self.to = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
