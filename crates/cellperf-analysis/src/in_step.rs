@@ -167,7 +167,7 @@ impl TcpWork {
 /// reading (decoding, flows, the capture duplicates and fragments, UDP) hands it every TCP
 /// packet in batches over a bounded channel, in the order it reads them, so it sees the
 /// same packets in the same order as on the reading thread and gives the same result.
-/// Where no thread can be started, the work is done inline.
+/// On one core, or where no thread can be started, the work is done inline.
 pub(crate) enum TcpFeed {
     Inline(TcpWork),
     Threaded(Box<Feed>),
@@ -184,8 +184,12 @@ pub(crate) struct Feed {
 }
 
 impl TcpFeed {
-    /// The work `make` makes, on a thread of its own if one can be started.
+    /// The work `make` makes, on a thread of its own if there is more than one core and a
+    /// thread can be started.
     pub fn new(make: impl FnOnce() -> TcpWork + Send + Clone + 'static) -> Self {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            return TcpFeed::Inline(make());
+        }
         let (to, from) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let (give_back, back) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
         let make_here = make.clone();
@@ -280,5 +284,77 @@ impl Drop for Feed {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flows::{Dir, Endpoint, PROTO_TCP};
+    use crate::report::Side;
+    use crate::tcp_one_sided::tests::seg;
+    use cellperf_capture::decode::tcp_flags::ACK;
+
+    /// What the TCP work of `feed` gives for two flows of 5,000 segments each, with losses,
+    /// resends and ACKs (several batches' worth, read in step as `analyze` does), as text.
+    fn outcome(mut feed: TcpFeed) -> String {
+        let keys: Vec<FlowKey> = (0..2u16)
+            .map(|i| FlowKey::new(PROTO_TCP, Endpoint { addr: 1, port: 1000 + i }, Endpoint { addr: 2, port: 80 }).0)
+            .collect();
+        let mut packets = Vec::new();
+        for i in 0..5_000u32 {
+            for (id, lossy) in [(0u32, 7), (1, 11)] {
+                let (t, seq) = (i as i64, 1 + i * 100);
+                let mut rec = seg(t, Dir::AtoB, seq, 100, 1, ACK);
+                rec.ip_id = Some((i * 2 + id) as u16);
+                packets.push((0, t, id, rec));
+                if i % lossy != 0 {
+                    packets.push((1, t + 30, id, TcpRec { ts_ns: rec.ts_ns + 30_000_000, ..rec }));
+                } else {
+                    // Resent 100 ms later, and that copy arrives.
+                    let again = TcpRec { ts_ns: rec.ts_ns + 100_000_000, ip_id: Some(60_000 + id as u16), ..rec };
+                    packets.push((0, t + 100, id, again));
+                    packets.push((1, t + 130, id, TcpRec { ts_ns: again.ts_ns + 30_000_000, ..again }));
+                }
+                let mut ack = seg(t + 31, Dir::BtoA, 1, 0, seq + 100, ACK);
+                ack.ip_id = Some(i as u16);
+                packets.push((1, t + 31, id, ack));
+                if i % 13 != 0 {
+                    packets.push((0, t + 61, id, TcpRec { ts_ns: ack.ts_ns + 30_000_000, ..ack }));
+                }
+            }
+        }
+        packets.sort_by_key(|p| (p.1, p.0));
+        for (capture, v_ms, id, rec) in packets {
+            let at = SeenAt { capture, v: v_ms * 1_000_000, ttl: 64 - capture as u8 };
+            feed.push(at, id, || keys[id as usize], 0, &rec, SackBlocks::default());
+        }
+        let (paired, one_sided) = feed.finish();
+        let mut out = String::new();
+        for f in paired.iter().flatten() {
+            out += &format!("{:?}\n", f.roles);
+            for (two, _) in f.dirs.iter().flatten() {
+                out += &format!("{two:?} {:?}\n", two.counts());
+            }
+        }
+        for t in one_sided.iter().flatten().flatten() {
+            out += &format!("{:?} {:?}\n", t.summary(Dir::AtoB), t.summary(Dir::BtoA));
+        }
+        out
+    }
+
+    fn work() -> TcpWork {
+        TcpWork::new(TcpPairing::new([Side::Mn, Side::Cn], None, 1_000_000_000, true, 0), 1_000_000_000, true)
+    }
+
+    #[test]
+    fn the_tcp_thread_gives_what_the_work_gives_inline() {
+        let threaded = TcpFeed::new(work);
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+            assert!(matches!(threaded, TcpFeed::Threaded(_)));
+        }
+        let (inline, threaded) = (outcome(TcpFeed::Inline(work())), outcome(threaded));
+        assert!(inline.contains("normal: 715"), "{inline}");
+        assert_eq!(inline, threaded);
     }
 }
