@@ -106,10 +106,10 @@ fn copy_key(hasher: &ahash::RandomState, p: &Packet<'_>) -> Option<u64> {
 }
 
 /// TCP packets handed to the TCP thread in one batch.
-const BATCH: usize = 1024;
+const BATCH: usize = 4096;
 /// Batches on their way to the TCP thread at most (the reading waits beyond it: memory
 /// stays bounded when the TCP work is the slower).
-const BATCHES_IN_FLIGHT: usize = 8;
+const BATCHES_IN_FLIGHT: usize = 4;
 
 /// A TCP packet for [`TcpWork`]: where it was seen, its flow, where that flow's series
 /// start at its capture, the packet and its SACK blocks.
