@@ -109,7 +109,10 @@ fn copy_key(hasher: &ahash::RandomState, p: &Packet<'_>) -> Option<u64> {
 const BATCH: usize = 4096;
 /// Batches on their way to the TCP thread at most (the reading waits beyond it: memory
 /// stays bounded when the TCP work is the slower).
-const BATCHES_IN_FLIGHT: usize = 4;
+const BATCHES_IN_FLIGHT: usize = 3;
+/// Batches there are at most: those in flight, the one being filled and the one being
+/// taken. They are reused, so memory is the same for any capture.
+const BATCHES: usize = BATCHES_IN_FLIGHT + 2;
 
 /// A TCP packet for [`TcpWork`]: where it was seen, its flow, where that flow's series
 /// start at its capture, the packet and its SACK blocks.
@@ -176,6 +179,8 @@ pub(crate) enum TcpFeed {
 pub(crate) struct Feed {
     batch: Batch,
     to: Option<SyncSender<Batch>>,
+    /// Batches made so far (at most [`BATCHES`]).
+    made: usize,
     /// Batches the TCP thread emptied, for reuse (no allocation per batch).
     back: Receiver<Batch>,
     /// Flows whose key the TCP thread has.
@@ -191,7 +196,7 @@ impl TcpFeed {
             return TcpFeed::Inline(make());
         }
         let (to, from) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
-        let (give_back, back) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
+        let (give_back, back) = sync_channel::<Batch>(BATCHES);
         let make_here = make.clone();
         let spawned = std::thread::Builder::new().name("cellperf-tcp".into()).spawn(move || {
             let mut work = make();
@@ -207,7 +212,7 @@ impl TcpFeed {
                     let key = keys[item.1 as usize].expect("a flow's key comes with its first packet");
                     work.take(item, &key);
                 }
-                // Dropped when enough wait already.
+                // Never more than `BATCHES`: there is room.
                 let _ = give_back.try_send(batch);
             }
             work.finish()
@@ -215,6 +220,7 @@ impl TcpFeed {
         match spawned {
             Ok(thread) => TcpFeed::Threaded(Box::new(Feed {
                 batch: Batch::new(),
+                made: 1,
                 to: Some(to),
                 back,
                 told: Vec::new(),
@@ -267,7 +273,15 @@ impl TcpFeed {
 impl Feed {
     /// Hands the batch on (if the TCP thread is gone, `finish` shows why).
     fn send(&mut self) {
-        let next = self.back.try_recv().unwrap_or_else(|_| Batch::new());
+        let next = match self.back.try_recv() {
+            Ok(batch) => batch,
+            Err(_) if self.made < BATCHES || self.to.is_none() => {
+                self.made += 1;
+                Batch::new()
+            }
+            // All made: the next one the TCP thread empties (or a new one if it is gone).
+            Err(_) => self.back.recv().unwrap_or_else(|_| Batch::new()),
+        };
         let full = std::mem::replace(&mut self.batch, next);
         if let Some(to) = &self.to {
             if to.send(full).is_err() {
