@@ -12,6 +12,11 @@
 //! before the CN's packets are looked up. With no packet in common in the prefixes, the
 //! captures are aligned on their first packets and the matching window is widened to
 //! cover the difference.
+//!
+//! With more than one core, the TCP work (each capture's [`TcpOneSided`] state and the
+//! [`TcpPairing`]) runs on a second thread, fed in reading order ([`TcpFeed`]): the
+//! reading thread decodes both files, merges them and keeps the flows, duplicates,
+//! fragments and UDP records.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
