@@ -8,7 +8,7 @@ then run on a copy cut to `--snaplen` bytes per packet (what TCP analysis usuall
 captures), which separates reading 1.5 kB records from analysing headers. Prints wall time,
 packets/s and peak memory of each tool, the ratios, and cellperf's peak memory on half the
 captures: neither with one capture nor with two (read in step, each packet forgotten once
-paired) should it grow with the captures; the line says by how much it does per packet
+paired; the TCP state and pairing on a second thread) should it grow with the captures; the line says by how much it does per packet
 (target: under 1 byte).
 
 Every tool but tshark runs `--repeat` times (alternating) and the median is reported, with

@@ -26,7 +26,8 @@ use crate::record::{payload_hash, TcpRec, UdpRec};
 use crate::report::Evidence;
 use crate::tables::PacketTable;
 use crate::tcp_one_sided::TcpOneSided;
-use crate::tcp_two_sided::{SeenAt, TcpPairing};
+use crate::in_step::TcpFeed;
+use crate::tcp_two_sided::{PairedResult, SeenAt};
 
 /// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
 /// come microseconds apart; a sender gives a resend a new IP id; a copy the network made
@@ -146,14 +147,17 @@ enum Datagram {
 }
 
 /// What the passes over a run's captures share: flow identities, the NAT pairing, the
-/// per-packet rows, and (two captures) the TCP packets paired across them.
+/// per-packet rows, and (two captures) the TCP work: each capture's TCP state and the
+/// TCP packets paired across the captures, on a thread of its own (see `in_step`).
 #[derive(Default)]
 pub(crate) struct Shared {
     pub table: FlowTable,
     pub nat: NatPairing,
     /// Per-packet rows, when the tables are wanted.
     pub packet_table: Option<PacketTable>,
-    pub tcp: Option<TcpPairing>,
+    pub tcp: Option<TcpFeed>,
+    /// Each flow's TCP packets paired across the captures, once both are read.
+    pub paired: Vec<Option<PairedResult>>,
 }
 
 /// The state one capture's pass builds.
@@ -241,11 +245,18 @@ impl Scan {
                     f.syn_dir.get_or_insert(dir);
                 }
                 let (t0, keep_samples) = (f.first_ts, sh.packet_table.is_some());
-                let sack = &*t.options.sack_blocks();
-                f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples)).push(&rec, sack);
-                if let Some(pairing) = sh.tcp.as_mut() {
-                    let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
-                    pairing.push(at, id, &sh.table.key(id), &rec, sack);
+                let sack = t.options.sack_blocks();
+                match sh.tcp.as_mut() {
+                    // Two captures: the flow's own state too is kept by the TCP work.
+                    Some(work) => {
+                        let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
+                        let table = &sh.table;
+                        work.push(at, id, || table.key(id), t0, &rec, sack);
+                    }
+                    None => {
+                        let tcp = f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples));
+                        tcp.push(&rec, &sack);
+                    }
                 }
             }
             Transport::Udp(u) => {

@@ -18,7 +18,7 @@ use crate::owd::OwdAccumulator;
 use crate::tcp_two_sided::{AckCompression, PairedResult, TcpPairing, TwoSided};
 use crate::udp_echo::{self, EchoSummary, MatchBy, Vantage};
 use crate::udp_stream::{self, IntervalRow, JitterSummary, OwdKind, OwdSummary, StreamPacket, StreamSummary};
-use crate::in_step::{clock_offset, read_in_step};
+use crate::in_step::{clock_offset, read_in_step, TcpFeed, TcpWork};
 use crate::pass::{FlowAt, Scan, Shared};
 use crate::tcp_one_sided::TcpOneSided;
 use crate::{PacketStream, PassCounts};
@@ -247,7 +247,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
             )));
         }
     }
-    let mut paired = sh.tcp.take().map(TcpPairing::finish).unwrap_or_default();
+    let mut paired = std::mem::take(&mut sh.paired);
     paired.resize_with(table.len(), || None);
 
     let owd_kind = if opts.synced_clocks { OwdKind::Raw } else { OwdKind::Excess };
@@ -349,8 +349,20 @@ fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, 
     let read = if two_sided {
         let (offset, window) = clock_offset(&captures[0], &captures[1]);
         let sides = [inputs[0].side, inputs[1].side];
-        sh.tcp = Some(TcpPairing::new(sides, opts.mn_addr, interval_ns, opts.tables, window));
-        read_in_step(captures, offset, &mut scans, &mut sh)
+        let (mn_addr, tables) = (opts.mn_addr, opts.tables);
+        let work = move || TcpWork::new(TcpPairing::new(sides, mn_addr, interval_ns, tables, window), interval_ns, tables);
+        sh.tcp = Some(TcpFeed::new(work));
+        let read = read_in_step(captures, offset, &mut scans, &mut sh);
+        let (paired, one_sided) = sh.tcp.take().map(TcpFeed::finish).unwrap_or_default();
+        for (scan, states) in scans.iter_mut().zip(one_sided) {
+            for (f, state) in scan.flows.iter_mut().zip(states) {
+                if let (Some(f), Some(state)) = (f.as_mut(), state) {
+                    f.tcp = Some(state);
+                }
+            }
+        }
+        sh.paired = paired;
+        read
     } else {
         let mut packets = PacketStream::new(&captures[0]);
         while let Some(p) = packets.next_packet() {
