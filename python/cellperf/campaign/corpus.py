@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -63,10 +64,14 @@ LOCAL_DASK_CONFIG = {"distributed.worker.profile.enabled": False,
                      "distributed.admin.system-monitor.interval": "5s",
                      "distributed.worker.memory.monitor-interval": "1s",
                      "distributed.scheduler.work-stealing": False}
+#: One run's analysis on one core: the parallelism of an import is across runs, one per
+#: worker (cellperf's analysis would otherwise put two captures' TCP work on a second thread).
+ONE_THREAD = {"CELLPERF_ANALYSIS_THREADS": "1"}
 #: The environment of worker processes: their libraries' thread pools at one thread (polars
 #: and Arrow would each start one thread per core in every worker), and the settings above as
 #: Dask reads them from the environment (for `dask worker` processes started by hand).
 WORKER_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "ARROW_NUM_THREADS": "1",
+              **ONE_THREAD,
               **{"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
                  for key, value in LOCAL_DASK_CONFIG.items()}}
 
@@ -105,8 +110,19 @@ def batches(jobs: list[Job], slots: int) -> list[list[Job]]:
 
 
 def _in_process(jobs: list[Job]) -> Iterator[list[tuple[list[Job], Batch]]]:
+    """The batches analysed here, one run at a time on one core, as one worker would."""
     for batch in batches(jobs, 1):
-        yield [(batch, analyse_batch(batch))]
+        saved = {k: os.environ.get(k) for k in ONE_THREAD}
+        os.environ.update(ONE_THREAD)
+        try:
+            done = analyse_batch(batch)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        yield [(batch, done)]
 
 
 @contextlib.contextmanager
@@ -328,8 +344,6 @@ def _commit(store: Store, records: list[RunRecord], tables: dict[str, list[pa.Ta
 def local_workers(runs: int, workers: int | None, cluster: str | None) -> int:
     """How many local workers: none on a remote cluster, `--workers` if given, else one per
     core for a corpus of more than a few runs, else the analysis runs in this process."""
-    import os
-
     if cluster:
         return 0
     if workers is not None:
