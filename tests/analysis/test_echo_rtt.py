@@ -24,10 +24,11 @@ DELAY_MS, JITTER_MS, LOSS = 25, 2, 0.05
 #: How much longer the probe's round trip may be than the capture's, per request. The MN's
 #: capture sees each request after the probe took its send time and each echo before the
 #: probe read it, so its round trip is shorter by those two system-call paths: 0.04-0.13 ms
-#: per request measured on this host. 5 ms leaves room for a busy 2-core host waking the
-#: probe's receiver late, and is still a quarter of the voip spacing, so an echo paired with
-#: the wrong request (20 ms off) cannot pass. The medians must agree within 1 ms.
-PER_REQUEST_MS, MEDIAN_MS = 5.0, 1.0
+#: per request measured on this host. 10 ms leaves room for a busy 2-core host waking the
+#: probe's receiver late (5.6 ms seen once, with other engineers' builds running), and is
+#: still half the voip spacing, so an echo paired with the wrong request (20 ms off) cannot
+#: pass. The medians must agree within 1 ms.
+PER_REQUEST_MS, MEDIAN_MS = 10.0, 1.0
 
 #: Runs inside the emulated MN: tcpdump on every interface (waiting until it listens),
 #: `cellperf probe` with the arguments after the first four, then tcpdump stopped once the
