@@ -299,18 +299,19 @@ impl MapAhead {
         let reader_at = Arc::new(AtomicUsize::new(from));
         let stop = Arc::new(AtomicBool::new(false));
         let (reader, stopped) = (reader_at.clone(), stop.clone());
-        let page = 4096;
+        // SAFETY: sysconf reads a constant of the system.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
         let thread = std::thread::Builder::new()
             .name("cellperf-map-ahead".into())
             .spawn(move || {
                 let mut at = from / page * page;
                 while at < len && !stopped.load(Ordering::Relaxed) {
-                    let limit = (reader.load(Ordering::Relaxed) + MAP_AHEAD).min(len);
-                    if at >= limit {
+                    let (start, n) = map_ahead_step(at, reader.load(Ordering::Relaxed), len, page);
+                    if n == 0 {
                         std::thread::sleep(Duration::from_micros(100));
                         continue;
                     }
-                    let n = (limit - at).min(MAP_AHEAD_STEP);
+                    at = start;
                     // SAFETY: madvise takes an address range and touches no memory of ours;
                     // POPULATE_READ only fills the page table of a readable mapping.
                     let rc = unsafe { libc::madvise((base + at) as *mut libc::c_void, n, libc::MADV_POPULATE_READ) };
@@ -323,6 +324,20 @@ impl MapAhead {
             .ok()?;
         Some(MapAhead { reader_at, stop, thread: Some(thread) })
     }
+}
+
+/// Where [`MapAhead`] maps next, and how many bytes, having mapped up to `at` (a page
+/// boundary) with the reader at `reader`: from `at`, or from the reader's page if the reader
+/// has passed it (pages behind the reader were released: mapping them again would keep them
+/// for good, and memory would grow with the file); at most [`MAP_AHEAD_STEP`], never beyond
+/// [`MAP_AHEAD`] ahead of the reader, and ending on a page boundary but at the file's end,
+/// since the next step starts there and madvise refuses a start inside a page (a thread
+/// that stopped on that refusal left every page past the first 8 MB to the reader).
+fn map_ahead_step(at: usize, reader: usize, len: usize, page: usize) -> (usize, usize) {
+    let start = at.max(reader / page * page);
+    let limit = reader.saturating_add(MAP_AHEAD).min(len);
+    let limit = if limit == len { len } else { limit / page * page };
+    (start, limit.saturating_sub(start).min(MAP_AHEAD_STEP))
 }
 
 impl Drop for MapAhead {
@@ -367,9 +382,12 @@ impl<'a> Frames<'a> {
                 self.published = self.pos;
             }
         }
-        if self.pos - self.released >= RELEASE_CHUNK {
+        // With a thread mapping ahead, only up to where it was told the reader is: it maps
+        // from there on, so no page released here is mapped again.
+        let upto = if self.ahead.is_some() { self.published } else { self.pos };
+        if upto.saturating_sub(self.released) >= RELEASE_CHUNK {
             let page = 4096;
-            let end = self.pos / page * page;
+            let end = upto / page * page;
             // SAFETY: the mapping is private and read-only; DONTNEED only drops our
             // reference to pages we have finished with, re-reading them would refault.
             unsafe {
@@ -643,6 +661,28 @@ mod tests {
         let mut half = cap.frames_mapped_ahead();
         assert_eq!(half.nth(n / 2).map(|fr| fr.ts_ns), Some(plain[n / 2].0));
         drop(half);
+    }
+
+    #[test]
+    fn pages_are_mapped_ahead_to_the_end_from_page_boundaries() {
+        // A reader past the file's 24-byte header, moving on by odd amounts.
+        let (page, len) = (4096, 20_000_123);
+        let (mut at, mut reader) = (0, 24);
+        while at < len {
+            let (start, n) = map_ahead_step(at, reader, len, page);
+            if n == 0 {
+                reader += 1_000_003;
+                continue;
+            }
+            assert_eq!(start % page, 0, "a step starts inside a page");
+            assert!(start >= at && start + page > reader, "a step maps pages behind the reader");
+            assert!(start + n <= (reader + MAP_AHEAD).min(len));
+            at = start + n;
+            if at % (3 << 20) < page {
+                reader += 9 << 20; // the reader overtakes the thread now and then
+            }
+        }
+        assert_eq!(at, len);
     }
 
     #[test]
