@@ -22,7 +22,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use ahash::AHashMap;
-use cellperf_capture::{analysis_threads, Capture, CaptureError, Packet, SackBlocks, Transport};
+use cellperf_capture::{Capture, CaptureError, Packet, SackBlocks, Transport};
 
 use crate::flows::FlowKey;
 use crate::pass::{Scan, Shared};
@@ -110,6 +110,17 @@ fn copy_key(hasher: &ahash::RandomState, p: &Packet<'_>) -> Option<u64> {
     }
 }
 
+/// The environment variable that bounds the threads of one analysis: `1` keeps all of it
+/// on the calling thread. A corpus import's workers set it (docs/scale.md): their
+/// parallelism is across runs, one run per core, as `RAYON_NUM_THREADS` does for a library.
+pub const THREADS_VAR: &str = "CELLPERF_ANALYSIS_THREADS";
+
+/// The threads an analysis may use: [`THREADS_VAR`] if set to a number, else the cores.
+fn analysis_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::env::var(THREADS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).map_or(cores, |n| n.clamp(1, cores))
+}
+
 /// TCP packets handed to the TCP thread in one batch.
 const BATCH: usize = 4096;
 /// Batches on their way to the TCP thread at most (the reading waits beyond it: memory
@@ -195,7 +206,7 @@ pub(crate) struct Feed {
 
 impl TcpFeed {
     /// The work `make` makes, on a thread of its own if there is more than one core, the
-    /// analysis may use more than one thread (`cellperf_capture::THREADS_VAR`) and a thread can be started.
+    /// analysis may use more than one thread ([`THREADS_VAR`]) and a thread can be started.
     pub fn new(make: impl FnOnce() -> TcpWork + Send + Clone + 'static) -> Self {
         if analysis_threads() < 2 {
             return TcpFeed::Inline(make());

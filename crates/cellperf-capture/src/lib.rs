@@ -15,4 +15,4 @@ pub use decode::{
     addr_from_str, addr_to_string, decode_frame, Addr, Fragmentation, IpInfo, Packet, SackBlocks, Skip, TcpInfo, TcpOptions, Transport, UdpInfo,
 };
 pub use linktype::LinkType;
-pub use reader::{analysis_threads, Capture, CaptureError, CaptureFormat, CaptureWarning, Frame, Frames, THREADS_VAR};
+pub use reader::{Capture, CaptureError, CaptureFormat, CaptureWarning, Frame, Frames};

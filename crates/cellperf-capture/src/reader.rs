@@ -280,19 +280,7 @@ pub struct Frames<'a> {
 /// packets. This thread takes those faults on another core (`MADV_POPULATE_READ`, in
 /// [`MAP_AHEAD_STEP`] steps, at most [`MAP_AHEAD`] ahead of where the reader last said it
 /// was), so the reader finds its pages mapped. Where the kernel lacks it (before 5.14)
-/// or one core is all there is (or [`THREADS_VAR`] is 1), the reader takes its own faults.
-/// The environment variable that bounds the threads of one analysis (this reader's
-/// [`MapAhead`], cellperf-analysis's TCP thread): `1` keeps all of it on the calling thread.
-/// A corpus import's workers set it (docs/scale.md): their parallelism is across runs, one
-/// run per core, as `RAYON_NUM_THREADS` does for a library.
-pub const THREADS_VAR: &str = "CELLPERF_ANALYSIS_THREADS";
-
-/// The threads an analysis may use: [`THREADS_VAR`] if set to a number, else the cores.
-pub fn analysis_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::env::var(THREADS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).map_or(cores, |n| n.clamp(1, cores))
-}
-
+/// or one core is all there is, the reader takes its own faults as before.
 struct MapAhead {
     reader_at: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
@@ -301,7 +289,8 @@ struct MapAhead {
 
 impl MapAhead {
     fn start(map: &Mmap, from: usize) -> Option<MapAhead> {
-        if map.len() < MAP_AHEAD_MIN || analysis_threads() < 2 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if map.len() < MAP_AHEAD_MIN || cores < 2 {
             return None;
         }
         // The thread holds the mapping's address, never a reference: a madvise on an
@@ -662,7 +651,8 @@ mod tests {
         }
         let cap = Capture::open(write_temp("ahead.pcap", &f)).unwrap();
         let ahead = cap.frames_mapped_ahead();
-        assert_eq!(ahead.ahead.is_some(), analysis_threads() >= 2);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(ahead.ahead.is_some(), cores >= 2);
         let read: Vec<(i64, u64, u8)> = ahead.map(|fr| (fr.ts_ns, fr.offset, fr.data[700])).collect();
         let plain: Vec<(i64, u64, u8)> = cap.frames().map(|fr| (fr.ts_ns, fr.offset, fr.data[700])).collect();
         assert_eq!(read.len(), n);

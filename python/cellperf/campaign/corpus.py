@@ -65,8 +65,7 @@ LOCAL_DASK_CONFIG = {"distributed.worker.profile.enabled": False,
                      "distributed.worker.memory.monitor-interval": "1s",
                      "distributed.scheduler.work-stealing": False}
 #: One run's analysis on one core: the parallelism of an import is across runs, one per
-#: worker (cellperf's analysis would otherwise map a capture's pages ahead on a second
-#: thread, and put two captures' TCP work on another).
+#: worker (cellperf's analysis would otherwise put two captures' TCP work on a second thread).
 ONE_THREAD = {"CELLPERF_ANALYSIS_THREADS": "1"}
 #: The environment of worker processes: their libraries' thread pools at one thread (polars
 #: and Arrow would each start one thread per core in every worker), and the settings above as
