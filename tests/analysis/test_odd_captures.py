@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from tests.analysis.pcapcraft import (ACK, FIN, PSH, SYN, Pcap, ethernet, ip_fragments, pcapng, tcp_packet,
-                                      udp_datagram)
+                                      udp_datagram, udp_packet)
 from tests.conftest import cellperf, cellperf_json
 
 C, S = "10.1.0.1", "10.2.0.2"
@@ -133,6 +133,18 @@ def test_capture_duplicates_are_counted_apart(tmp_path):
     path = write(tmp_path, "resend.pcap", sorted(recs + [resend], key=lambda r: r[0]))
     (f,) = cellperf_json("analyze", path)["flows"]
     assert (f["capture_duplicates"], f["retransmissions"]["total"]) == (0, 1)
+
+
+def test_datagrams_sharing_an_ip_id_are_not_capture_duplicates(tmp_path):
+    # Seen in an emulated WiBro run: Linux gave two CBR datagrams (sequence 0x2b3, 0x2b4) the
+    # same IP id, and the link's ARQ delivered them 6 µs apart; a true copy has the same
+    # content too.
+    def dgram(seq: int) -> bytes:
+        return udp_packet(S, 50358, C, 60547, b"CPF1" + seq.to_bytes(8, "big") + bytes(1428), ip_id=0x4D27, ttl=63)
+
+    recs = [(1.0, dgram(0x2B3)), (1.000006, dgram(0x2B4)), (1.000012, dgram(0x2B4))]
+    (f,) = cellperf_json("analyze", write(tmp_path, "sameid.pcap", recs))["flows"]
+    assert (f["packets"], f["capture_duplicates"]) == (2, 1)
 
 
 def test_resend_of_data_sent_before_the_capture_began(tmp_path):

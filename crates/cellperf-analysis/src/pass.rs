@@ -97,10 +97,12 @@ impl FlowAt {
     fn is_duplicate(&mut self, p: &Packet<'_>, dir: Dir) -> bool {
         let Some(id) = p.ip.ip_id.filter(|id| *id != 0) else { return false };
         // The IP header's fields that differ between packets of a flow (id, length, TTL)
-        // and where the segment sits; a datagram's length stands for its content.
+        // and where the segment sits, or a datagram's content: a sender may give two
+        // datagrams of one flow the same id (Linux did, to CBR datagrams 3 ms apart, which an
+        // ARQ flush then delivered 6 µs apart), so their length alone does not tell them.
         let (seq, ack) = match &p.transport {
             Transport::Tcp(t) => (t.seq, t.ack),
-            Transport::Udp(u) => (u.payload_len, 0),
+            Transport::Udp(u) => (u.payload_len, payload_hash(u) as u32),
             Transport::Other(_) => return false,
         };
         let now = Fingerprint { ts: p.ts_ns, id, ttl: p.ip.ttl, len: p.ip.len, seq, ack };
