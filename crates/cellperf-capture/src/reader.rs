@@ -299,8 +299,7 @@ impl MapAhead {
         let reader_at = Arc::new(AtomicUsize::new(from));
         let stop = Arc::new(AtomicBool::new(false));
         let (reader, stopped) = (reader_at.clone(), stop.clone());
-        // SAFETY: sysconf reads a constant of the system.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        let page = page_size();
         let thread = std::thread::Builder::new()
             .name("cellperf-map-ahead".into())
             .spawn(move || {
@@ -324,6 +323,12 @@ impl MapAhead {
             .ok()?;
         Some(MapAhead { reader_at, stop, thread: Some(thread) })
     }
+}
+
+/// The system's page size: madvise wants ranges that start on one.
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1)
 }
 
 /// Where [`MapAhead`] maps next, and how many bytes, having mapped up to `at` (a page
@@ -386,7 +391,7 @@ impl<'a> Frames<'a> {
         // from there on, so no page released here is mapped again.
         let upto = if self.ahead.is_some() { self.published } else { self.pos };
         if upto.saturating_sub(self.released) >= RELEASE_CHUNK {
-            let page = 4096;
+            let page = page_size();
             let end = upto / page * page;
             // SAFETY: the mapping is private and read-only; DONTNEED only drops our
             // reference to pages we have finished with, re-reading them would refault.

@@ -112,17 +112,24 @@ def batches(jobs: list[Job], slots: int) -> list[list[Job]]:
 def _in_process(jobs: list[Job]) -> Iterator[list[tuple[list[Job], Batch]]]:
     """The batches analysed here, one run at a time on one core, as one worker would."""
     for batch in batches(jobs, 1):
-        saved = {k: os.environ.get(k) for k in ONE_THREAD}
-        os.environ.update(ONE_THREAD)
-        try:
+        with _environment(ONE_THREAD):
             done = analyse_batch(batch)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         yield [(batch, done)]
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """This process's environment with `values` set, as it was afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @contextlib.contextmanager
