@@ -320,8 +320,15 @@ def test_a_window_sweep_gives_throughput_and_delay_per_window(tmp_path):
     tput = dict(zip(points["window_bytes"], points["throughput_bps"]))
     owd = dict(zip(points["window_bytes"], points["owd_mean_ms"]))
     assert tput[8192] <= 8192 * 8 / 0.100 < tput[32768], tput
-    assert 0.8 * 2e6 < tput[131072] <= 2e6, tput
+    probe_bps = {row["window_bytes"]: row["throughput_bps"] for row in probe}
+    assert 0.9 * 2e6 < probe_bps[131072] <= 2e6 and tput[131072] <= 2e6, (probe_bps, tput)
     assert 50 < owd[8192] and owd[131072] > owd[8192] + 50, owd
-    # Each step's capture goodput agrees with what the probe counted for that step.
-    for row in probe:
-        assert tput[row["window_bytes"]] == pytest.approx(row["throughput_bps"], rel=0.15), (row, tput)
+    # Each step's connection delivered, by the capture, the bytes the probe received. (The
+    # rates differ by design: the probe's is over its first to last byte received, the
+    # capture's over the connection's life, handshake and close included: 10-16 % lower.)
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        delivered = s.frame("""SELECT goodput_bps * (end_s - start_s) / 8 AS payload FROM flows
+                               WHERE role = 'data' AND direction = 'downlink' ORDER BY start_s""")["payload"]
+    for row, payload in zip(probe, delivered, strict=True):
+        assert payload == pytest.approx(row["bytes_received"], rel=0.01), (row, list(delivered))
+        assert 0.7 * row["throughput_bps"] < tput[row["window_bytes"]] <= row["throughput_bps"], (row, tput)

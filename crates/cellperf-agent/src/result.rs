@@ -236,6 +236,7 @@ pub fn assemble(
                 };
                 rows.push(json!({
                     "window_bytes": w, "mss": m, "throughput_bps": t.throughput_bps,
+                    "bytes_received": t.bytes_received,
                     "rtt_ms": summary(&t.rtt_ms), "retransmission_rate": t.retransmission_rate,
                 }));
             }

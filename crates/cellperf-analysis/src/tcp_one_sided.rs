@@ -76,6 +76,8 @@ struct DirState {
     highest_ack: u64,
     /// Highest right edge of the SACK blocks it sent.
     highest_sack: u64,
+    /// Highest ACK or SACK edge it sent, as of a moment (see `SentEdge`).
+    sent_edge: SentEdge,
     last_ack_raw: Option<u32>,
     last_window: u16,
     dupack_run: u32,
@@ -230,6 +232,7 @@ impl TcpOneSided {
                 let space = self.dirs[o].seq_space;
                 let edge = sack.iter().map(|&(_, rr)| space.peek(rr)).max().unwrap_or(0);
                 self.dirs[d].highest_sack = self.dirs[d].highest_sack.max(edge);
+                self.dirs[d].sent_edge.raise(edge, r.ts_ns);
             }
             if dsack {
                 if let Some(&i) = self.by_start.get(&(o as u8, left)) {
@@ -242,6 +245,7 @@ impl TcpOneSided {
         }
         if ack > self.dirs[d].highest_ack {
             self.dirs[d].highest_ack = ack;
+            self.dirs[d].sent_edge.raise(ack, r.ts_ns);
             // Karn: sample only from the newest segment this ACK covers, never a resent one.
             let out = &mut self.dirs[o].outstanding;
             let mut last = None;
@@ -268,8 +272,9 @@ impl TcpOneSided {
         let len = r.payload_len as u64 + (r.has(FIN) as u64);
         let acked_by_peer = self.dirs[o].highest_ack;
         // Bytes below the peer's highest ACK or SACK edge were sent before, even when the
-        // capture did not see them (it began mid-connection, or dropped them).
-        let sent_before = acked_by_peer.max(self.dirs[o].highest_sack);
+        // capture did not see them (it began mid-connection, or dropped them). Only edges
+        // recorded a reordering window earlier count: see `SentEdge`.
+        let sent_before = self.dirs[o].sent_edge.as_of(r.ts_ns - OUT_OF_ORDER_NS);
         let peer_dupacks = self.dirs[o].dupack_run;
         let peer_last_ack = self.dirs[o].last_ack_raw;
         let st = &mut self.dirs[d];
@@ -438,6 +443,52 @@ impl TcpOneSided {
     }
 }
 
+/// The highest ACK or SACK edge a receiver sent, as of a moment: bytes below it were sent
+/// before, even if the capture never saw them. A capture may record the ACK a segment caused
+/// a little before the segment itself (tcpdump at a receiver on Linux did, by 40-60 us, for
+/// one segment in 20 of a window-limited download through the emulator), so a segment is
+/// judged against the edges recorded at least a reordering window (`OUT_OF_ORDER_NS`)
+/// before it: the resend of bytes a capture missed comes an RTT or a timeout after the ACK.
+#[derive(Debug, Default, Clone)]
+struct SentEdge {
+    /// The highest edge recorded before every one in `recent`.
+    settled: u64,
+    /// Recent rises, oldest first: (edge, time recorded). A full ring settles its oldest.
+    recent: [(u64, i64); SentEdge::RECENT],
+    len: usize,
+}
+
+impl SentEdge {
+    const RECENT: usize = 4;
+
+    fn raise(&mut self, edge: u64, ts_ns: i64) {
+        let latest = if self.len > 0 { self.recent[self.len - 1].0 } else { self.settled };
+        if edge <= latest {
+            return;
+        }
+        if self.len == Self::RECENT {
+            self.settle(1);
+        }
+        self.recent[self.len] = (edge, ts_ns);
+        self.len += 1;
+    }
+
+    /// The highest edge recorded at or before `ts_ns`.
+    fn as_of(&mut self, ts_ns: i64) -> u64 {
+        let n = self.recent[..self.len].iter().take_while(|&&(_, t)| t <= ts_ns).count();
+        self.settle(n);
+        self.settled
+    }
+
+    fn settle(&mut self, n: usize) {
+        if n > 0 {
+            self.settled = self.settled.max(self.recent[n - 1].0);
+            self.recent.copy_within(n..self.len, 0);
+            self.len -= n;
+        }
+    }
+}
+
 /// Whether `start..end` overlaps one of `ranges`; removes the overlap if so.
 fn take_range(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) -> bool {
     let Some(i) = ranges.iter().position(|&(l, r)| start < r && end > l) else { return false };
@@ -593,12 +644,35 @@ pub(crate) mod tests {
         // up to 7001 before any data is seen; then 3001.., 5001.. and 7001.. arrive.
         let mut t = run(&[seg(0, B, 1, 0, 5001, ACK)]);
         t.push(&seg(1, B, 1, 0, 5001, ACK), &[(6001, 7001)]);
-        for r in [seg(2, A, 3001, 1000, 1, ACK), seg(3, A, 5001, 1000, 1, ACK), seg(4, A, 7001, 1000, 1, ACK)] {
+        for r in [seg(20, A, 3001, 1000, 1, ACK), seg(21, A, 5001, 1000, 1, ACK), seg(22, A, 7001, 1000, 1, ACK)] {
             t.push(&r, &[]);
         }
         let s = t.summary(A);
         assert_eq!((s.retransmissions, s.spurious, s.rto, s.original_not_captured), (2, 1, 1, 2));
         assert_eq!(s.unique_bytes, 1000, "only 7001.. is new");
+    }
+
+    #[test]
+    fn an_ack_recorded_just_before_the_segment_it_acknowledges_is_capture_order() {
+        // tcpdump at a receiver recorded ACK 7301 40 us before the segment 7241..7301 it
+        // acknowledges, then ACK 10197 before 8749.. and 10197..: all new data, none resent.
+        let us = |t: i64, mut r: TcpRec| {
+            r.ts_ns = t * 1000;
+            r
+        };
+        let mut t = run(&[us(0, seg(0, A, 1, 7240, 1, ACK)), us(100, seg(0, B, 1, 0, 7241, ACK))]);
+        for r in [us(500, seg(0, B, 1, 0, 7301, ACK)), us(540, seg(0, A, 7241, 60, 1, ACK)),
+                  us(90_000, seg(0, A, 7301, 1448, 1, ACK)), us(95_000, seg(0, B, 1, 0, 10197, ACK)),
+                  us(95_060, seg(0, A, 8749, 1448, 1, ACK)), us(95_100, seg(0, A, 10197, 1448, 1, ACK))] {
+            t.push(&r, &[]);
+        }
+        let s = t.summary(A);
+        assert_eq!((s.unique_bytes, s.retransmissions, s.original_not_captured), (7240 + 60 + 3 * 1448, 0, 0));
+        // The same segment 10 ms after that ACK is a resend whose original the capture missed.
+        let mut t = run(&[us(0, seg(0, A, 1, 7240, 1, ACK)), us(500, seg(0, B, 1, 0, 7301, ACK))]);
+        t.push(&us(10_500, seg(0, A, 7241, 60, 1, ACK)), &[]);
+        let s = t.summary(A);
+        assert_eq!((s.unique_bytes, s.retransmissions, s.original_not_captured), (7240, 1, 1));
     }
 
     #[test]
