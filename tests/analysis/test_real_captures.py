@@ -76,6 +76,9 @@ def test_tcp_two_sided_against_tshark_and_ip_ids(tcp_downlink):
     assert f["tcp"]["unique_bytes"] <= sent_bytes
     if iperf["capture_drops"]["mn"] == 0:  # a loaded host can make tcpdump drop, iperf3 not
         assert received <= f["tcp"]["unique_bytes"], iperf["capture_drops"]
+        # Every byte up to the highest the MN's capture saw was delivered, once.
+        ends = [int(s) + int(n) for s, n in tshark_fields(mn, data, "tcp.seq", "tcp.len")]
+        assert f["tcp"]["unique_bytes"] == max(ends) - 1
     assert 10e6 < f["goodput_bps"] < 21e6
     assert f["rtt_ms"]["samples"] > 100 and f["rtt_ms"]["min"] > 0
     assert f["series"]["intervals"] >= 1
