@@ -445,32 +445,70 @@ struct RxAck {
     reached: Option<i64>,
 }
 
-/// A FIFO whose items keep the index they were given when pushed.
+/// A FIFO whose items keep the index they were given when pushed. It holds a window's
+/// packets (131,000 of a 40,000-packet/s bulk flow), in blocks of [`Numbered::BLOCK`]
+/// items: its memory follows what it holds, where one `VecDeque` doubles (7.3 MB at
+/// 131,072 items, 14.7 MB at one more), and a block emptied at the front is reused at the
+/// back.
 struct Numbered<T> {
-    items: VecDeque<T>,
+    /// Oldest first. Every block but the first and the last holds `BLOCK` items.
+    blocks: VecDeque<VecDeque<T>>,
+    spare: Option<VecDeque<T>>,
+    /// Index of the oldest item.
     first: u64,
+    len: usize,
 }
 
 impl<T> Numbered<T> {
+    const BLOCK: usize = 4096;
+
     fn new() -> Self {
-        Numbered { items: VecDeque::new(), first: 0 }
+        Numbered { blocks: VecDeque::new(), spare: None, first: 0, len: 0 }
     }
 
     fn push(&mut self, x: T) -> u64 {
-        self.items.push_back(x);
-        self.first + self.items.len() as u64 - 1
+        match self.blocks.back_mut() {
+            Some(last) if last.len() < Self::BLOCK => last.push_back(x),
+            _ => {
+                let mut block = self.spare.take().unwrap_or_else(|| VecDeque::with_capacity(Self::BLOCK));
+                block.push_back(x);
+                self.blocks.push_back(block);
+            }
+        }
+        self.len += 1;
+        self.first + self.len as u64 - 1
     }
 
     fn get_mut(&mut self, index: u64) -> Option<&mut T> {
-        index.checked_sub(self.first).and_then(|i| self.items.get_mut(i as usize))
+        let at = usize::try_from(index.checked_sub(self.first)?).ok()?;
+        let in_first = self.blocks.front()?.len();
+        if at < in_first {
+            return self.blocks[0].get_mut(at);
+        }
+        let rest = at - in_first;
+        self.blocks.get_mut(1 + rest / Self::BLOCK)?.get_mut(rest % Self::BLOCK)
+    }
+
+    fn front(&self) -> Option<&T> {
+        self.blocks.front()?.front()
+    }
+
+    fn len(&self) -> usize {
+        self.len
     }
 
     fn pop_if(&mut self, due: impl Fn(&T) -> bool) -> Option<(u64, T)> {
-        if !due(self.items.front()?) {
+        if !due(self.front()?) {
             return None;
         }
-        let x = self.items.pop_front()?;
+        let oldest = self.blocks.front_mut()?;
+        let x = oldest.pop_front()?;
+        if oldest.is_empty() {
+            let emptied = self.blocks.pop_front();
+            self.spare = self.spare.take().or(emptied);
+        }
         self.first += 1;
+        self.len -= 1;
         Some((self.first - 1, x))
     }
 }
@@ -615,9 +653,9 @@ impl DirPairing {
                 SenderItem::Ack { ack, .. } => self.judge.acknowledged(ack),
             }
         }
-        let oldest_unjudged = self.sender_items.items.front().map_or(data_due, SenderItem::v);
+        let oldest_unjudged = self.sender_items.front().map_or(data_due, SenderItem::v);
         self.judge.forget_acked(oldest_unjudged.saturating_sub(window));
-        !(self.sender_items.items.is_empty() && self.rx_acks.items.is_empty())
+        self.sender_items.len() + self.rx_acks.len() > 0
     }
 
     fn finish(mut self, env: &Env, t0: i64) -> (TwoSided, OwdAccumulator) {
@@ -877,6 +915,32 @@ mod tests {
     use super::*;
     use crate::tcp_one_sided::tests::seg;
 
+    #[test]
+    fn numbered_items_keep_their_index_across_blocks() {
+        let mut q = Numbered::new();
+        let n = 3 * Numbered::<u64>::BLOCK as u64 + 5;
+        for i in 0..n {
+            assert_eq!(q.push(i * 10), i);
+        }
+        for i in 0..Numbered::<u64>::BLOCK as u64 + 7 {
+            assert_eq!(q.pop_if(|_| true), Some((i, i * 10)));
+        }
+        assert_eq!(q.pop_if(|&x| x < 5), None);
+        for i in [0, 100, Numbered::<u64>::BLOCK as u64 + 6] {
+            assert!(q.get_mut(i).is_none(), "{i} was popped");
+        }
+        for i in Numbered::<u64>::BLOCK as u64 + 7..n {
+            assert_eq!(q.get_mut(i).copied(), Some(i * 10), "{i}");
+        }
+        assert!(q.get_mut(n).is_none());
+        assert_eq!((q.push(7), q.len()), (n, (n + 1 - Numbered::<u64>::BLOCK as u64 - 7) as usize));
+        assert!(q.spare.is_some(), "the emptied block is kept");
+        for _ in 0..Numbered::<u64>::BLOCK {
+            q.push(0);
+        }
+        assert!(q.spare.is_none() && q.blocks.len() == 4, "and reused for the next block");
+    }
+
     const D: Dir = Dir::AtoB;
     const U: Dir = Dir::BtoA;
 
@@ -1084,7 +1148,7 @@ mod tests {
             push(&mut p, 1, t + 30, with_id(seg(t + 30 + SKEW, U, 1, 0, seq + 100, ACK), id));
             push(&mut p, 0, t + 60, with_id(seg(t + 60, U, 1, 0, seq + 100, ACK), id));
             let f = p.flows[0].as_ref().unwrap();
-            let waiting: usize = f.dirs.iter().flatten().map(|d| d.sender_items.items.len() + d.rx_acks.items.len()).sum();
+            let waiting: usize = f.dirs.iter().flatten().map(|d| d.sender_items.len() + d.rx_acks.len()).sum();
             let half = (i >= n / 2) as usize;
             most_waiting[half] = most_waiting[half].max(waiting);
         }
