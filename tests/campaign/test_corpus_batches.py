@@ -27,3 +27,23 @@ def test_every_run_once_large_tasks_first_single_runs_last(runs, slots):
 def test_two_slots_get_far_fewer_tasks_than_runs():
     # 200 runs on 2 workers: a few dozen tasks, not 200 (the benchmark's corpus).
     assert 10 <= len(batches(list(range(200)), 2)) <= 40
+
+
+def test_an_import_in_this_process_analyses_each_run_on_one_thread(monkeypatch):
+    """`--workers 1` analyses in the importing process as one worker would: with
+    CELLPERF_ANALYSIS_THREADS=1 while each batch runs (the analysis reads it, docs/scale.md),
+    and the environment as it was afterwards. Workers get it from WORKER_ENV."""
+    from cellperf.campaign import corpus
+
+    seen = []
+    monkeypatch.setattr(corpus, "analyse_batch", lambda batch: seen.append(
+        (batch, corpus.os.environ.get("CELLPERF_ANALYSIS_THREADS"))) or [])
+    monkeypatch.setenv("CELLPERF_ANALYSIS_THREADS", "7")
+    done = list(corpus._in_process(["run-a", "run-b", "run-c"]))
+    assert [b for b, _ in seen] == [t for t in batches(["run-a", "run-b", "run-c"], 1)]
+    assert {threads for _, threads in seen} == {"1"} and len(done) == len(seen)
+    assert corpus.os.environ["CELLPERF_ANALYSIS_THREADS"] == "7"
+    monkeypatch.delenv("CELLPERF_ANALYSIS_THREADS")
+    list(corpus._in_process(["run-a"]))
+    assert "CELLPERF_ANALYSIS_THREADS" not in corpus.os.environ
+    assert corpus.WORKER_ENV["CELLPERF_ANALYSIS_THREADS"] == "1"
