@@ -27,7 +27,7 @@ const RELEASE_CHUNK: usize = 2 << 20;
 
 /// How far ahead of the reader [`MapAhead`] maps pages, in steps of [`MAP_AHEAD_STEP`];
 /// files smaller than [`MAP_AHEAD_MIN`] are read without it.
-const MAP_AHEAD: usize = 8 << 20;
+const MAP_AHEAD: usize = 4 << 20;
 const MAP_AHEAD_STEP: usize = 2 << 20;
 const MAP_AHEAD_MIN: usize = 16 << 20;
 
@@ -317,6 +317,11 @@ impl MapAhead {
                     if rc != 0 {
                         break;
                     }
+                    if let Some((from, m)) = passed_part(at, n, reader.load(Ordering::Relaxed), page) {
+                        // SAFETY: as above; DONTNEED drops our reference to pages the reader
+                        // has finished with (a read of them would refault the file's bytes).
+                        unsafe { libc::madvise((base + from) as *mut libc::c_void, m, libc::MADV_DONTNEED) };
+                    }
                     at += n;
                 }
             })
@@ -343,6 +348,15 @@ fn map_ahead_step(at: usize, reader: usize, len: usize, page: usize) -> (usize, 
     let limit = reader.saturating_add(MAP_AHEAD).min(len);
     let limit = if limit == len { len } else { limit / page * page };
     (start, limit.saturating_sub(start).min(MAP_AHEAD_STEP))
+}
+
+/// The part of a step just mapped (`at`, `n` bytes) that the reader has passed meanwhile:
+/// when the thread waits for a core (both are busy with the analysis), the reader can pass
+/// the step and release its pages before they are mapped here, and nothing would release
+/// them again (two captures' mapped pages grew to 13 MiB, then with the file, before).
+fn passed_part(at: usize, n: usize, reader: usize, page: usize) -> Option<(usize, usize)> {
+    let end = (reader / page * page).min(at + n);
+    (end > at).then(|| (at, end - at))
 }
 
 impl Drop for MapAhead {
@@ -688,6 +702,15 @@ mod tests {
             }
         }
         assert_eq!(at, len);
+    }
+
+    #[test]
+    fn a_step_the_reader_passed_meanwhile_is_released_again() {
+        let page = 4096;
+        assert_eq!(passed_part(8 * page, 4 * page, 8 * page + 10, page), None, "reader inside the first page");
+        assert_eq!(passed_part(8 * page, 4 * page, 10 * page + 10, page), Some((8 * page, 2 * page)));
+        assert_eq!(passed_part(8 * page, 4 * page, 30 * page, page), Some((8 * page, 4 * page)));
+        assert_eq!(passed_part(8 * page, 4 * page, 0, page), None);
     }
 
     #[test]
