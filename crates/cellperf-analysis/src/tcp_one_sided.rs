@@ -74,8 +74,6 @@ struct DirState {
     unseen: Vec<(u64, u64)>,
     // As the receiver of the opposite direction's data (acks it sends):
     highest_ack: u64,
-    /// Highest right edge of the SACK blocks it sent.
-    highest_sack: u64,
     /// Highest ACK or SACK edge it sent, as of a moment (see `SentEdge`).
     sent_edge: SentEdge,
     last_ack_raw: Option<u32>,
@@ -231,7 +229,6 @@ impl TcpOneSided {
             if !dsack {
                 let space = self.dirs[o].seq_space;
                 let edge = sack.iter().map(|&(_, rr)| space.peek(rr)).max().unwrap_or(0);
-                self.dirs[d].highest_sack = self.dirs[d].highest_sack.max(edge);
                 self.dirs[d].sent_edge.raise(edge, r.ts_ns);
             }
             if dsack {

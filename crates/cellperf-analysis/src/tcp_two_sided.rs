@@ -456,14 +456,13 @@ struct Numbered<T> {
     spare: Option<VecDeque<T>>,
     /// Index of the oldest item.
     first: u64,
-    len: usize,
 }
 
 impl<T> Numbered<T> {
     const BLOCK: usize = 4096;
 
     fn new() -> Self {
-        Numbered { blocks: VecDeque::new(), spare: None, first: 0, len: 0 }
+        Numbered { blocks: VecDeque::new(), spare: None, first: 0 }
     }
 
     fn push(&mut self, x: T) -> u64 {
@@ -475,8 +474,7 @@ impl<T> Numbered<T> {
                 self.blocks.push_back(block);
             }
         }
-        self.len += 1;
-        self.first + self.len as u64 - 1
+        self.first + self.len() as u64 - 1
     }
 
     fn get_mut(&mut self, index: u64) -> Option<&mut T> {
@@ -494,7 +492,13 @@ impl<T> Numbered<T> {
     }
 
     fn len(&self) -> usize {
-        self.len
+        match (self.blocks.front(), self.blocks.back()) {
+            (Some(first), Some(last)) if self.blocks.len() > 1 => {
+                first.len() + (self.blocks.len() - 2) * Self::BLOCK + last.len()
+            }
+            (Some(only), _) => only.len(),
+            _ => 0,
+        }
     }
 
     fn pop_if(&mut self, due: impl Fn(&T) -> bool) -> Option<(u64, T)> {
@@ -508,7 +512,6 @@ impl<T> Numbered<T> {
             self.spare = self.spare.take().or(emptied);
         }
         self.first += 1;
-        self.len -= 1;
         Some((self.first - 1, x))
     }
 }
