@@ -22,7 +22,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use ahash::AHashMap;
-use cellperf_capture::{Capture, CaptureError, Packet, SackBlocks, Transport};
+use cellperf_capture::{Capture, CaptureError, Packet, Transport};
 
 use crate::flows::FlowKey;
 use crate::pass::{Scan, Shared};
@@ -130,20 +130,45 @@ const BATCHES_IN_FLIGHT: usize = 3;
 /// taken. They are reused, so memory is the same for any capture.
 const BATCHES: usize = BATCHES_IN_FLIGHT + 2;
 
-/// A TCP packet for [`TcpWork`]: where it was seen, its flow, where that flow's series
-/// start at its capture, the packet and its SACK blocks.
-type TcpItem = (SeenAt, u32, i64, TcpRec, SackBlocks);
+/// A TCP packet for [`TcpWork`]: where it was seen (capture, virtual time, TTL), its
+/// flow, where that flow's series start at its capture, and the packet, whose SACK blocks
+/// are in its batch's `sacks` (`rec.sack_at`, `rec.sack_count`). Compact on purpose: every
+/// TCP packet is written here by one core and read by the other (72 bytes; with the
+/// blocks inline and a `SeenAt` it was 120).
+#[derive(Clone, Copy)]
+struct TcpItem {
+    v: i64,
+    t0: i64,
+    rec: TcpRec,
+    id: u32,
+    capture: u8,
+    ttl: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<TcpItem>() == 72);
+
+impl TcpItem {
+    fn at(&self) -> SeenAt {
+        SeenAt { capture: self.capture as usize, v: self.v, ttl: self.ttl }
+    }
+}
 
 /// One batch of TCP packets, in reading order, with the keys of the flows that first
-/// appear in it.
+/// appear in it and the SACK blocks of its packets (few carry any).
 struct Batch {
     keys: Vec<(u32, FlowKey)>,
     packets: Vec<TcpItem>,
+    sacks: Vec<(u32, u32)>,
 }
 
 impl Batch {
     fn new() -> Self {
-        Batch { keys: Vec::new(), packets: Vec::with_capacity(BATCH) }
+        Batch { keys: Vec::new(), packets: Vec::with_capacity(BATCH), sacks: Vec::new() }
+    }
+
+    /// The SACK blocks of `item`, one of this batch's packets.
+    fn sack(&self, item: &TcpItem) -> &[(u32, u32)] {
+        &self.sacks[item.rec.sack_at as usize..][..item.rec.sack_count as usize]
     }
 }
 
@@ -167,14 +192,15 @@ impl TcpWork {
     }
 
     #[inline(always)]
-    fn take(&mut self, (at, id, t0, rec, sack): TcpItem, key: &FlowKey) {
+    fn take(&mut self, item: &TcpItem, sack: &[(u32, u32)], key: &FlowKey) {
+        let (id, at) = (item.id as usize, item.at());
         let flows = &mut self.one_sided[at.capture];
-        if flows.len() <= id as usize {
-            flows.resize_with(id as usize + 1, || None);
+        if flows.len() <= id {
+            flows.resize_with(id + 1, || None);
         }
-        let (interval_ns, keep_samples) = (self.interval_ns, self.keep_samples);
-        flows[id as usize].get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, keep_samples)).push(&rec, &sack);
-        self.pairing.push(at, id, key, &rec, &sack);
+        let (interval_ns, keep_samples, t0) = (self.interval_ns, self.keep_samples, item.t0);
+        flows[id].get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, keep_samples)).push(&item.rec, sack);
+        self.pairing.push(at, item.id, key, &item.rec, sack);
     }
 
     fn finish(self) -> TcpDone {
@@ -224,10 +250,12 @@ impl TcpFeed {
                     }
                     keys[id as usize] = Some(key);
                 }
-                for item in batch.packets.drain(..) {
-                    let key = keys[item.1 as usize].expect("a flow's key comes with its first packet");
-                    work.take(item, &key);
+                for item in &batch.packets {
+                    let key = keys[item.id as usize].expect("a flow's key comes with its first packet");
+                    work.take(item, batch.sack(item), &key);
                 }
+                batch.packets.clear();
+                batch.sacks.clear();
                 // Never more than `BATCHES`: there is room.
                 let _ = give_back.try_send(batch);
             }
@@ -249,9 +277,10 @@ impl TcpFeed {
     /// One TCP packet of flow `id` (whose key `key` gives) as `at` saw it, the flow's
     /// first packet at that capture at `t0`.
     #[inline(always)]
-    pub fn push(&mut self, at: SeenAt, id: u32, key: impl FnOnce() -> FlowKey, t0: i64, rec: &TcpRec, sack: SackBlocks) {
+    pub fn push(&mut self, at: SeenAt, id: u32, key: impl FnOnce() -> FlowKey, t0: i64, rec: &TcpRec, sack: &[(u32, u32)]) {
+        let item = |rec: TcpRec| TcpItem { v: at.v, t0, rec, id, capture: at.capture as u8, ttl: at.ttl };
         match self {
-            TcpFeed::Inline(work) => work.take((at, id, t0, *rec, sack), &key()),
+            TcpFeed::Inline(work) => work.take(&item(*rec), sack, &key()),
             TcpFeed::Threaded(feed) => {
                 let i = id as usize;
                 if feed.told.len() <= i {
@@ -261,8 +290,11 @@ impl TcpFeed {
                     feed.told[i] = true;
                     feed.batch.keys.push((id, key()));
                 }
-                feed.batch.packets.push((at, id, t0, *rec, sack));
-                if feed.batch.packets.len() >= BATCH {
+                let batch = &mut feed.batch;
+                let rec = TcpRec { sack_at: batch.sacks.len() as u32, sack_count: sack.len() as u8, ..*rec };
+                batch.sacks.extend_from_slice(sack);
+                batch.packets.push(item(rec));
+                if batch.packets.len() >= BATCH {
                     feed.send();
                 }
             }
@@ -357,7 +389,7 @@ mod tests {
         packets.sort_by_key(|p| (p.1, p.0));
         for (capture, v_ms, id, rec) in packets {
             let at = SeenAt { capture, v: v_ms * 1_000_000, ttl: 64 - capture as u8 };
-            feed.push(at, id, || keys[id as usize], 0, &rec, SackBlocks::default());
+            feed.push(at, id, || keys[id as usize], 0, &rec, &[]);
         }
         let (paired, one_sided) = feed.finish();
         let mut out = String::new();

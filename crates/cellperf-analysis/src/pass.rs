@@ -253,7 +253,7 @@ impl Scan {
                     Some(work) => {
                         let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
                         let table = &sh.table;
-                        work.push(at, id, || table.key(id), t0, &rec, sack);
+                        work.push(at, id, || table.key(id), t0, &rec, &sack);
                     }
                     None => {
                         let tcp = f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples));
