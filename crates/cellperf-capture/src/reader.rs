@@ -23,12 +23,12 @@ use crate::linktype::LinkType;
 
 /// How often consumed pages of the mapping are released (unmapping costs ~0.04 s per GB
 /// here; keeping them would make the resident set grow to the capture's size).
-const RELEASE_CHUNK: usize = 2 << 20;
+const RELEASE_CHUNK: usize = 1 << 20;
 
 /// How far ahead of the reader [`MapAhead`] maps pages, in steps of [`MAP_AHEAD_STEP`];
 /// files smaller than [`MAP_AHEAD_MIN`] are read without it.
-const MAP_AHEAD: usize = 4 << 20;
-const MAP_AHEAD_STEP: usize = 2 << 20;
+const MAP_AHEAD: usize = 2 << 20;
+const MAP_AHEAD_STEP: usize = 1 << 20;
 const MAP_AHEAD_MIN: usize = 16 << 20;
 
 
