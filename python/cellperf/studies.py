@@ -74,18 +74,27 @@ def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.Data
     )
 
 
+def leading(flows: list[tuple[int, float | None]]) -> list[bool]:
+    """Whether each of `flows` (flow_id, goodput in bit/s; a connection's two directions share
+    a flow_id) is its connection's direction of highest goodput (no goodput counts as 0).
+    A connection with data both ways competes for the link in that direction only: a
+    download's upstream hello or request is no competitor (`concurrent_summary`, and the
+    campaign analysis's shares)."""
+    best: dict[int, float] = {}
+    for fid, g in flows:
+        best[fid] = max(best.get(fid, 0.0), g or 0.0)
+    return [(g or 0.0) >= best[fid] for fid, g in flows]
+
+
 def concurrent_summary(report: dict) -> list[dict]:
     """Per direction with more than one TCP flow carrying data: the flows' shares and
     Jain's index (the report's `concurrent` entry; the same figures as `shares`; Jain's index
     by the scheduler study's `jain_fairness`). A connection with data both ways counts in its
-    direction of higher goodput only: a download's upstream hello or request is no competitor."""
+    direction of higher goodput only (`leading`)."""
     tcp = [f for f in report["flows"] if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes")]
-    best: dict[int, float] = {}
-    for f in tcp:
-        best[f["flow_id"]] = max(best.get(f["flow_id"], 0.0), f["goodput_bps"] or 0.0)
     by_dir: dict[str, list[dict]] = {}
-    for f in tcp:
-        if (f["goodput_bps"] or 0.0) >= best[f["flow_id"]]:
+    for f, lead in zip(tcp, leading([(f["flow_id"], f["goodput_bps"]) for f in tcp])):
+        if lead:
             by_dir.setdefault(f["direction"], []).append(f)
     out = []
     for direction, fs in by_dir.items():

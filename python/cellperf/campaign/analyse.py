@@ -26,7 +26,7 @@ from cellperf.campaign.spec import RunSpec
 from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.store import write_parquet
-from cellperf.studies import add_utilisation, queue_estimate, shares
+from cellperf.studies import add_utilisation, leading, queue_estimate, shares
 
 #: Flow ids of a shared cell's user i start at i × this (the users' captures are analysed apart).
 USER_FLOW_IDS = 100_000
@@ -145,14 +145,16 @@ def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
     delivered nothing (a download's ACK-only direction) are in no share, nor is a connection's
     lesser direction (the probe's hello up a download, a request), as in `cellperf analyze`."""
     g = pl.col("goodput_bps")
-    data = (pl.col("role") == "data") & (g > 0) & (g == g.max().over("flow_id"))
-    studied = shares(flows.filter(data).select("flow_id", "direction", "goodput_bps")).select(
+    lead = leading(list(zip(flows["flow_id"].to_list(), flows["goodput_bps"].to_list())))
+    # A column, not a Series beside the frame: the join below need not keep the rows' order.
+    flows = flows.with_columns(_studied=(pl.col("role") == "data") & (g > 0) & pl.Series(lead, dtype=pl.Boolean))
+    studied = shares(flows.filter("_studied").select("flow_id", "direction", "goodput_bps")).select(
         "flow_id", "direction", "share", "jain")
     flows = flows.join(studied, on=["flow_id", "direction"], how="left")
-    if "owd_max_ms" not in flows.columns or not saturating:
-        return flows
-    q = queue_estimate(flows)["queue_bytes"]
-    return flows.with_columns(queue_bytes=pl.when(data & (pl.col("proto") == "udp")).then(q))
+    if "owd_max_ms" in flows.columns and saturating:
+        q = queue_estimate(flows)["queue_bytes"]
+        flows = flows.with_columns(queue_bytes=pl.when(pl.col("_studied") & (pl.col("proto") == "udp")).then(q))
+    return flows.drop("_studied")
 
 
 #: Columns of the `radio_samples` dataset (docs/store.md): every run's radio log in one schema,
