@@ -100,12 +100,12 @@ impl FlowAt {
         // and where the segment sits, or a datagram's content: a sender may give two
         // datagrams of one flow the same id (Linux did, to CBR datagrams 3 ms apart, which an
         // ARQ flush then delivered 6 µs apart), so their length alone does not tell them.
-        let (seq, ack) = match &p.transport {
+        let content = match &p.transport {
             Transport::Tcp(t) => (t.seq, t.ack),
             Transport::Udp(u) => (u.payload_len, payload_hash(u) as u32),
             Transport::Other(_) => return false,
         };
-        let now = Fingerprint { ts: p.ts_ns, id, ttl: p.ip.ttl, len: p.ip.len, seq, ack };
+        let now = Fingerprint { ts: p.ts_ns, id, ttl: p.ip.ttl, len: p.ip.len, content };
         let d = dir.index();
         let dup = self.last[d].is_some_and(|last| now.repeats(&last));
         if dup {
@@ -124,14 +124,13 @@ struct Fingerprint {
     id: u16,
     ttl: u8,
     len: u32,
-    seq: u32,
-    ack: u32,
+    /// A TCP segment's sequence and ACK numbers; a datagram's payload length and hash.
+    content: (u32, u32),
 }
 
 impl Fingerprint {
     fn repeats(&self, earlier: &Fingerprint) -> bool {
-        (self.id, self.ttl, self.len, self.seq, self.ack)
-            == (earlier.id, earlier.ttl, earlier.len, earlier.seq, earlier.ack)
+        (self.id, self.ttl, self.len, self.content) == (earlier.id, earlier.ttl, earlier.len, earlier.content)
             && (0..=DUPLICATE_WINDOW_NS).contains(&(self.ts - earlier.ts))
     }
 }
