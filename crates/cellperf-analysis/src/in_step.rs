@@ -16,7 +16,7 @@
 //! With more than one core, the TCP work (each capture's [`TcpOneSided`] state and the
 //! [`TcpPairing`]) runs on a second thread, fed in reading order ([`TcpFeed`]): the
 //! reading thread decodes both files, merges them and keeps the flows, duplicates,
-//! fragments and UDP records.
+//! fragments and UDP records. One capture's TCP states are kept on that thread the same way.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -172,11 +172,11 @@ impl Batch {
     }
 }
 
-/// The per-packet TCP work of two captures read in step: each capture's own state of
-/// each flow ([`TcpOneSided`]), and the pairing of the packets across the captures
-/// ([`TcpPairing`]).
+/// The per-packet TCP work of a run's captures: each capture's own state of each flow
+/// ([`TcpOneSided`]), and, of two captures read in step, the pairing of the packets
+/// across them ([`TcpPairing`]).
 pub(crate) struct TcpWork {
-    pairing: TcpPairing,
+    pairing: Option<TcpPairing>,
     one_sided: [Vec<Option<TcpOneSided>>; 2],
     interval_ns: i64,
     keep_samples: bool,
@@ -187,7 +187,7 @@ pub(crate) struct TcpWork {
 pub(crate) type TcpDone = (Vec<Option<PairedResult>>, [Vec<Option<TcpOneSided>>; 2]);
 
 impl TcpWork {
-    pub fn new(pairing: TcpPairing, interval_ns: i64, keep_samples: bool) -> Self {
+    pub fn new(pairing: Option<TcpPairing>, interval_ns: i64, keep_samples: bool) -> Self {
         TcpWork { pairing, one_sided: [Vec::new(), Vec::new()], interval_ns, keep_samples }
     }
 
@@ -200,15 +200,17 @@ impl TcpWork {
         }
         let (interval_ns, keep_samples, t0) = (self.interval_ns, self.keep_samples, item.t0);
         flows[id].get_or_insert_with(|| TcpOneSided::new(t0, interval_ns, keep_samples)).push(&item.rec, sack);
-        self.pairing.push(at, item.id, key, &item.rec, sack);
+        if let Some(pairing) = self.pairing.as_mut() {
+            pairing.push(at, item.id, key, &item.rec, sack);
+        }
     }
 
     fn finish(self) -> TcpDone {
-        (self.pairing.finish(), self.one_sided)
+        (self.pairing.map(TcpPairing::finish).unwrap_or_default(), self.one_sided)
     }
 }
 
-/// The TCP work of two captures read in step ([`TcpWork`]), on a thread of its own: the
+/// The TCP work of a run's captures ([`TcpWork`]), on a thread of its own: the
 /// reading (decoding, flows, the capture duplicates and fragments, UDP) hands it every TCP
 /// packet in batches over a bounded channel, in the order it reads them, so it sees the
 /// same packets in the same order as on the reading thread and gives the same result.
@@ -406,7 +408,7 @@ mod tests {
     }
 
     fn work() -> TcpWork {
-        TcpWork::new(TcpPairing::new([Side::Mn, Side::Cn], None, 1_000_000_000, true, 0), 1_000_000_000, true)
+        TcpWork::new(Some(TcpPairing::new([Side::Mn, Side::Cn], None, 1_000_000_000, true, 0)), 1_000_000_000, true)
     }
 
     #[test]

@@ -166,7 +166,6 @@ pub(crate) struct Scan {
     /// Index of the capture among the run's (0: the MN's, or the only one).
     pub capture: usize,
     pub two_sided: bool,
-    pub interval_ns: i64,
     pub flows: Vec<Option<FlowAt>>,
     pub first_ts: Option<i64>,
     pub last_ts: Option<i64>,
@@ -179,11 +178,10 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    pub fn new(capture: usize, two_sided: bool, interval_ns: i64) -> Self {
+    pub fn new(capture: usize, two_sided: bool) -> Self {
         Scan {
             capture,
             two_sided,
-            interval_ns,
             flows: Vec::new(),
             first_ts: None,
             last_ts: None,
@@ -245,20 +243,12 @@ impl Scan {
                 if rec.has(SYN) && !rec.has(ACK) {
                     f.syn_dir.get_or_insert(dir);
                 }
-                let (t0, keep_samples) = (f.first_ts, sh.packet_table.is_some());
-                let sack = t.options.sack_blocks();
-                match sh.tcp.as_mut() {
-                    // Two captures: the flow's own state too is kept by the TCP work.
-                    Some(work) => {
-                        let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
-                        let table = &sh.table;
-                        work.push(at, id, || table.key(id), t0, &rec, &sack);
-                    }
-                    None => {
-                        let tcp = f.tcp.get_or_insert_with(|| TcpOneSided::new(t0, self.interval_ns, keep_samples));
-                        tcp.push(&rec, &sack);
-                    }
-                }
+                // The flow's TCP state is kept by the TCP work, on a thread of its own when
+                // there are cores for it (see `in_step`).
+                let work = sh.tcp.as_mut().expect("the TCP work is set up before the pass");
+                let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
+                let table = &sh.table;
+                work.push(at, id, || table.key(id), f.first_ts, &rec, &t.options.sack_blocks());
             }
             Transport::Udp(u) => {
                 let rec = UdpRec::new(p.ts_ns, dir, p.ip.ip_id, u);

@@ -345,31 +345,32 @@ type Read = (Vec<Scan>, Vec<(PassCounts, Option<CaptureError>)>, Shared);
 fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, interval_ns: i64) -> Read {
     let two_sided = inputs.len() == 2;
     let mut sh = Shared { packet_table: opts.tables.then(PacketTable::default), ..Default::default() };
-    let mut scans: Vec<Scan> = (0..inputs.len()).map(|ci| Scan::new(ci, two_sided, interval_ns)).collect();
+    let mut scans: Vec<Scan> = (0..inputs.len()).map(|ci| Scan::new(ci, two_sided)).collect();
+    let tables = opts.tables;
     let read = if two_sided {
         let (offset, window) = clock_offset(&captures[0], &captures[1]);
         let sides = [inputs[0].side, inputs[1].side];
-        let (mn_addr, tables) = (opts.mn_addr, opts.tables);
-        let work = move || TcpWork::new(TcpPairing::new(sides, mn_addr, interval_ns, tables, window), interval_ns, tables);
-        sh.tcp = Some(TcpFeed::new(work));
-        let read = read_in_step(captures, offset, &mut scans, &mut sh);
-        let (paired, one_sided) = sh.tcp.take().map(TcpFeed::finish).unwrap_or_default();
-        for (scan, states) in scans.iter_mut().zip(one_sided) {
-            for (f, state) in scan.flows.iter_mut().zip(states) {
-                if let (Some(f), Some(state)) = (f.as_mut(), state) {
-                    f.tcp = Some(state);
-                }
-            }
-        }
-        sh.paired = paired;
-        read
+        let mn_addr = opts.mn_addr;
+        let pairing = move || Some(TcpPairing::new(sides, mn_addr, interval_ns, tables, window));
+        sh.tcp = Some(TcpFeed::new(move || TcpWork::new(pairing(), interval_ns, tables)));
+        read_in_step(captures, offset, &mut scans, &mut sh)
     } else {
+        sh.tcp = Some(TcpFeed::new(move || TcpWork::new(None, interval_ns, tables)));
         let mut packets = PacketStream::new(&captures[0]);
         while let Some(p) = packets.next_packet() {
             scans[0].packet(&p, &mut sh, p.ts_ns);
         }
         vec![packets.finish()]
     };
+    let (paired, one_sided) = sh.tcp.take().map(TcpFeed::finish).unwrap_or_default();
+    for (scan, states) in scans.iter_mut().zip(one_sided) {
+        for (f, state) in scan.flows.iter_mut().zip(states) {
+            if let (Some(f), Some(state)) = (f.as_mut(), state) {
+                f.tcp = Some(state);
+            }
+        }
+    }
+    sh.paired = paired;
     (scans, read, sh)
 }
 
