@@ -421,4 +421,16 @@ mod tests {
         assert!(inline.contains("normal: 715"), "{inline}");
         assert_eq!(inline, threaded);
     }
+
+    #[test]
+    fn one_captures_tcp_states_on_the_thread_are_those_kept_inline() {
+        let one = || TcpWork::new(None, 1_000_000_000, true);
+        let (inline, threaded) = (outcome(TcpFeed::Inline(one())), outcome(TcpFeed::new(one)));
+        // No pairing: only each capture's own states, each flow's with its resends (one
+        // segment in 7 and in 11 of 5,000), at both captures.
+        assert!(!inline.contains("normal"), "{inline}");
+        assert_eq!(inline.matches("retransmissions: 715,").count(), 2, "{inline}");
+        assert_eq!(inline.matches("retransmissions: 455,").count(), 2, "{inline}");
+        assert_eq!(inline, threaded);
+    }
 }
