@@ -126,8 +126,9 @@ def test_tcp_one_sided_at_sender_matches_tshark(tcp_downlink):
 
 def test_tcp_one_sided_at_receiver_against_tshark_and_both_captures(tcp_downlink):
     """At the receiver a resend fills a hole its ACK closes at once: it must not look already
-    acknowledged (spurious). The counts equal the two-sided analysis's (IP ids), and the
-    fast ones tshark's at the same capture (16-18 of 16-18 in three runs of this testbed)."""
+    acknowledged (spurious). Spurious resends equal the two-sided analysis's (IP ids), all
+    resends are within 10 % of its count (one lost again never reaches the MN), and the fast
+    ones are tshark's at the same capture (16-18 of 16-18 in three runs of this testbed)."""
     mn, cn, _ = tcp_downlink
     one = max(cellperf_json("analyze", mn, "--side", "mn")["flows"], key=lambda x: x["goodput_bps"] or 0)
     two = max(cellperf_json("analyze", "--mn", mn, "--cn", cn)["flows"], key=lambda x: x["goodput_bps"] or 0)

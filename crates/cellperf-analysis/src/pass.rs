@@ -148,8 +148,9 @@ enum Datagram {
 }
 
 /// What the passes over a run's captures share: flow identities, the NAT pairing, the
-/// per-packet rows, and (two captures) the TCP work: each capture's TCP state and the
-/// TCP packets paired across the captures, on a thread of its own (see `in_step`).
+/// per-packet rows, and the TCP work: each capture's TCP state and (two captures) the TCP
+/// packets paired across the captures, on a thread of its own (see `in_step`); set up
+/// before the pass, taken at its end.
 #[derive(Default)]
 pub(crate) struct Shared {
     pub table: FlowTable,

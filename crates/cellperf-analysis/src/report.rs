@@ -351,8 +351,8 @@ fn read_captures(inputs: &[CaptureInput], captures: &[Capture], opts: &Options, 
         let (offset, window) = clock_offset(&captures[0], &captures[1]);
         let sides = [inputs[0].side, inputs[1].side];
         let mn_addr = opts.mn_addr;
-        let pairing = move || Some(TcpPairing::new(sides, mn_addr, interval_ns, tables, window));
-        sh.tcp = Some(TcpFeed::new(move || TcpWork::new(pairing(), interval_ns, tables)));
+        let pairing = move || TcpPairing::new(sides, mn_addr, interval_ns, tables, window);
+        sh.tcp = Some(TcpFeed::new(move || TcpWork::new(Some(pairing()), interval_ns, tables)));
         read_in_step(captures, offset, &mut scans, &mut sh)
     } else {
         sh.tcp = Some(TcpFeed::new(move || TcpWork::new(None, interval_ns, tables)));

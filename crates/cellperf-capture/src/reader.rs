@@ -312,32 +312,31 @@ impl MapAhead {
         let thread = std::thread::Builder::new()
             .name("cellperf-map-ahead".into())
             .spawn(move || {
+                // SAFETY (both): madvise takes an address range and touches no memory of
+                // ours; DONTNEED drops our reference to pages the reader has finished with
+                // (a read of them would refault the file's bytes), POPULATE_READ only fills
+                // the page table of a readable mapping.
+                let release = |from: usize, n: usize| unsafe {
+                    libc::madvise((base + from) as *mut libc::c_void, n, libc::MADV_DONTNEED);
+                };
+                let map = |from: usize, n: usize| unsafe {
+                    libc::madvise((base + from) as *mut libc::c_void, n, libc::MADV_POPULATE_READ) == 0
+                };
                 // Mapped up to `at`.
                 let (mut at, mut populate) = (from / page * page, true);
                 while !stopped.load(Ordering::Relaxed) {
                     let reader = reader.load(Ordering::Relaxed);
                     let (passed, released) = (reader / page * page, released_by.load(Ordering::Relaxed));
                     if passed.saturating_sub(released) >= RELEASE_CHUNK {
-                        // SAFETY: madvise takes an address range and touches no memory of
-                        // ours; DONTNEED drops our reference to pages the reader has
-                        // finished with (a read of them would refault the file's bytes).
-                        unsafe { libc::madvise((base + released) as *mut libc::c_void, passed - released, libc::MADV_DONTNEED) };
+                        release(released, passed - released);
                         released_by.fetch_max(passed, Ordering::Relaxed);
                     }
                     let (start, n) = map_ahead_step(at, reader, len, page);
                     if populate && n > 0 {
-                        // SAFETY: as above; POPULATE_READ only fills the page table of a
-                        // readable mapping.
-                        let rc = unsafe { libc::madvise((base + start) as *mut libc::c_void, n, libc::MADV_POPULATE_READ) };
-                        populate = rc == 0;
+                        populate = map(start, n);
                         at = start + n;
-                        // While the thread waited for a core, the reader may have passed the
-                        // step and released past it: nothing would release it again (a
-                        // full-packet capture had 16-18 MiB mapped at its peak).
-                        let released = released_by.load(Ordering::Relaxed);
-                        if start < released {
-                            // SAFETY: as above.
-                            unsafe { libc::madvise((base + start) as *mut libc::c_void, released.min(at) - start, libc::MADV_DONTNEED) };
+                        if let Some((from, m)) = remapped_part(start, at, released_by.load(Ordering::Relaxed)) {
+                            release(from, m);
                         }
                         continue;
                     }
@@ -367,6 +366,14 @@ fn map_ahead_step(at: usize, reader: usize, len: usize, page: usize) -> (usize, 
     let limit = reader.saturating_add(MAP_AHEAD).min(len);
     let limit = if limit == len { len } else { limit / page * page };
     (start, limit.saturating_sub(start).min(MAP_AHEAD_STEP))
+}
+
+/// The part of a step just mapped (`start`..`end`) below the release point `released`:
+/// while the thread waited for a core, the reader may have passed the step and released
+/// past it, and nothing would release that part again (a full-packet capture had 16-18 MiB
+/// mapped at its peak).
+fn remapped_part(start: usize, end: usize, released: usize) -> Option<(usize, usize)> {
+    (start < released).then(|| (start, released.min(end) - start))
 }
 
 impl Drop for MapAhead {
@@ -745,6 +752,15 @@ mod tests {
             }
             assert!(resident(cap.map.as_ptr() as usize) <= bound, "{} of {} bytes resident", resident(cap.map.as_ptr() as usize), f.len());
         }
+    }
+
+    #[test]
+    fn a_step_the_reader_released_past_meanwhile_is_released_again() {
+        let page = 4096;
+        assert_eq!(remapped_part(8 * page, 12 * page, 8 * page), None, "released up to the step");
+        assert_eq!(remapped_part(8 * page, 12 * page, 10 * page), Some((8 * page, 2 * page)));
+        assert_eq!(remapped_part(8 * page, 12 * page, 30 * page), Some((8 * page, 4 * page)));
+        assert_eq!(remapped_part(8 * page, 12 * page, 0), None);
     }
 
     #[test]
