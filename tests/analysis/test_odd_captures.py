@@ -196,3 +196,28 @@ def test_capture_named_like_an_agent_log_is_read_as_a_capture(tmp_path):
     path = write(tmp_path, "trace.csv", exchange())
     (f,) = cellperf_json("analyze", path)["flows"]
     assert f["tcp"]["unique_bytes"] == 400
+
+
+def test_every_packet_of_one_host_captured_twice_is_capture_duplicates(tmp_path):
+    # Public captures: every packet the client sent recorded twice, 100-240 µs apart (same
+    # IP id, TTL, sequence and ACK numbers); a burst of segments 40 µs apart puts up to five
+    # other packets between a segment and its copy.
+    recs = exchange(segments=2)[:-2]  # the FINs come after the burst
+    seq, ids = 1201, iter(range(500, 600))
+    for k in range(6):
+        recs.append((0.1 + k * 40e-6, tcp_packet(C, 40000, S, 80, seq, 7001, ACK, data=b"b" * 100, ip_id=next(ids))))
+        seq += 100
+    recs += [(0.12, tcp_packet(S, 80, C, 40000, 7001, seq, ACK, ip_id=next(ids))),
+             (0.20, tcp_packet(C, 40000, S, 80, seq, 7001, FIN | ACK, ip_id=next(ids))),
+             (0.21, tcp_packet(S, 80, C, 40000, 7001, seq + 1, FIN | ACK, ip_id=next(ids)))]
+    client = [(t, p) for t, p in recs if p[12:16] == bytes([10, 1, 0, 1])]
+    gaps = [100e-6, 240e-6, 170e-6, 130e-6, 200e-6]
+    copies = [(t + gaps[i % len(gaps)], p) for i, (t, p) in enumerate(client)]
+    path = write(tmp_path, "twice.pcap", sorted(recs + copies, key=lambda r: r[0]))
+    rep = cellperf_json("analyze", path)
+    (f,) = rep["flows"]
+    assert (f["capture_duplicates"], f["packets"]) == (len(client), len(recs))
+    rx = f["retransmissions"]
+    assert (rx["total"], rx["rto"], rx["syn"]) == (0, 0, 0)
+    assert f["tcp"]["unique_bytes"] == 200 + 600
+    assert rep["captures"][0]["counts"]["capture_duplicates"] == len(client)
