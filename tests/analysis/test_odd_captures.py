@@ -221,3 +221,30 @@ def test_every_packet_of_one_host_captured_twice_is_capture_duplicates(tmp_path)
     assert (rx["total"], rx["rto"], rx["syn"]) == (0, 0, 0)
     assert f["tcp"]["unique_bytes"] == 200 + 600
     assert rep["captures"][0]["counts"]["capture_duplicates"] == len(client)
+
+
+@needs_tshark
+def test_resend_below_a_sequence_number_the_sender_used_in_a_pure_ack(tmp_path):
+    # One-sided, at the client: the server sends data the client ACKs with its own next
+    # sequence number; bytes below it were sent even when the capture missed them.
+    # (1) the capture begins mid-connection: the client's pure ACK says seq 5001, then it
+    # resends 3001..; (2) the capture missed 1201..1301: a pure ACK says 1301, then the
+    # client resends 1201.. 300 ms later.
+    # The server's ACKs never cover the resent bytes (it has not received them).
+    mid = [(0.00, tcp_packet(S, 80, C, 40000, 7001, 2001, ACK, data=b"s" * 100, ip_id=1)),
+           (0.01, tcp_packet(C, 40000, S, 80, 5001, 7101, ACK, ip_id=2)),
+           (0.30, tcp_packet(C, 40000, S, 80, 3001, 7101, ACK, data=b"r" * 1000, ip_id=3)),
+           (0.31, tcp_packet(S, 80, C, 40000, 7101, 2001, ACK, ip_id=4)),
+           (0.32, tcp_packet(C, 40000, S, 80, 5001, 7101, ACK, data=b"n" * 100, ip_id=5))]
+    recs = exchange(segments=2)[:-2]
+    recs += [(0.10, tcp_packet(S, 80, C, 40000, 7001, 1201, ACK, data=b"s" * 100, ip_id=901)),
+             (0.11, tcp_packet(C, 40000, S, 80, 1301, 7101, ACK, ip_id=902)),
+             (0.40, tcp_packet(C, 40000, S, 80, 1201, 7101, ACK, data=b"r" * 100, ip_id=903)),
+             (0.41, tcp_packet(S, 80, C, 40000, 7101, 1301, ACK, ip_id=904))]
+    for name, records in (("mid.pcap", mid), ("missed.pcap", recs)):
+        path = write(tmp_path, name, records)
+        want = tshark_count(path, "tcp.analysis.retransmission && tcp.srcport == 40000")
+        assert want == 1
+        f = next(f for f in cellperf_json("analyze", path)["flows"] if f["sport"] == 40000)
+        rx = f["retransmissions"]
+        assert (rx["total"], rx["original_not_captured"]) == (want, 1)

@@ -70,8 +70,12 @@ struct DirState {
     syn_retransmissions: u64,
     /// Resends of bytes whose original the capture missed (see `sent_before`).
     original_not_captured: u64,
-    /// Ranges known to have been sent only from the peer's ACKs and SACKs.
+    /// Ranges known to have been sent only from the peer's ACKs and SACKs, or from this
+    /// direction's own pure ACKs.
     unseen: Vec<(u64, u64)>,
+    /// The highest sequence number this direction's pure ACKs carried: its sender had sent
+    /// every byte below it (tshark takes it for the next sequence number too).
+    own_edge: SentEdge,
     // As the receiver of the opposite direction's data (acks it sends):
     highest_ack: u64,
     /// Highest ACK or SACK edge it sent, as of a moment (see `SentEdge`).
@@ -203,6 +207,11 @@ impl TcpOneSided {
         if r.window == 0 && !r.has(RST) && !r.has(SYN) {
             self.dirs[d].zero_windows += 1;
         }
+        if is_pure {
+            let me = &mut self.dirs[d];
+            let next = me.seq_space.unwrap(r.seq);
+            me.own_edge.raise(next, r.ts_ns);
+        }
         // Duplicate ACK: same ack and window, no data, with data outstanding.
         {
             let (me, peer) = two(&mut self.dirs, d, o);
@@ -268,10 +277,13 @@ impl TcpOneSided {
     fn on_data(&mut self, r: &TcpRec, d: usize, o: usize) {
         let len = r.payload_len as u64 + (r.has(FIN) as u64);
         let acked_by_peer = self.dirs[o].highest_ack;
-        // Bytes below the peer's highest ACK or SACK edge were sent before, even when the
-        // capture did not see them (it began mid-connection, or dropped them). Only edges
-        // recorded a reordering window earlier count: see `SentEdge`.
-        let sent_before = self.dirs[o].sent_edge.as_of(r.ts_ns - OUT_OF_ORDER_NS);
+        // Bytes below the peer's highest ACK or SACK edge, or below the sequence number of
+        // one of the sender's own pure ACKs, were sent before, even when the capture did not
+        // see them (it began mid-connection, or dropped them). Only edges recorded a
+        // reordering window earlier count: see `SentEdge`.
+        let recorded_before = r.ts_ns - OUT_OF_ORDER_NS;
+        let acked_before = self.dirs[o].sent_edge.as_of(recorded_before);
+        let sent_before = acked_before.max(self.dirs[d].own_edge.as_of(recorded_before));
         let peer_dupacks = self.dirs[o].dupack_run;
         let peer_last_ack = self.dirs[o].last_ack_raw;
         let st = &mut self.dirs[d];
