@@ -248,3 +248,16 @@ def test_resend_below_a_sequence_number_the_sender_used_in_a_pure_ack(tmp_path):
         f = next(f for f in cellperf_json("analyze", path)["flows"] if f["sport"] == 40000)
         rx = f["retransmissions"]
         assert (rx["total"], rx["original_not_captured"]) == (want, 1)
+
+
+@needs_tshark
+def test_a_resent_syn_with_data_is_a_setup_resend_only(tmp_path):
+    recs = exchange(t0=1.0, syn_data=b"s" * 50)
+    syn = recs[0][1]
+    recs = [(0.0, syn[:4] + struct.pack("!H", 900) + syn[6:])] + recs  # sent at 0 and 1 s
+    path = write(tmp_path, "tforetx.pcap", recs)
+    assert tshark_count(path, "tcp.analysis.retransmission && tcp.flags.syn == 1") == 1
+    (f,) = cellperf_json("analyze", path)["flows"]
+    rx = f["retransmissions"]
+    assert (rx["syn"], rx["total"], rx["rto"]) == (1, 0, 0)
+    assert f["tcp"]["unique_bytes"] == 450

@@ -155,7 +155,8 @@ pub struct DirSummary {
     /// Zero-window advertisements by the receiver of this data.
     pub zero_windows: u64,
     pub mss: Option<u16>,
-    /// Resends of this direction's SYN (or SYN/ACK), apart from data retransmissions.
+    /// Resends of this direction's SYN (or SYN/ACK), with any data they carry, apart from
+    /// data retransmissions.
     pub syn_retransmissions: u64,
     /// Retransmissions whose original the capture did not hold: an ACK or SACK from the
     /// peer showed the bytes had been sent before.
@@ -180,12 +181,14 @@ impl TcpOneSided {
     pub fn push(&mut self, r: &TcpRec, sack: &[(u32, u32)]) {
         let d = r.dir.index();
         let o = r.dir.reverse().index();
+        let mut syn_resend = false;
         if r.has(SYN) {
             let st = &mut self.dirs[d];
             let isn = st.seq_space.unwrap(r.seq);
-            if st.isn == Some(isn) {
-                st.syn_retransmissions += 1;
-            }
+            // A resent SYN is a setup resend, the data it may carry included (not a data
+            // retransmission: see `DirSummary::syn_retransmissions`).
+            syn_resend = st.isn == Some(isn);
+            st.syn_retransmissions += syn_resend as u64;
             st.isn = Some(isn);
             st.started = true;
             st.base = isn + 1;
@@ -196,7 +199,7 @@ impl TcpOneSided {
         if r.has(ACK) {
             self.on_ack(r, sack, d, o);
         }
-        if r.payload_len > 0 || (r.has(FIN) && !r.has(SYN)) {
+        if (r.payload_len > 0 && !syn_resend) || (r.has(FIN) && !r.has(SYN)) {
             self.on_data(r, d, o);
         }
     }

@@ -408,7 +408,9 @@ impl PairedFlow {
         let mut lag = 0;
         if rec.payload_len > 0 {
             let d = self.dirs[rec.dir.index()].get_or_insert_with(|| DirPairing::new(sender_of(rec.dir)));
-            lag = d.data(capture, v, rec);
+            if !(rec.has(SYN) && d.syn_resent(capture, rec.seq)) {
+                lag = d.data(capture, v, rec);
+            }
         }
         if rec.has(ACK) {
             let other = rec.dir.reverse();
@@ -530,6 +532,8 @@ struct DirPairing {
     /// Highest ACK number handed to the sender's state so far.
     sender_acked: Option<u64>,
     judge: Judge,
+    /// The sequence number of the data-carrying SYN each capture saw first.
+    syn_seq: [Option<u32>; 2],
 }
 
 impl DirPairing {
@@ -544,6 +548,19 @@ impl DirPairing {
             seen_end: None,
             sender_acked: None,
             judge: Judge::default(),
+            syn_seq: [None; 2],
+        }
+    }
+
+    /// Whether a SYN carrying data repeats the one `capture` saw first: a setup resend,
+    /// counted apart (`syn_retransmissions`), its data no retransmission.
+    fn syn_resent(&mut self, capture: usize, seq: u32) -> bool {
+        match self.syn_seq[capture] {
+            Some(first) => first == seq,
+            None => {
+                self.syn_seq[capture] = Some(seq);
+                false
+            }
         }
     }
 
