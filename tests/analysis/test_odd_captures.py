@@ -261,3 +261,19 @@ def test_a_resent_syn_with_data_is_a_setup_resend_only(tmp_path):
     rx = f["retransmissions"]
     assert (rx["syn"], rx["total"], rx["rto"]) == (1, 0, 0)
     assert f["tcp"]["unique_bytes"] == 450
+
+
+def test_syn_resends_are_in_one_entry_of_a_connection(tmp_path):
+    # A request/response connection (two entries): the SYN resent once, the SYN/ACK once;
+    # the sum over the entries is 2.
+    recs = exchange(t0=3.0)[:-2]
+    syn, synack = recs[0][1], recs[1][1]
+    resent = lambda pkt, ident: pkt[:4] + struct.pack("!H", ident) + pkt[6:]  # noqa: E731
+    recs += [(3.5, tcp_packet(S, 80, C, 40000, 7001, 1401, ACK | PSH, data=b"a" * 300, ip_id=700)),
+             (3.51, tcp_packet(C, 40000, S, 80, 1401, 7301, ACK, ip_id=701))]
+    recs = [(0.0, resent(syn, 900)), (3.015, resent(synack, 902))] + recs
+    path = write(tmp_path, "two.pcap", sorted(recs, key=lambda r: r[0]))
+    flows = cellperf_json("analyze", path)["flows"]
+    assert len(flows) == 2
+    syns = {f["sport"]: f["retransmissions"]["syn"] for f in flows}
+    assert syns == {40000: 2, 80: 0}

@@ -626,15 +626,17 @@ impl Assembler<'_> {
             dirs.push(opener);
         }
         // Each direction's SYN resends as its sender's capture saw them (a receiver's
-        // capture sees no more than were sent).
-        let syn: u64 = [Dir::AtoB, Dir::BtoA]
+        // capture sees no more than were sent), reported once per connection: in its first
+        // entry, the opener's when it carried data, so that a sum over entries counts each
+        // resend once.
+        let mut syn: u64 = [Dir::AtoB, Dir::BtoA]
             .into_iter()
             .map(|d| flow.tcp().map(|t| t.summary(d).syn_retransmissions).max().unwrap_or(0))
             .sum();
         let shared = dirs.len() == 2;
         for data_dir in dirs {
             let two = paired.as_mut().and_then(|p| p.dirs[data_dir.index()].take());
-            self.tcp_direction(flow, data_dir, shared, syn, two);
+            self.tcp_direction(flow, data_dir, shared, std::mem::take(&mut syn), two);
         }
     }
 
