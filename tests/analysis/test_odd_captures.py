@@ -277,3 +277,49 @@ def test_syn_resends_are_in_one_entry_of_a_connection(tmp_path):
     assert len(flows) == 2
     syns = {f["sport"]: f["retransmissions"]["syn"] for f in flows}
     assert syns == {40000: 2, 80: 0}
+
+
+def test_captures_on_both_sides_of_a_sequence_rewriting_middlebox(tmp_path):
+    # A firewall between the captures adds 0x9000_0000 to the client's sequence numbers and
+    # 0x1234_5678 to the server's (and takes them off the ACKs going back). The client sends
+    # a 100-byte request, the server 10 segments of 500 bytes; segment 4 is lost after the
+    # server's capture and resent after 3 duplicate ACKs.
+    kc, ks = 0x9000_0000, 0x1234_5678
+    at_c, at_s = Pcap(), Pcap()  # the client's capture (MN) and the server's (CN)
+    ids = iter(range(1, 1000))
+
+    def send(t, src_is_client, seq, ack, flags, data=b"", arrive=True):
+        ident = next(ids)
+        src, sport, dst, dport = (C, 40000, S, 80) if src_is_client else (S, 80, C, 40000)
+        own, other = (kc, ks) if src_is_client else (ks, kc)
+        there = ((seq + own) % 2**32, (ack - other) % 2**32 if flags & ACK else ack)
+        here, far = (at_c, at_s) if src_is_client else (at_s, at_c)
+        here.add(t, tcp_packet(src, sport, dst, dport, seq, ack, flags, data=data, ip_id=ident, ttl=64))
+        if arrive:
+            far.add(t + 0.02, tcp_packet(src, sport, dst, dport, *there, flags, data=data, ip_id=ident, ttl=62))
+
+    # `send` takes the numbers as the sender's capture shows them.
+    send(0.0, True, 1000, 0, SYN)
+    send(0.03, False, 7000, 1001 + kc, SYN | ACK)
+    send(0.06, True, 1001, 7001 + ks, ACK)
+    send(0.07, True, 1001, 7001 + ks, ACK | PSH, data=b"q" * 100)
+    seq = 7001
+    for k in range(10):
+        send(0.1 + k * 0.001, False, seq, 1101 + kc, ACK, data=b"r" * 500, arrive=k != 4)
+        seq += 500
+    for k in range(10):  # the client's ACKs: cumulative up to the hole, then duplicates
+        acked = 7001 + 500 * min(k + 1, 4) if k < 4 else 7001 + 2000
+        send(0.125 + k * 0.001, True, 1101, acked + ks, ACK)
+    send(0.2, False, 7001 + 2000, 1101 + kc, ACK, data=b"r" * 500)
+    send(0.23, True, 1101, 12001 + ks, ACK)
+    for p in (at_c, at_s):
+        p.records.sort(key=lambda r: r[0])
+    mn, cn = at_c.write(tmp_path / "mn.pcap"), at_s.write(tmp_path / "cn.pcap")
+    flows = cellperf_json("analyze", "--mn", mn, "--cn", cn)["flows"]
+    by_dir = {f["direction"]: f for f in flows}
+    assert sorted(by_dir) == ["downlink", "uplink"]
+    up, down = by_dir["uplink"], by_dir["downlink"]
+    assert (up["retransmissions"]["total"], up["tcp"]["data_matched"]) == (0, 1)
+    rx = down["retransmissions"]
+    assert (rx["method"], rx["total"], rx["normal"]) == ("two-sided", 1, 1)
+    assert down["tcp"]["data_matched"] == 10

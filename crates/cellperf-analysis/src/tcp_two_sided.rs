@@ -221,6 +221,36 @@ struct PairedFlow {
     /// Per data direction (index: [`Dir::index`]).
     dirs: [Option<DirPairing>; 2],
     active: bool,
+    /// Each direction's initial sequence number at each capture ([capture][direction]),
+    /// and what capture 1's sequence numbers add to capture 0's (see [`SeqShift`]).
+    isn: [[Option<u32>; 2]; 2],
+    shift: SeqShift,
+}
+
+/// What a middlebox that rewrites sequence numbers (a firewall randomising them) adds to
+/// each direction's sequence numbers between the captures, learned from the SYNs both
+/// captures hold: capture 1's packets are taken back to capture 0's numbering before they
+/// are paired, so that copies pair and no resend is invented. Zero for nearly every flow.
+#[derive(Clone, Copy, Default, PartialEq)]
+struct SeqShift([u32; 2]);
+
+impl SeqShift {
+    /// `rec` (and its SACK blocks, into `blocks`) in capture 0's numbering.
+    #[cold]
+    fn undo<'b>(&self, rec: &TcpRec, sack: &[(u32, u32)], blocks: &'b mut [(u32, u32); 4]) -> (TcpRec, &'b [(u32, u32)]) {
+        let own = self.0[rec.dir.index()];
+        let peer = self.0[rec.dir.reverse().index()];
+        let mut r = *rec;
+        r.seq = r.seq.wrapping_sub(own);
+        if r.has(ACK) {
+            r.ack = r.ack.wrapping_sub(peer);
+        }
+        let n = sack.len().min(4);
+        for (b, &(l, e)) in blocks.iter_mut().zip(sack) {
+            *b = (l.wrapping_sub(peer), e.wrapping_sub(peer));
+        }
+        (r, &blocks[..n])
+    }
 }
 
 /// The result for one flow: its roles, and per data direction what both captures tell
@@ -273,7 +303,20 @@ impl TcpPairing {
             held_at: Vec::new(),
             dirs: [None, None],
             active: false,
+            isn: [[None; 2]; 2],
+            shift: SeqShift::default(),
         });
+        if rec.has(SYN) {
+            f.learn_isn(capture, rec);
+        }
+        let mut blocks = [(0, 0); 4];
+        let undone;
+        let (rec, sack) = if capture == 1 && f.shift != SeqShift::default() {
+            undone = f.shift.undo(rec, sack, &mut blocks);
+            (&undone.0, undone.1)
+        } else {
+            (rec, sack)
+        };
         f.first_ts[capture].get_or_insert(rec.ts_ns);
         let e = f.evidence[capture].get_or_insert(Evidence { max_ttl: [0; 2], syn_dir: None, first_dir: rec.dir });
         e.max_ttl[rec.dir.index()] = e.max_ttl[rec.dir.index()].max(ttl);
@@ -368,6 +411,17 @@ struct Env {
 }
 
 impl PairedFlow {
+    /// Notes a SYN's sequence number at `capture`; once both captures hold the same
+    /// direction's, their difference is that direction's [`SeqShift`].
+    #[cold]
+    fn learn_isn(&mut self, capture: usize, rec: &TcpRec) {
+        let d = rec.dir.index();
+        self.isn[capture][d].get_or_insert(rec.seq);
+        if let (Some(a), Some(b)) = (self.isn[0][d], self.isn[1][d]) {
+            self.shift.0[d] = b.wrapping_sub(a);
+        }
+    }
+
     /// What each capture has shown, in capture order (as `report` gives it).
     fn sides_evidence(&self, sides: &[Side; 2]) -> Vec<(Side, Evidence)> {
         (0..2).filter_map(|c| self.evidence[c].map(|e| (sides[c], e))).collect()
