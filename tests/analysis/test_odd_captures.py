@@ -323,3 +323,33 @@ def test_captures_on_both_sides_of_a_sequence_rewriting_middlebox(tmp_path):
     rx = down["retransmissions"]
     assert (rx["method"], rx["total"], rx["normal"]) == ("two-sided", 1, 1)
     assert down["tcp"]["data_matched"] == 10
+
+
+def test_ipv4_total_length_below_its_header_length_is_malformed(tmp_path):
+    bad = bytearray(udp_packet(C, 5004, S, 6000, b"x" * 40, ip_id=77))
+    bad[2:4] = struct.pack("!H", 10)  # total length 10, header 20
+    path = write(tmp_path, "short.pcap", exchange() + [(1.0, bytes(bad))])
+    rep = cellperf_json("analyze", path)
+    assert [f["proto"] for f in rep["flows"]] == ["tcp"]
+    assert rep["captures"][0]["counts"]["malformed"] == 1
+
+
+@pytest.mark.parametrize("version,message", [((1, 0), "archaic pcap file format"),
+                                             ((3, 0), "unsupported pcap file version 3.0"),
+                                             ((2, 5), "unsupported pcap file version 2.5")])
+def test_pcap_versions_libpcap_refuses_are_refused(tmp_path, version, message):
+    data = bytearray(Pcap(records=exchange()).to_bytes())
+    data[4:8] = struct.pack("<HH", *version)
+    path = tmp_path / "old.pcap"
+    path.write_bytes(bytes(data))
+    err = one_line_error(path)
+    assert str(path) in err and message in err
+
+
+def test_pcapng_of_another_major_version_is_refused(tmp_path):
+    data = bytearray(pcapng(exchange()))
+    data[12:14] = struct.pack("<H", 2)
+    path = tmp_path / "v2.pcapng"
+    path.write_bytes(bytes(data))
+    err = one_line_error(path)
+    assert str(path) in err and "unsupported pcapng version 2.0" in err

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use memmap2::{Mmap, UncheckedAdvice};
 use pcap_parser::pcapng::{
-    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SHB_MAGIC,
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SectionHeaderBlock, SHB_MAGIC,
 };
 use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be, parse_pcap_header, PcapError};
 
@@ -140,14 +140,10 @@ impl Capture {
         };
         let data: &[u8] = &map;
         if data.len() >= 4 && data[0..4] == SHB_MAGIC.to_le_bytes() {
-            if let Err(e) = parse_sectionheaderblock(data) {
-                let what = match e {
-                    nom::Err::Incomplete(_) => "truncated pcapng section header".to_string(),
-                    _ => format!("damaged pcapng section header ({})", describe_block(data, None)),
-                };
-                return Err(err(Some(0), what));
-            }
-            return Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None });
+            return match section_header(data) {
+                Ok(_) => Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None }),
+                Err(what) => Err(err(Some(0), what)),
+            };
         }
         let magic_le = data.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         match magic_le {
@@ -163,6 +159,12 @@ impl Capture {
             Ok((_, h)) => h,
             Err(_) => return Err(err(Some(0), "truncated pcap file header (24 bytes needed)".into())),
         };
+        // What libpcap reads (its pcap_check_header): versions 2.0-2.4, and DG/UX's 543.0.
+        match (header.version_major, header.version_minor) {
+            (2, 0..=4) | (543, 0) => {}
+            (0..=1, _) => return Err(err(Some(0), "archaic pcap file format (version 1 or older), which libpcap refuses too".into())),
+            (major, minor) => return Err(err(Some(0), format!("unsupported pcap file version {major}.{minor}"))),
+        }
         // The field's upper 16 bits carry the FCS length and flags (libpcap's
         // LT_FCS_LENGTH and LT_RESERVED1); the link type is the low 16 (its LT_LINKTYPE).
         // A trailing FCS is harmless: lengths come from the IP headers.
@@ -224,6 +226,20 @@ pub fn unsupported_link(numbers: &[u32]) -> String {
     let list: Vec<String> = numbers.iter().map(u32::to_string).collect();
     let s = if numbers.len() == 1 { "" } else { "s" };
     format!("unsupported link type{s} {} (cellperf reads Ethernet, Linux SLL/SLL2, raw IP, null/loopback)", list.join(", "))
+}
+
+/// The section header block at the start of `rest`, or why it cannot be read: damaged,
+/// cut short, or of a major version other than 1, which libpcap refuses (the format's next
+/// major version may change any block).
+fn section_header(rest: &[u8]) -> Result<(&[u8], SectionHeaderBlock<'_>), String> {
+    match parse_sectionheaderblock(rest) {
+        Ok((_, shb)) if shb.major_version != 1 => {
+            Err(format!("unsupported pcapng version {}.{}", shb.major_version, shb.minor_version))
+        }
+        Ok(parsed) => Ok(parsed),
+        Err(nom::Err::Incomplete(_)) => Err(format!("truncated pcapng section header ({})", describe_block(rest, None))),
+        Err(_) => Err(format!("damaged pcapng section header ({})", describe_block(rest, None))),
+    }
 }
 
 /// A pcapng block's type and length fields, for a message about it (never its bytes:
@@ -500,7 +516,10 @@ impl<'a> Frames<'a> {
                 }
             }
             let parsed = if is_shb {
-                parse_sectionheaderblock(rest).map(|(r, shb)| (r, Block::SectionHeader(shb)))
+                match section_header(rest) {
+                    Ok((r, shb)) => Ok((r, Block::SectionHeader(shb))),
+                    Err(what) => return self.stop(offset, what),
+                }
             } else if self.ng.big_endian {
                 parse_block_be(rest)
             } else {
