@@ -353,3 +353,30 @@ def test_pcapng_of_another_major_version_is_refused(tmp_path):
     path.write_bytes(bytes(data))
     err = one_line_error(path)
     assert str(path) in err and "unsupported pcapng version 2.0" in err
+
+
+def test_damage_is_reported_at_the_damaged_block_and_says_why(tmp_path):
+    good = pcapng(exchange())
+    # The section header's length says 52 (it is 28): the damage is at byte 0, not at the
+    # "block" its wrong length would make start at byte 52.
+    path = tmp_path / "shblen.pcapng"
+    path.write_bytes(good[:4] + struct.pack("<I", 52) + good[8:])
+    err = one_line_error(path)
+    assert "byte 0:" in err and "section header" in err and "byte 52" not in err
+    # An enhanced packet block whose captured length exceeds the block.
+    head = len(pcapng([]))
+    first_len = struct.unpack("<I", good[head + 4:head + 8])[0]
+    epb = bytearray(good[head:head + first_len])
+    epb[20:24] = struct.pack("<I", 5000)
+    path = tmp_path / "caplen.pcapng"
+    path.write_bytes(good[:head] + bytes(epb) + good[head + first_len:])
+    err = one_line_error(path)
+    assert f"byte {head}:" in err and "captured length 5000 exceeds" in err
+    # A pcap record whose captured length exceeds what the file holds, and one beyond any
+    # snapshot length.
+    pc = Pcap(records=exchange()).to_bytes()
+    for caplen, says in ((5000, "captured length 5000 exceeds the"), (10**8, "captured length 100000000 exceeds")):
+        path = tmp_path / f"rec{caplen}.pcap"
+        path.write_bytes(pc[:24 + 8] + struct.pack("<I", caplen) + pc[24 + 12:])
+        err = one_line_error(path)
+        assert "byte 24:" in err and says in err

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use memmap2::{Mmap, UncheckedAdvice};
 use pcap_parser::pcapng::{
-    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SectionHeaderBlock, SHB_MAGIC,
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SectionHeaderBlock, EPB_MAGIC, SHB_MAGIC,
 };
 use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be, parse_pcap_header, PcapError};
 
@@ -31,6 +31,9 @@ const MAP_AHEAD: usize = 2 << 20;
 const MAP_AHEAD_STEP: usize = 1 << 20;
 const MAP_AHEAD_MIN: usize = 16 << 20;
 
+
+/// The largest record libpcap reads from a pcap file (its `MAXIMUM_SNAPLEN`, 256 KiB).
+const MAX_SNAPLEN: u32 = 262_144;
 
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,10 +232,15 @@ pub fn unsupported_link(numbers: &[u32]) -> String {
 }
 
 /// The section header block at the start of `rest`, or why it cannot be read: damaged,
-/// cut short, or of a major version other than 1, which libpcap refuses (the format's next
-/// major version may change any block).
+/// cut short, its two length fields disagreeing (the damage is then in this block, not in
+/// the one its wrong length would make the next), or of a major version other than 1,
+/// which libpcap refuses (the format's next major version may change any block).
 fn section_header(rest: &[u8]) -> Result<(&[u8], SectionHeaderBlock<'_>), String> {
     match parse_sectionheaderblock(rest) {
+        Ok((_, shb)) if shb.block_len1 != shb.block_len2 => Err(format!(
+            "damaged pcapng section header (its lengths disagree: {} and {})",
+            shb.block_len1, shb.block_len2
+        )),
         Ok((_, shb)) if shb.major_version != 1 => {
             Err(format!("unsupported pcapng version {}.{}", shb.major_version, shb.minor_version))
         }
@@ -255,6 +263,19 @@ fn describe_block(rest: &[u8], big_endian: Option<bool>) -> String {
         (Some(kind), Some(len)) => format!("type 0x{kind:08x}, length {len}, {} bytes left in the file", rest.len()),
         _ => format!("{} bytes left in the file", rest.len()),
     }
+}
+
+/// An enhanced packet block whose captured length exceeds the room its own length leaves
+/// for packet data: (captured length, room).
+fn packet_overflows(rest: &[u8], big_endian: bool) -> Option<(u32, u32)> {
+    let word = |at: usize| {
+        let b = rest.get(at..at + 4)?;
+        let b = [b[0], b[1], b[2], b[3]];
+        Some(if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+    };
+    let (kind, len, caplen) = (word(0)?, word(4)?, word(20)?);
+    let room = len.checked_sub(32)?;
+    (kind == EPB_MAGIC && caplen > room).then_some((caplen, room))
 }
 
 fn io_message(e: &std::io::Error) -> String {
@@ -488,9 +509,17 @@ impl<'a> Frames<'a> {
             Err(_) => {
                 let pos = self.pos;
                 if rest.len() < 16 {
-                    self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()))
+                    return self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()));
+                }
+                let caplen = [rest[8], rest[9], rest[10], rest[11]];
+                let caplen = if big_endian { u32::from_be_bytes(caplen) } else { u32::from_le_bytes(caplen) };
+                let left = rest.len() - 16;
+                // libpcap refuses a record larger than its largest snapshot length: damage,
+                // not a file cut short.
+                if caplen > MAX_SNAPLEN {
+                    self.stop(pos, format!("damaged record: captured length {caplen} exceeds the largest snapshot length ({MAX_SNAPLEN})"))
                 } else {
-                    self.stop(pos, "truncated record (captured length runs past the end of the file)".into())
+                    self.stop(pos, format!("truncated record: captured length {caplen} exceeds the {left} bytes left in the file"))
                 }
             }
         }
@@ -525,6 +554,12 @@ impl<'a> Frames<'a> {
             } else {
                 parse_block_le(rest)
             };
+            if parsed.is_err() {
+                if let Some((caplen, room)) = packet_overflows(rest, self.ng.big_endian) {
+                    let what = format!("damaged enhanced packet block (captured length {caplen} exceeds the {room} bytes it holds)");
+                    return self.stop(offset, what);
+                }
+            }
             let (after, block) = match parsed {
                 Ok(v) => v,
                 Err(nom::Err::Incomplete(_)) => {
