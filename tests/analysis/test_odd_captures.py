@@ -30,6 +30,16 @@ def tshark_sum(path, field: str) -> int:
     return sum(int(x.split(",")[0]) for x in out.split())
 
 
+def tshark_conversation_frames(path, kind: str) -> int:
+    """Frames of the one conversation tshark's `-z conv,KIND` lists (its byte counts are
+    rounded to kB)."""
+    out = subprocess.run(["tshark", "-r", str(path), "-q", "-z", f"conv,{kind}"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    (row,) = [line for line in out.splitlines() if "<->" in line]
+    # "A <-> B   0 0 bytes   30 30 kB   30 30 kB   start duration": the total frames.
+    return int(row.split("<->")[1].split()[-5])
+
+
 def exchange(t0: float = 0.0, *, syn_data: bytes = b"", segments: int = 4, size: int = 100) -> list[tuple[float, bytes]]:
     """A client C:40000 → server S:80 connection: handshake (data on the SYN if given),
     `segments` data segments from the client, each ACKed, then FIN both ways."""
@@ -108,6 +118,9 @@ def test_every_fragment_counts_its_ip_bytes(tmp_path):
     rep = cellperf_json("analyze", path)
     (f,) = rep["flows"]
     assert (f["packets"], f["bytes"]) == (30, tshark_sum(path, "ip.len")) == (30, 10 * 3068)
+    # As tshark's IPv4 conversation counts them (every fragment); its UDP conversation
+    # counts one frame per datagram, the one that completed the reassembly (docs/analysis.md).
+    assert (tshark_conversation_frames(path, "ip"), tshark_conversation_frames(path, "udp")) == (30, 10)
     assert rep["captures"][0]["counts"]["later_fragments"] == 20
     assert not rep["warnings"]
     # A later fragment without its first one is in no flow, and said so.
