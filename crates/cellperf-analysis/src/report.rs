@@ -176,6 +176,8 @@ pub struct FlowReport {
     pub ack_compression: Option<AckCompression>,
     pub tcp: Option<TcpDetails>,
     pub loss_rate: Option<f64>,
+    /// A cellperf probe stream's loss split by where it happened (see [`LossSplit`]).
+    pub loss_split: Option<LossSplit>,
     pub jitter_ms: Option<JitterSummary>,
     pub owd_ms: Option<OwdSummary>,
     pub udp: Option<StreamSummary>,
@@ -185,6 +187,21 @@ pub struct FlowReport {
     /// of both its directions.
     pub echo: Option<EchoSummary>,
     pub series: SeriesReport,
+}
+
+/// Where a cellperf probe stream lost its datagrams, as shares of every datagram the
+/// sender numbered (the probe header's sequence numbers, first to last seen at either
+/// capture): `before_capture`, numbers missing at both captures (a shaper, a firewall or the
+/// sender's own queue dropped them before the first capture point); `between_captures`,
+/// datagrams the sender's capture saw and the receiver's did not. They add up to the
+/// flow's `loss_rate`. Only with the sender's capture (the receiver's alone sees only
+/// the sum, its `loss_rate`); `between_captures` is `None` with the sender's alone.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct LossSplit {
+    pub numbered: u64,
+    pub lost_before_capture: u64,
+    pub before_capture: Option<f64>,
+    pub between_captures: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -567,6 +584,7 @@ impl<'a> FlowCtx<'a> {
             ack_compression: None,
             tcp: None,
             loss_rate: None,
+            loss_split: None,
             jitter_ms: None,
             owd_ms: None,
             udp: None,
@@ -866,6 +884,29 @@ impl Assembler<'_> {
             }
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
+            // The probe header's numbers tell what the first capture point never saw.
+            let first_seen = at_sender.or(at_receiver).map(|f| &f.udp_recs[..]).unwrap_or_default();
+            if let Some((numbered, before)) = lost_before_capture(first_seen, at_receiver.filter(|_| at_sender.is_some()), dir) {
+                let share = |n: u64| n as f64 / numbered as f64;
+                // The receiver's capture alone: its missing numbers are the whole loss
+                // (`loss_rate`), wherever it happened.
+                let between = match view {
+                    "two-sided" => s.packets_lost.map(Some),
+                    "sender" => Some(None),
+                    _ => None,
+                };
+                if let Some(between) = between {
+                    if let Some(b) = between {
+                        r.loss_rate = Some(share(before + b));
+                    }
+                    r.loss_split = Some(LossSplit {
+                        numbered,
+                        lost_before_capture: before,
+                        before_capture: Some(share(before)),
+                        between_captures: between.map(share),
+                    });
+                }
+            }
             r.jitter_ms = s.jitter_ms;
             r.owd_ms = s.owd_ms;
             if let Some(e) = &echo {
@@ -989,6 +1030,31 @@ struct ReceiverStream {
 /// an entry for every number between them would take memory without end.
 const MAX_LOST: u64 = 1 << 22;
 const MAX_LOST_PER_RECEIVED: u64 = 100;
+
+/// For a cellperf probe stream (its datagrams at `first`, the first capture point on its
+/// way, and at `other`, the second, if any): (datagrams numbered from the first to the last
+/// sequence number seen, those numbered but seen at neither capture). `None` for another
+/// stream, or numbers too far apart to be one stream's (see [`MAX_LOST`]).
+fn lost_before_capture(first: &[UdpRec], other: Option<&FlowAt>, dir: Dir) -> Option<(u64, u64)> {
+    let recs: Vec<&UdpRec> = first.iter().filter(|r| r.dir == dir).collect();
+    if stream_header_kind(&recs) != Some(HeaderKind::Cellperf) {
+        return None;
+    }
+    let at_other = other.map(|f| &f.udp_recs[..]).unwrap_or_default().iter().filter(|r| r.dir == dir);
+    let mut seqs: Vec<u64> = recs
+        .iter()
+        .copied()
+        .chain(at_other)
+        .filter_map(|r| r.probe.filter(|h| h.kind == HeaderKind::Cellperf))
+        .map(|h| h.seq)
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let (&lo, &hi) = (seqs.first()?, seqs.last()?);
+    let seen = seqs.len() as u64;
+    let missing = (hi - lo).saturating_add(1) - seen;
+    (missing <= MAX_LOST.max(MAX_LOST_PER_RECEIVED.saturating_mul(seen))).then_some((seen + missing, missing))
+}
 
 /// A stream seen at its receiver only: sequence numbers and send times come from probe
 /// headers when the stream has them; otherwise losses are unknown.

@@ -112,6 +112,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
         rx = f.get("retransmissions") or {}
         ac = f.get("ack_compression") or {}
         rtt, jit, owd = f.get("rtt_ms") or {}, f.get("jitter_ms") or {}, f.get("owd_ms") or {}
+        split = f.get("loss_split") or {}
         rows.append({
             "flow_id": f["flow_id"], "connection_id": f.get("connection_id", f["flow_id"]),
             "role": roles[f["flow_id"]], "proto": f["proto"],
@@ -119,6 +120,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
             "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
             "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
+            "loss_before_capture": split.get("before_capture"), "loss_between_captures": split.get("between_captures"),
             "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
             "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
             "owd_mean_ms": owd.get("mean"), "owd_std_ms": owd.get("std"), "owd_min_ms": owd.get("min"),

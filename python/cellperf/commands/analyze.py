@@ -17,7 +17,9 @@ Examples:
 With both captures, TCP data has a one-way delay too (each segment matched across them):
 excess (OWD − the flow's minimum) unless --synced-clocks. With --radio-log, each flow's
 channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). Several
-TCP flows carrying data the same way get their shares and Jain's index (`concurrent`).
+TCP flows carrying data the same way get their shares and Jain's index (`concurrent`). A
+cellperf probe stream's loss is split into loss before the first capture (numbers missing at
+both) and between the captures.
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ def _retx(r: dict | None) -> str:
     if r["method"] == "two-sided":
         return f"{r['total']} (N {r['normal']} S {r['spurious']} U {r['unavoidable']} M {r['serial']})"
     return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']})*"
+
+
+def _loss(f: dict) -> str:
+    """The loss rate, with its split when the probe headers told loss before the capture."""
+    split, rate = f.get("loss_split"), f.get("loss_rate")
+    if not split:
+        return "-" if rate is None else f"{100 * rate:.2f}%"
+    before = f"before capture {100 * split['before_capture']:.2f}%"
+    if rate is None:
+        return before
+    return f"{100 * rate:.2f}% ({before}, between {100 * split['between_captures']:.2f}%)"
 
 
 def _end(addr: str, port: int | None) -> str:
@@ -81,7 +94,7 @@ def _table(report: dict):
             str(f["flow_id"]), f["proto"], _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
             format_rate(f.get("goodput_bps")), _fmt_ms(f.get("rtt_ms")), _retx(f.get("retransmissions")),
             "-" if not ac else f"{100 * ac['event_fraction']:.1f}% ev",
-            "-" if f.get("loss_rate") is None else f"{100 * f['loss_rate']:.2f}%",
+            _loss(f),
             _fmt_ms(f.get("jitter_ms")), "-" if not owd else f"{owd['median']:.1f} ({owd['kind']})",
         )
     return t
@@ -98,8 +111,8 @@ def _facts(f: dict) -> list[str]:
             out.append(f"SYN resent {f['retransmissions']['syn']}")
     if f.get("ack_compression"):
         out.append(f"ACK comp {100 * f['ack_compression']['event_fraction']:.1f}% ev")
-    if f.get("loss_rate") is not None:
-        out.append(f"loss {100 * f['loss_rate']:.2f}%")
+    if f.get("loss_rate") is not None or f.get("loss_split"):
+        out.append(f"loss {_loss(f)}")
     if f.get("jitter_ms"):
         out.append(f"jitter {_fmt_ms(f['jitter_ms'])} ms")
     if f.get("owd_ms"):
