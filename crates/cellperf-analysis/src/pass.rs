@@ -58,6 +58,10 @@ pub(crate) struct FlowAt {
     pub udp_recs: Vec<UdpRec>,
     /// Frames captured twice (see the module docs), per direction.
     pub duplicates: [u64; 2],
+    /// The flow's first payload was looked at, and it was the hello of cellperf's agents'
+    /// control protocol (see [`is_control_hello`]).
+    payload_seen: bool,
+    pub control: bool,
     /// The last packets of each direction (a ring; an id of 0 is an empty slot).
     recent: [[Fingerprint; RECENT_PACKETS]; 2],
     /// Where each direction's next packet goes in `recent`.
@@ -77,6 +81,8 @@ impl FlowAt {
             tcp: None,
             udp_recs: Vec::new(),
             duplicates: [0; 2],
+            payload_seen: false,
+            control: false,
             recent: [[Fingerprint::EMPTY; RECENT_PACKETS]; 2],
             next: [0; 2],
         }
@@ -255,6 +261,10 @@ impl Scan {
         let mut probe_seq = None;
         match &p.transport {
             Transport::Tcp(t) => {
+                if t.payload_len > 0 && !f.payload_seen {
+                    f.payload_seen = true;
+                    f.control = is_control_hello(t.payload);
+                }
                 let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
                 if rec.has(SYN) && !rec.has(ACK) {
                     f.syn_dir.get_or_insert(dir);
@@ -353,6 +363,15 @@ impl Scan {
     pub fn orphan_fragments(&self) -> u64 {
         self.orphaned + self.pending_fragments
     }
+}
+
+/// Whether a TCP connection's first payload is the hello of the control protocol between
+/// `cellperf probe` and `cellperf server` (`cellperf-agent`'s `wire`): a frame's 4-byte
+/// length, the message tag 1 and the JSON `{"type":"hello"`. The control connection is
+/// then known on any port, and kept out of the competition among data flows.
+fn is_control_hello(payload: &[u8]) -> bool {
+    const HELLO: &[u8] = b"\x01{\"type\":\"hello\"";
+    payload.get(4..4 + HELLO.len()) == Some(HELLO)
 }
 
 /// What a flow's first packet at the CN must match at the MN to be the same flow behind a

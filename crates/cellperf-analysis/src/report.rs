@@ -164,6 +164,9 @@ pub struct FlowReport {
     pub bytes: u64,
     /// Frames recorded twice by that capture, left out of every figure (see `pass`).
     pub capture_duplicates: u64,
+    /// A control connection of cellperf's agents (known by its hello, on any port): no
+    /// data flow, never among the competing flows.
+    pub control: bool,
     /// First and last packet of the flow (Unix seconds): for TCP at the capture its goodput
     /// is measured at (the receiver's, when there), else at the one `duration_s` comes from.
     pub start_s: f64,
@@ -574,6 +577,7 @@ impl<'a> FlowCtx<'a> {
             packets,
             bytes,
             capture_duplicates: duplicates,
+            control: self.at.iter().any(|(_, f)| f.control),
             start_s: main.first_ts as f64 / 1e9,
             end_s: main.last_ts as f64 / 1e9,
             duration_s,

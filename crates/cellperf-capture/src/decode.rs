@@ -158,6 +158,8 @@ pub struct TcpInfo<'a> {
     /// TCP payload length on the wire.
     pub payload_len: u32,
     pub options: TcpOptions<'a>,
+    /// The payload bytes captured (possibly cut by the snapshot length).
+    pub payload: &'a [u8],
 }
 
 impl TcpInfo<'_> {
@@ -405,6 +407,7 @@ fn decode_transport(proto: u8, bytes: &[u8], l4_len: u32, fragment: bool) -> Res
                 window: be16(bytes, field::TCP_WINDOW),
                 payload_len: l4_len.saturating_sub(header_len as u32),
                 options: parse_tcp_options(options),
+                payload: &bytes[header_len.min(bytes.len())..],
             }))
         }
         IpNumber::UDP if bytes.len() >= field::UDP_HEADER => {

@@ -16,10 +16,11 @@ Examples:
 
 With both captures, TCP data has a one-way delay too (each segment matched across them):
 excess (OWD − the flow's minimum) unless --synced-clocks. With --radio-log, each flow's
-channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). Several
-TCP flows carrying data the same way get their shares and Jain's index (`concurrent`). A
-cellperf probe stream's loss is split into loss before the first capture (numbers missing at
-both) and between the captures.
+channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). TCP
+data flows carrying data the same way at the same time (active spans overlapping for half
+the shorter one) get their shares and Jain's index (`concurrent`); cellperf's control
+connections (known by their hello) never do. A cellperf probe stream's loss is split into
+loss before the first capture (numbers missing at both) and between the captures.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def _table(report: dict):
     for f in report["flows"]:
         ac, owd = f.get("ack_compression"), f.get("owd_ms")
         t.add_row(
-            str(f["flow_id"]), f["proto"], _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
+            str(f["flow_id"]), f["proto"] + (" ctl" if f.get("control") else ""), _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
             format_rate(f.get("goodput_bps")), _fmt_ms(f.get("rtt_ms")), _retx(f.get("retransmissions")),
             "-" if not ac else f"{100 * ac['event_fraction']:.1f}% ev",
             _loss(f),
@@ -161,6 +162,8 @@ def _print_human(report: dict, console: Console) -> None:
     if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
     notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (METHODS §4)")
+    if any(f.get("control") for f in report["flows"]):
+        notes.append("ctl: a control connection of cellperf's agents (never among the competing flows)")
     for c in report.get("concurrent", []):
         shares = ", ".join(f"{fid}: {100 * x:.1f}%" for fid, x in zip(c["flows"], c["shares"]))
         console.print(f"concurrent TCP {c['direction']}: Jain's index {c['jain']:.3f} (shares {shares})")
