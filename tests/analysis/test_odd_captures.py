@@ -292,7 +292,8 @@ def test_syn_resends_are_in_one_entry_of_a_connection(tmp_path):
     assert syns == {40000: 2, 80: 0}
 
 
-def test_captures_on_both_sides_of_a_sequence_rewriting_middlebox(tmp_path):
+@pytest.mark.parametrize("syns", [True, False])
+def test_captures_on_both_sides_of_a_sequence_rewriting_middlebox(tmp_path, syns):
     # A firewall between the captures adds 0x9000_0000 to the client's sequence numbers and
     # 0x1234_5678 to the server's (and takes them off the ACKs going back). The client sends
     # a 100-byte request, the server 10 segments of 500 bytes; segment 4 is lost after the
@@ -327,15 +328,17 @@ def test_captures_on_both_sides_of_a_sequence_rewriting_middlebox(tmp_path):
     send(0.23, True, 1101, 12001 + ks, ACK)
     for p in (at_c, at_s):
         p.records.sort(key=lambda r: r[0])
+        if not syns:  # captures begun after the handshake: no offset is learned
+            p.records = [(t, pkt) for t, pkt in p.records if not pkt[33] & SYN]
     mn, cn = at_c.write(tmp_path / "mn.pcap"), at_s.write(tmp_path / "cn.pcap")
-    flows = cellperf_json("analyze", "--mn", mn, "--cn", cn)["flows"]
+    flows = cellperf_json("analyze", "--mn", mn, "--cn", cn, "--mn-addr", C)["flows"]
     by_dir = {f["direction"]: f for f in flows}
     assert sorted(by_dir) == ["downlink", "uplink"]
     up, down = by_dir["uplink"], by_dir["downlink"]
-    assert (up["retransmissions"]["total"], up["tcp"]["data_matched"]) == (0, 1)
     rx = down["retransmissions"]
-    assert (rx["method"], rx["total"], rx["normal"]) == ("two-sided", 1, 1)
-    assert down["tcp"]["data_matched"] == 10
+    # The one resend is all there is, whether the copies pair or not.
+    assert (up["retransmissions"]["total"], rx["method"], rx["total"], rx["normal"]) == (0, "two-sided", 1, 1)
+    assert (up["tcp"]["data_matched"], down["tcp"]["data_matched"]) == ((1, 10) if syns else (0, 0))
 
 
 def test_ipv4_total_length_below_its_header_length_is_malformed(tmp_path):
