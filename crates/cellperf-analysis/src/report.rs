@@ -203,7 +203,7 @@ pub struct FlowReport {
 pub struct LossSplit {
     pub numbered: u64,
     pub lost_before_capture: u64,
-    pub before_capture: Option<f64>,
+    pub before_capture: f64,
     pub between_captures: Option<f64>,
 }
 
@@ -888,27 +888,12 @@ impl Assembler<'_> {
             }
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
-            // The probe header's numbers tell what the first capture point never saw.
-            let first_seen = at_sender.or(at_receiver).map(|f| &f.udp_recs[..]).unwrap_or_default();
-            if let Some((numbered, before)) = lost_before_capture(first_seen, at_receiver.filter(|_| at_sender.is_some()), dir) {
-                let share = |n: u64| n as f64 / numbered as f64;
-                // The receiver's capture alone: its missing numbers are the whole loss
-                // (`loss_rate`), wherever it happened.
-                let between = match view {
-                    "two-sided" => s.packets_lost.map(Some),
-                    "sender" => Some(None),
-                    _ => None,
-                };
-                if let Some(between) = between {
-                    if let Some(b) = between {
-                        r.loss_rate = Some(share(before + b));
-                    }
-                    r.loss_split = Some(LossSplit {
-                        numbered,
-                        lost_before_capture: before,
-                        before_capture: Some(share(before)),
-                        between_captures: between.map(share),
-                    });
+            // With the sender's capture, the probe header's numbers tell what it never saw.
+            if let Some(sender) = at_sender {
+                let between = if view == "two-sided" { s.packets_lost } else { None };
+                r.loss_split = LossSplit::of(sender, at_receiver, dir, between);
+                if let Some(total) = r.loss_split.and_then(|x| x.total()) {
+                    r.loss_rate = Some(total);
                 }
             }
             r.jitter_ms = s.jitter_ms;
@@ -1035,29 +1020,45 @@ struct ReceiverStream {
 const MAX_LOST: u64 = 1 << 22;
 const MAX_LOST_PER_RECEIVED: u64 = 100;
 
-/// For a cellperf probe stream (its datagrams at `first`, the first capture point on its
-/// way, and at `other`, the second, if any): (datagrams numbered from the first to the last
-/// sequence number seen, those numbered but seen at neither capture). `None` for another
-/// stream, or numbers too far apart to be one stream's (see [`MAX_LOST`]).
-fn lost_before_capture(first: &[UdpRec], other: Option<&FlowAt>, dir: Dir) -> Option<(u64, u64)> {
-    let recs: Vec<&UdpRec> = first.iter().filter(|r| r.dir == dir).collect();
-    if stream_header_kind(&recs) != Some(HeaderKind::Cellperf) {
-        return None;
+impl LossSplit {
+    /// The split of a cellperf probe stream sent `dir` (`None` for another stream, or
+    /// numbers too far apart to be one stream's, see [`MAX_LOST`]), seen at its sender's
+    /// capture and maybe its receiver's; `between`: datagrams the sender's capture saw and
+    /// the receiver's did not (two captures).
+    fn of(sender: &FlowAt, receiver: Option<&FlowAt>, dir: Dir, between: Option<u64>) -> Option<LossSplit> {
+        let recs: Vec<&UdpRec> = sender.udp_recs.iter().filter(|r| r.dir == dir).collect();
+        if stream_header_kind(&recs) != Some(HeaderKind::Cellperf) {
+            return None;
+        }
+        let at_receiver = receiver.map(|f| &f.udp_recs[..]).unwrap_or_default().iter().filter(|r| r.dir == dir);
+        let mut seqs: Vec<u64> = recs
+            .into_iter()
+            .chain(at_receiver)
+            .filter_map(|r| r.probe.filter(|h| h.kind == HeaderKind::Cellperf))
+            .map(|h| h.seq)
+            .collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let (&lo, &hi) = (seqs.first()?, seqs.last()?);
+        let seen = seqs.len() as u64;
+        let before = (hi - lo).saturating_add(1) - seen;
+        if before > MAX_LOST.max(MAX_LOST_PER_RECEIVED.saturating_mul(seen)) {
+            return None;
+        }
+        let numbered = seen + before;
+        let share = |n: u64| n as f64 / numbered as f64;
+        Some(LossSplit {
+            numbered,
+            lost_before_capture: before,
+            before_capture: share(before),
+            between_captures: between.map(share),
+        })
     }
-    let at_other = other.map(|f| &f.udp_recs[..]).unwrap_or_default().iter().filter(|r| r.dir == dir);
-    let mut seqs: Vec<u64> = recs
-        .iter()
-        .copied()
-        .chain(at_other)
-        .filter_map(|r| r.probe.filter(|h| h.kind == HeaderKind::Cellperf))
-        .map(|h| h.seq)
-        .collect();
-    seqs.sort_unstable();
-    seqs.dedup();
-    let (&lo, &hi) = (seqs.first()?, seqs.last()?);
-    let seen = seqs.len() as u64;
-    let missing = (hi - lo).saturating_add(1) - seen;
-    (missing <= MAX_LOST.max(MAX_LOST_PER_RECEIVED.saturating_mul(seen))).then_some((seen + missing, missing))
+
+    /// The whole loss, when both parts are known.
+    fn total(&self) -> Option<f64> {
+        Some(self.before_capture + self.between_captures?)
+    }
 }
 
 /// A stream seen at its receiver only: sequence numbers and send times come from probe
