@@ -5,7 +5,9 @@ by their hello, on any port), never a connection's lesser direction (docs/analys
 from __future__ import annotations
 
 import json
+import shutil
 import struct
+import subprocess
 
 import pytest
 
@@ -104,3 +106,29 @@ def test_competing_groups_overlap_rule():
     assert (g[0] == g[1], g[1] == g[2], g[2] == g[3]) == (True, False, False)
     g = competing_groups([(0, 10), (0, 10), (None, None)], keys=["down", "up", "up"])
     assert (g[0] == g[1], g[1] == g[2]) == (False, True)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("tcpdump", "ethtool")), reason="needs tcpdump and ethtool")
+def test_a_real_test_with_two_streams_and_its_control_connection(tmp_path):
+    # cellperf server on a port other than 5250, a probe's tcp-bulk download with -P 2:
+    # exactly the two data connections compete; the control connection is known by its hello.
+    from cellperf.testbed.veth import Bottleneck, VethTestbed
+    from tests.conftest import CELLPERF
+
+    token = tmp_path / "token"
+    token.write_bytes(b"competition")
+    with VethTestbed(downlink=Bottleneck("20mbit", "20kbit", latency_ms=20)) as tb:
+        srv = tb.popen(tb.cn, [CELLPERF, "server", "--listen", f"{tb.CN_ADDR}:6111", "--token-file", str(token),
+                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert srv.stdout.readline(), srv.stderr.read()
+        mn, cn = tmp_path / "mn.pcap", tmp_path / "cn.pcap"
+        with tb.capture(mn, cn, snaplen=128):
+            tb.sh(tb.mn, f"{CELLPERF} probe {tb.CN_ADDR}:6111 --token-file {token} -t tcp-bulk -P 2 "
+                         "--direction down --duration 2 --json", timeout=60)
+    rep = cellperf_json("analyze", "--mn", mn, "--cn", cn)
+    (c,) = rep["concurrent"]
+    assert c["direction"] == "downlink" and len(c["flows"]) == 2
+    control = {f["flow_id"] for f in rep["flows"] if f["control"]}
+    assert len(control) == 1 and not control & set(c["flows"])
+    assert all(f["dport"] == 6111 or f["sport"] == 6111 for f in rep["flows"] if f["control"])
