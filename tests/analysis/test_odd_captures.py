@@ -396,3 +396,26 @@ def test_damage_is_reported_at_the_damaged_block_and_says_why(tmp_path):
         path.write_bytes(pc[:24 + 8] + struct.pack("<I", caplen) + pc[24 + 12:])
         err = one_line_error(path)
         assert "byte 24:" in err and says in err
+
+
+def test_a_resent_syn_with_data_is_no_retransmission_with_two_captures(tmp_path):
+    # TCP Fast Open: the client's SYN with 50 bytes is lost after the MN's capture and sent
+    # again 1 s later; then 4 segments of 100 bytes, each ACKed. The CN's clock is 3 s ahead.
+    mn, cn = Pcap(), Pcap()
+    recs = exchange(t0=1.0, syn_data=b"s" * 50)
+    syn = recs[0][1]
+    mn.add(0.0, syn[:4] + struct.pack("!H", 900) + syn[6:])  # the first SYN: at the MN only
+    for t, pkt in recs:
+        from_client = pkt[12:16] == bytes([10, 1, 0, 1])
+        here, there = (mn, cn) if from_client else (cn, mn)
+        far = bytearray(pkt)
+        far[8] = 60  # TTL at the far capture (checksums are not checked)
+        here.add(t + (0 if from_client else 3.0), pkt)
+        there.add(t + 0.005 + (3.0 if from_client else 0), bytes(far))
+    for p in (mn, cn):
+        p.records.sort(key=lambda r: r[0])
+    flows = cellperf_json("analyze", "--mn", mn.write(tmp_path / "mn.pcap"), "--cn", cn.write(tmp_path / "cn.pcap"))["flows"]
+    f = next(f for f in flows if f["sport"] == 40000)
+    rx = f["retransmissions"]
+    assert (rx["method"], rx["syn"], rx["total"]) == ("two-sided", 1, 0)
+    assert f["tcp"]["unique_bytes"] == 450
