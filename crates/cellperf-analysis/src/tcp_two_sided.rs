@@ -235,8 +235,11 @@ struct PairedFlow {
 struct SeqShift([u32; 2]);
 
 impl SeqShift {
+    fn active(&self) -> bool {
+        self.0 != [0, 0]
+    }
+
     /// `rec` (and its SACK blocks, into `blocks`) in capture 0's numbering.
-    #[cold]
     fn undo<'b>(&self, rec: &TcpRec, sack: &[(u32, u32)], blocks: &'b mut [(u32, u32); 4]) -> (TcpRec, &'b [(u32, u32)]) {
         let own = self.0[rec.dir.index()];
         let peer = self.0[rec.dir.reverse().index()];
@@ -309,14 +312,6 @@ impl TcpPairing {
         if rec.has(SYN) {
             f.learn_isn(capture, rec);
         }
-        let mut blocks = [(0, 0); 4];
-        let undone;
-        let (rec, sack) = if capture == 1 && f.shift != SeqShift::default() {
-            undone = f.shift.undo(rec, sack, &mut blocks);
-            (&undone.0, undone.1)
-        } else {
-            (rec, sack)
-        };
         f.first_ts[capture].get_or_insert(rec.ts_ns);
         let e = f.evidence[capture].get_or_insert(Evidence { max_ttl: [0; 2], syn_dir: None, first_dir: rec.dir });
         e.max_ttl[rec.dir.index()] = e.max_ttl[rec.dir.index()].max(ttl);
@@ -327,17 +322,11 @@ impl TcpPairing {
             f.active = true;
             self.active.push(id);
         }
-        let env = &self.env;
-        let mut lag = 0;
-        if f.roles.is_none() {
-            f.held.push(*rec, sack);
-            f.held_at.push((capture as u8, v));
-            if let Some(roles) = f.conclusive_roles(self.mn_addr, &env.sides) {
-                lag = f.decide(roles, env);
-            }
+        let lag = if capture == 1 && f.shift.active() {
+            f.take_shifted(capture, v, rec, sack, &self.env, self.mn_addr)
         } else {
-            lag = f.route(capture, v, rec, sack, env);
-        }
+            f.take(capture, v, rec, sack, &self.env, self.mn_addr)
+        };
         self.widen(lag);
     }
 
@@ -436,6 +425,47 @@ impl PairedFlow {
         let both = |d: usize| e0.max_ttl[d] > 0 && e1.max_ttl[d] > 0;
         let settled = named || (0..2).any(|d| both(d) && e0.max_ttl[d] != e1.max_ttl[d]) || (both(0) && both(1));
         settled.then(|| mn_direction(&self.key, &self.sides_evidence(sides), mn_addr))
+    }
+
+    /// Holds a packet of `capture` until the flow's roles are decided, or routes it;
+    /// returns the longest gap between two copies met.
+    #[inline(always)]
+    fn take(
+        &mut self,
+        capture: usize,
+        v: i64,
+        rec: &TcpRec,
+        sack: &[(u32, u32)],
+        env: &Env,
+        mn_addr: Option<cellperf_capture::Addr>,
+    ) -> i64 {
+        if self.roles.is_some() {
+            return self.route(capture, v, rec, sack, env);
+        }
+        self.held.push(*rec, sack);
+        self.held_at.push((capture as u8, v));
+        match self.conclusive_roles(mn_addr, &env.sides) {
+            Some(roles) => self.decide(roles, env),
+            None => 0,
+        }
+    }
+
+    /// [`Self::take`] of a packet of capture 1 taken back to capture 0's numbering first
+    /// (see [`SeqShift`]).
+    #[cold]
+    #[inline(never)]
+    fn take_shifted(
+        &mut self,
+        capture: usize,
+        v: i64,
+        rec: &TcpRec,
+        sack: &[(u32, u32)],
+        env: &Env,
+        mn_addr: Option<cellperf_capture::Addr>,
+    ) -> i64 {
+        let mut blocks = [(0, 0); 4];
+        let (rec, sack) = self.shift.undo(rec, sack, &mut blocks);
+        self.take(capture, v, &rec, sack, env, mn_addr)
     }
 
     /// Fixes the roles and replays the packets held until now; returns the longest gap
