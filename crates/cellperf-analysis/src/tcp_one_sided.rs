@@ -651,6 +651,22 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_resent_syn_with_data_is_a_setup_resend_only() {
+        let t = run(&[seg(0, A, 1000, 50, 0, SYN), seg(1000, A, 1000, 50, 0, SYN), seg(1010, B, 7000, 0, 1051, SYN | ACK)]);
+        let a = t.summary(A);
+        assert_eq!((a.syn_retransmissions, a.retransmissions, a.unique_bytes), (1, 0, 50));
+    }
+
+    #[test]
+    fn bytes_below_the_senders_own_pure_ack_were_sent_before() {
+        // The capture begins mid-connection: A's pure ACK says its next byte is 5001; the
+        // resend of 3001.. later is a retransmission whose original the capture missed.
+        let t = run(&[seg(0, B, 7001, 100, 2001, ACK), seg(10, A, 5001, 0, 7101, ACK), seg(300, A, 3001, 1000, 7101, ACK)]);
+        let s = t.summary(A);
+        assert_eq!((s.retransmissions, s.original_not_captured), (1, 1));
+    }
+
+    #[test]
     fn resends_of_bytes_the_capture_never_saw_are_known_by_the_acks() {
         // The capture starts mid-connection: the receiver acknowledges up to 5001 and SACKs
         // up to 7001 before any data is seen; then 3001.., 5001.. and 7001.. arrive.

@@ -1084,6 +1084,46 @@ mod tests {
     }
 
     #[test]
+    fn versions_libpcap_refuses_are_refused() {
+        for (major, minor, says) in [(1, 0, "archaic"), (2, 5, "version 2.5"), (3, 0, "version 3.0")] {
+            let mut f = pcap_header(0xa1b2_c3d4, 1, false);
+            f[4..6].copy_from_slice(&u16::to_le_bytes(major));
+            f[6..8].copy_from_slice(&u16::to_le_bytes(minor));
+            let e = Capture::from_bytes("old", &f).err().unwrap();
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let mut f = ng_shb();
+        f[12..14].copy_from_slice(&2u16.to_le_bytes());
+        let e = Capture::from_bytes("ng2", &f).err().unwrap();
+        assert!(e.to_string().contains("unsupported pcapng version 2.0"), "{e}");
+    }
+
+    #[test]
+    fn damage_is_named_at_its_block_with_its_cause() {
+        // A section header whose leading length (52) disagrees with its trailing one (28).
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        f.extend(ng_epb(0, 1, &[0u8; 14]));
+        f[4..8].copy_from_slice(&52u32.to_le_bytes());
+        let e = Capture::from_bytes("shb", &f).err().unwrap();
+        assert_eq!(e.offset, Some(0));
+        assert!(e.to_string().contains("lengths disagree"), "{e}");
+        // An enhanced packet block whose captured length exceeds its room.
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        let at = f.len();
+        let mut epb = ng_epb(0, 1, &[0u8; 16]);
+        epb[20..24].copy_from_slice(&5000u32.to_le_bytes());
+        f.extend(epb);
+        let cap = Capture::from_bytes("epb", &f).unwrap();
+        let mut frames = cap.frames();
+        assert_eq!(frames.by_ref().count(), 0);
+        let w = frames.warning().unwrap();
+        assert_eq!(w.offset, Some(at as u64));
+        assert!(w.to_string().contains("captured length 5000 exceeds the 16 bytes it holds"), "{w}");
+    }
+
+    #[test]
     fn pcapng_unknown_linktype_is_skipped_and_counted() {
         let mut f = ng_shb();
         f.extend(ng_idb(147, None));
