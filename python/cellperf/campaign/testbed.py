@@ -178,15 +178,17 @@ class EmulatedTestbed:
     def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.apps.terminal import SshServer
         from cellperf.campaign import apps
+        from cellperf.emulate.netns import ADDRESS_POOL
 
-        srv = SshServer("0.0.0.0", folder / ".ssh")
+        # Every address: the run's CN address exists only once its emulator runs; the key is
+        # accepted only from the emulator's addresses.
+        srv = SshServer("0.0.0.0", allow_from=str(ADDRESS_POOL))
         try:
             srv.start(preexec_fn=_die_with_parent)
             argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", srv.port, srv.identity, srv.user, folder / "keys.parquet")
             return self._emulate(run, folder, argv)
         finally:
             srv.close()
-            shutil.rmtree(folder / ".ssh", ignore_errors=True)
 
     def _emulate(self, run: RunSpec, folder: Path, command: list[str], inside: bool = False) -> Outcome:
         """`command` inside the run's emulated MN; its JSON document is the run's result (with
