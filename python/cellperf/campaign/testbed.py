@@ -105,9 +105,12 @@ class EmulatedTestbed:
         self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
+        from cellperf.emulate import netns
         from cellperf.emulate.runner import check_environment
 
         check_environment([])
+        with netns.Lock():  # what a killed emulator left, gone before the first run (docs/emulator.md)
+            netns.remove_stale()
         self.token_file.write_text(secrets.token_hex(24) + "\n")
         self.token_file.chmod(0o600)
         # Listens on every address: the host side of each emulated link exists only while its
