@@ -82,6 +82,15 @@ class BoundedLogHandler(logging.Handler):
         self.stream.flush()
 
 
+def bounded_log() -> BoundedLogHandler:
+    """Sends `log` (hypercorn's error log and the event loop's) to stderr through a
+    BoundedLogHandler, and returns it (flush it at the end)."""
+    handler = BoundedLogHandler()
+    log.addHandler(handler)
+    log.propagate = False
+    return handler
+
+
 def log_loop_error(loop, context: dict) -> None:
     """The event loop's errors (a failed accept, a callback's exception) into the bounded
     log, not as a traceback each. A connection's task cancelled while asyncio's own callback

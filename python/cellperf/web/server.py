@@ -170,40 +170,47 @@ class Limits:
     idle_timeout_s: float = 120.0
 
 
-def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready, limits: Limits = Limits()) -> None:
-    """Serves until SIGINT/SIGTERM. `ready(url_base, spki)` is called once listening; `spki`
-    identifies the HTTP/2 server's certificate for `cellperf web load --trust-spki` (None for
-    HTTP/1.1)."""
-    from hypercorn.asyncio import worker_serve
-    from hypercorn.config import Config, Sockets
-    from hypercorn.utils import wrap_app
+def _hypercorn_config(limits: Limits, tls: Certificate | None):
+    """Hypercorn's settings for the page server, its connections built by
+    guard.HeaderTimeoutServer, and its errors written to the bounded log."""
+    from hypercorn.config import Config
 
-    from cellperf.web.guard import (BoundedLogHandler, GuardedListener, connection_cap, install_header_timeout, log,
-                                    log_loop_error)
+    from cellperf.web.guard import install_header_timeout, log
 
     install_header_timeout()
-    log.addHandler(handler := BoundedLogHandler())
-    log.propagate = False
     config = Config()
     config.keep_alive_timeout = limits.idle_timeout_s  # a page's connections stay open between its objects
     config.header_timeout = limits.header_timeout_s  # read by guard.HeaderTimeoutServer
     config.ssl_handshake_timeout = limits.header_timeout_s
     config.accesslog = None
-    config.errorlog = log  # the application's errors: one line per kind per interval
+    config.errorlog = log
+    config.alpn_protocols = ["http/1.1"]
+    if tls is not None:
+        config.certfile, config.keyfile = str(tls.cert), str(tls.key)
+        config.alpn_protocols = ["h2", "http/1.1"]
+    return config
+
+
+def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready, limits: Limits = Limits()) -> None:
+    """Serves until SIGINT/SIGTERM. `ready(url_base, spki)` is called once listening; `spki`
+    identifies the HTTP/2 server's certificate for `cellperf web load --trust-spki` (None for
+    HTTP/1.1)."""
+    from hypercorn.asyncio import worker_serve
+    from hypercorn.config import Sockets
+    from hypercorn.utils import wrap_app
+
+    from cellperf.web.guard import GuardedListener, bounded_log, connection_cap, log_loop_error
+
+    handler = bounded_log()
     host, port = sock.getsockname()[:2]
     listener = GuardedListener.wrap(sock, max_total=connection_cap(limits.max_connections),
                                     max_per_source=limits.max_per_source)
     with tempfile.TemporaryDirectory(prefix="cellperf-web-") as tmp:
-        tls = None
-        if http == "2":
-            tls = self_signed_cert(Path(tmp))
-            config.certfile, config.keyfile = str(tls.cert), str(tls.key)
-            config.alpn_protocols = ["h2", "http/1.1"]
-            sockets = Sockets(secure_sockets=[listener], insecure_sockets=[], quic_sockets=[])
-        else:
-            config.alpn_protocols = ["http/1.1"]
-            sockets = Sockets(secure_sockets=[], insecure_sockets=[listener], quic_sockets=[])
-        scheme = "https" if http == "2" else "http"
+        tls = self_signed_cert(Path(tmp)) if http == "2" else None
+        config = _hypercorn_config(limits, tls)
+        sockets = Sockets(secure_sockets=[listener] if tls else [], insecure_sockets=[] if tls else [listener],
+                          quic_sockets=[])
+        scheme = "https" if tls else "http"
 
         async def main():
             stop = asyncio.Event()
@@ -218,4 +225,4 @@ def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready, 
         try:
             asyncio.run(main())
         finally:
-            handler.flush()
+            handler.flush()  # the counts of lines not written yet
