@@ -102,3 +102,23 @@ def test_paths_the_file_system_refuses_are_4xx(serve):
     proc.terminate()
     _, err = proc.communicate(timeout=10)
     assert err == ""
+
+
+def test_slowloris_from_many_addresses_leaves_a_newcomer_a_place(serve):
+    """At the cap in all, filled by 8 addresses' half-sent requests, a newcomer from another
+    address takes the place of the oldest connection of an address holding most."""
+    proc, port = serve("--max-connections", "40")
+    attack = []
+    for i in range(8):
+        for _ in range(10):
+            s = socket.socket()
+            s.bind((f"127.0.4.{i + 1}", 0))
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /yahoo/ HTTP/1.1\r\nHost: x\r\n")
+            attack.append(s)
+    assert [get(port, "/yahoo/", source="127.0.0.2") for _ in range(5)] == [200] * 5
+    for s in attack:
+        s.close()
+    proc.terminate()
+    _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err and len(err.splitlines()) <= 6, err

@@ -69,13 +69,14 @@ def serve_command(args: argparse.Namespace) -> None:
     {"url": "http://HOST:PORT", "spki": null} once listening; over HTTP/2 `spki` names the
     self-signed certificate for `cellperf web load --trust-spki`. Stop with Ctrl-C or SIGTERM.
 
-    Hostile clients: a connection over --max-per-source from one address or over
-    --max-connections in all (fewer if the descriptor limit, `ulimit -n`, leaves room for
-    fewer) is closed at once; a request whose header is not complete --header-timeout after
-    the connection opened (or after its first byte, on a kept-alive connection) is dropped,
-    as is a connection idle for --idle-timeout. Errors are logged as one line per kind per
-    10 s, with the count of those not written; a path the file system refuses is a 404, one
-    over 2,048 bytes a 414.
+    Hostile clients: a connection over --max-per-source from one address is closed at once;
+    at --max-connections in all (fewer if `ulimit -n` leaves room for fewer) a newcomer takes
+    the place of the oldest connection of the address holding most, if that is more than its
+    own. A request whose header is not complete --header-timeout after the connection opened
+    (or after its first byte, on a kept-alive connection) is dropped, as is a connection that
+    moves no byte for --idle-timeout. Errors are logged as one line per kind per 10 s, with
+    the count of those not written; a path the file system refuses is a 404, one over 2,048
+    bytes a 414.
 
     Examples:
       cellperf web serve pages/ --listen 0.0.0.0:8080

@@ -23,7 +23,7 @@ import resource
 import socket
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from ssl import SSLError
 
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
@@ -39,11 +39,12 @@ log = logging.getLogger("cellperf.web")
 
 
 def connection_cap(wanted: int) -> int:
-    """`wanted`, or fewer if the process's descriptor limit leaves room for fewer."""
+    """`wanted`, or fewer if the process's descriptor limit leaves room for fewer (with the
+    connections being closed for newcomers, `GuardedListener.MAX_CLOSING`)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return wanted
-    return max(1, min(wanted, soft - RESERVED_FDS))
+    return max(1, min(wanted, soft - RESERVED_FDS - GuardedListener.MAX_CLOSING))
 
 
 class BoundedLogHandler(logging.Handler):
@@ -104,50 +105,82 @@ class _CountedConnection(socket.socket):
     """An accepted connection that tells its listener when it is closed (asyncio closes the
     socket when the connection ends, however it ends)."""
 
-    listener: GuardedListener
-    source: str
+    listener: GuardedListener | None = None
 
     def _real_close(self, *args) -> None:
-        if getattr(self, "source", None) is not None:
-            self.listener._release(self.source)
-            self.source = None
+        if self.listener is not None:
+            self.listener._release(self)
+            self.listener = None
         super()._real_close(*args)
 
 
 class GuardedListener(socket.socket):
     """Wraps a listening socket (`GuardedListener.wrap(sock, ...)`); asyncio accepts through
-    `accept`, which turns away connections over `max_per_source` from one address or over
-    `max_total` in all (closed at once; the next queued one is tried)."""
+    `accept`, which turns away a connection over `max_per_source` from its address (closed at
+    once; the next queued one is tried). At `max_total` in all, a newcomer from an address
+    holding less than its fair share (`max_total` over the addresses connected) takes the
+    place of the oldest connection of the address holding most (shut down): under a flood
+    from many addresses a browser still gets in. Otherwise it is turned away."""
 
     max_total: int
     max_per_source: int
+    #: Connections shut down for newcomers that asyncio has not closed yet (it closes them a
+    #: few loop turns later): they still hold their descriptors, so only so many at once.
+    MAX_CLOSING = 64
 
     @classmethod
     def wrap(cls, sock: socket.socket, *, max_total: int, max_per_source: int) -> GuardedListener:
         guarded = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
         guarded.max_total, guarded.max_per_source = max_total, max_per_source
-        guarded._open = Counter()
+        guarded._held = {}  # address -> its open connections, oldest first
+        guarded._open = 0  # held and closing
         return guarded
 
     def accept(self):
         while True:
             fd, addr = self._accept()  # BlockingIOError when none is waiting: asyncio's cue
             conn = _CountedConnection(self.family, self.type, self.proto, fileno=fd)
-            source = addr[0]
-            if self._open[source] >= self.max_per_source:
+            held = self._held.setdefault(addr[0], deque())
+            if len(held) >= self.max_per_source:
                 log.warning("refused connections over the cap of %d from one address", self.max_per_source)
-            elif self._open.total() >= self.max_total:
+            elif self._open >= self.max_total and not self._make_room(len(held)):
                 log.warning("refused connections over the cap of %d in all", self.max_total)
             else:
-                self._open[source] += 1
-                conn.listener, conn.source = self, source
+                held.append(conn)
+                self._open += 1
+                conn.listener, conn.source = self, addr[0]
                 return conn, addr
+            if not held:
+                del self._held[addr[0]]
             conn.close()
 
-    def _release(self, source: str) -> None:
-        self._open[source] -= 1
-        if self._open[source] <= 0:
-            del self._open[source]
+    def _make_room(self, newcomers_count: int) -> bool:
+        """Shuts down the oldest connection of the address holding most, if the newcomer's
+        address holds less than its fair share and less than that one; asyncio then closes
+        it. True if it did. (Without the fair share, attackers took each other's places as
+        fast as they reconnected, and a browser found every place being taken.)"""
+        fair_share = self.max_total // len(self._held)
+        if newcomers_count >= fair_share or self._open >= self.max_total + self.MAX_CLOSING:
+            return False
+        source = max(self._held, key=lambda s: len(self._held[s]))
+        if len(self._held[source]) <= newcomers_count:
+            return False
+        oldest = self._held[source].popleft()
+        try:
+            oldest.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed meanwhile
+        log.warning("closed the oldest connection of %s, the address holding most, for a newcomer at the cap of %d "
+                    "in all", source, self.max_total)
+        return True
+
+    def _release(self, conn: _CountedConnection) -> None:
+        self._open -= 1
+        held = self._held.get(conn.source)
+        if held is not None and conn in held:
+            held.remove(conn)
+        if held is not None and not held:
+            del self._held[conn.source]
 
 
 class HeaderTimeoutServer(TCPServer):
