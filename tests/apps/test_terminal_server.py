@@ -80,3 +80,11 @@ def test_the_key_runs_only_the_test(sshd):
     p = _ssh(sshd, options=("-W", f"127.0.0.1:{sshd.port}"))
     assert b"SSH-2.0" not in p.stdout and p.returncode != 0
     assert b"forwarding failed" in p.stderr, p.stderr
+
+
+def test_the_key_is_refused_from_outside_allow_from(sshd):
+    """The campaign's sshd listens on every address (the run's CN address exists only once its
+    emulator runs) and accepts the key only from the emulator's addresses: not from here."""
+    with SshServer("127.0.0.1", allow_from="10.231.0.0/16") as srv:
+        p = _ssh(srv, command=("true",))
+    assert p.returncode == 255 and b"Permission denied" in p.stderr, p
