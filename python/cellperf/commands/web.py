@@ -70,9 +70,9 @@ def serve_command(args: argparse.Namespace) -> None:
     self-signed certificate for `cellperf web load --trust-spki`. Stop with Ctrl-C or SIGTERM.
 
     Hostile clients: a connection over --max-per-source from one address is closed at once;
-    at --max-connections in all (fewer if `ulimit -n` leaves room for fewer) a newcomer takes
-    the place of the oldest connection of the address holding most, if that is more than its
-    own. A request whose header is not complete --header-timeout after the connection opened
+    at --max-connections in all (fewer if `ulimit -n` leaves room for fewer) a newcomer from
+    an address holding less than its fair share takes the place of the oldest connection of
+    the address holding most. A request whose header is not complete --header-timeout after the connection opened
     (or after its first byte, on a kept-alive connection) is dropped, as is a connection that
     moves no byte for --idle-timeout. Errors are logged as one line per kind per 10 s, with
     the count of those not written; a path the file system refuses is a 404, one over 2,048

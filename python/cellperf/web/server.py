@@ -7,6 +7,8 @@ when compression is on and the browser accepts it, as IIS's standard compression
 004 §VI.A; images are sent as they are. Compressed bodies are made once per file and kept.
 HTTP/3 is not offered: hypercorn needs aioquic for it and Chromium accepts QUIC only with a
 trusted certificate (a self-signed one is refused even with --ignore-certificate-errors).
+What a hostile client may hold of the server (connections, time, log lines) is bounded in
+guard.py.
 """
 
 from __future__ import annotations
