@@ -2,10 +2,12 @@
 requests kept every legitimate GET waiting and the server wrote 91,724 tracebacks).
 
 - `GuardedListener`: the listening socket, counting its connections. One over the cap per
-  source address or in all is accepted and closed at once, so a flood from one address never
-  takes the descriptors another needs, and the total stays below the process's descriptor
-  limit (asyncio's accept then never fails with EMFILE; it retried and logged every time).
-- `HeaderTimeoutServer`: hypercorn's connection with a deadline on a request's header: from
+  source address is accepted and closed at once, so a flood from one address never takes the
+  descriptors another needs; at the cap in all, a newcomer under its address's fair share
+  takes the place of the oldest connection of the address holding most. The total stays
+  below the process's descriptor limit (asyncio's accept then never fails with EMFILE; it
+  retried and logged every time).
+- `GuardedConnection`: hypercorn's connection with a deadline on a request's header: from
   accept, and on HTTP/1.1 from the first byte of each later request, the whole header must
   arrive within the header timeout or the connection is closed (slowloris). Hypercorn has
   only a keep-alive timer, which its h11 side runs until a header is complete: 120 s here.
@@ -106,6 +108,7 @@ class _CountedConnection(socket.socket):
     socket when the connection ends, however it ends)."""
 
     listener: GuardedListener | None = None
+    source = ""  # the peer's address
 
     def _real_close(self, *args) -> None:
         if self.listener is not None:
@@ -183,10 +186,11 @@ class GuardedListener(socket.socket):
             del self._held[conn.source]
 
 
-class HeaderTimeoutServer(TCPServer):
+class GuardedConnection(TCPServer):
     """Hypercorn's connection (asyncio), plus: a request's header must be complete within
-    `config.header_timeout` s (see the module's doc), and the connection closes as soon as the
-    client has closed its side.
+    `config.header_timeout` s (see the module's doc), a connection that moves no byte for
+    the idle timeout is aborted, one hypercorn fails on is dropped with one log line, and the
+    connection closes as soon as the client has closed its side.
 
     Why the close: hypercorn (0.17, 0.18) stops reading at the client's FIN, but the
     connection's task group then waits for its keep-alive timer (120 s), so the server's side
@@ -254,9 +258,9 @@ class HeaderTimeoutServer(TCPServer):
         await self._close()
 
 
-def install_header_timeout() -> None:
-    """Makes hypercorn's asyncio worker build `HeaderTimeoutServer` connections (it has no
+def install_guarded_connections() -> None:
+    """Makes hypercorn's asyncio worker build `GuardedConnection`s (it has no
     setting for the class; this is the one place that depends on its internals)."""
     from hypercorn.asyncio import run
 
-    run.TCPServer = HeaderTimeoutServer
+    run.TCPServer = GuardedConnection

@@ -174,15 +174,15 @@ class Limits:
 
 def _hypercorn_config(limits: Limits, tls: Certificate | None):
     """Hypercorn's settings for the page server, its connections built by
-    guard.HeaderTimeoutServer, and its errors written to the bounded log."""
+    guard.GuardedConnection, and its errors written to the bounded log."""
     from hypercorn.config import Config
 
-    from cellperf.web.guard import install_header_timeout, log
+    from cellperf.web.guard import install_guarded_connections, log
 
-    install_header_timeout()
+    install_guarded_connections()
     config = Config()
     config.keep_alive_timeout = limits.idle_timeout_s  # a page's connections stay open between its objects
-    config.header_timeout = limits.header_timeout_s  # read by guard.HeaderTimeoutServer
+    config.header_timeout = limits.header_timeout_s  # read by guard.GuardedConnection
     config.ssl_handshake_timeout = limits.header_timeout_s
     config.accesslog = None
     config.errorlog = log
