@@ -105,9 +105,12 @@ class EmulatedTestbed:
         self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
+        from cellperf.emulate import netns
         from cellperf.emulate.runner import check_environment
 
         check_environment([])
+        with netns.Lock():  # what a killed emulator left, gone before the first run (docs/emulator.md)
+            netns.remove_stale()
         self.token_file.write_text(secrets.token_hex(24) + "\n")
         self.token_file.chmod(0o600)
         # Listens on every address: the host side of each emulated link exists only while its
@@ -178,15 +181,17 @@ class EmulatedTestbed:
     def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.apps.terminal import SshServer
         from cellperf.campaign import apps
+        from cellperf.emulate.netns import ADDRESS_POOL
 
-        srv = SshServer("0.0.0.0", folder / ".ssh")
+        # Every address: the run's CN address exists only once its emulator runs; the key is
+        # accepted only from the emulator's addresses.
+        srv = SshServer("0.0.0.0", allow_from=str(ADDRESS_POOL))
         try:
             srv.start(preexec_fn=_die_with_parent)
             argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", srv.port, srv.identity, srv.user, folder / "keys.parquet")
             return self._emulate(run, folder, argv)
         finally:
             srv.close()
-            shutil.rmtree(folder / ".ssh", ignore_errors=True)
 
     def _emulate(self, run: RunSpec, folder: Path, command: list[str], inside: bool = False) -> Outcome:
         """`command` inside the run's emulated MN; its JSON document is the run's result (with

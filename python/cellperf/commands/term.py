@@ -7,9 +7,9 @@ latency distribution and the shares of keys above 100 and 200 ms. In a campaign
 (`type = "interactive"`) the runner does both around the emulated link (docs/apps.md).
 
 Examples:
-  sudo cellperf term serve --folder /tmp/ssh --json
+  sudo cellperf term serve --listen 0.0.0.0 --allow-from 10.231.0.0/16 --json
   sudo cellperf emulate --profile umts-stationary -- cellperf term type '$CELLPERF_CN' \\
-      --port 2222 --identity /tmp/ssh/client_key --count 50 --json
+      --port PORT --identity /tmp/cellperf-ssh-XXXX/client_key --count 50 --json
 """
 
 from __future__ import annotations
@@ -28,18 +28,26 @@ from cellperf.validate import number_arg
 def serve_command(args: argparse.Namespace) -> None:
     """Run sshd for the test until stopped (needs root: sshd's privilege separation).
 
-    Keys are made in --folder (a fresh temporary folder when not given, removed on exit):
-    host_key, and client_key that logs in as the current user. With --json the first line on
-    stdout is {"port": N, "identity": "FOLDER/client_key", "user": "..."}.
+    sshd listens on --listen only (loopback unless given). Keys are made in a private folder
+    (mode 0700) the server makes itself: a fresh temporary one, or --folder, which must not
+    exist yet; removed on exit. host_key, and client_key that logs in as the current user and
+    can do only the test: its terminal runs `echo CELLPERF-READY; exec cat` whatever command
+    the client asks for, with no port, agent or X11 forwarding, and with --allow-from only
+    from those addresses. With --json the first line on stdout is {"port": N, "identity":
+    "FOLDER/client_key", "user": "..."}.
+
+    For an emulated link (`cellperf emulate`) listen on 0.0.0.0: the CN address exists only
+    once the emulator runs; --allow-from 10.231.0.0/16 (the emulator's addresses) keeps
+    everyone else out.
 
     Examples:
-      sudo cellperf term serve --json
-      sudo cellperf term serve --listen 10.0.0.1 --folder /tmp/ssh
+      sudo cellperf term serve --listen 10.0.0.1 --json
+      sudo cellperf term serve --listen 0.0.0.0 --allow-from 10.231.0.0/16
     """
     from cellperf.apps.terminal import SshServer
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with SshServer(args.listen, args.folder) as srv:
+    with SshServer(args.listen, args.folder, args.allow_from) as srv:
         info = {"port": srv.port, "identity": str(srv.identity), "user": srv.user}
         print(json.dumps(info) if args.as_json else f"sshd on {args.listen}:{srv.port}; log in as {srv.user} "
               f"with {srv.identity}", flush=True)
@@ -90,13 +98,26 @@ def type_command(args: argparse.Namespace) -> None:
     print(f"  above 100 ms  {100 * doc['over_100ms']:.1f} %   above 200 ms  {100 * doc['over_200ms']:.1f} %")
 
 
+def _cidr_list(text: str) -> str:
+    import ipaddress
+
+    try:
+        return ",".join(str(ipaddress.ip_network(part.strip(), strict=False)) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text[:60]}' is not a list of addresses or CIDR blocks") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     import getpass
 
     subcommands = add_subcommands(parser)
     p = add_subcommand(subcommands, "serve", serve_command)
-    p.add_argument("--listen", metavar="ADDR", default="0.0.0.0", help="Address sshd listens on (its port is free one).")
-    p.add_argument("--folder", metavar="FOLDER", type=folder_path(Path), help="Where the keys and sshd_config go.")
+    p.add_argument("--listen", metavar="ADDR", default="127.0.0.1",
+                   help="The one address sshd listens on (its port is a free one).")
+    p.add_argument("--allow-from", metavar="CIDR[,CIDR]", type=_cidr_list,
+                   help="Accept the key only from these addresses (e.g. 10.231.0.0/16, the emulator's).")
+    p.add_argument("--folder", metavar="FOLDER", type=folder_path(Path),
+                   help="A folder to make (it must not exist) for the keys and sshd_config; default a private temporary one.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print port, key and user as one JSON line.")
 
     p = add_subcommand(subcommands, "type", type_command)
