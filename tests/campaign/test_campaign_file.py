@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -137,3 +138,38 @@ def test_radio_mechanisms_off_is_part_of_the_run_and_its_config(tmp_path):
     assert on.radio_mechanisms and not off.radio_mechanisms
     configs = {r.network.name: r.config(c) for r in c.runs}
     assert "radio_mechanisms" not in configs["EV-DO"] and configs["WiBro"]["radio_mechanisms"] is False
+
+
+def test_the_campaign_keeps_its_own_name_with_several_tests_and_a_sweep(tmp_path):
+    """Issue 27 item 1: the validator's loop over test variants once reused `name`, so every
+    campaign was named after its last test (`voip` here), in the store, `--check` and the report."""
+    path = write(tmp_path, """\
+        [campaign]
+        name = "my-drive"
+        duration = 5
+
+        [[networks]]
+        name = "EV-DO"
+        profile = "evdo"
+
+        [[tests]]
+        type = "udp-cbr"
+        direction = "down"
+        rate = "500k"
+
+        [[tests]]
+        name = "grid"
+        type = "tcp-bulk"
+        direction = "down"
+        sweep = { mss = [536, 1460] }
+
+        [[tests]]
+        type = "voip"
+        """)
+    assert load_campaign(path).name == "my-drive"
+    doc = json.loads(cellperf("run", path, "--check", "--json").stdout)
+    assert doc["name"] == "my-drive"
+    assert doc["runs"] == ["EV-DO.stationary.udp-cbr-down.1", "EV-DO.stationary.grid-mss536.1",
+                           "EV-DO.stationary.grid-mss1460.1", "EV-DO.stationary.voip.1"]
+    text = cellperf("run", path, "--check").stdout
+    assert text.startswith(f"{path}: campaign my-drive valid; 4 runs"), text

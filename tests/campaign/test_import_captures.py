@@ -70,6 +70,8 @@ def test_captured_runs_are_stored_as_the_campaign_stored_them(campaign, tmp_path
         assert cfg["imported"]["tool"] == "captures" and len(cfg["imported"]["sha256"]["mn"]) == 64
     # Same report: every figure and table of the campaign's report, from the imported store.
     campaign_items = set(build_report(store, tmp_path / "a.html")["items"])
+    # Titled with the campaign's own name, not its last test's (issue 27).
+    assert "<title>cellperf report — captures</title>" in (tmp_path / "a.html").read_text()
     imported_items = set(build_report(out, tmp_path / "b.html")["items"])
     assert campaign_items and campaign_items <= imported_items
 

@@ -81,6 +81,7 @@ def test_campaign_end_to_end(e2e_store):
     # Runs that fail (the over-rate test: over the server's --max-rate 1G) make exit status 3; the others are all done.
     assert proc.returncode == 3, proc.stderr
     with Store.open(out, read_only=True) as s:
+        assert s.campaign()["name"] == "e2e"  # its own, not its last test's (issue 27)
         runs = s.frame("SELECT run_id, network, scenario, test, status, reason FROM runs")
         assert runs.height == 2 * 2 * 4
         failed = runs.filter(pl.col("status") == "failed")

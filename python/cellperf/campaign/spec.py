@@ -576,47 +576,8 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     if not isinstance(nets_doc, list) or (not nets_doc and not only_simulated):
         c.fail(("networks",) if "networks" in doc else (), "give at least one [[networks]] table")
 
-    tests: list[TestSpec] = []
     n_runs_each = repetitions * len(scenarios) * len(nets_doc)
-    for i, t in enumerate(tests_doc):
-        where = ("tests", i)
-        if isinstance(t, dict) and t.get("type") == SIMULATE:
-            test = _simulate_test(c, where, t)
-            if any(x.name == test.name for x in tests):
-                c.fail(where + ("name",) if "name" in t else where,
-                       f"test name '{test.name}' is used twice; give each a distinct name")
-            tests.append(test)
-            continue
-        c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
-        ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
-        for key in ("members", "cell"):
-            if key in t and ttype != GROUP:
-                c.fail(where + (key,), f"is for type = \"{GROUP}\" (tests started together), not {ttype}")
-        if "sweep" in t and ttype in (GROUP, *APP_TESTS):
-            c.fail(where + ("sweep",), f"a sweep is for the probe's tests, not {ttype}")
-        plain = {k: v for k, v in t.items() if k not in ("type", "name", "sweep", "members", "cell")}
-        options = _test_options(c, where, ttype, plain)
-        members, cell = ((), None)
-        if ttype == GROUP:
-            members, cell = _group(c, where, t, kind)
-        if ttype == "web":
-            _check_web(c, where, options, kind, path)
-        for key in ("port", "identity"):
-            if key in options and kind != "real":
-                c.fail(where + (key,), "is for kind = \"real\" (the emulated testbed starts its own server)")
-        if ttype == "interactive" and kind == "real" and "identity" not in options:
-            c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
-        label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
-        variants = [(label, options)]
-        if "sweep" in t:
-            variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
-        for m_index, m in enumerate(members):
-            _kernel(c, where + ("members", m_index), m.type, m.options, kind)
-        for name, opts in variants:
-            _kernel(c, where, ttype, opts, kind, sweep_keys=set(t.get("sweep") or ()))
-            if any(x.name == name for x in tests):
-                c.fail(where + ("name",) if "name" in t else where, f"test name '{name}' is used twice; give each a distinct name")
-            tests.append(TestSpec(name, ttype, opts, members, cell))
+    tests = _tests(c, tests_doc, kind, path, n_runs_each)
     by_name = {t.name: t for t in tests}
 
     networks: list[Network] = []
@@ -695,6 +656,53 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                         parallel, scenarios, networks, tests, mobility=mobility)
     campaign.runs = expand(campaign, default_duration)
     return campaign
+
+
+def _tests(c: _Checker, tests_doc: list, kind: str, path: Path, n_runs_each: int) -> list[TestSpec]:
+    """The `[[tests]]` tables, a sweep expanded into one test per combination. A function of
+    its own so that a test's name can never become the campaign's (#27: a loop variable
+    `name` in the validator once named every campaign after its last test)."""
+    tests: list[TestSpec] = []
+    for i, t in enumerate(tests_doc):
+        where = ("tests", i)
+        if isinstance(t, dict) and t.get("type") == SIMULATE:
+            test = _simulate_test(c, where, t)
+            if any(x.name == test.name for x in tests):
+                c.fail(where + ("name",) if "name" in t else where,
+                       f"test name '{test.name}' is used twice; give each a distinct name")
+            tests.append(test)
+            continue
+        c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
+        ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
+        for key in ("members", "cell"):
+            if key in t and ttype != GROUP:
+                c.fail(where + (key,), f"is for type = \"{GROUP}\" (tests started together), not {ttype}")
+        if "sweep" in t and ttype in (GROUP, *APP_TESTS):
+            c.fail(where + ("sweep",), f"a sweep is for the probe's tests, not {ttype}")
+        plain = {k: v for k, v in t.items() if k not in ("type", "name", "sweep", "members", "cell")}
+        options = _test_options(c, where, ttype, plain)
+        members, cell = ((), None)
+        if ttype == GROUP:
+            members, cell = _group(c, where, t, kind)
+        if ttype == "web":
+            _check_web(c, where, options, kind, path)
+        for key in ("port", "identity"):
+            if key in options and kind != "real":
+                c.fail(where + (key,), "is for kind = \"real\" (the emulated testbed starts its own server)")
+        if ttype == "interactive" and kind == "real" and "identity" not in options:
+            c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
+        label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
+        variants = [(label, options)]
+        if "sweep" in t:
+            variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
+        for m_index, m in enumerate(members):
+            _kernel(c, where + ("members", m_index), m.type, m.options, kind)
+        for variant, opts in variants:
+            _kernel(c, where, ttype, opts, kind, sweep_keys=set(t.get("sweep") or ()))
+            if any(x.name == variant for x in tests):
+                c.fail(where + ("name",) if "name" in t else where, f"test name '{variant}' is used twice; give each a distinct name")
+            tests.append(TestSpec(variant, ttype, opts, members, cell))
+    return tests
 
 
 #: `cellperf emulate` options a network's `[networks.link]` may give (key = option without
