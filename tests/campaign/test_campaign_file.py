@@ -119,6 +119,17 @@ def test_real_testbed_needs_server_token_and_files(tmp_path):
         load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"')))
     c = load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"\nmn_interface = "wwan0"')))
     assert c.testbed.kind == "real" and c.radio_log.kind == "none" and len(c.runs) == 1
+    assert (c.testbed.retries, c.testbed.retry_wait_s) == (1, 10.0)  # one retry after 10 s by default
+    ok = 'server = "cn:5250"\ntoken_file = "tok"\nmn_interface = "wwan0"\n'
+    c = load_campaign(write(tmp_path, base.format(extra=ok + 'retries = 0\nretry_wait = "500ms"')))
+    assert (c.testbed.retries, c.testbed.retry_wait_s) == (0, 0.5)
+    with pytest.raises(UserError, match=r":8: testbed.retries: expected a whole number ≥ 0 and ≤ 100"):
+        load_campaign(write(tmp_path, base.format(extra=ok + "retries = -1")))
+    with pytest.raises(UserError, match=r":8: testbed.retry_wait: is not a duration"):
+        load_campaign(write(tmp_path, base.format(extra=ok + 'retry_wait = "soon"')))
+    emulated = GOOD + '[testbed]\nkind = "emulated"\nretries = 2\n'
+    with pytest.raises(UserError, match=r"testbed.retries: only for kind = \"real\""):
+        load_campaign(write(tmp_path, emulated))
 
 
 def test_cli_check_is_one_line(tmp_path):

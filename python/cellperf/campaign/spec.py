@@ -35,6 +35,11 @@ MAX_COUNT = 10**9
 MAX_RUNS = 100_000
 #: Seconds of set-up and analysis expected per measured run beyond its test duration (ETA).
 EXPECTED_OVERHEAD_S = 3.0
+#: A real network's run that fails for a network reason is tried again (`[testbed] retries`,
+#: `retry_wait`): once, after 10 s, by default (a modem re-attaching takes seconds).
+DEFAULT_RETRIES = 1
+DEFAULT_RETRY_WAIT_S = 10.0
+MAX_RETRIES = 100
 
 
 class _Locator:
@@ -209,6 +214,10 @@ class Testbed:
     token_file: Path | None = None
     mn_interface: str | None = None  # real: capture here (this host is the MN)
     cn_capture: str | None = None  # real: shell command writing the CN's pcap to stdout
+    # real: a run that fails for a network reason (no route, refused, reset, timed out) is
+    # tried again this many times, `retry_wait_s` apart: a real link goes away for a while.
+    retries: int = DEFAULT_RETRIES
+    retry_wait_s: float = DEFAULT_RETRY_WAIT_S
 
 
 @dataclass(frozen=True)
@@ -538,10 +547,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     mobility = dict(scenario_list)
 
     tb = c.table(doc.get("testbed", {"kind": "emulated"}), ("testbed",),
-                 {"kind", "server", "token_file", "mn_interface", "cn_capture"})
+                 {"kind", "server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS})
     kind = c.value(tb, ("testbed",), "kind", _choice(*TESTBEDS), default="emulated")
     if kind == "emulated":
-        for k in ("server", "token_file", "mn_interface", "cn_capture"):
+        for k in ("server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS):
             if k in tb:
                 c.fail(("testbed", k), "only for kind = \"real\" (the emulated testbed starts its own server)")
         testbed = Testbed("emulated")
@@ -559,7 +568,9 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         if parallel > 1:
             c.fail(("campaign", "parallel"), "a real network runs one test at a time (parallel = 1)")
         testbed = Testbed("real", server, token_path, c.value(tb, ("testbed",), "mn_interface", _text),
-                          c.value(tb, ("testbed",), "cn_capture", _text))
+                          c.value(tb, ("testbed",), "cn_capture", _text),
+                          c.value(tb, ("testbed",), "retries", _retries, default=DEFAULT_RETRIES),
+                          c.value(tb, ("testbed",), "retry_wait", parse_duration, default=DEFAULT_RETRY_WAIT_S))
         if capture and not (testbed.mn_interface or testbed.cn_capture):
             c.fail(("testbed",), "capture = true needs mn_interface and/or cn_capture (or set campaign.capture = false)")
 
@@ -1018,6 +1029,16 @@ def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
     return RadioLog("command", command=c.value(value, where, "command", _text),
                     format=c.value(value, where, "format", _choice(*RADIO_FORMATS), required=True),
                     interval_s=c.value(value, where, "interval", _positive, default=1.0))
+
+
+#: `[testbed]` keys of a real network's retries.
+RETRY_KEYS = ("retries", "retry_wait")
+
+
+def _retries(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number 0..{MAX_RETRIES} (0: no retry)")
+    return number(value, lo=0, hi=MAX_RETRIES, integer=True)
 
 
 def _name_check(value, where):
