@@ -14,6 +14,7 @@ import errno
 import os
 import platform
 import socket
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -93,11 +94,12 @@ def network_failure(reason: str) -> bool:
     return any(phrase in reason for phrase in NETWORK_PHRASES)
 
 
-def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunRecord:
+def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed, stop: threading.Event) -> RunRecord:
     """Runs, collects and analyses one run; a failure becomes a `failed` record with the
     reason (never an exception), except a full disk, which stops the campaign. On a real
     network a run that failed for a network reason is tried again (`[testbed] retries`,
-    `retry_wait`); every attempt is kept in `run_attempts`."""
+    `retry_wait`), unless `stop` is set meanwhile (the campaign is interrupted); every attempt
+    is kept in `run_attempts`."""
     real = campaign.testbed.kind == "real" and not run.simulated
     attempts = []
     while True:
@@ -108,7 +110,8 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
                              "status": "failed" if reason else "ok", "reason": reason})
         if not real or reason is None or len(attempts) > campaign.testbed.retries or not network_failure(reason):
             break
-        time.sleep(campaign.testbed.retry_wait_s)  # the next attempt's staging folder replaces this one
+        if stop.wait(campaign.testbed.retry_wait_s):  # (the next attempt's folder replaces this one's)
+            break
     tables = tables if not reason else {}
     if attempts:
         tables["run_attempts"] = pl.DataFrame(attempts)
@@ -218,6 +221,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
         done_s = 0.0
         running: dict[Future, tuple[RunSpec, float]] = {}
         pending = list(todo)
+        stop = threading.Event()  # no run is tried again once the campaign is interrupted
         # Simulated runs need no testbed (nor root): it is set up only for measured runs.
         measured = any(not r.simulated for r in todo)
         with (testbed_for(campaign, out_dir) if measured else contextlib.nullcontext()) as testbed, \
@@ -226,7 +230,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                 while pending or running:
                     while pending and len(running) < campaign.parallel:
                         run = pending.pop(0)
-                        running[pool.submit(execute_run, campaign, run, store, testbed)] = (run, time.time())
+                        running[pool.submit(execute_run, campaign, run, store, testbed, stop)] = (run, time.time())
                     finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         run, t0 = running.pop(fut)
@@ -242,6 +246,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                         partial = sum(min(now - t0, planned[r.run_id]) for r, t0 in running.values())
                         on_progress(done_s + partial, total_s, [r.run_id for r, _ in running.values()])
             except BaseException:
+                stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         return summary
