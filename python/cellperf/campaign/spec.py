@@ -1059,6 +1059,15 @@ def _bool(value, where):
     return value
 
 
+def scenario_label(name) -> str:
+    """A scenario label (a run id's SCENARIO, the store's `scenario`): stationary, mobile or
+    any other (car, campus, KTX, subway, ...), checked as `cellperf run` and `cellperf import`
+    check it; ValueError otherwise."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"{name!r}: a scenario label is 1–40 letters, digits, '_', '+' or '-'")
+    return name
+
+
 def _scenarios(value, where) -> list[tuple[str, bool | None]]:
     """Labels (stationary and mobile say their mobility; car, campus, KTX, ... are free) or
     tables `{ name = "KTX", mobile = true }`: [(label, mobile or None)]."""
@@ -1080,10 +1089,7 @@ def _scenarios(value, where) -> list[tuple[str, bool | None]]:
                 mobile = {"stationary": False, "mobile": True}.get(name)
         else:
             raise ValueError(usage)
-        try:
-            _name_check(name, where)
-        except ValueError:
-            raise ValueError(f"{name!r}: a scenario label is 1–40 letters, digits, '_', '+' or '-'") from None
+        scenario_label(name)
         if any(name == n for n, _ in out):
             raise ValueError(f"scenario {name!r} is given twice")
         out.append((name, mobile))
