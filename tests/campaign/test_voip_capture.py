@@ -53,3 +53,24 @@ def test_each_packet_gets_half_the_round_trip_of_its_request_and_echo():
     assert out.filter(pl.col("direction") == "uplink")["owd_ms"].to_list() == [half, half, None, half, None]  # no hello
     assert out.filter(pl.col("direction") == "downlink")["owd_ms"].to_list() == [half, half, half, None]
     assert set(out["owd_kind"]) == {"half_rtt"}
+
+
+def test_a_campaign_call_is_rated_with_its_codec_in_windows_of_whole_packets(tmp_path):
+    """The agents' log of a call paced 100 ns short of 20 ms (as the probe's are, measured):
+    each 1-s window holds 50 packets (the grid starts half a packet interval early; from the
+    first send, packet 50 at 0.999995 s fell into the first window, and a capture's clock put
+    it on the other side), and the test's G.729 is rated as G.729A (Ie 11), not as G.711."""
+    from cellperf.campaign.analyse import _voip_windows
+
+    sends = [T0 + k * (20_000_000 - 100) for k in range(200)]
+    log = pl.concat([_packets("up", sends, [s + 50_000_000 for s in sends], 20),
+                     _packets("down", [s + 50_000_000 for s in sends], [s + 100_000_000 for s in sends], 20)])
+    log = log.with_columns(owd_kind=pl.lit("raw"))
+    log.write_parquet(tmp_path / "agent_log.parquet")
+    warnings: list[str] = []
+    by_codec = {codec: _voip_windows(tmp_path / "agent_log.parquet", codec, 1.0, warnings) for codec in ("g711", "g729")}
+    assert warnings == []
+    for w in by_codec.values():
+        assert w.filter(pl.col("direction") == "up")["packets_sent"].to_list() == [50, 50, 50, 50]
+    r711, r729 = (by_codec[c].filter(pl.col("status") == "ok")["r"] for c in ("g711", "g729"))
+    assert ((r711 - r729 - 11.0).abs() < 1e-9).all() and r711.min() > 90
