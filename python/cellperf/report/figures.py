@@ -306,8 +306,10 @@ def voip(store: Store) -> list[Item]:
     items.append(Item("voip-r-cdf", "R-factor per direction", "CDF of R per 5-s window, uplink (MN→CN) and downlink. "
                       "Seed 000 Fig. 4.6.", _layout(fig)))
     fig = go.Figure()
-    # The runs with handoffs (the mobile ones; any drive test's with a radio log).
-    moved = store.frame("SELECT DISTINCT run_id FROM handoffs")["run_id"]
+    # The mobile runs: by their scenario (mobile, or a free label said mobile), or because they
+    # have handoffs (a drive test imported under any label).
+    moved = store.frame("""SELECT run_id FROM runs WHERE scenario = 'mobile' OR json_extract(config, '$.mobile') = 'true'
+                           OR run_id IN (SELECT run_id FROM handoffs)""")["run_id"]
     mob = df.filter(pl.col("run_id").is_in(moved.to_list()))
     for label, g in (("all windows", mob), ("±5 s of a handoff", mob.filter(pl.col("near_handoff")))):
         t = _cdf_trace(g["r"].to_numpy().astype(float), label, line_dash="solid" if label == "all windows" else "dash")
@@ -316,7 +318,8 @@ def voip(store: Store) -> list[Item]:
     if fig.data:
         fig.update_layout(xaxis_title="R-factor", yaxis_title="CDF")
         items.append(Item("voip-r-handoff", "R-factor around handoffs (mobile)",
-                          "CDF of R in windows within 5 s of a handoff vs all windows of the runs with handoffs. "
+                          "CDF of R in windows within 5 s of a handoff vs all windows of the mobile runs (by "
+                          "scenario, or with handoffs). "
                           "Seed 000 Fig. 4.7.", _layout(fig)))
     return items
 
