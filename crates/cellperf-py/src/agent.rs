@@ -225,6 +225,14 @@ fn probe_option_tests() -> Vec<(&'static str, Vec<&'static str>)> {
         .collect()
 }
 
+/// The VoIP test's codecs, `[(name, payload bytes, packet interval ms)]`
+/// (cellperf_agent::plan::CODECS): what a call's packets look like, so that an imported
+/// capture's codec is told from its packets by the same table the probe sends by.
+#[pyfunction]
+fn voip_codecs() -> Vec<(&'static str, u32, u64)> {
+    cellperf_agent::plan::CODECS.to_vec()
+}
+
 /// The kernel's rules of the TCP options, `[(option, kind, argument)]`
 /// (cellperf_agent::plan::KERNEL_RULES; kind `listed`, `within`, `at-most-sysctl` or `sysctl`,
 /// argument the /proc/sys path or the bounds `LO..HI`).
@@ -263,6 +271,7 @@ fn probe_check(test: &str, options_json: &str, both_ends: bool, proc_sys: Option
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_option_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(voip_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_rules, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(probe_check, m)?)?;

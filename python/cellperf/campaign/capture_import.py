@@ -115,6 +115,7 @@ def analyse_capture(job: Job) -> RunRecord:
     tables: dict = {}
     analysis: dict = {"warnings": []}
     identity, digests = job.quick, {}  # until the files are read
+    options = {"codec": run.codec} if run.codec else {}
     with recorded_failure(folder, job.runs_dir) as failure:
         identity, digests = content_identity(run, job.interval_s, job.tz)
         for role in ("mn", "cn"):
@@ -122,7 +123,7 @@ def analyse_capture(job: Job) -> RunRecord:
                 _place(getattr(run, role), folder / f"{role}.pcap")
         positions = _logs(job, folder, analysis["warnings"])
         spec = RunSpec(job.run_id, Network(run.network, None, 0, None, {}), run.scenario,
-                       TestSpec(job.test, run.test_type, {}), job.repetition, {}, 0.0)
+                       TestSpec(job.test, run.test_type, {}), job.repetition, options, 0.0)
         tables, summary = analyse_run(spec, folder, interval_s=job.interval_s, mn_addr=run.mn_addr,
                                       clocks_synced=run.synced_clocks, control_port=run.control_port)
         summary["warnings"] = analysis["warnings"] + summary["warnings"]
@@ -139,7 +140,7 @@ def analyse_capture(job: Job) -> RunRecord:
     analysis["import"] = {"seconds": time.time() - t0, "host": socket.gethostname(), "pid": os.getpid()}
     config = {"network": run.network, "scenario": run.scenario, "test": job.test,
               "test_type": analysis.get("test_type", run.test_type), "repetition": job.repetition,
-              "options": {}, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",
+              "options": options, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",
               "imported": {"tool": "captures", **describe(run), "sha256": digests, "quick": job.quick,
                            "tz": job.tz}}
     row = {

@@ -150,8 +150,16 @@ ALTER TABLE intervals ADD COLUMN member VARCHAR;
 ALTER TABLE voip_windows ADD COLUMN member VARCHAR;
 """
 
+#: Version 8: every attempt at a run on a real network (a run that failed for a network reason
+#: is tried again, `[testbed] retries`), with each failed attempt's reason (issue 27).
+_V8 = """
+CREATE TABLE run_attempts (
+    run_id VARCHAR NOT NULL, attempt INTEGER NOT NULL, started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ,
+    status VARCHAR NOT NULL CHECK (status IN ('ok', 'failed')), reason VARCHAR);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -163,4 +171,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts")
