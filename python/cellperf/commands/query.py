@@ -4,7 +4,9 @@ Tables of the store in STORE_DIR: campaign, runs, flows, intervals, tcp_retransm
 ack_compression, voip_windows, handoffs, channel_stats; per-packet views over the runs' Parquet
 files: packets, udp_packets, rtt, agent_log, server_log. Schema: docs/store.md. The SQL runs
 read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
-than the store's own; --upgrade migrates an older store first.
+than the store's own; --upgrade migrates an older store first. A query that reads a view over
+a damaged Parquet file is refused, naming the file; the rest of the store answers as usual
+(`cellperf check` lists the damage).
 
 Examples:
   cellperf query results/ --tables
@@ -53,16 +55,39 @@ def run(args: argparse.Namespace) -> None:
                    "FROM duckdb_tables() WHERE schema_name = 'main' UNION ALL "
                    "SELECT view_name, 'VIEW', NULL FROM duckdb_views() WHERE NOT internal ORDER BY 1")
         store.check_read_only_sql(sql)
+        damaged = store.damaged_files_read_by(sql)
+        if damaged:
+            more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+            raise UserError(f"{damaged[0].path}: {damaged[0].problem}{more}: the query reads view "
+                            f"{damaged[0].table}, which needs it (`cellperf check {args.store_dir}` lists the damage)")
         try:
             frame = store.frame(sql)
         except duckdb.Error as e:
-            raise UserError(f"query: {str(e).splitlines()[0]}") from None
+            raise UserError(f"query: {_failure(store, sql, e)}") from None
     if args.as_json:
         print(frame.write_json())
     elif args.as_csv:
         print(frame.write_csv(), end="")
     else:
         print(format_frame(frame, terminal_width()))
+
+
+def _failure(store, sql: str, e: Exception) -> str:
+    """DuckDB's reason, on one line of printable text; a query that failed while reading
+    per-packet files (a page damaged inside a file whose frame is whole) says where to look."""
+    import duckdb
+
+    from cellperf.store.damage import tables_read_by
+    from cellperf.store.schema import PARQUET_TABLES
+
+    text = "".join(c if c.isprintable() else "?" for c in (str(e).splitlines() or [""])[0])
+    if isinstance(e, (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)):
+        return text
+    views = tables_read_by(store.con, sql, set(PARQUET_TABLES))
+    if views:
+        text += (f" (while reading {', '.join(sorted(views))}: a damaged Parquet file? "
+                 f"`cellperf check {store.root}` finds it)")
+    return text
 
 
 #: Rows printed at most (the rest is counted); a longer answer wants --csv or --json.

@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from cellperf.errors import UserError, os_reason
+from cellperf.store import damage
 from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES, RUN_TABLES, SCHEMA_VERSION
 
 DB_NAME = "results.duckdb"
@@ -68,6 +69,8 @@ class Store:
         self.runs_dir = self.root / RUNS_DIR
         self.con = con
         self.read_only = read_only
+        #: Per-packet files left out of their views (`damage.DamagedFile`), found at open.
+        self.damaged: list[damage.DamagedFile] = []
 
     # -- opening -------------------------------------------------------------------------
 
@@ -151,19 +154,48 @@ class Store:
         """Temporary views over the per-run Parquet files, so SQL can join them with the
         tables (plain DuckDB: `SELECT * FROM 'dataset/packets/**/*.parquet'` in the folder).
         Stores written before the dataset existed keep theirs in `runs/RUN/TABLE.parquet`.
+        A damaged file is left out of its view and listed in `self.damaged` (a view over it
+        would fail every query, even one of `runs`: DuckDB binds views when they are made).
         Returns the files the views read."""
         every_file = []
         for name in PARQUET_TABLES:
             files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet")) + sorted(
                 (self.root / DATASET_DIR / name).glob("network=*/date=*/run=*/*.parquet"))
-            if not files:
-                continue
-            every_file += files
-            listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-            # The run id is a column of every file: the partition keys are not repeated here.
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM "
-                             f"read_parquet([{listing}], union_by_name = true, hive_partitioning = false)")
+            readable = self._leave_out_damaged(name, files, damage.frame_problem)
+            try:
+                self._create_view(name, readable)
+            except duckdb.Error:
+                # A footer whole in length but damaged inside: find it file by file.
+                readable = self._leave_out_damaged(name, readable, lambda f: damage.unreadable(self.con, f))
+                self._create_view(name, readable)
+            every_file += readable
         return every_file
+
+    def _leave_out_damaged(self, table: str, files: list[Path], problem_of) -> list[Path]:
+        readable = []
+        for f in files:
+            problem = problem_of(f)
+            if problem is None:
+                readable.append(f)
+            else:
+                self.damaged.append(damage.DamagedFile(f, table, problem))
+        return readable
+
+    def _create_view(self, name: str, files: list[Path]) -> None:
+        if not files:
+            return
+        listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+        # The run id is a column of every file: the partition keys are not repeated here.
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM "
+                         f"read_parquet([{listing}], union_by_name = true, hive_partitioning = false)")
+
+    def damaged_files_read_by(self, query: str) -> list[damage.DamagedFile]:
+        """The damaged files left out of the views `query` reads: the query would silently
+        miss their rows."""
+        if not self.damaged:
+            return []
+        names = damage.tables_read_by(self.con, query, {d.table for d in self.damaged})
+        return [d for d in self.damaged if d.table in names]
 
     def _confine(self, parquet_files: list[Path]) -> None:
         """Shuts a read-only connection off from the file system except the store's own
