@@ -1,4 +1,4 @@
-"""Verify a results store: every table and Parquet file readable, rows consistent.
+"""Verify a store: every table and Parquet file read, rows consistent.
 
 Reads the whole store in DIR (a campaign's --out, or an import's folder) read-only: the
 database opens and its schema is exactly a version's; every table and every per-packet
