@@ -82,10 +82,7 @@ class Store:
         if not db_file.exists():
             if not create:
                 raise UserError(f"{path}: no results store here (expected {db_file.name}; run `cellperf run` first)")
-            try:
-                db_file.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise UserError(f"{db_file.parent}: cannot create the results folder ({os_reason(e)})") from None
+            _create(db_file)
         try:
             # Extensions never load behind the user's back: a read-only store must not fetch or
             # run code (`query` takes SQL from the command line and runs as root).
@@ -140,15 +137,7 @@ class Store:
         if self.read_only:
             raise UserError(f"{self.db_file}: schema version {version}, this cellperf uses {SCHEMA_VERSION}; "
                             "open it once for writing (e.g. `cellperf run` resume or `cellperf query --upgrade`) to migrate")
-        for step in range(version, SCHEMA_VERSION):
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                self.con.execute(MIGRATIONS[step])
-                self.con.execute("INSERT INTO schema_info VALUES (?, ?)", [step + 1, datetime.now(timezone.utc)])
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
+        _apply_migrations(self.con, version)
 
     def _register_parquet_views(self) -> list[Path]:
         """Temporary views over the per-run Parquet files, so SQL can join them with the
@@ -367,6 +356,73 @@ class Store:
             self.con.execute(f"INSERT INTO {name} ({quoted}) SELECT {quoted} FROM _incoming")
         finally:
             self.con.unregister("_incoming")
+
+
+def _apply_migrations(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Takes the store from `version` to SCHEMA_VERSION in one transaction: a writer killed
+    meanwhile leaves it at `version`, never between two steps."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for step in range(version, SCHEMA_VERSION):
+            con.execute(MIGRATIONS[step])
+            con.execute("INSERT INTO schema_info VALUES (?, ?)", [step + 1, datetime.now(timezone.utc)])
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+
+
+#: A new database is made under this name (plus the maker's PID), then linked into place.
+NEW_DB_PREFIX = f".{DB_NAME}.new-"
+
+
+def _create(db_file: Path) -> None:
+    """A new store at `db_file`, made whole beside it and then linked into place, so that a
+    process killed while making it leaves no store rather than an empty or half-made one
+    (which readers would refuse until the next writer). Another process that made the
+    store meanwhile wins: its store is kept."""
+    try:
+        db_file.parent.mkdir(parents=True, exist_ok=True)
+        for stale in db_file.parent.glob(NEW_DB_PREFIX + "*"):
+            if not _alive(stale.name.removeprefix(NEW_DB_PREFIX).partition(".")[0]):
+                stale.unlink(missing_ok=True)
+    except OSError as e:
+        raise UserError(f"{db_file.parent}: cannot create the results folder ({os_reason(e)})") from None
+    new = db_file.with_name(f"{NEW_DB_PREFIX}{os.getpid()}")
+    try:
+        con = duckdb.connect(str(new), config={"autoinstall_known_extensions": False,
+                                               "autoload_known_extensions": False})
+        try:
+            _apply_migrations(con, 0)
+        finally:
+            con.close()
+        try:
+            os.link(new, db_file)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links (FAT): a rename, unless one was made
+            if not db_file.exists():
+                os.replace(new, db_file)
+    except OSError as e:
+        raise _write_error(db_file, e) from None
+    except duckdb.Error as e:
+        if os.strerror(errno.ENOSPC) in str(e):
+            raise disk_full(db_file) from None
+        raise UserError(f"{db_file}: cannot create ({str(e).splitlines()[0]})") from None
+    finally:
+        for leftover in (new, new.with_name(new.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass  # another user's process
+    return True
 
 
 def _joined(parts: list) -> pa.Table:
