@@ -740,7 +740,9 @@ def _link(c: _Checker, where: tuple, doc, profile: str | None, path: Path) -> tu
     argv = (["--profile", f"{profile}-stationary"] if profile in FAMILIES else [])
     argv += [a for k, v in pairs for a in (f"--{k.replace('_', '-')}", v)]
     try:
-        emulate.build_config(parser.parse_args([*argv, "--", "true"]))
+        # check(): trace and model files are read now, not when the run starts (a file that is
+        # not a trace is refused by --check, without its content being quoted).
+        emulate.build_config(parser.parse_args([*argv, "--", "true"])).check()
     except _ArgError as e:
         c.fail(where, str(e))
     except UserError as e:
@@ -1004,6 +1006,12 @@ def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
         p = path.parent / c.value(value, where, "csv", _text)
         if not p.is_file():
             c.fail(where + ("csv",), f"{p}: no such file")
+        from cellperf.handoffs import read_radio_log
+
+        try:
+            read_radio_log(p)  # a file that is not a radio log is refused now, not in every run
+        except UserError as e:
+            c.fail(where + ("csv",), str(e))
         return RadioLog("csv", path=p)
     if testbed == "emulated":
         c.fail(where + ("command",), "a modem command is for a real network; the emulated testbed logs its own radio")
