@@ -46,6 +46,7 @@ CASES = [
     ("binary", "", 'link = {{ downlink = "{f}", uplink = "1mbit" }}', "networks[0].link.downlink"),
     ("shadow", "", 'link = {{ downlink = "1mbit", uplink = "slots:{f},slot=10ms" }}', "networks[0].link.uplink"),
     ("shadow", "", 'profile = "wibro"\nhandoffs = "{f}"', "networks[0].handoffs"),
+    ("binary", "", 'profile = "wibro"\nhandoffs = "{f}"', "networks[0].handoffs"),
     ("shadow", 'radio_log = {{ csv = "{f}" }}', 'profile = "wibro"', "campaign.radio_log.csv"),
 ]
 
@@ -70,7 +71,7 @@ def test_a_markov_model_of_another_format_is_not_quoted(files, tmp_path):
     assert p.returncode == 1 and "not a cellperf Markov model" in p.stderr and SECRET not in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("option,name", [("--downlink", "shadow")])
+@pytest.mark.parametrize("option,name", [("--handoffs", "binary"), ("--downlink", "shadow")])
 def test_emulate_refuses_a_binary_or_secret_file_in_one_line(files, option, name):
     p = cellperf("emulate", "--profile", "wibro-mobile", option, files / name, "--", "true", check=False, timeout=60)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 from cellperf.agents import TESTS, parse_rate, parse_size
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError, os_reason
-from cellperf.validate import looks_binary, number, plain_text
+from cellperf.validate import number, plain_text
 
 #: Scenario labels whose mobility is known; any other label (car, campus, KTX, subway,
 #: pedestrian, vehicular, ...) is free text and says `mobile = true/false` where the code needs it.
@@ -658,13 +658,6 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             handoff_path = path.parent / handoffs
             if not handoff_path.is_file():
                 c.fail(where + ("handoffs",), f"{handoff_path}: no such file")
-            try:
-                with open(handoff_path, "rb") as f:
-                    binary = looks_binary(f.read(8192))
-            except OSError as e:
-                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({os_reason(e)})")
-            if binary:
-                c.fail(where + ("handoffs",), f"{handoff_path}: not a text file (a CSV of time_s,bs_id,...)")
             from cellperf.emulate.spec import read_handoffs
 
             try:
