@@ -141,15 +141,15 @@ def _dask_client(workers: int, cluster: str | None, log: Path):
     `workers` single-threaded processes (the analysis is one core's work per run).
 
     Ctrl-C is for this process alone (issue 31: it printed Dask's tracebacks): a SIGINT while
-    the cluster starts or stops takes effect after, not half-way; the worker processes ignore
-    it once started (the terminal sends it to them too; this process stops them), and they
-    write their output, start-up included, to `log`, not the terminal."""
+    the cluster starts or stops takes effect after, not half-way; a local cluster's worker
+    processes ignore it once started (the terminal sends it to them too; this process stops
+    them), and they write their output, start-up included, to `log`, not the terminal."""
     import logging
 
     # The cluster's own chatter (worker start and stop, a lost worker) is not the user's output.
     logging.getLogger("distributed").setLevel(logging.ERROR)
     stack = contextlib.ExitStack()
-    with _sigint_deferred(), _stderr_to(log):
+    with _sigint_deferred(), (_stderr_to(log) if not cluster else contextlib.nullcontext()):
         try:
             client = _start_client(stack, workers, cluster)
         except BaseException:
@@ -291,7 +291,8 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
     try:
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
         t_start = time.perf_counter()
-        with (_dask_client(n, cluster, store.root / WORKERS_LOG) if stats.engine == "dask" else contextlib.nullcontext()) as client:
+        dask_client = _dask_client(n, cluster, store.root / WORKERS_LOG) if stats.engine == "dask" else None
+        with dask_client or contextlib.nullcontext() as client:
             t0, cpu0 = time.perf_counter(), time.process_time()
             stats.startup_s = t0 - t_start
             jobs, stored = _plan(store, summary, runs, test, interval_s, tz)

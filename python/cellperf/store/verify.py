@@ -96,7 +96,8 @@ def _check_database(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> set[str
         versions = []
     verdict.schema_version = max(versions, default=None)
     if versions and versions != list(range(1, len(versions) + 1)):
-        verdict.problems.append(Problem("schema_info", "schema_info", f"versions {versions} are not 1 to {len(versions)}"))
+        verdict.problems.append(Problem("schema_info", "schema_info",
+                                        f"versions {versions} are not 1 to {len(versions)}"))
     if verdict.schema_version is not None and verdict.schema_version <= SCHEMA_VERSION:
         verdict.problems += _schema_differences(con, verdict.schema_version)
     for table in tables:
@@ -116,7 +117,8 @@ def _check_database(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> set[str
                                   "(SELECT run_id FROM runs) GROUP BY ALL ORDER BY 1").fetchall()
         except duckdb.Error:
             continue  # unreadable: listed above
-        verdict.problems += [Problem(table, table, f"{n} rows of a run that has no runs row", run) for run, n in orphans]
+        verdict.problems += [Problem(table, table, f"{n} rows of a run that has no runs row", run)
+                             for run, n in orphans]
     return run_ids
 
 
@@ -166,7 +168,8 @@ def _read_problem(con: duckdb.DuckDBPyConnection, path: Path, run: str | None) -
     try:
         footer_rows = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata(?)",
                                   [file]).fetchall()[0][0]
-        has_run_id = con.execute("SELECT count(*) FROM parquet_schema(?) WHERE name = 'run_id'", [file]).fetchall()[0][0]
+        has_run_id = con.execute("SELECT count(*) FROM parquet_schema(?) WHERE name = 'run_id'",
+                                 [file]).fetchall()[0][0]
         if has_run_id:
             query, params = ("SELECT count(*), count(*) FILTER (WHERE run_id IS DISTINCT FROM ?), "
                              "max(hash(COLUMNS(*))) FROM read_parquet(?)", [run, file])
