@@ -19,7 +19,7 @@ from pathlib import Path
 from cellperf.agents import TESTS, parse_rate, parse_size
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError, os_reason
-from cellperf.validate import looks_binary, number, plain_text
+from cellperf.validate import number, plain_text
 
 #: Scenario labels whose mobility is known; any other label (car, campus, KTX, subway,
 #: pedestrian, vehicular, ...) is free text and says `mobile = true/false` where the code needs it.
@@ -630,13 +630,6 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             handoff_path = path.parent / handoffs
             if not handoff_path.is_file():
                 c.fail(where + ("handoffs",), f"{handoff_path}: no such file")
-            try:
-                with open(handoff_path, "rb") as f:
-                    binary = looks_binary(f.read(8192))
-            except OSError as e:
-                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({os_reason(e)})")
-            if binary:
-                c.fail(where + ("handoffs",), f"{handoff_path}: not a text file (a CSV of time_s,bs_id,...)")
             from cellperf.emulate.spec import read_handoffs
 
             try:
@@ -759,7 +752,9 @@ def _link(c: _Checker, where: tuple, doc, profile: str | None, path: Path) -> tu
     argv = (["--profile", f"{profile}-stationary"] if profile in FAMILIES else [])
     argv += [a for k, v in pairs for a in (f"--{k.replace('_', '-')}", v)]
     try:
-        emulate.build_config(parser.parse_args([*argv, "--", "true"]))
+        # check(): trace and model files are read now, not when the run starts (a file that is
+        # not a trace is refused by --check, without its content being quoted).
+        emulate.build_config(parser.parse_args([*argv, "--", "true"])).check()
     except _ArgError as e:
         c.fail(where, str(e))
     except UserError as e:
@@ -1023,6 +1018,12 @@ def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
         p = path.parent / c.value(value, where, "csv", _text)
         if not p.is_file():
             c.fail(where + ("csv",), f"{p}: no such file")
+        from cellperf.handoffs import read_radio_log
+
+        try:
+            read_radio_log(p)  # a file that is not a radio log is refused now, not in every run
+        except UserError as e:
+            c.fail(where + ("csv",), str(e))
         return RadioLog("csv", path=p)
     if testbed == "emulated":
         c.fail(where + ("command",), "a modem command is for a real network; the emulated testbed logs its own radio")
