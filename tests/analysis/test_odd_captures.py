@@ -196,3 +196,26 @@ def test_capture_named_like_an_agent_log_is_read_as_a_capture(tmp_path):
     path = write(tmp_path, "trace.csv", exchange())
     (f,) = cellperf_json("analyze", path)["flows"]
     assert f["tcp"]["unique_bytes"] == 400
+
+
+def test_a_resent_syn_with_data_is_no_retransmission_with_two_captures(tmp_path):
+    # TCP Fast Open: the client's SYN with 50 bytes is lost after the MN's capture and sent
+    # again 1 s later; then 4 segments of 100 bytes, each ACKed.
+    mn, cn = Pcap(), Pcap()
+    recs = exchange(t0=1.0, syn_data=b"s" * 50)
+    syn = recs[0][1]
+    mn.add(0.0, syn[:4] + struct.pack("!H", 900) + syn[6:])  # the first SYN: at the MN only
+    for t, pkt in recs:
+        from_client = pkt[12:16] == bytes([10, 1, 0, 1])
+        here, there = (mn, cn) if from_client else (cn, mn)
+        hops = bytearray(pkt)
+        hops[8] = 60  # TTL at the far capture (the checksum is not checked)
+        here.add(t + (0 if from_client else 3.0), pkt)
+        there.add(t + 0.005 + (3.0 if from_client else 0), bytes(hops))
+    for p in (mn, cn):
+        p.records.sort(key=lambda r: r[0])
+    flows = cellperf_json("analyze", "--mn", mn.write(tmp_path / "mn.pcap"), "--cn", cn.write(tmp_path / "cn.pcap"))["flows"]
+    f = next(f for f in flows if f["sport"] == 40000)
+    rx = f["retransmissions"]
+    assert (rx["method"], rx["syn"], rx["total"]) == ("two-sided", 1, 0)
+    assert f["tcp"]["unique_bytes"] == 450

@@ -184,3 +184,8 @@ def test_the_campaign_keeps_its_own_name_with_several_tests_and_a_sweep(tmp_path
                            "EV-DO.stationary.grid-mss1460.1", "EV-DO.stationary.voip.1"]
     text = cellperf("run", path, "--check").stdout
     assert text.startswith(f"{path}: campaign my-drive valid; 4 runs"), text
+    # Then the runs, one line each: network, scenario, test, repetition, test seconds.
+    lines = text.splitlines()
+    assert lines[1].split() == ["network", "scenario", "test", "run", "test", "s"]
+    assert [line.split()[:4] for line in lines[2:]] == [["EV-DO", "stationary", t, "1"] for t in (
+        "udp-cbr-down", "grid-mss536", "grid-mss1460", "voip")]

@@ -1,8 +1,10 @@
 """Answer SQL (DuckDB dialect) over a campaign's results store.
 
-Tables of the store in STORE_DIR: campaign, runs, flows, intervals, tcp_retransmissions,
-ack_compression, voip_windows, handoffs, channel_stats; per-packet views over the runs' Parquet
-files: packets, udp_packets, rtt, agent_log, server_log. Schema: docs/store.md. The SQL runs
+Tables of the store in STORE_DIR: campaign, runs, run_attempts, flows, intervals,
+tcp_retransmissions, ack_compression, voip_windows, handoffs, channel_stats, page_loads,
+positions, streams, terminal_sessions, gaps; per-packet views over the runs' Parquet files:
+packets, udp_packets, rtt, agent_log, server_log, page_objects, keystrokes, radio_samples,
+sim_cwnd, sim_rtt. Schema: docs/store.md. The SQL runs
 read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
 than the store's own; --upgrade migrates an older store first. Ctrl-C stops a running query
 (exit 130); --timeout stops it after that many seconds (exit 1). A query that reads a view over
