@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import random
 import shutil
 import signal
 import socket
@@ -57,12 +58,18 @@ class SshServer:
     (no other command, no forwarding), from `allow_from` (CIDR patterns, comma-separated) if
     given. The keys and sshd's configuration are in a private folder (mode 0700) made for the
     server: a fresh temporary one, or `folder`, which must not exist yet. Stopped and the
-    folder removed on exit."""
+    folder removed on exit. With `netns` (a namespace file such as /proc/PID/ns/net) sshd
+    runs in that network namespace, listening on `host` there: the emulated testbed's CN
+    address exists only in the host's namespace once the link is up, and the session is
+    started from the MN's (`cellperf term type --serve-in`)."""
 
-    def __init__(self, host: str, folder: Path | None = None, allow_from: str | None = None):
+    def __init__(self, host: str, folder: Path | None = None, allow_from: str | None = None,
+                 netns: str | None = None):
         if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
             raise UserError("sshd or ssh-keygen not found (Debian packages openssh-server and openssh-client)")
-        self.host, self.user, self.allow_from = host, getpass.getuser(), allow_from
+        if netns is not None and shutil.which("nsenter") is None:
+            raise UserError("nsenter not found (Debian package util-linux)")
+        self.host, self.user, self.allow_from, self.netns = host, getpass.getuser(), allow_from, netns
         if folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="cellperf-ssh-"))  # mode 0700, a new name
         else:
@@ -100,7 +107,9 @@ class SshServer:
         allow = " ".join(f"{self.user}@{cidr}" for cidr in self.allow_from.split(",")) if self.allow_from else self.user
         config = f / "sshd_config"
         for _ in range(5):  # the port may be taken between choosing and binding it
-            self.port = _free_port(self.host)
+            # In another namespace the address cannot be tried from here: a random port, and
+            # sshd's "Address already in use" another try.
+            self.port = _free_port(self.host) if self.netns is None else random.randrange(20000, 60000)
             config.unlink(missing_ok=True)
             _write_new(config,
                        f"Port {self.port}\nListenAddress {self.host}\nHostKey {f / 'host_key'}\n"
@@ -109,7 +118,8 @@ class SshServer:
                        f"PermitRootLogin prohibit-password\nAllowUsers {allow}\nPrintMotd no\nPrintLastLog no\n"
                        f"ForceCommand {REMOTE_COMMAND}\nDisableForwarding yes\nPermitTunnel no\nPermitUserRC no\n"
                        "PermitUserEnvironment no\nLogLevel INFO\n")
-            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+            enter = ["nsenter", f"--net={self.netns}"] if self.netns else []
+            self.proc = subprocess.Popen([*enter, SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                          preexec_fn=preexec_fn)
             line = self.proc.stderr.readline()

@@ -63,10 +63,15 @@ def stream_argv(exe: str, run: RunSpec, server: str, log: Path) -> list[str]:
     return [exe, "stream", "play", server, *probe_args(options), "--json", "--log", str(log)]
 
 
-def interactive_argv(exe: str, run: RunSpec, host: str, port: int, identity: Path, user: str, log: Path) -> list[str]:
+def interactive_argv(exe: str, run: RunSpec, host: str, log: Path, *, port: int | None = None,
+                     identity: Path | None = None, user: str | None = None, serve_in: str | None = None,
+                     allow_from: str | None = None) -> list[str]:
+    """`cellperf term type` for the run: into a running sshd (`port`, `identity`, `user`), or
+    into its own, started in the namespace `serve_in` (`allow_from`: its key's addresses)."""
     options = {k: v for k, v in run.options.items() if k in _INTERACTIVE_OPTIONS}
-    return [exe, "term", "type", host, "--port", str(port), "--identity", str(identity), "--user", user,
-            *probe_args(options), "--json", "--log", str(log)]
+    server = (["--serve-in", serve_in, *(["--allow-from", allow_from] if allow_from else [])] if serve_in
+              else ["--port", str(port), "--identity", str(identity), "--user", user])
+    return [exe, "term", "type", host, *server, *probe_args(options), "--json", "--log", str(log)]
 
 
 def stream_tables(run: RunSpec, result: dict) -> dict[str, pl.DataFrame]:
