@@ -16,8 +16,8 @@ use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::auth;
 use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
+use crate::handshake::{self, unexpected};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
 use crate::tcp;
@@ -123,23 +123,8 @@ impl Client {
             reader: FrameReader::new(MAX_SERVER_FRAME),
             server,
         };
-        let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
-        c.send(&Message::Hello {
-            version: PROTOCOL_VERSION,
-            client_nonce,
-        })?;
-        let server_nonce = match c.reply()? {
-            Message::Challenge { server_nonce } => server_nonce,
-            other => return Err(unexpected(&other)),
-        };
-        c.send(&Message::Auth {
-            mac: auth::client_proof(token, &server_nonce, &client_nonce),
-        })?;
-        match c.reply()? {
-            Message::AuthOk { mac } if auth::verify_server(token, &server_nonce, &client_nonce, &mac) => Ok(c),
-            Message::AuthOk { .. } => Err(format!("server {server}: failed to prove it knows the token (not a cellperf server of ours?)")),
-            other => Err(unexpected(&other)),
-        }
+        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT)?;
+        Ok(c)
     }
 
     fn send(&mut self, m: &Message) -> Result<(), String> {
@@ -149,11 +134,7 @@ impl Client {
 
     /// The next message; a server `error` becomes this side's error text.
     fn reply(&mut self) -> Result<Message, String> {
-        match self.reader.read_message(&mut self.ctrl, REPLY_TIMEOUT) {
-            Ok(Message::Error { reason }) => Err(format!("server {}: {reason}", self.server)),
-            Ok(m) => Ok(m),
-            Err(e) => Err(format!("server {}: {e}", self.server)),
-        }
+        handshake::reply(&mut self.ctrl, &mut self.reader, self.server, REPLY_TIMEOUT)
     }
 
     fn clock_offset(&mut self) -> Result<ClockOffset, String> {
@@ -186,10 +167,6 @@ impl Client {
             other => Err(unexpected(&other)),
         }
     }
-}
-
-fn unexpected(m: &Message) -> String {
-    format!("protocol error: unexpected {:?} from the server", m)
 }
 
 /// Why a test ends when the control connection brings something a running test does not

@@ -81,7 +81,13 @@ pub fn hello_datagram(cookie: &Cookie) -> [u8; 20] {
 }
 
 pub fn is_hello(d: &[u8], cookie: &Cookie) -> bool {
-    d.len() == 20 && d[..4] == HELLO_MAGIC && d[4..] == cookie.0
+    hello_cookie(d).is_some_and(|c| c == *cookie)
+}
+
+/// The cookie a hello carries; None for anything else.
+pub fn hello_cookie(d: &[u8]) -> Option<Cookie> {
+    let (magic, cookie) = d.split_first_chunk::<4>()?;
+    (*magic == HELLO_MAGIC).then_some(Cookie(cookie.try_into().ok()?))
 }
 
 /// Enlarges both kernel buffers of a data socket (best effort: the kernel caps them).

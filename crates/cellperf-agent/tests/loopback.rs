@@ -416,6 +416,71 @@ fn max_rate_caps_tcp_up_and_down_over_all_streams() {
     }
 }
 
+/// Issue 31 item 8: `--max-rate 10M` with `--direction both` let 10 Mbit/s through each way.
+/// The cap is per test: TCP both ways draws on one budget, and a UDP stream each way whose
+/// sum is over the cap is refused.
+#[test]
+fn max_rate_caps_a_test_over_both_directions() {
+    let srv = server(10e6, 4);
+    let o = Options {
+        direction: Some("both".into()),
+        duration_s: Some(1.5),
+        streams: Some(2),
+        ..Default::default()
+    };
+    let r = run(&srv, b"s3cret", "tcp-bulk", o);
+    assert_eq!(r.error, None);
+    let (up, down) = (
+        r.document["up_bps"].as_f64().unwrap(),
+        r.document["down_bps"].as_f64().unwrap(),
+    );
+    eprintln!("both ways: {up:.0} up + {down:.0} down bit/s under a 10 Mbit/s cap");
+    assert!(
+        (5e6..11e6).contains(&(up + down)) && up > 0.0 && down > 0.0,
+        "{up} + {down} bit/s under a 10 Mbit/s cap"
+    );
+    let udp = |direction: &str| {
+        run(
+            &srv,
+            b"s3cret",
+            "udp-cbr",
+            Options {
+                direction: Some(direction.into()),
+                rate_bps: Some(6e6),
+                duration_s: Some(0.2),
+                ..Default::default()
+            },
+        )
+        .error
+    };
+    let e = udp("both").unwrap();
+    assert!(
+        e.contains("(both directions) is over the server's --max-rate 10000000"),
+        "{e}"
+    );
+    assert_eq!(udp("down"), None);
+}
+
+/// Issue 31 item 8: a frame `{"type":0}` after authentication got serde's "expected variant
+/// identifier at line 1 column 10".
+#[test]
+fn a_message_type_that_is_not_one_is_named() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let body = b"\x01{\"type\":0}";
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend(body);
+    c.write_all(&frame).unwrap();
+    match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
+        Message::Error { reason } => assert_eq!(
+            reason,
+            "malformed control message: unknown message type 0"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 1);
+}
+
 /// Issue 18 item 11: datagrams from the probe's own address and port (what a spoofer forges)
 /// without the test's token are dropped and counted, not taken as the probe's packets.
 #[test]
