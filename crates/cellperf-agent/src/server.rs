@@ -550,6 +550,7 @@ impl Session {
                 spoofed: recv_out.spoofed,
                 tcp: None,
                 error: error.or(sent_out.error),
+                no_path: sent_out.no_path,
             },
             up: recv_out.received,
             down,

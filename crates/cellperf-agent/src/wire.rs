@@ -167,6 +167,23 @@ pub struct TcpSide {
     pub mss: Option<u32>,
 }
 
+/// A stretch of a UDP test in which a sender found no path to its peer (the interface down,
+/// no route, a firewall's refusal, ICMP unreachable, the device queue full): its datagrams
+/// could not be sent and count as lost; the schedule went on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoPath {
+    /// Wall-clock time of the first send that failed (ns).
+    pub start_ns: i64,
+    /// Wall-clock time of the first send that went out again, or of the last failed one
+    /// when the test ended without a path (ns).
+    pub end_ns: i64,
+    /// Datagrams that could not be sent.
+    pub datagrams: u64,
+    /// The first failure, as the kernel said it.
+    pub error: String,
+}
+
 /// What the server tells the probe at the end of a test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +198,10 @@ pub struct ServerReport {
     pub tcp: Option<TcpSide>,
     /// Set when the server ended the test early (peer vanished, over time).
     pub error: Option<String>,
+    /// Where the server's sender found no path (absent when it always had one, so a
+    /// report without outages reads as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_path: Vec<NoPath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
