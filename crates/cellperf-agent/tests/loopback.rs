@@ -544,3 +544,65 @@ fn forged_datagrams_without_the_token_are_not_counted() {
         "a forged packet was taken"
     );
 }
+
+/// A TCP relay to `to`; the first connection through it is cut (both ways) `cut_after` after
+/// it opened, later ones are relayed whole.
+fn cutting_relay(to: SocketAddr, cut_after: Duration) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for (i, c) in l.incoming().enumerate() {
+            let Ok(c) = c else { return };
+            let up = TcpStream::connect(to).unwrap();
+            let pipe = |mut a: TcpStream, mut b: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut a, &mut b);
+                    let _ = b.shutdown(std::net::Shutdown::Both);
+                })
+            };
+            pipe(c.try_clone().unwrap(), up.try_clone().unwrap());
+            pipe(up.try_clone().unwrap(), c.try_clone().unwrap());
+            if i == 0 {
+                std::thread::spawn(move || {
+                    std::thread::sleep(cut_after);
+                    let _ = c.shutdown(std::net::Shutdown::Both);
+                    let _ = up.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 27 item 2: the control connection breaking mid-test ends the step with what it
+/// measured, marked partial, never a lost run; the next step of a sweep reconnects.
+#[test]
+fn a_control_connection_lost_mid_test_keeps_the_partial_result_and_reconnects() {
+    let srv = server(1e8, 4);
+    // Handshake and clock exchange take a few ms; the first size's 2 s of probes is cut
+    // about a second in.
+    let relay = cutting_relay(srv.addr, Duration::from_millis(1000));
+    let o = Options {
+        sizes: Some(vec![100, 200]),
+        count: Some(20),
+        interval_s: Some(0.1),
+        ..Default::default()
+    };
+    let p = plan("ping-sweep", &o).unwrap();
+    let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    let partial = d["partial"].as_str().unwrap();
+    assert!(partial.starts_with("control connection lost at "), "{partial}");
+    let at: f64 = partial["control connection lost at ".len()..]
+        .trim_end_matches(" s")
+        .parse()
+        .unwrap();
+    assert!((0.8..2.0).contains(&at), "{at}");
+    assert_eq!(d["steps_run"], 2);
+    // The first size got part of its probes back before the cut; the second all of them.
+    let sweep = d["sweep"].as_array().unwrap();
+    let first = sweep[0]["packets_received"].as_u64().unwrap();
+    assert!((1..20).contains(&first), "{first}");
+    assert_eq!(sweep[1]["packets_received"], 20);
+}
