@@ -186,7 +186,7 @@ def amplify(proc: subprocess.Popen, address: tuple[str, int], tests: int) -> Non
 
 
 # Stream server (issue 31 item 1) ---------------------------------------------------------
-#: The issue's unauthenticated request (102 bytes) that made `stream serve` send 500 MB.
+#: The issue's unauthenticated request (82 bytes of UDP payload) that made `stream serve` send 500 MB.
 STREAM_AMPLIFIER = b'{"session":2,"transport":"udp","rate_bps":2e9,"packet_bytes":65507,"duration_s":2}'
 
 

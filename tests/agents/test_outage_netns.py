@@ -77,9 +77,8 @@ def _gap(doc: dict, direction: str) -> dict:
 
 
 @pytest.mark.parametrize(("test", "args", "directions"), [
-    ("udp-cbr", ["--direction", "up", "--rate", "400k", "--payload", "500"], ["up"]),
-    ("udp-cbr", ["--direction", "down", "--rate", "400k", "--payload", "500"], ["down"]),
-    ("sparse", ["--direction", "both"], ["up", "down"]),
+    ("udp-cbr", ["--direction", "both", "--rate", "400k", "--payload", "500"], ["up", "down"]),
+    ("sparse", [], ["down"]),
     ("voip", [], ["up"]),
 ])
 def test_udp_tests_keep_their_schedule_through_a_2s_outage(link, test, args, directions):
@@ -90,6 +89,7 @@ def test_udp_tests_keep_their_schedule_through_a_2s_outage(link, test, args, dir
         assert OUTAGE_S - 0.5 <= gap["duration_s"] <= OUTAGE_S + 0.6, gap
         assert gap["end_ns"] - gap["start_ns"] == pytest.approx(gap["duration_s"] * 1e9)
         assert gap["datagrams"] > 0 and "unreachable" in gap["error"].lower()
+    # Both directions' stretches overlap: the test was without a path about 2 s in all.
     assert OUTAGE_S - 0.5 <= doc["no_path_s"] <= OUTAGE_S + 0.6
     # Every datagram that could not be sent is lost, and the test ran its whole schedule.
     unsent = sum(g["datagrams"] for g in doc["no_path"])
