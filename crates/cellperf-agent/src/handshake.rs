@@ -146,6 +146,30 @@ pub fn prove(
     }
 }
 
+/// How long a client keeps retrying a server that is busy with handshakes (many clients
+/// starting at once behind one address, or a flood of idle connections).
+pub const BUSY_RETRY: Duration = Duration::from_secs(10);
+
+/// Runs `connect` (connect and [`prove`]) again after a random pause (20-200 ms) while the
+/// server says it is busy, for up to [`BUSY_RETRY`].
+pub fn retrying_busy<T>(
+    server: SocketAddr,
+    mut connect: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let give_up = Instant::now() + BUSY_RETRY;
+    let busy = format!("server {server}: {SERVER_BUSY}");
+    loop {
+        match connect() {
+            Err(e) if e.starts_with(&busy) && Instant::now() < give_up => {
+                let mut r = [0u8; 1];
+                let _ = getrandom::fill(&mut r);
+                std::thread::sleep(Duration::from_millis(20 + r[0] as u64 * 180 / 255));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The server's next message; its `error` becomes this side's error text.
 pub fn reply(
     ctrl: &mut TcpStream,

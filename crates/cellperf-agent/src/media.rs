@@ -642,14 +642,17 @@ pub fn receive(
     drain_ms: u64,
 ) -> Result<Received, String> {
     let (interval_ns, expected) = req.schedule()?;
-    let mut ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(10))
-        .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
-    ctrl.set_read_timeout(Some(Duration::from_millis(50)))
-        .and_then(|_| ctrl.set_write_timeout(Some(Duration::from_secs(10))))
-        .map_err(|e| e.to_string())?;
-    let _ = ctrl.set_nodelay(true);
-    let mut reader = FrameReader::new(MAX_SERVER_FRAME);
-    handshake::prove(&mut ctrl, &mut reader, token, server, REPLY_TIMEOUT)?;
+    let (mut ctrl, mut reader) = handshake::retrying_busy(server, || {
+        let mut ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(10))
+            .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
+        ctrl.set_read_timeout(Some(Duration::from_millis(50)))
+            .and_then(|_| ctrl.set_write_timeout(Some(Duration::from_secs(10))))
+            .map_err(|e| e.to_string())?;
+        let _ = ctrl.set_nodelay(true);
+        let mut reader = FrameReader::new(MAX_SERVER_FRAME);
+        handshake::prove(&mut ctrl, &mut reader, token, server, REPLY_TIMEOUT)?;
+        Ok((ctrl, reader))
+    })?;
     let mut out = Received {
         request_ns: realtime_ns(),
         interval_ns,

@@ -86,28 +86,11 @@ pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("server {server}: no address"))
 }
 
-/// How long a probe keeps retrying a server that is busy with handshakes (many probes
-/// starting at once behind one address, or a flood of idle connections).
-const BUSY_RETRY: Duration = Duration::from_secs(10);
-
 impl Client {
-    /// Connects and authenticates; a server busy with other handshakes is asked again after
-    /// a random pause (20-200 ms), for up to [`BUSY_RETRY`].
+    /// Connects and authenticates; a server busy with other handshakes is asked again
+    /// ([`handshake::retrying_busy`]).
     fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
-        let give_up = Instant::now() + BUSY_RETRY;
-        loop {
-            match Client::connect_once(server, token) {
-                Err(e)
-                    if e.starts_with(&format!("server {server}: {SERVER_BUSY}"))
-                        && Instant::now() < give_up =>
-                {
-                    let mut r = [0u8; 1];
-                    let _ = getrandom::fill(&mut r);
-                    std::thread::sleep(Duration::from_millis(20 + r[0] as u64 * 180 / 255));
-                }
-                other => return other,
-            }
-        }
+        handshake::retrying_busy(server, || Client::connect_once(server, token))
     }
 
     fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
