@@ -631,7 +631,8 @@ mod tests {
         assert!((50.0..250.0).contains(&ms), "{ms} ms");
         assert!(gap.datagrams >= 10, "{gap:?}");
         // What went out after the gap arrived.
-        back.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        back.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
         let mut buf = [0u8; 200];
         assert_eq!(back.recv(&mut buf).unwrap(), 100);
     }

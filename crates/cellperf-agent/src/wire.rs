@@ -665,7 +665,10 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(why(b"\x01{\"type\":0}"), "unknown message type 0");
-        assert_eq!(why(b"\x01{\"type\":null,\"a\":1}"), "unknown message type null");
+        assert_eq!(
+            why(b"\x01{\"type\":null,\"a\":1}"),
+            "unknown message type null"
+        );
         assert_eq!(
             why(b"\x01{\"type\":\"launch_missiles\"}"),
             "unknown message type \"launch_missiles\""

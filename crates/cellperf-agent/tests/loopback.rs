@@ -472,10 +472,9 @@ fn a_message_type_that_is_not_one_is_named() {
     frame.extend(body);
     c.write_all(&frame).unwrap();
     match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
-        Message::Error { reason } => assert_eq!(
-            reason,
-            "malformed control message: unknown message type 0"
-        ),
+        Message::Error { reason } => {
+            assert_eq!(reason, "malformed control message: unknown message type 0")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 1);
@@ -593,7 +592,10 @@ fn a_control_connection_lost_mid_test_keeps_the_partial_result_and_reconnects() 
     assert_eq!(r.error, None);
     let d = &r.document;
     let partial = d["partial"].as_str().unwrap();
-    assert!(partial.starts_with("control connection lost at "), "{partial}");
+    assert!(
+        partial.starts_with("control connection lost at "),
+        "{partial}"
+    );
     let at: f64 = partial["control connection lost at ".len()..]
         .trim_end_matches(" s")
         .parse()

@@ -28,10 +28,16 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(Frame::Message(Message::StartStream { request })) = decode(data) {
         if let Ok((interval_ns, count)) = cfg.admit(&request) {
             assert!(interval_ns >= MIN_INTERVAL_NS);
-            assert!(request.rate_bps <= cfg.max_rate_bps && request.packet_bytes <= cfg.max_packet_bytes);
+            assert!(
+                request.rate_bps <= cfg.max_rate_bps
+                    && request.packet_bytes <= cfg.max_packet_bytes
+            );
             // The last packet is due within the duration (one interval of rounding).
             let span = (count - 1) as f64 * interval_ns as f64;
-            assert!(span <= cfg.max_duration_s * 1e9 + interval_ns as f64, "{request:?}: {count} × {interval_ns} ns");
+            assert!(
+                span <= cfg.max_duration_s * 1e9 + interval_ns as f64,
+                "{request:?}: {count} × {interval_ns} ns"
+            );
         }
     }
 });
