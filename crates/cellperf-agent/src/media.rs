@@ -567,10 +567,16 @@ impl Shared {
                     _ => return Ok(false),
                 }
             }
-            self.udp.send_to(p, to)?;
-            self.stats
-                .bytes_sent
-                .fetch_add(p.len() as u64, Ordering::Relaxed);
+            match self.udp.send_to(p, to) {
+                Ok(_) => {
+                    self.stats
+                        .bytes_sent
+                        .fetch_add(p.len() as u64, Ordering::Relaxed);
+                }
+                // No path now (the link is down): the packet is lost, the stream goes on.
+                Err(e) if udp::is_no_path(&e) => {}
+                Err(e) => return Err(e),
+            }
             Ok(true)
         })?;
         ctrl.set_nonblocking(false)?;
