@@ -1,4 +1,5 @@
-"""Benchmark: a real `cellperf server` under the two attacks of issue 18 that hurt it most.
+"""Benchmark: cellperf's servers under hostile clients: `cellperf server` under the two attacks of
+issue 18 that hurt it most, `stream serve` and `web serve` under those of issue 31.
 
 1. Lock-out: idle TCP connections held open and reopened (the issue's 64 from one address,
    then the same number spread over eight addresses), while real probes run one after
@@ -8,11 +9,13 @@
    up to 2^26 − 1. Before the fix the server grew to 1.33 GB per such test. Prints the
    server's peak memory (VmHWM of /proc/PID/status; target: under 100 MB) with the attack's
    size.
-
-    .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16] [--web-seconds 30]
-
-3. The page server (`cellperf web serve`): slowloris and a connection flood while a legitimate
+3. Stream server amplification (issue 31 item 1): unauthenticated datagrams at
+   `cellperf stream serve` while legitimate streams play (bytes sent per unauthenticated byte,
+   streams served, peak memory).
+4. The page server (`cellperf web serve`): slowloris and a connection flood while a legitimate
    client GETs a page; prints the GETs served, peak memory and the log's lines.
+
+    .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16] [--web-seconds 30] [--streams 5]
 
 Runs on loopback; the lock-out attackers use 127.0.1.x as their addresses (Linux routes all
 of 127/8 to lo). Nothing here is a test: it prints figures for the report.
@@ -333,11 +336,92 @@ def _flood(port: int, stop: threading.Event, sources: int) -> dict:
     return {"opened": sum(counts)}
 
 
+# Stream server (issue 31 item 1) ---------------------------------------------------------
+#: The issue's unauthenticated request (82 bytes of UDP payload) that made `stream serve` send 500 MB.
+STREAM_AMPLIFIER = b'{"session":2,"transport":"udp","rate_bps":2e9,"packet_bytes":65507,"duration_s":2}'
+
+
+def stream_amplification(streams: int, seconds: float) -> None:
+    """Unauthenticated datagrams at `cellperf stream serve` (the issue's request, then the
+    same with ever new session numbers) from two senders at full speed, plus 64 idle TCP
+    connections, while `streams` legitimate 1-s UDP streams play one after another. Prints
+    bytes sent per unauthenticated byte (target: 0), the streams served whole (target: all)
+    and the server's peak memory."""
+    from cellperf.apps.stream import play
+
+    token = Path(tempfile.mkdtemp()) / "token"
+    token.write_bytes(TOKEN)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "cellperf"), "stream", "serve", "--listen",
+                             "127.0.0.1:0", "--token-file", str(token), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    host, port = json.loads(proc.stdout.readline())["listening"].rsplit(":", 1)
+    address = (host, int(port))
+    base = vm_kib(proc.pid, "VmRSS")
+    attacking = threading.Event()
+    attacking.set()
+    sent, answered = [0, 0], [0, 0]
+
+    def flood(i: int) -> None:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((f"127.0.2.{i + 1}", 0))
+        s.setblocking(False)
+        session = 0
+        while attacking.is_set():
+            d = STREAM_AMPLIFIER if session % 2 == 0 else STREAM_AMPLIFIER.replace(b'"session":2', b'"session":%d' % session)
+            session += 1
+            try:
+                sent[i] += s.sendto(d, address)
+            except BlockingIOError:
+                time.sleep(0.0005)
+            try:
+                while True:
+                    answered[i] += len(s.recv(65536))
+            except BlockingIOError:
+                pass
+        s.close()
+
+    # As many idle connections as one source may hold in its handshake, from another address.
+    idle = [socket.create_connection(address, source_address=("127.0.3.1", 0)) for _ in range(8)]
+    threads = [threading.Thread(target=flood, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    served, errors, t0 = 0, [], time.monotonic()
+    for _ in range(streams):
+        try:
+            doc, _ = play(f"{host}:{port}", TOKEN, transport="udp", rate_bps=1e6, packet_bytes=1000, duration_s=1.0,
+                          buffer_s=0.5, drain_s=0.5)
+            served += doc["received"] == doc["expected"]
+        except Exception as e:  # noqa: BLE001 - the bench reports every failure
+            errors.append(str(e))
+    while time.monotonic() - t0 < seconds:
+        time.sleep(0.1)
+    attacking.clear()
+    for t in threads:
+        t.join()
+    time.sleep(0.5)
+    peak = vm_kib(proc.pid, "VmHWM")
+    for c in idle:
+        c.close()
+    stop_server(proc)
+    took = time.monotonic() - t0 + 0.5
+    print(f"  2 senders, {sum(sent) / 1e6:.1f} MB of unauthenticated datagrams in {took:.0f} s "
+          f"({sum(sent) / took / 1e6:.1f} MB/s: the issue's request and ever new session numbers), "
+          f"8 idle TCP connections from a third address")
+    print(f"  bytes sent per unauthenticated byte: {sum(answered) / max(sum(sent), 1):.3g} "
+          f"({sum(answered)} bytes answered; target: 0; was ~5,000,000 for one datagram)")
+    print(f"  legitimate 1-s streams served whole under attack: {served} of {streams} (target: all)")
+    for e in sorted(set(errors)):
+        print(f"    failed: {e}")
+    print(f"  server memory: {base / 1024:.1f} MB before, peak (VmHWM) {peak / 1024:.1f} MB")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--probes", type=int, default=9, help="probes run during each lock-out attack")
     p.add_argument("--amplifiers", type=int, default=16, help="tests of the amplification attack (default: --max-tests)")
     p.add_argument("--web-seconds", type=float, default=30.0, help="legitimate GETs during each page-server attack")
+    p.add_argument("--streams", type=int, default=5, help="legitimate streams played during the stream server's flood")
     a = p.parse_args()
     proc, address = start_server(max_tests=16)
     try:
@@ -351,6 +435,8 @@ def main() -> None:
         stop_server(proc)
     print("The page server (issue 31 item 2):")
     web_attacks(a.web_seconds)
+    print("Stream server amplification (issue 31 item 1):")
+    stream_amplification(a.streams, seconds=10.0)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,13 @@ def _root():
 
 
 @pytest.fixture(scope="module")
-def stream_port():
-    p = subprocess.Popen([CELLPERF, "stream", "serve", "--listen", "0.0.0.0:0", "--json"],
+def stream_port(tmp_path_factory):
+    """(port, token file) of a `cellperf stream serve` on every address."""
+    token = tmp_path_factory.mktemp("stream") / "token"
+    token.write_text("stream-netns-token\n")
+    p = subprocess.Popen([CELLPERF, "stream", "serve", "--listen", "0.0.0.0:0", "--token-file", str(token), "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    yield int(json.loads(p.stdout.readline())["listening"].rsplit(":", 1)[1])
+    yield int(json.loads(p.stdout.readline())["listening"].rsplit(":", 1)[1]), token
     p.terminate()
     p.wait(timeout=10)
 
@@ -49,7 +52,9 @@ LINK = ["--delay", "20", "--downlink", "4mbit", "--uplink", "4mbit", "--outage",
 
 @pytest.mark.parametrize(("transport", "buffer_s"), [("udp", 0.4), ("udp", 3.0), ("tcp", 0.4)])
 def test_a_stream_stalls_only_under_an_outage_longer_than_its_buffer(stream_port, tmp_path, transport, buffer_s):
-    doc = _in_mn(tmp_path, LINK, [CELLPERF, "stream", "play", f"$CELLPERF_CN:{stream_port}", "--transport", transport,
+    port, token = stream_port
+    doc = _in_mn(tmp_path, LINK, [CELLPERF, "stream", "play", f"$CELLPERF_CN:{port}", "--token-file", str(token),
+                                  "--transport", transport,
                                   "--rate", "200k", "--packet", "500", "--duration", "5", "--buffer", str(buffer_s),
                                   "--json"])
     assert doc["expected"] == 250 and doc["received"] + doc["lost"] == 250

@@ -168,9 +168,11 @@ class EmulatedTestbed:
     def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import apps
 
-        with apps.json_server(apps.stream_server_argv(exe), "the stream server", die_with_parent) as doc:
+        with apps.json_server(apps.stream_server_argv(exe, self.token_file), "the stream server",
+                              die_with_parent) as doc:
             port = doc["listening"].rsplit(":", 1)[1]
-            return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", folder / "agent.parquet"))
+            return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", self.token_file,
+                                                               folder / "agent.parquet"))
 
     def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import apps
@@ -385,7 +387,7 @@ class RealTestbed:
 
         if run.test.type == "stream":
             return apps.stream_argv(cellperf_exe(), run, f"{self.server_ip}:{run.options.get('port', DEFAULT_PORT)}",
-                                    folder / "agent.parquet")
+                                    self.tb.token_file, folder / "agent.parquet")
         import getpass
 
         identity = self.campaign.path.parent / run.options["identity"]
