@@ -1,4 +1,5 @@
-"""Benchmark: a real `cellperf server` under the two attacks of issue 18 that hurt it most.
+"""Benchmark: cellperf's servers under hostile clients: `cellperf server` under the two attacks of
+issue 18 that hurt it most, `stream serve` and `web serve` under those of issue 31.
 
 1. Lock-out: idle TCP connections held open and reopened (the issue's 64 from one address,
    then the same number spread over eight addresses), while real probes run one after
@@ -8,8 +9,13 @@
    up to 2^26 − 1. Before the fix the server grew to 1.33 GB per such test. Prints the
    server's peak memory (VmHWM of /proc/PID/status; target: under 100 MB) with the attack's
    size.
+3. Stream server amplification (issue 31 item 1): unauthenticated datagrams at
+   `cellperf stream serve` while legitimate streams play (bytes sent per unauthenticated byte,
+   streams served, peak memory).
+4. The page server (`cellperf web serve`): slowloris and a connection flood while a legitimate
+   client GETs a page; prints the GETs served, peak memory and the log's lines.
 
-    .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16]
+    .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16] [--web-seconds 30] [--streams 5]
 
 Runs on loopback; the lock-out attackers use 127.0.1.x as their addresses (Linux routes all
 of 127/8 to lo). Nothing here is a test: it prints figures for the report.
@@ -182,10 +188,240 @@ def amplify(proc: subprocess.Popen, address: tuple[str, int], tests: int) -> Non
           f"(target: under 100 MB; was 1.33 GB for one test)")
 
 
+# --- The page server, `cellperf web serve` (issue 31 item 2) ---------------------------------
+# Slowloris (half-sent requests, reopened as the server closes them) and a connection flood
+# (connect and close as fast as possible), each while a legitimate client on another address
+# GETs a page every WEB_GET_EVERY_S. Prints the GETs served, how long the attack's connections
+# stayed open, the server's peak memory (VmHWM) and the lines it logged. The server runs with
+# its default limits under a 1,024-descriptor limit, as in the issue (1,100 half-sent requests
+# kept 5 of 5 GETs unanswered, held for 32 s and more, 91,724 tracebacks).
+
+WEB_GET_EVERY_S = 0.5
+
+
+def web_attacks(seconds: float) -> None:
+    import resource
+
+    from cellperf.web.pages import write_pages
+
+    pages = Path(tempfile.mkdtemp(prefix="bench-hostile-pages-"))
+    write_pages(pages, ("yahoo",))
+    cases = [("slowloris, 1,100 half-sent requests from one address", lambda port, stop: _slowloris(port, stop, 1, 1100)),
+             ("slowloris, 16 addresses x 70 half-sent requests", lambda port, stop: _slowloris(port, stop, 16, 70)),
+             ("connection flood, 8 addresses connecting and closing", lambda port, stop: _flood(port, stop, 8))]
+    for name, attack in cases:
+        log = Path(tempfile.mkstemp(prefix="bench-hostile-web-", suffix=".log")[1])
+        with log.open("w") as err:
+            proc = subprocess.Popen(
+                [str(Path(sys.executable).parent / "cellperf"), "web", "serve", str(pages), "--listen", "127.0.0.1:0",
+                 "--json"], stdout=subprocess.PIPE, stderr=err, text=True,
+                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)))
+        port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1])
+        stop = threading.Event()
+        stats: dict = {}
+        thread = threading.Thread(target=lambda: stats.update(attack(port, stop)), daemon=True)
+        thread.start()
+        time.sleep(2.0)  # the attack builds up
+        served = tried = 0
+        slow: list[float] = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            ok = _web_get(port)
+            tried, served = tried + 1, served + ok
+            slow.append(time.monotonic() - t0)
+            time.sleep(max(0.0, WEB_GET_EVERY_S - (time.monotonic() - t0)))
+        held = subprocess.run(["ss", "-Htn", "state", "established", f"sport = :{port}"], capture_output=True,
+                              text=True).stdout.count("\n")
+        peak = vm_kib(proc.pid, "VmHWM") if proc.poll() is None else 0
+        alive = proc.poll() is None
+        stop.set()
+        thread.join()
+        stop_server(proc)
+        lines = log.read_text(errors="replace").splitlines()
+        print(f"{name}:")
+        print(f"  legitimate GETs served under attack: {served} of {tried} (slowest {max(slow):.2f} s); "
+              f"server {'up' if alive else 'DEAD'} at the end")
+        print(f"  attack: {stats.get('opened', 0)} connections opened in {seconds + 2:.0f} s; the server held "
+              f"{held} at the end")
+        print(f"  server peak memory (VmHWM) {peak / 1024:.1f} MB; log {len(lines)} lines, "
+              f"{sum('Traceback' in ln for ln in lines)} tracebacks")
+        for ln in lines[:4]:
+            print(f"    log: {ln[:150]}")
+        log.unlink()
+
+
+def _web_get(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.2", 0)) as s:
+            s.sendall(b"GET /yahoo/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return s.recv(16).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def _slowloris(port: int, stop: threading.Event, sources: int, each: int) -> dict:
+    """`each` half-sent requests from each of `sources` addresses (127.0.2.x), one more header
+    line every 10 s, each reopened when the server closes it."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    live: set[socket.socket] = set()
+    opened = 0
+
+    def open_one(i: int) -> None:
+        nonlocal opened
+        s = socket.socket()
+        s.bind((f"127.0.2.{i + 1}", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            return
+        try:
+            s.send(b"GET /yahoo/ HTTP/1.1\r\nHost: x\r\n")
+        except OSError:
+            pass
+        opened += 1
+        live.add(s)
+        sel.register(s, selectors.EVENT_READ, i)
+
+    for i in range(sources):
+        for _ in range(each):
+            open_one(i)
+    last_drip = time.monotonic()
+    while not stop.is_set():
+        for key, _ in sel.select(0.2):
+            s = key.fileobj
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # closed by the server: open another
+                live.discard(s)
+                sel.unregister(s)
+                s.close()
+                open_one(key.data)
+        if time.monotonic() - last_drip > 10:
+            last_drip = time.monotonic()
+            for s in list(live):
+                try:
+                    s.send(b"X-a: b\r\n")
+                except OSError:
+                    pass
+    for s in list(live):
+        s.close()
+    return {"opened": opened}
+
+
+def _flood(port: int, stop: threading.Event, sources: int) -> dict:
+    counts = [0] * sources
+
+    def one(i: int) -> None:
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2, source_address=(f"127.0.3.{i + 1}", 0)):
+                    counts[i] += 1
+            except OSError:
+                pass
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(sources)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"opened": sum(counts)}
+
+
+# Stream server (issue 31 item 1) ---------------------------------------------------------
+#: The issue's unauthenticated request (82 bytes of UDP payload) that made `stream serve` send 500 MB.
+STREAM_AMPLIFIER = b'{"session":2,"transport":"udp","rate_bps":2e9,"packet_bytes":65507,"duration_s":2}'
+
+
+def stream_amplification(streams: int, seconds: float) -> None:
+    """Unauthenticated datagrams at `cellperf stream serve` (the issue's request, then the
+    same with ever new session numbers) from two senders at full speed, plus 64 idle TCP
+    connections, while `streams` legitimate 1-s UDP streams play one after another. Prints
+    bytes sent per unauthenticated byte (target: 0), the streams served whole (target: all)
+    and the server's peak memory."""
+    from cellperf.apps.stream import play
+
+    token = Path(tempfile.mkdtemp()) / "token"
+    token.write_bytes(TOKEN)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "cellperf"), "stream", "serve", "--listen",
+                             "127.0.0.1:0", "--token-file", str(token), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    host, port = json.loads(proc.stdout.readline())["listening"].rsplit(":", 1)
+    address = (host, int(port))
+    base = vm_kib(proc.pid, "VmRSS")
+    attacking = threading.Event()
+    attacking.set()
+    sent, answered = [0, 0], [0, 0]
+
+    def flood(i: int) -> None:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((f"127.0.2.{i + 1}", 0))
+        s.setblocking(False)
+        session = 0
+        while attacking.is_set():
+            d = STREAM_AMPLIFIER if session % 2 == 0 else STREAM_AMPLIFIER.replace(b'"session":2', b'"session":%d' % session)
+            session += 1
+            try:
+                sent[i] += s.sendto(d, address)
+            except BlockingIOError:
+                time.sleep(0.0005)
+            try:
+                while True:
+                    answered[i] += len(s.recv(65536))
+            except BlockingIOError:
+                pass
+        s.close()
+
+    # As many idle connections as one source may hold in its handshake, from another address.
+    idle = [socket.create_connection(address, source_address=("127.0.3.1", 0)) for _ in range(8)]
+    threads = [threading.Thread(target=flood, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    served, errors, t0 = 0, [], time.monotonic()
+    for _ in range(streams):
+        try:
+            doc, _ = play(f"{host}:{port}", TOKEN, transport="udp", rate_bps=1e6, packet_bytes=1000, duration_s=1.0,
+                          buffer_s=0.5, drain_s=0.5)
+            served += doc["received"] == doc["expected"]
+        except Exception as e:  # noqa: BLE001 - the bench reports every failure
+            errors.append(str(e))
+    while time.monotonic() - t0 < seconds:
+        time.sleep(0.1)
+    attacking.clear()
+    for t in threads:
+        t.join()
+    time.sleep(0.5)
+    peak = vm_kib(proc.pid, "VmHWM")
+    for c in idle:
+        c.close()
+    stop_server(proc)
+    took = time.monotonic() - t0 + 0.5
+    print(f"  2 senders, {sum(sent) / 1e6:.1f} MB of unauthenticated datagrams in {took:.0f} s "
+          f"({sum(sent) / took / 1e6:.1f} MB/s: the issue's request and ever new session numbers), "
+          f"8 idle TCP connections from a third address")
+    print(f"  bytes sent per unauthenticated byte: {sum(answered) / max(sum(sent), 1):.3g} "
+          f"({sum(answered)} bytes answered; target: 0; was ~5,000,000 for one datagram)")
+    print(f"  legitimate 1-s streams served whole under attack: {served} of {streams} (target: all)")
+    for e in sorted(set(errors)):
+        print(f"    failed: {e}")
+    print(f"  server memory: {base / 1024:.1f} MB before, peak (VmHWM) {peak / 1024:.1f} MB")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--probes", type=int, default=9, help="probes run during each lock-out attack")
     p.add_argument("--amplifiers", type=int, default=16, help="tests of the amplification attack (default: --max-tests)")
+    p.add_argument("--web-seconds", type=float, default=30.0, help="legitimate GETs during each page-server attack")
+    p.add_argument("--streams", type=int, default=5, help="legitimate streams played during the stream server's flood")
     a = p.parse_args()
     proc, address = start_server(max_tests=16)
     try:
@@ -197,6 +433,10 @@ def main() -> None:
         amplify(proc, address, a.amplifiers)
     finally:
         stop_server(proc)
+    print("The page server (issue 31 item 2):")
+    web_attacks(a.web_seconds)
+    print("Stream server amplification (issue 31 item 1):")
+    stream_amplification(a.streams, seconds=10.0)
 
 
 if __name__ == "__main__":

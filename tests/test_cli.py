@@ -217,3 +217,14 @@ def test_errors_of_a_command(monkeypatch, capsys, error, status, line):
         cli.main(["version"])
     assert e.value.code == status
     assert capsys.readouterr().err == line
+
+
+def test_query_help_names_every_table_and_view_of_the_store():
+    import re
+
+    from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES
+
+    tables = {t for m in MIGRATIONS for t in re.findall(r"CREATE TABLE (\w+)", m)} - {"schema_info"}
+    text = " ".join(cellperf("query", "--help").stdout.split())
+    missing = [t for t in sorted(tables | set(PARQUET_TABLES)) if not re.search(rf"\b{t}\b", text)]
+    assert missing == []

@@ -24,8 +24,8 @@ def test_stream_and_ssh_over_a_real_network(bed):  # noqa: F811
     tb, folder, server, token = bed
     work = folder / "apps"
     work.mkdir()
-    streamer = tb.popen(tb.cn, [CELLPERF, "stream", "serve", "--listen", f"{tb.CN_ADDR}:0", "--json"],
-                        stdout=subprocess.PIPE, text=True)
+    streamer = tb.popen(tb.cn, [CELLPERF, "stream", "serve", "--listen", f"{tb.CN_ADDR}:0", "--token-file",
+                                str(folder / "server-token"), "--json"], stdout=subprocess.PIPE, text=True)
     sshd = tb.popen(tb.cn, [CELLPERF, "term", "serve", "--listen", tb.CN_ADDR, "--folder", str(work / "ssh"), "--json"],
                     stdout=subprocess.PIPE, text=True)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -118,6 +119,17 @@ def test_real_testbed_needs_server_token_and_files(tmp_path):
         load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"')))
     c = load_campaign(write(tmp_path, base.format(extra='server = "cn:5250"\ntoken_file = "tok"\nmn_interface = "wwan0"')))
     assert c.testbed.kind == "real" and c.radio_log.kind == "none" and len(c.runs) == 1
+    assert (c.testbed.retries, c.testbed.retry_wait_s) == (1, 10.0)  # one retry after 10 s by default
+    ok = 'server = "cn:5250"\ntoken_file = "tok"\nmn_interface = "wwan0"\n'
+    c = load_campaign(write(tmp_path, base.format(extra=ok + 'retries = 0\nretry_wait = "500ms"')))
+    assert (c.testbed.retries, c.testbed.retry_wait_s) == (0, 0.5)
+    with pytest.raises(UserError, match=r":8: testbed.retries: expected a whole number ≥ 0 and ≤ 100"):
+        load_campaign(write(tmp_path, base.format(extra=ok + "retries = -1")))
+    with pytest.raises(UserError, match=r":8: testbed.retry_wait: is not a duration"):
+        load_campaign(write(tmp_path, base.format(extra=ok + 'retry_wait = "soon"')))
+    emulated = GOOD + '[testbed]\nkind = "emulated"\nretries = 2\n'
+    with pytest.raises(UserError, match=r"testbed.retries: only for kind = \"real\""):
+        load_campaign(write(tmp_path, emulated))
 
 
 def test_cli_check_is_one_line(tmp_path):
@@ -137,3 +149,43 @@ def test_radio_mechanisms_off_is_part_of_the_run_and_its_config(tmp_path):
     assert on.radio_mechanisms and not off.radio_mechanisms
     configs = {r.network.name: r.config(c) for r in c.runs}
     assert "radio_mechanisms" not in configs["EV-DO"] and configs["WiBro"]["radio_mechanisms"] is False
+
+
+def test_the_campaign_keeps_its_own_name_with_several_tests_and_a_sweep(tmp_path):
+    """Issue 27 item 1: the validator's loop over test variants once reused `name`, so every
+    campaign was named after its last test (`voip` here), in the store, `--check` and the report."""
+    path = write(tmp_path, """\
+        [campaign]
+        name = "my-drive"
+        duration = 5
+
+        [[networks]]
+        name = "EV-DO"
+        profile = "evdo"
+
+        [[tests]]
+        type = "udp-cbr"
+        direction = "down"
+        rate = "500k"
+
+        [[tests]]
+        name = "grid"
+        type = "tcp-bulk"
+        direction = "down"
+        sweep = { mss = [536, 1460] }
+
+        [[tests]]
+        type = "voip"
+        """)
+    assert load_campaign(path).name == "my-drive"
+    doc = json.loads(cellperf("run", path, "--check", "--json").stdout)
+    assert doc["name"] == "my-drive"
+    assert doc["runs"] == ["EV-DO.stationary.udp-cbr-down.1", "EV-DO.stationary.grid-mss536.1",
+                           "EV-DO.stationary.grid-mss1460.1", "EV-DO.stationary.voip.1"]
+    text = cellperf("run", path, "--check").stdout
+    assert text.startswith(f"{path}: campaign my-drive valid; 4 runs"), text
+    # Then the runs, one line each: network, scenario, test, repetition, test seconds.
+    lines = text.splitlines()
+    assert lines[1].split() == ["network", "scenario", "test", "run", "test", "s"]
+    assert [line.split()[:4] for line in lines[2:]] == [["EV-DO", "stationary", t, "1"] for t in (
+        "udp-cbr-down", "grid-mss536", "grid-mss1460", "voip")]

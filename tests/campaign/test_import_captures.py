@@ -70,6 +70,8 @@ def test_captured_runs_are_stored_as_the_campaign_stored_them(campaign, tmp_path
         assert cfg["imported"]["tool"] == "captures" and len(cfg["imported"]["sha256"]["mn"]) == 64
     # Same report: every figure and table of the campaign's report, from the imported store.
     campaign_items = set(build_report(store, tmp_path / "a.html")["items"])
+    # Titled with the campaign's own name, not its last test's (issue 27).
+    assert "<title>cellperf report — captures</title>" in (tmp_path / "a.html").read_text()
     imported_items = set(build_report(out, tmp_path / "b.html")["items"])
     assert campaign_items and campaign_items <= imported_items
 
@@ -162,9 +164,11 @@ def test_bad_input_is_one_line_and_stores_nothing(campaign, tmp_path):
              "cannot reach the Dask scheduler")
     # Options and manifests are checked before anything is read.
     _refused(_import(out, captures, "--test-type", "bogus", check=False), "--test-type: 'bogus' unknown", "tcp-bulk")
+    _refused(_import(out, captures, "--test-type", "voip", "--codec", "g723", check=False),
+             "--codec: 'g723' unknown (choose from g711, g729)")
     manifest = tmp_path / "runs.csv"
-    manifest.write_text(f"run,mn,scenario\nx,{runs[0]}/mn.pcap,moving\n")
-    _refused(_import(out, manifest, check=False), "runs.csv:2: scenario: use stationary or mobile, not 'moving'")
+    manifest.write_text(f"run,mn,scenario\nx,{runs[0]}/mn.pcap,on foot\n")
+    _refused(_import(out, manifest, check=False), "runs.csv:2: scenario: 'on foot': a scenario label is 1–40 letters")
     manifest.write_text(f"run,mn,phone\nx,{runs[0]}/mn.pcap,1\n")
     _refused(_import(out, manifest, check=False), "runs.csv: unknown column(s) phone")
     assert not out.exists()

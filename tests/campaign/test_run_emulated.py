@@ -4,6 +4,7 @@ a campaign killed with SIGKILL mid-run resumed without losing or duplicating any
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -81,6 +82,7 @@ def test_campaign_end_to_end(e2e_store):
     # Runs that fail (the over-rate test: over the server's --max-rate 1G) make exit status 3; the others are all done.
     assert proc.returncode == 3, proc.stderr
     with Store.open(out, read_only=True) as s:
+        assert s.campaign()["name"] == "e2e"  # its own, not its last test's (issue 27)
         runs = s.frame("SELECT run_id, network, scenario, test, status, reason FROM runs")
         assert runs.height == 2 * 2 * 4
         failed = runs.filter(pl.col("status") == "failed")
@@ -135,13 +137,60 @@ def test_campaign_end_to_end(e2e_store):
 
 
 def test_json_summary_lists_failures(e2e_store):
-    import json
-
     _, proc = e2e_store
     summary = json.loads(proc.stdout)
     assert summary["runs_total"] == 16 and summary["runs_done"] == 12
     assert sorted(r["run_id"] for r in summary["runs_failed"]) == sorted(
         f"{n}.{s}.over-rate.1" for n in ("WiBro", "EV-DO") for s in ("stationary", "mobile"))
+
+
+#: This campaign's runs whose captures are imported (with handoffs; WiBro's call has losses,
+#: EV-DO's delays of 300-500 ms).
+IMPORTED = ["WiBro.mobile.voip.1", "EV-DO.mobile.voip.1", "WiBro.mobile.tcp-bulk-down.1"]
+
+
+def test_its_captures_imported_give_the_same_voip_windows_flows_and_report(e2e_store, tmp_path):
+    """Issue 27 item 5: the captures (and radio logs) of the campaign's VoIP and TCP runs,
+    imported into a new store under a free scenario label, give the campaign's VoIP windows
+    (the codec told from the packets; delay half the round trip, paired at the MN's capture,
+    as the probe logs it), flows, handoffs and report sections."""
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        ends = s.frame("SELECT sport, dport FROM flows WHERE role = 'control'").rows()
+    port = set.intersection(*({sport, dport} for sport, dport in ends)).pop()
+    manifest = tmp_path / "runs.csv"
+    manifest.write_text("run,mn,cn,radio,network,test_type\n" + "".join(
+        f"{r},{out}/runs/{r}/mn.pcap,{out}/runs/{r}/cn.pcap,{out}/runs/{r}/radio.csv,{r.split('.')[0]},"
+        f"{'voip' if '.voip.' in r else 'tcp-bulk'}\n" for r in IMPORTED))
+    imported = tmp_path / "imported"
+    summary = json.loads(cellperf("import", imported, "--captures", manifest, "--scenario", "subway", "--interval", 1,
+                                  "--synced-clocks", "--control-port", port, "--workers", 1, "--json").stdout)
+    assert summary["runs_done"] == 3 and not summary["runs_failed"]
+
+    def rows(store: Path, sql: str, runs: str) -> pl.DataFrame:
+        with Store.open(store, read_only=True) as s:
+            return s.frame(f"SELECT r.network, r.test_type, {sql} JOIN runs r USING (run_id) WHERE {runs} ORDER BY ALL")
+
+    mine = f"r.run_id IN ({', '.join(repr(r) for r in IMPORTED)})"
+    windows = ('x.direction, x."window", x.packets_sent, x.packets_lost, x.status, x.delay_kind, x.near_handoff, x.r '
+               "FROM voip_windows x")
+    a, b = rows(out, windows, mine), rows(imported, windows, "true")
+    assert a.height >= 16 and a.drop("r").equals(b.drop("r")), (a, b)  # the same windows of the same packets
+    assert ((a["r"] - b["r"]).abs() <= 0.5).all(), (a["r"] - b["r"]).describe()
+    flows = ("f.role, f.proto, f.direction, f.src, f.dst, f.sport, f.dport, f.packets, f.bytes, f.goodput_bps, "
+             "f.loss_rate, f.retx_total, f.rtt_median_ms, f.owd_median_ms, f.jitter_median_ms FROM flows f")
+    assert rows(out, flows, mine).equals(rows(imported, flows, "true"))
+    handoffs = "h.time_s, h.kind FROM handoffs h"
+    assert rows(out, handoffs, mine).equals(rows(imported, handoffs, "true"))
+    with Store.open(imported, read_only=True) as s:
+        assert set(s.frame("SELECT scenario FROM runs")["scenario"]) == {"subway"}
+        codecs = {json.loads(a)["voip"]["codec"] for a in s.frame("SELECT analysis FROM runs WHERE test_type = 'voip'")["analysis"]}
+        assert codecs == {"g711"}
+    from cellperf.report import build_report
+
+    items = set(build_report(imported, tmp_path / "report.html")["items"])
+    assert {"voip-series-WiBro", "voip-series-EV-DO", "voip-r-cdf", "voip-r-handoff", "tcp-box", "tcp-ack", "tcp-retx",
+            "channel", "summary"} <= items, items
 
 
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
@@ -173,8 +222,6 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     while "cpemu" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout and time.time() < deadline:
         time.sleep(0.2)
     again = cellperf("run", path, "--out", out, "--json", timeout=300)
-    import json
-
     summary = json.loads(again.stdout)
     assert summary["runs_skipped"] == before.height
     assert summary["runs_done"] == 6 - before.height and not summary["runs_failed"]

@@ -12,6 +12,7 @@ import secrets
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import polars as pl
@@ -40,7 +41,7 @@ print('{"modem":{"location":{"3gpp":{"cid":"%08X","lac":"0000","mcc":"450","mnc"
 
 
 def campaign(folder: Path, server: str, *, cn_capture: str | None, token: str, radio: Path | None,
-             tests: str, name: str = "real") -> Path:
+             tests: str, name: str = "real", testbed: str = "") -> Path:
     (folder / "token").write_text(token + "\n")
     radio_line = (f'radio_log = {{ command = "{sys.executable} {radio} {folder / "cells"}", format = "mmcli", '
                   f'interval = 0.4 }}') if radio else ""
@@ -59,6 +60,7 @@ def campaign(folder: Path, server: str, *, cn_capture: str | None, token: str, r
         token_file = "token"
         mn_interface = "m0"
         {cn_line}
+        {testbed}
 
         [[networks]]
         name = "veth"
@@ -191,7 +193,9 @@ def test_bad_real_testbed_fails_runs_with_the_reason_and_goes_on(bed, case):
     else:
         cn_capture = f"ip netns exec {tb.cn} tcpdump -i no-such-device -U -w -"
     tests = TESTS.split("[[tests]]\ntype = \"voip\"")[0]
-    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=None, tests=tests, name=case)
+    # No retry here (a network's failure is tried again: the test below).
+    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=None, tests=tests, name=case,
+                    testbed="retries = 0")
     p = run_in_mn(tb, path, work / "out")
     assert p.returncode == 3, p.stderr
     summary = json.loads(p.stdout)
@@ -205,9 +209,55 @@ def test_bad_real_testbed_fails_runs_with_the_reason_and_goes_on(bed, case):
     assert expected in reason, reason
     with Store.open(work / "out", read_only=True) as s:
         assert s.frame("SELECT status, reason FROM runs").rows() == [("failed", reason)] * 2
+        # Each run's one attempt, with its reason.
+        assert s.frame("SELECT attempt, status, reason FROM run_attempts").rows() == [(1, "failed", reason)] * 2
     # Nothing keeps running: no tcpdump left in the MN namespace.
     left = subprocess.run(["ip", "netns", "pids", tb.mn], capture_output=True, text=True).stdout.split()
     assert left == [], left
+
+
+def test_runs_the_network_fails_are_tried_again_and_every_attempt_kept(bed):
+    """Issue 27 item 2: the server's port refused (a firewall rule at the CN) for the first
+    run's two attempts and the second run's first, then open: the first run is stored
+    `failed`, the second `ok`, and each attempt with its reason in `run_attempts`."""
+    tb, folder, server, token = bed
+    work = folder / "retry"
+    work.mkdir()
+    rule = ["INPUT", "-p", "tcp", "--dport", server.rsplit(":", 1)[1], "-j", "REJECT", "--reject-with", "tcp-reset"]
+    iptables = ["ip", "netns", "exec", tb.cn, "iptables"]
+    subprocess.run([*iptables, "-I", *rule], check=True)
+    tests = "".join(f'\n[[tests]]\nname = "{n}"\ntype = "udp-cbr"\ndirection = "up"\nrate = "1M"\nduration = 1\n'
+                    for n in ("first", "second"))
+    path = campaign(work, server, cn_capture=None, token=token, radio=None, tests=tests, name="retry",
+                    testbed='retries = 1\nretry_wait = "1s"')
+    proc = subprocess.Popen(["ip", "netns", "exec", tb.mn, CELLPERF, "run", str(path), "--out", str(work / "out"),
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Open the port once the rule has refused three connections (one per attempt).
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            listing = subprocess.run([*iptables, "-L", "INPUT", "-v", "-x", "-n"], capture_output=True, text=True).stdout
+            if any(int(line.split()[0]) >= 3 for line in listing.splitlines() if "REJECT" in line):
+                break
+            time.sleep(0.05)
+    finally:
+        subprocess.run([*iptables, "-D", *rule], check=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    refused = f"server {server}: cannot connect (Connection refused (os error 111))"
+    assert json.loads(out)["runs_failed"] == [{"run_id": "veth.mobile.first.1", "reason": refused}]
+    with Store.open(work / "out", read_only=True) as s:
+        assert s.frame("SELECT test, status, reason FROM runs ORDER BY test").rows() == [
+            ("first", "failed", refused), ("second", "ok", None)]
+        attempts = s.frame("SELECT run_id, attempt, status, reason, started_at < ended_at AS timed FROM run_attempts "
+                           "ORDER BY started_at")
+        assert attempts.drop("timed").rows() == [
+            ("veth.mobile.first.1", 1, "failed", refused), ("veth.mobile.first.1", 2, "failed", refused),
+            ("veth.mobile.second.1", 1, "failed", refused), ("veth.mobile.second.1", 2, "ok", None)]
+        assert attempts["timed"].all()
+        # The second run's rows are its successful attempt's: its stream, delivered.
+        data = s.frame("SELECT packets, loss_rate FROM flows WHERE role = 'data'")
+        assert data.height == 1 and data["packets"][0] > 0 and data["loss_rate"][0] == 0.0
 
 
 def test_a_congestion_control_the_cn_refuses_fails_its_run_and_the_campaign_goes_on(bed):

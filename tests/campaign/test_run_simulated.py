@@ -127,7 +127,7 @@ def test_simulated_tests_beside_measured_ones(tmp_path):
     ('seed = 1.5\n', 8, "tests[0].seed: expected a whole number"),
     ('users = 3\nduration = 0\n', 9, "tests[0].duration: the duration must be positive"),
     ('channel = "ge:good=1mbit,bad=0,switch=1"\n', 8, "tests[0].channel:"),
-    ('tcp = "westwood"\n', 8, "tests[0].tcp: unknown TCP variant 'westwood'"),
+    ('tcp = "bbr"\n', 8, "tests[0].tcp: unknown TCP variant 'bbr'"),
     ('queue = "fifo"\n', 8, "tests[0].queue:"),
     ('rate = "1M"\n', 8, "tests[0].rate: unknown key"),
     ('users = 3\nrto = { classic = true }\n', 9, "tests[0].rto: expected a value, not a table"),

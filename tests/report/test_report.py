@@ -97,7 +97,8 @@ def test_report_is_self_contained(report):
 
     class Tags(HTMLParser):
         def handle_starttag(self, tag, attrs):
-            external.extend(f"<{tag} {k}={v}>" for k, v in attrs if k in ("src", "href") and v and not v.startswith("#"))
+            external.extend(f"<{tag} {k}={v}>" for k, v in attrs
+                            if k in ("src", "href") and v and not v.startswith(("#", "data:")))
 
     Tags().feed(page)  # script bodies (plotly.js itself) are not parsed as tags
     assert external == []

@@ -98,10 +98,56 @@ def test_studies_sections_render_with_their_figures(store, tmp_path):
     assert list(mean.y) == [101.0, 205.0] and list(mean.error_y.array) == [3.0, 9.0]
     assert list(fit.y) == pytest.approx([90.67 + 0.0729 * 128, 90.67 + 0.0729 * 1500])
     g = items["gaps-table"].table_html
-    assert "<td>gap</td><td>12.50</td><td>1200</td><td>11</td>" in g and "<td>delay period</td>" in g
+    assert "<td>gap</td><td>WiBro</td><td>stationary</td><td>sparse</td><td>downlink</td><td>1</td><td>1.20</td>" \
+           "<td>1200</td><td>11</td>" in g and "<td>delay period</td>" in g
     written = export_figures([items["tcp-studies-figure"], items["ping-fit"]], tmp_path / "figs")
     heads = {p.suffix: p.read_bytes()[:4] for p in written}
     assert heads == {".png": b"\x89PNG", ".pdf": b"%PDF"}
+
+
+def test_gaps_are_summarised_per_run_and_class_outages_first_every_gap_a_download(tmp_path):
+    # A CBR flow of 1,000 packets in 10 s (10 ms apart): 60 gaps of 20 ms are the link's
+    # overload (under 5 inter-arrivals), one of 400 ms is an outage, one delay period.
+    import base64
+    import re
+
+    t = [datetime.fromtimestamp(T0 + k / 10, timezone.utc) for k in range(62)]
+    gaps = pl.DataFrame({"run_id": ["cbr"] * 62, "flow_id": [1] * 62, "direction": ["downlink"] * 62,
+                         "kind": ["gap"] * 61 + ["delay_period"], "start_ts": t,
+                         "duration_ms": [20.0] * 60 + [400.0, 90.0], "lost": [1] * 60 + [30, 0]})
+    with Store.open(tmp_path, create=True) as s:
+        _commit(s, "cbr", "udp-cbr", tables={"gaps": gaps}, flows=[{
+            "flow_id": 1, "role": "data", "proto": "udp", "direction": "downlink", "packets": 1000,
+            "duration_s": 10.0, "goodput_bps": 1e6}])
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["gaps-table"].table_html
+    rows = re.findall(r"<tr><td>(outage|delay period|overload)</td>.*?</tr>", table)
+    assert rows == ["outage", "delay period", "overload"]
+    assert "<td>overload</td><td>WiBro</td><td>stationary</td><td>udp-cbr</td><td>downlink</td><td>60</td>" \
+           "<td>1.20</td><td>20</td><td>60</td>" in table
+    assert "<td>outage</td><td>WiBro</td><td>stationary</td><td>udp-cbr</td><td>downlink</td><td>1</td>" \
+           "<td>0.40</td><td>400</td><td>30</td>" in table
+    csv = base64.b64decode(re.search(r'href="data:text/csv;base64,([^"]+)"', table).group(1)).decode().splitlines()
+    assert len(csv) == 1 + 62 and csv[0].startswith("network,scenario,test,run,direction,class")
+    assert "cellperf query DIR" in table
+    assert [t.name.split(" (")[0] for t in items["gaps-cdf"].figure.data] == ["outage", "delay period", "overload"]
+
+
+def test_a_long_table_shows_fifty_rows_and_offers_all_as_csv():
+    import base64
+    import re
+
+    from cellperf.report.tables import MAX_ROWS, html_table
+
+    rows = [[k, f"x{k}"] for k in range(120)]
+    table = html_table(["n", "name"], rows, name="things", query="SELECT n, name FROM t")
+    assert MAX_ROWS == 50 and table.count("<tr><td>") == 50 and "<td>x49</td>" in table and "x50<" not in table
+    assert "70 more rows (all 120)" in table and 'download="things.csv"' in table
+    csv = base64.b64decode(re.search(r'base64,([^"]+)"', table).group(1)).decode().splitlines()
+    assert csv[0] == "n,name" and csv[-1] == "119,x119" and len(csv) == 121
+    assert "SELECT n, name FROM t" in table
+    assert "<details>" not in html_table(["n"], [[1]] * 50)
 
 
 def test_no_study_sections_without_their_rows(tmp_path):

@@ -24,8 +24,11 @@ def simulated() -> dict:
     doc = json.loads(cellperf("simulate", "--seed001", "--repetitions", "4", "--json").stdout)
     out = {(c["scheduler"], c["transitions_per_s"]): c["simulated_kbps"] for c in doc["cells"]}
     assert set(out) == set(PAPER)
+    out["verdicts"] = {v["claim"]: v for v in doc["verdicts"]}
     print("\nseed 001 Tables 2/3, kbit/s per source: simulated / paper")
     for key, values in out.items():
+        if key == "verdicts":
+            continue
         print(f"{key[0].upper()} {key[1]:>3} tr/s  " + "  ".join(
             f"{v:6.1f}/{p:6.1f} ({(v / p - 1) * 100:+4.0f}%)" for v, p in zip(values, PAPER[key])))
     return out
@@ -42,6 +45,8 @@ def test_pf_at_slow_transitions_within_ten_percent(simulated):
 def test_sources_share_fairly(simulated):
     # 001 §4: "the three sources had fair transmission opportunities" (paper: within ±3 %).
     for key, values in simulated.items():
+        if key == "verdicts":
+            continue
         mean = sum(values) / 3
         assert all(abs(v / mean - 1) < 0.05 for v in values), (key, values)
 
@@ -57,6 +62,20 @@ def test_pf_beats_rr_at_fast_transitions_and_the_gap_shrinks(simulated):
     assert gap[1] > 1.0 and gap[5] > 1.0, gap
     # 001 §4, Fig. 7: at 5 transitions/s the schedulers differ very little.
     assert gap[5] < 1.10, gap
+
+
+def test_verdicts_say_what_is_reproduced_as_the_cells_measure_it(simulated):
+    v = simulated["verdicts"]
+    assert v["sources share fairly (least Jain index)"]["held"]
+    assert v["throughput falls as transitions speed up"]["held"]
+    for r in (1, 5):
+        gain = sum(simulated["pf", r]) / sum(simulated["rr", r]) - 1
+        assert v[f"PF over RR at {r} tr/s"]["held"] == (gain > 0)
+        assert v[f"PF over RR at {r} tr/s"]["simulated"] == f"{gain * 100:+.0f} %"
+    # 001 Table 2 vs 3 at 0.1 tr/s: PF 186.7 against RR 137.3 kb/s on average, +36 %.
+    assert v["PF over RR at 0.1 tr/s"]["paper"] == "+36 %"
+    close = sum(abs(sum(simulated[k]) / sum(PAPER[k]) - 1) <= 0.10 for k in PAPER)
+    assert v["cells within 10 % of the paper (mean of sources)"]["simulated"] == f"{close} of 6"
 
 
 def test_figures_5_to_7_and_their_table(tmp_path):

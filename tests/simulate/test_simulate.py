@@ -86,7 +86,7 @@ def test_toml_scenario_and_options_override_it(tmp_path):
     ('users = 2\nqueue = "fifo"\n', ":2: queue:"),
     ('profile = "lte-mobile"\n', ":1: profile: unknown profile 'lte-mobile'"),
     ('users = 2\nscheduler = "wfq"\n', ":2: scheduler: unknown scheduler 'wfq'"),
-    ('tcp = "westwood"\n', ":1: tcp: unknown TCP variant 'westwood'"),
+    ('tcp = "bbr"\n', ":1: tcp: unknown TCP variant 'bbr'"),
     ('seed = "one"\n', ":1: seed:"),
     ('duration = -5\n', ":1: duration:"),
     ('channel = "ge:good=0,bad=0,switch=1"\n', "channel"),
@@ -104,7 +104,8 @@ def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, nee
 
 @pytest.mark.parametrize("args,needle", [
     (("--scheduler", "wfq"), "--scheduler: unknown scheduler 'wfq'"),
-    (("--tcp", "westwood"), "--tcp: unknown TCP variant"),
+    (("--tcp", "bbr"), "--tcp: unknown TCP variant 'bbr'"),
+    (("--users", "3", "--tcp", "reno", "--tcp", "westwood"), "--tcp: given 2 times for 3 users"),
     (("--seed", "1.5"), "--seed:"),
     (("--duration", "0"), "--duration: the duration must be positive"),
     (("--channel", "0kbit"), "--channel:"),
@@ -140,3 +141,35 @@ def test_vegas_keeps_the_queue_short_where_reno_fills_it_and_cubic_fills_the_lin
     assert vegas["retransmissions"] == 0 and reno["retransmissions"] > 0
     for f in (reno, vegas, cubic):
         assert f["goodput_bps"] > 0.9 * 500e3, f
+
+
+def test_westwood_sets_ssthresh_at_a_loss_to_the_path_where_reno_halves(tmp_path):
+    # The link and queue of the test above: a BDP of 250 packets/s × 44 ms = 11 packets, a
+    # window of ~61 (11 + the queue's 50) when the queue overflows. Westwood+ sets ssthresh to
+    # its bandwidth estimate times the least RTT, ≈ 11; Reno to half the flight, ≈ 30. Both
+    # keep the link busy.
+    def losses(variant):
+        out = tmp_path / variant
+        doc = simulate_json("--users", "1", "--scheduler", "none", "--channel", "500kbit", "--queue", "packets=50",
+                            "--tcp", variant, "--duration", "120", "--out", out)
+        flow = doc["runs"][0]["flows"][0]
+        assert flow["variant"] == variant and flow["goodput_bps"] > 0.9 * 500e3, flow
+        ssthresh = pq.read_table(out / "cwnd.parquet").column("ssthresh").to_pylist()
+        return sorted({round(t, 1) for t in ssthresh if t != 16.0})
+
+    westwood, reno = losses("westwood"), losses("reno")
+    assert westwood and all(9.0 <= t <= 13.0 for t in westwood), westwood
+    assert reno and all(t >= 25.0 for t in reno), reno
+
+
+def test_tcp_once_per_user_gives_each_user_its_variant_and_the_same_flow_as_alone():
+    # Own links (no shared cell): user k's channel depends on the seed and k only, so each
+    # flow of a mixed run is the flow of a run where every user has its variant.
+    args = ("--users", "2", "--scheduler", "none", "--channel", "ge:good=1mbit,bad=100kbit,switch=1", "--duration", "60")
+    mixed = simulate_json(*args, "--tcp", "reno", "--tcp", "westwood")
+    assert mixed["options"]["tcp"] == "reno,westwood"
+    flows = mixed["runs"][0]["flows"]
+    assert [f["variant"] for f in flows] == ["reno", "westwood"]
+    assert flows[0] == simulate_json(*args, "--tcp", "reno")["runs"][0]["flows"][0]
+    assert flows[1] == simulate_json(*args, "--tcp", "westwood")["runs"][0]["flows"][1]
+    assert flows[0] != flows[1]

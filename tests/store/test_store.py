@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import duckdb
@@ -105,3 +108,64 @@ def test_commit_is_all_or_nothing_and_replaces_a_failed_attempt(tmp_path):
         s.staging_dir("r8-7")
         assert sorted(s.remove_debris()) == [".staging-r8-7", "r9"]
         assert sorted(p.name for p in s.runs_dir.iterdir()) == ["r1"]
+
+
+# A writer killed (SIGKILL) half-way through the migrations: the store must be at a version,
+# never between two (issue 31 item 7: a kill -9 early in an import left a store at version 1
+# that `query` refused until the next writer). The kill is real: the connection is wrapped so
+# that the process kills itself as it is about to run migration step KILL_AT.
+KILLED_WRITER = """
+import os, signal, sys
+import duckdb
+from cellperf.store.schema import MIGRATIONS
+
+KILL_AT = int(sys.argv[2])
+connect = duckdb.connect
+
+
+class KilledMidMigration:
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args):
+        if sql == MIGRATIONS[KILL_AT]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+duckdb.connect = lambda *a, **k: KilledMidMigration(connect(*a, **k))
+from cellperf.store import Store
+
+Store.open(sys.argv[1], create=True)
+"""
+
+
+def _killed_writer(folder, kill_at: int) -> None:
+    p = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(folder), str(kill_at)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+
+
+def test_a_writer_killed_while_making_a_store_leaves_no_store(tmp_path):
+    _killed_writer(tmp_path, 3)
+    assert not (tmp_path / "results.duckdb").exists()  # not one at version 3
+    with pytest.raises(UserError, match="no results store here"):
+        Store.open(tmp_path, read_only=True)
+    with Store.open(tmp_path, create=True) as s:
+        assert s.version == SCHEMA_VERSION
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.duckdb"]  # the killed one's file went
+
+
+def test_a_writer_killed_while_migrating_leaves_the_old_version(tmp_path):
+    make_v1(tmp_path / "results.duckdb")
+    _killed_writer(tmp_path, 4)
+    with duckdb.connect(str(tmp_path / "results.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT max(version), count(*) FROM schema_info").fetchall() == [(1, 1)]
+        assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'page_loads'"
+                           ).fetchall() == [(0,)]
+    with Store.open(tmp_path) as s:
+        assert s.version == SCHEMA_VERSION
+        assert s.frame('SELECT count(*) AS n FROM intervals WHERE near_handoff')["n"][0] == 3

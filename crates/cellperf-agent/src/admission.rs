@@ -11,15 +11,25 @@
 //!   oldest of the source holding the most (a client that authenticates takes a few round
 //!   trips and holds one; a flood holds many and its oldest are idle), so a flood from many
 //!   addresses churns through its own connections, not a real client's;
-//! - each must send its hello within [`crate::server::HELLO_TIMEOUT`] and authenticate
-//!   within [`crate::server::HANDSHAKE_TIMEOUT`] (the session enforces both).
+//! - each must send its hello within [`crate::handshake::HELLO_TIMEOUT`] and authenticate
+//!   within [`crate::handshake::HANDSHAKE_TIMEOUT`] (the session enforces both).
 //!
 //! An authenticated connection leaves this pool, and counts against the server's own cap.
+//! [`Gate`] is a listener whose connections go through the pool (`cellperf server` and the
+//! stream server both accept through one).
 
-use std::net::{IpAddr, Shutdown, TcpStream};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::wire::SERVER_BUSY;
+use crate::wire::{send_message, Message, SERVER_BUSY};
+
+/// How long a refused connection stays open for its client to read why.
+const REFUSED_LINGER: Duration = Duration::from_secs(1);
+/// Most refused connections kept open at once (each holds a descriptor).
+const MAX_REFUSED_LINGERING: usize = 256;
 
 /// Handshakes in progress from one source.
 pub const PER_SOURCE: usize = 8;
@@ -27,7 +37,7 @@ pub const PER_SOURCE: usize = 8;
 pub const MAX_PENDING: usize = 32;
 
 /// The part of an address one host is assumed to control.
-fn source_of(ip: IpAddr) -> IpAddr {
+pub fn source_of(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let s = v6.segments();
@@ -125,6 +135,82 @@ impl Admission {
             .unwrap_or_else(|e| e.into_inner())
             .pending
             .len()
+    }
+}
+
+/// What [`Gate::accept`] found.
+pub enum Arrival {
+    /// No connection waiting (or the accept failed and was logged).
+    Nothing,
+    /// Refused for its source's handshakes in progress; told why and closed soon.
+    Refused,
+    Admitted(TcpStream, SocketAddr, Admitted),
+}
+
+/// A non-blocking listener whose connections are admitted through a pool.
+pub struct Gate {
+    listener: TcpListener,
+    pool: Admission,
+    /// Refused connections, kept open (their write side shut) for a moment so the client
+    /// reads the reason before the close: closing with its hello unread would reset the
+    /// connection, and the reset can discard the reason at the client.
+    refused: Mutex<VecDeque<(Instant, TcpStream)>>,
+    /// Prefix of the accept errors it logs (`cellperf server`).
+    name: &'static str,
+}
+
+impl Gate {
+    pub fn new(listener: TcpListener, name: &'static str) -> io::Result<Gate> {
+        listener.set_nonblocking(true)?;
+        Ok(Gate {
+            listener,
+            pool: Admission::default(),
+            refused: Mutex::default(),
+            name,
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn listener(&self) -> &TcpListener {
+        &self.listener
+    }
+
+    /// Takes the next connection, if any; the admitted ones are blocking.
+    pub fn accept(&self) -> Arrival {
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        while refused
+            .front()
+            .is_some_and(|(t, _)| t.elapsed() > REFUSED_LINGER)
+            || refused.len() > MAX_REFUSED_LINGERING
+        {
+            refused.pop_front();
+        }
+        match self.listener.accept() {
+            Ok((stream, peer)) => {
+                let _ = stream.set_nonblocking(false);
+                match self.pool.admit(&stream, peer.ip()) {
+                    Ok(a) => Arrival::Admitted(stream, peer, a),
+                    Err(reason) => {
+                        let mut s = stream;
+                        // A fresh socket's buffer takes this small frame without blocking.
+                        let _ = send_message(&mut s, &Message::Error { reason });
+                        let _ = s.shutdown(Shutdown::Write);
+                        refused.push_back((Instant::now(), s));
+                        Arrival::Refused
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Arrival::Nothing,
+            // Out of descriptors and the like: back off, keep serving.
+            Err(e) => {
+                eprintln!("{}: accept: {e}", self.name);
+                std::thread::sleep(Duration::from_millis(100));
+                Arrival::Nothing
+            }
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the
-//! mobile node (METHODS §2). [`wire`] is the control protocol (authenticated by [`auth`];
+//! mobile node (METHODS §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
 //! [`admission`] limits connections that have not authenticated yet),
 //! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod auth;
 pub mod clock;
+pub mod handshake;
 pub mod keys;
 pub mod log;
 pub mod media;

@@ -16,8 +16,8 @@ use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::auth;
 use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
+use crate::handshake::{self, unexpected};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
 use crate::tcp;
@@ -86,28 +86,11 @@ pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("server {server}: no address"))
 }
 
-/// How long a probe keeps retrying a server that is busy with handshakes (many probes
-/// starting at once behind one address, or a flood of idle connections).
-const BUSY_RETRY: Duration = Duration::from_secs(10);
-
 impl Client {
-    /// Connects and authenticates; a server busy with other handshakes is asked again after
-    /// a random pause (20-200 ms), for up to [`BUSY_RETRY`].
+    /// Connects and authenticates; a server busy with other handshakes is asked again
+    /// ([`handshake::retrying_busy`]).
     fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
-        let give_up = Instant::now() + BUSY_RETRY;
-        loop {
-            match Client::connect_once(server, token) {
-                Err(e)
-                    if e.starts_with(&format!("server {server}: {SERVER_BUSY}"))
-                        && Instant::now() < give_up =>
-                {
-                    let mut r = [0u8; 1];
-                    let _ = getrandom::fill(&mut r);
-                    std::thread::sleep(Duration::from_millis(20 + r[0] as u64 * 180 / 255));
-                }
-                other => return other,
-            }
-        }
+        handshake::retrying_busy(server, || Client::connect_once(server, token))
     }
 
     fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
@@ -123,23 +106,8 @@ impl Client {
             reader: FrameReader::new(MAX_SERVER_FRAME),
             server,
         };
-        let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
-        c.send(&Message::Hello {
-            version: PROTOCOL_VERSION,
-            client_nonce,
-        })?;
-        let server_nonce = match c.reply()? {
-            Message::Challenge { server_nonce } => server_nonce,
-            other => return Err(unexpected(&other)),
-        };
-        c.send(&Message::Auth {
-            mac: auth::client_proof(token, &server_nonce, &client_nonce),
-        })?;
-        match c.reply()? {
-            Message::AuthOk { mac } if auth::verify_server(token, &server_nonce, &client_nonce, &mac) => Ok(c),
-            Message::AuthOk { .. } => Err(format!("server {server}: failed to prove it knows the token (not a cellperf server of ours?)")),
-            other => Err(unexpected(&other)),
-        }
+        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT)?;
+        Ok(c)
     }
 
     fn send(&mut self, m: &Message) -> Result<(), String> {
@@ -149,11 +117,7 @@ impl Client {
 
     /// The next message; a server `error` becomes this side's error text.
     fn reply(&mut self) -> Result<Message, String> {
-        match self.reader.read_message(&mut self.ctrl, REPLY_TIMEOUT) {
-            Ok(Message::Error { reason }) => Err(format!("server {}: {reason}", self.server)),
-            Ok(m) => Ok(m),
-            Err(e) => Err(format!("server {}: {e}", self.server)),
-        }
+        handshake::reply(&mut self.ctrl, &mut self.reader, self.server, REPLY_TIMEOUT)
     }
 
     fn clock_offset(&mut self) -> Result<ClockOffset, String> {
@@ -188,8 +152,13 @@ impl Client {
     }
 }
 
-fn unexpected(m: &Message) -> String {
-    format!("protocol error: unexpected {:?} from the server", m)
+/// Whether what the control connection brought means it is gone (closed, reset, or a frame
+/// that stopped arriving), rather than a message the test did not expect.
+fn control_lost(polled: &Result<Option<Frame>, ProtocolError>) -> bool {
+    matches!(
+        polled,
+        Err(ProtocolError::Closed | ProtocolError::Io(_) | ProtocolError::Slow)
+    )
 }
 
 /// Why a test ends when the control connection brings something a running test does not
@@ -224,6 +193,10 @@ struct UdpGathered {
     error: Option<String>,
     /// The data socket's local port (labels the flow in a capture: `local_ports`).
     local_port: Option<u16>,
+    /// Where the probe's sender found no path (the server's are in its report).
+    no_path: Vec<NoPath>,
+    /// When the control connection broke mid-test (wall clock).
+    control_lost_ns: Option<i64>,
 }
 
 /// What one TCP step gathered.
@@ -234,6 +207,8 @@ struct TcpGathered {
     error: Option<String>,
     /// Local ports of the data connections (`local_ports`).
     local_ports: Vec<u16>,
+    /// When the control connection broke mid-test (wall clock).
+    control_lost_ns: Option<i64>,
 }
 
 type ProgressFn<'a> = dyn FnMut(&Progress) -> bool + 'a;
@@ -362,6 +337,7 @@ fn run_udp_step(
             }
             g.sent = out.records;
             g.lateness_ns = out.lateness_ns;
+            g.no_path = out.no_path;
             if spec.direction == Direction::Echo {
                 ctl.peer_done(n, spec.drain_ms);
             }
@@ -464,6 +440,9 @@ fn run_udp_step(
                 g.report = Some(report);
             }
             ended => {
+                if control_lost(&ended) {
+                    g.control_lost_ns = Some(realtime_ns());
+                }
                 g.error.get_or_insert(test_ended(ended, c.server));
                 break;
             }
@@ -475,6 +454,7 @@ fn run_udp_step(
         if let Ok(out) = h.join() {
             g.sent = out.records;
             g.lateness_ns = out.lateness_ns;
+            g.no_path = out.no_path;
         }
     }
     if let Some(h) = receiver {
@@ -672,6 +652,9 @@ fn run_tcp_step(
             }
             Ok(Some(Frame::Records { .. })) => {}
             ended => {
+                if control_lost(&ended) {
+                    g.control_lost_ns = Some(realtime_ns());
+                }
                 g.error.get_or_insert(test_ended(ended, c.server));
                 break;
             }
@@ -747,10 +730,12 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     let control_port = client.ctrl.local_addr().ok().map(|a| a.port());
     let mut data_ports: Vec<u16> = Vec::new();
     let n = plan.steps.len();
+    let test_start_ns = realtime_ns();
+    let mut partial: Option<String> = None;
     if error.is_none() {
         for (i, step) in plan.steps.iter().enumerate() {
             let label = step.label.to_string();
-            let (out, step_error) = match &step.step {
+            let (mut out, step_error, lost_ns) = match &step.step {
                 Step::Udp(spec) => {
                     let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
@@ -767,15 +752,37 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     (
                         udp_result(&run_id, i as u32, spec, (plan.owd, offset_ns), &g, &mut log),
                         e,
+                        g.control_lost_ns,
                     )
                 }
                 Step::Tcp(spec) => {
                     let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
                     let e = g.error.clone();
                     data_ports.extend(&g.local_ports);
-                    (tcp_result(spec, &g), e)
+                    (tcp_result(spec, &g), e, g.control_lost_ns)
                 }
             };
+            // A control connection lost mid-test ends the step with what it measured, marked
+            // partial; the next step gets a new connection.
+            if let Some(at) = lost_ns {
+                let mark = format!(
+                    "control connection lost at {:.1} s",
+                    (at - test_start_ns) as f64 / 1e9
+                );
+                partial.get_or_insert(mark.clone());
+                out.partial = Some(mark);
+                steps_out.push((step.label, out));
+                if i + 1 < n {
+                    match Client::connect(addr, token) {
+                        Ok(c) => client = c,
+                        Err(e) => {
+                            error = Some(e);
+                            break;
+                        }
+                    }
+                }
+                continue;
+            }
             steps_out.push((step.label, out));
             if step_error.is_some() {
                 error = step_error;
@@ -785,6 +792,9 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         let _ = client.send(&Message::Bye {});
     }
     crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
+    if let Some(p) = partial {
+        doc["partial"] = json!(p);
+    }
     doc["local_ports"] = json!({ "control": control_port, "data": data_ports });
     if spoofed > 0 {
         doc["spoofed_datagrams"] = json!(spoofed);
@@ -810,6 +820,10 @@ pub struct StepResult {
     pub send_lateness_us: Option<Lateness>,
     pub tcp: Option<TcpStepResult>,
     pub payload_bytes: Option<u32>,
+    /// Where a sender found no path: (direction, the stretch), the probe's up, the server's down.
+    pub no_path: Vec<(&'static str, NoPath)>,
+    /// Set when the control connection broke during the step: what was measured is kept.
+    pub partial: Option<String>,
 }
 
 /// How late each paced send left against its absolute deadline (µs); p99 is the
@@ -842,6 +856,27 @@ pub struct TcpStepResult {
     pub window_bytes: Option<u32>,
     /// The sender's congestion window over time, per direction (TCP_INFO every 100 ms).
     pub window: Vec<WindowSeries>,
+    /// Longest time a receiver got no byte between its first and its last (s, 0.1-s
+    /// samples): an outage the kernel's retransmissions bridged shows here.
+    pub longest_stall_s: f64,
+}
+
+/// Longest run of 0.1-s samples of a cumulative byte count without growth, after the first
+/// byte and before the last (s).
+fn longest_stall_s(received_samples: &[u64]) -> f64 {
+    let (mut longest, mut run) = (0usize, 0usize);
+    for w in received_samples.windows(2) {
+        if w[0] > 0 && w[1] == w[0] {
+            run += 1;
+        } else {
+            // A run counts only once bytes flow again (not the tail after the last byte).
+            if w[1] > w[0] {
+                longest = longest.max(run);
+            }
+            run = 0;
+        }
+    }
+    longest as f64 * 0.1
 }
 
 /// A sender's congestion window and slow-start threshold (segments, summed over streams;
@@ -917,8 +952,12 @@ fn udp_result(
     g: &UdpGathered,
     log: &mut Vec<LogRow>,
 ) -> StepResult {
+    let server_no_path = g.report.iter().flat_map(|r| r.no_path.iter().cloned());
     let mut res = StepResult {
         payload_bytes: Some(spec.payload_bytes),
+        no_path: (g.no_path.iter().cloned().map(|n| ("up", n)))
+            .chain(server_no_path.map(|n| ("down", n)))
+            .collect(),
         ..Default::default()
     };
     let mut lateness: Vec<f64> = g.lateness_ns.iter().map(|&l| l as f64 / 1e3).collect();
@@ -1112,6 +1151,14 @@ fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
                 ssthresh: side.ssthresh_samples.clone(),
             })
             .collect(),
+            longest_stall_s: [
+                (spec.direction.probe_sends(), &remote),
+                (spec.direction.server_sends(), &g.local),
+            ]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, side)| longest_stall_s(&side.received_samples))
+            .fold(0.0, f64::max),
         }),
         ..Default::default()
     }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::clock::ClockOffset;
 use crate::plan::{OwdChoice, Plan, StepLabel};
 use crate::probe::StepResult;
-use crate::wire::Direction;
+use crate::wire::{Direction, NoPath};
 
 fn summary(s: &Option<Summary>) -> Value {
     match s {
@@ -124,6 +124,7 @@ fn tcp_top(r: &StepResult) -> Value {
         "mss": t.mss,
         "window_bytes": t.window_bytes,
         "cwnd": t.window,
+        "longest_stall_s": t.longest_stall_s,
     })
 }
 
@@ -266,11 +267,68 @@ pub fn assemble(
             }
         }
     }
+    merge_into(doc, no_path(steps));
+}
+
+/// Where the senders found no path, over all steps: each stretch with its direction, and
+/// how long the test was without a path in either direction (the union of the stretches).
+fn no_path(steps: &[(StepLabel, StepResult)]) -> Value {
+    let all: Vec<(&str, &NoPath)> = steps
+        .iter()
+        .flat_map(|(_, r)| r.no_path.iter().map(|(d, n)| (*d, n)))
+        .collect();
+    let mut spans: Vec<(i64, i64)> = all.iter().map(|(_, n)| (n.start_ns, n.end_ns)).collect();
+    spans.sort_unstable();
+    let (mut total, mut upto) = (0i64, i64::MIN);
+    for (a, b) in spans {
+        let a = a.max(upto);
+        if b > a {
+            total += b - a;
+        }
+        upto = upto.max(b);
+    }
+    let list: Vec<Value> = all
+        .iter()
+        .map(|(d, n)| {
+            json!({
+                "direction": d, "start_ns": n.start_ns, "end_ns": n.end_ns,
+                "duration_s": (n.end_ns - n.start_ns) as f64 / 1e9,
+                "datagrams": n.datagrams, "error": n.error,
+            })
+        })
+        .collect();
+    json!({ "no_path": list, "no_path_s": total as f64 / 1e9 })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gap(start_ns: i64, end_ns: i64) -> NoPath {
+        NoPath {
+            start_ns,
+            end_ns,
+            datagrams: 1,
+            error: "Network is unreachable (os error 101)".into(),
+        }
+    }
+
+    /// Both directions out over overlapping stretches: the time without a path is their union.
+    #[test]
+    fn time_without_a_path_is_the_union_of_the_stretches() {
+        let r = StepResult {
+            no_path: vec![
+                ("up", gap(1_000_000_000, 3_000_000_000)),
+                ("down", gap(2_000_000_000, 3_500_000_000)),
+                ("down", gap(5_000_000_000, 5_250_000_000)),
+            ],
+            ..Default::default()
+        };
+        let v = no_path(&[(StepLabel::Single, r)]);
+        assert_eq!(v["no_path_s"], 2.75);
+        assert_eq!(v["no_path"][1]["direction"], "down");
+        assert_eq!(v["no_path"][1]["duration_s"], 1.5);
+    }
 
     #[test]
     fn fit_recovers_a_line() {

@@ -17,24 +17,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::admission::{Admission, Ticket};
-use crate::auth;
+use crate::admission::{Arrival, Gate, Ticket};
 use crate::clock::{mono_ns, realtime_ns};
+use crate::handshake::{self, message_name, Refusal};
 use crate::log::{server_view_rows, write_csv};
 use crate::tcp;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
-/// Time allowed from connect to the client's `hello` (one trip across the path).
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
-/// Time allowed from connect to a verified `auth`.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::handshake::{HANDSHAKE_TIMEOUT, HELLO_TIMEOUT};
 /// An authenticated connection idle this long between tests is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a refused connection stays open for its client to read why.
-const REFUSED_LINGER: Duration = Duration::from_secs(1);
-/// Most refused connections kept open at once (each holds a descriptor).
-const MAX_REFUSED_LINGERING: usize = 256;
 /// Time for the probe to open its data sockets after `accepted`.
 pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest drain (waiting for stragglers) a probe may ask for.
@@ -55,7 +48,8 @@ pub const MAX_RATE_BPS: f64 = 1e12;
 pub struct ServerConfig {
     pub listen: SocketAddr,
     pub token: Vec<u8>,
-    /// Per-test, per-direction ceiling on the data rate the server sends or accepts (bit/s).
+    /// Per-test ceiling on the data rate the server sends and accepts, all directions and
+    /// streams together (bit/s).
     pub max_rate_bps: f64,
     pub max_duration_s: f64,
     pub max_tests: usize,
@@ -113,8 +107,7 @@ pub struct ServerStats {
 }
 
 pub struct Server {
-    listener: TcpListener,
-    admission: Admission,
+    gate: Gate,
     cfg: Arc<ServerConfig>,
     stop: Arc<AtomicBool>,
     pub stats: Arc<ServerStats>,
@@ -128,11 +121,8 @@ impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Server> {
         cfg.check()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let listener = TcpListener::bind(cfg.listen)?;
-        listener.set_nonblocking(true)?;
         Ok(Server {
-            listener,
-            admission: Admission::default(),
+            gate: Gate::new(TcpListener::bind(cfg.listen)?, "cellperf server")?,
             cfg: Arc::new(cfg),
             stop: Arc::new(AtomicBool::new(false)),
             stats: Arc::default(),
@@ -140,7 +130,7 @@ impl Server {
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        self.gate.local_addr()
     }
 
     /// Setting this flag makes [`Server::serve`] return within ~100 ms; running tests end
@@ -152,67 +142,43 @@ impl Server {
     /// Accepts control connections until the stop flag is set (or `keep_going` says no;
     /// it is called about every 100 ms, e.g. to let Python handle Ctrl-C).
     pub fn serve(&self, keep_going: &mut dyn FnMut() -> bool) -> io::Result<()> {
-        // Refused connections, kept open (their write side shut) for a moment so the client
-        // reads the reason before the close: closing with its hello unread would reset the
-        // connection, and the reset can discard the reason at the client.
-        let mut refused: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
         while !self.stop.load(Ordering::Relaxed) {
-            while refused
-                .front()
-                .is_some_and(|(t, _)| t.elapsed() > REFUSED_LINGER)
-                || refused.len() > MAX_REFUSED_LINGERING
-            {
-                refused.pop_front();
-            }
-            match self.listener.accept() {
-                Ok((stream, peer)) => {
+            let (stream, peer, admitted) = match self.gate.accept() {
+                Arrival::Admitted(stream, peer, admitted) => (stream, peer, admitted),
+                Arrival::Refused => {
                     self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    let _ = stream.set_nonblocking(false);
-                    let admitted = match self.admission.admit(&stream, peer.ip()) {
-                        Ok(a) => a,
-                        Err(reason) => {
-                            self.stats
-                                .handshakes_refused
-                                .fetch_add(1, Ordering::Relaxed);
-                            let mut s = stream;
-                            // A fresh socket's buffer takes this small frame without blocking.
-                            let _ = send_message(&mut s, &Message::Error { reason });
-                            let _ = s.shutdown(std::net::Shutdown::Write);
-                            refused.push_back((Instant::now(), s));
-                            continue;
-                        }
-                    };
-                    if admitted.evicted {
-                        self.stats
-                            .handshakes_evicted
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    let ticket = admitted.ticket;
-                    self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
-                    let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
-                    std::thread::spawn(move || {
-                        let session = Session::new(stream, peer, cfg, stats.clone(), ticket);
-                        if let Err(e) = session
-                            .map_err(SessionError::from)
-                            .and_then(|mut s| s.run())
-                        {
-                            eprintln!("cellperf server: {peer}: {e}");
-                        }
-                        stats.open_connections.fetch_sub(1, Ordering::Relaxed);
-                    });
+                    self.stats
+                        .handshakes_refused
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Arrival::Nothing => {
                     if !keep_going() {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 }
-                // Out of descriptors and the like: back off, keep serving.
-                Err(e) => {
-                    eprintln!("cellperf server: accept: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+            };
+            self.stats.connections.fetch_add(1, Ordering::Relaxed);
+            if admitted.evicted {
+                self.stats
+                    .handshakes_evicted
+                    .fetch_add(1, Ordering::Relaxed);
             }
+            let ticket = admitted.ticket;
+            self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
+            let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
+            std::thread::spawn(move || {
+                let session = Session::new(stream, peer, cfg, stats.clone(), ticket);
+                if let Err(e) = session
+                    .map_err(SessionError::from)
+                    .and_then(|mut s| s.run())
+                {
+                    eprintln!("cellperf server: {peer}: {e}");
+                }
+                stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+            });
         }
         Ok(())
     }
@@ -384,42 +350,18 @@ impl Session {
     }
 
     fn handshake(&mut self) -> Result<(), SessionError> {
-        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        let left = || deadline.saturating_duration_since(Instant::now());
-        let client_nonce = match self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT) {
-            Ok(Message::Hello {
-                version,
-                client_nonce,
-            }) if version == PROTOCOL_VERSION => client_nonce,
-            Ok(Message::Hello { version, .. }) => {
-                return Err(self.fail(format!(
-                    "protocol version {version} not supported (server speaks {PROTOCOL_VERSION})"
-                )))
-            }
-            Ok(other) => {
-                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err(self.fail(format!("expected hello, got {}", message_name(&other))));
-            }
-            Err(e) => {
-                self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                return Err(self.fail(e.to_string()));
+        let verified = match handshake::accept(&mut self.ctrl, &mut self.reader, &self.cfg.token) {
+            Ok(v) => v,
+            Err(refusal) => {
+                let counter = match refusal {
+                    Refusal::Protocol(_) => Some(&self.stats.protocol_errors),
+                    Refusal::WrongToken => Some(&self.stats.auth_failures),
+                    Refusal::Other(_) => None,
+                };
+                counter.map(|c| c.fetch_add(1, Ordering::Relaxed));
+                return Err(self.fail(refusal.reason()));
             }
         };
-        let server_nonce = Bytes32::random()?;
-        self.send(&Message::Challenge { server_nonce })?;
-        let proof = match self.reader.read_message(&mut self.ctrl, left()) {
-            Ok(Message::Auth { mac }) => mac,
-            Ok(other) => {
-                return Err(self.fail(format!("expected auth, got {}", message_name(&other))))
-            }
-            Err(e) => return Err(self.fail(e.to_string())),
-        };
-        if !auth::verify_client(&self.cfg.token, &server_nonce, &client_nonce, &proof) {
-            self.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
-            // Slow down token guessing.
-            std::thread::sleep(Duration::from_millis(200));
-            return Err(self.fail("authentication failed: wrong token".into()));
-        }
         // Authenticated clients are trusted with a generous cap of their own.
         let max_authenticated = self.cfg.max_tests * 2 + 32;
         let n = self
@@ -433,9 +375,7 @@ impl Session {
             )));
         }
         self.ticket = None;
-        self.send(&Message::AuthOk {
-            mac: auth::server_proof(&self.cfg.token, &server_nonce, &client_nonce),
-        })?;
+        self.send(&verified.auth_ok(&self.cfg.token))?;
         // After the handshake a frame may take as long as any idle period.
         self.reader.frame_deadline = Duration::from_secs(10);
         Ok(())
@@ -610,6 +550,7 @@ impl Session {
                 spoofed: recv_out.spoofed,
                 tcp: None,
                 error: error.or(sent_out.error),
+                no_path: sent_out.no_path,
             },
             up: recv_out.received,
             down,
@@ -707,14 +648,13 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
         let (sent, received) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let budget = spec.bytes.map(|b| b.div_ceil(per_dir as u64));
-        // --max-rate holds each direction, all its streams together.
-        let limit = || {
-            self.cfg
-                .max_rate_bps
-                .is_finite()
-                .then(|| tcp::RateLimit::new(self.cfg.max_rate_bps))
-        };
-        let (down_limit, up_limit) = (limit(), limit());
+        // --max-rate holds the test: both directions and all their streams draw on one budget.
+        let limit = self
+            .cfg
+            .max_rate_bps
+            .is_finite()
+            .then(|| tcp::RateLimit::new(self.cfg.max_rate_bps));
+        let (down_limit, up_limit) = (limit.clone(), limit);
         let senders: Vec<_> = downs
             .into_iter()
             .map(|s| {
@@ -868,13 +808,6 @@ impl Session {
     }
 }
 
-fn message_name(m: &Message) -> String {
-    serde_json::to_value(m)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "message".into())
-}
-
 /// Why a running test ends on what the control connection brought, and whether the
 /// connection is lost (a probe's abort leaves it usable for the report).
 fn test_ended(polled: Result<Option<Frame>, ProtocolError>) -> (String, bool) {
@@ -918,11 +851,19 @@ pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
             spec.count
         ));
     }
-    let rate = spec.payload_bytes as f64 * 8e9 / spec.interval_ns as f64;
+    // --max-rate holds the test: a stream each way (both, echo) counts twice.
+    let ways = if spec.direction.probe_sends() && spec.direction.server_sends() {
+        2.0
+    } else {
+        1.0
+    };
+    let rate = ways * spec.payload_bytes as f64 * 8e9 / spec.interval_ns as f64;
     if rate > cfg.max_rate_bps {
         return Err(format!(
-            "rate {:.0} bit/s is over the server's --max-rate {:.0} bit/s",
-            rate, cfg.max_rate_bps
+            "rate {:.0} bit/s{} is over the server's --max-rate {:.0} bit/s (per test, all directions)",
+            rate,
+            if ways > 1.0 { " (both directions)" } else { "" },
+            cfg.max_rate_bps
         ));
     }
     let duration_s = spec.count as f64 * spec.interval_ns as f64 / 1e9;

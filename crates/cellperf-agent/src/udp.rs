@@ -18,7 +18,7 @@ use cellperf_capture::probe_header::{parse_cellperf, write_cellperf, CELLPERF_HE
 
 use crate::clock::{mono_ns, realtime_ns, tighten_timer_slack, try_realtime_priority, wait_until};
 use crate::sockopt;
-use crate::wire::{Cookie, Record, UdpSpec};
+use crate::wire::{Cookie, NoPath, Record, UdpSpec};
 
 /// First bytes of the datagrams a probe sends to open the server's data socket.
 pub const HELLO_MAGIC: [u8; 4] = *b"CPH1";
@@ -31,6 +31,10 @@ const SOCKET_BUFFER: usize = 8 * 1024 * 1024;
 const REALTIME_MIN_INTERVAL_NS: u64 = 100_000;
 /// How far past its planned end a sender that fell behind may go on sending.
 const OVERRUN_GRACE_NS: i64 = 200_000_000;
+/// Failures closer than this (or two intervals) to the end of the last gap continue it.
+const GAP_MERGE_NS: i64 = 50_000_000;
+/// Longest a sender waits for a full device queue before it takes the datagram as unsendable.
+const FULL_QUEUE_WAIT: Duration = Duration::from_millis(20);
 /// Time from spawning a sender to its first deadline: a new thread's first run (late on a
 /// busy host), real-time priority and buffers are set up before it, not counted as send-time
 /// error. Callers start the schedule this far ahead.
@@ -81,7 +85,13 @@ pub fn hello_datagram(cookie: &Cookie) -> [u8; 20] {
 }
 
 pub fn is_hello(d: &[u8], cookie: &Cookie) -> bool {
-    d.len() == 20 && d[..4] == HELLO_MAGIC && d[4..] == cookie.0
+    hello_cookie(d).is_some_and(|c| c == *cookie)
+}
+
+/// The cookie a hello carries; None for anything else.
+pub fn hello_cookie(d: &[u8]) -> Option<Cookie> {
+    let (magic, cookie) = d.split_first_chunk::<4>()?;
+    (*magic == HELLO_MAGIC).then_some(Cookie(cookie.try_into().ok()?))
 }
 
 /// Enlarges both kernel buffers of a data socket (best effort: the kernel caps them).
@@ -99,6 +109,25 @@ pub struct SendOutcome {
     pub lateness_ns: Vec<i64>,
     /// Why the sender stopped early, if it did.
     pub error: Option<String>,
+    /// Where it found no path to its peer (each unsent datagram is in `records`, lost).
+    pub no_path: Vec<NoPath>,
+}
+
+/// Send errors that mean "no path now", not "stop": the interface is down, there is no route,
+/// a firewall refuses (EPERM), the peer's host or port answered ICMP unreachable
+/// (ECONNREFUSED on a connected UDP socket), or the device queue stays full.
+pub fn is_no_path(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ENETUNREACH
+                | libc::EHOSTUNREACH
+                | libc::ENETDOWN
+                | libc::ENOBUFS
+                | libc::EPERM
+                | libc::ECONNREFUSED
+        )
+    )
 }
 
 /// Sends `spec.count` datagrams paced at `spec.interval_ns` from `start_mono_ns`, until done
@@ -125,6 +154,7 @@ pub fn spawn_sender(
             records: Vec::with_capacity(spec.count.min(1 << 20) as usize),
             lateness_ns: Vec::with_capacity(spec.count.min(1 << 20) as usize),
             error: None,
+            no_path: Vec::new(),
         };
         // A rate above what the host can send must not stretch the test: stop at the
         // planned end (plus a little for a sender that is only momentarily late).
@@ -140,7 +170,7 @@ pub fn spawn_sender(
         if let Some(t) = token {
             buf.chunks_exact_mut(payload).for_each(|d| t.stamp(d));
         }
-        let mut refused = 0u32;
+        let mut last_failed_ns = 0i64;
         let mut seq = 0u64;
         while seq < spec.count {
             if stop.load(Ordering::Relaxed) {
@@ -170,7 +200,9 @@ pub fn spawn_sender(
             };
             match sent {
                 Ok(()) => {
-                    refused = 0;
+                    if let Some(gap) = out.no_path.last_mut().filter(|g| g.end_ns == 0) {
+                        gap.end_ns = send_ns;
+                    }
                     for i in 0..n as u64 {
                         out.lateness_ns.push(now - deadline_of(seq + i));
                         out.records.push(Record {
@@ -192,14 +224,35 @@ pub fn spawn_sender(
                 {
                     gso = false;
                 }
-                // The peer's port answered ICMP unreachable: it closed, or is not there yet.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    refused += 1;
-                    if refused >= 50 {
-                        out.error =
-                            Some("peer's data port unreachable (ICMP port unreachable)".into());
-                        break;
+                // No path now: the datagrams are lost (sent at this time, never received),
+                // the gap is noted, and the schedule goes on.
+                Err(e) if is_no_path(&e) => {
+                    // A failure soon after the last gap closed continues it: ICMP unreachable
+                    // fails every other send (the error is reported once, on the next send).
+                    let reopen = |g: &&mut NoPath| {
+                        g.end_ns == 0 || send_ns - g.end_ns <= (2 * interval).max(GAP_MERGE_NS)
+                    };
+                    match out.no_path.last_mut().filter(reopen) {
+                        Some(gap) => {
+                            gap.datagrams += n as u64;
+                            gap.end_ns = 0;
+                        }
+                        None => out.no_path.push(NoPath {
+                            start_ns: send_ns,
+                            end_ns: 0,
+                            datagrams: n as u64,
+                            error: e.to_string(),
+                        }),
                     }
+                    for i in 0..n as u64 {
+                        out.records.push(Record {
+                            seq: seq + i,
+                            send_ns: Some(send_ns),
+                            recv_ns: None,
+                            bytes: payload as u32,
+                        });
+                    }
+                    last_failed_ns = send_ns;
                     seq += n as u64;
                 }
                 Err(e) => {
@@ -208,19 +261,26 @@ pub fn spawn_sender(
                 }
             }
         }
+        // A gap still open when the test ended: it lasted at least to the last failed send.
+        if let Some(gap) = out.no_path.last_mut().filter(|g| g.end_ns == 0) {
+            gap.end_ns = last_failed_ns;
+        }
         out
     })
 }
 
-/// Retries a send that found the device queue full (or was interrupted) instead of
-/// dropping the datagram locally.
+/// Retries a send that found the device queue full (for up to [`FULL_QUEUE_WAIT`]) or was
+/// interrupted, instead of dropping the datagram locally; a queue full for longer is no path.
 fn retrying(mut send: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+    let mut full = 0u32;
     loop {
         match send() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e)
                 if e.raw_os_error() == Some(libc::ENOBUFS)
-                    || e.kind() == io::ErrorKind::Interrupted =>
+                    && full < FULL_QUEUE_WAIT.as_micros() as u32 / 50 =>
             {
+                full += 1;
                 std::thread::sleep(Duration::from_micros(50))
             }
             other => return other,
@@ -537,6 +597,44 @@ mod tests {
         enlarge_buffers(&a);
         enlarge_buffers(&b);
         (a, b)
+    }
+
+    /// Issue 27 item 2: a send that finds no path (here ICMP port unreachable: nothing on
+    /// the peer's port for the first 100 ms) no longer ends the test: the schedule goes on,
+    /// the unsent datagrams are in the records (lost), one gap covers the stretch.
+    #[test]
+    fn a_sender_keeps_its_schedule_through_no_path() {
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = peer.local_addr().unwrap();
+        drop(peer);
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(at).unwrap();
+        let spec = UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 100,
+            interval_ns: 2_000_000,
+            count: 150,
+            drain_ms: 0,
+        };
+        let start = mono_ns();
+        let sender = spawn_sender(sock, spec, None, start, Arc::new(AtomicBool::new(false)));
+        std::thread::sleep(Duration::from_millis(100));
+        let back = UdpSocket::bind(at).unwrap();
+        let out = sender.join().unwrap();
+        assert_eq!(out.error, None);
+        assert_eq!(out.records.len(), 150);
+        assert!(out.records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+        assert_eq!(out.no_path.len(), 1, "{:?}", out.no_path);
+        let gap = &out.no_path[0];
+        assert!(gap.error.contains("Connection refused"), "{}", gap.error);
+        let ms = (gap.end_ns - gap.start_ns) as f64 / 1e6;
+        assert!((50.0..250.0).contains(&ms), "{ms} ms");
+        assert!(gap.datagrams >= 10, "{gap:?}");
+        // What went out after the gap arrived.
+        back.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 200];
+        assert_eq!(back.recv(&mut buf).unwrap(), 100);
     }
 
     #[test]

@@ -167,6 +167,23 @@ pub struct TcpSide {
     pub mss: Option<u32>,
 }
 
+/// A stretch of a UDP test in which a sender found no path to its peer (the interface down,
+/// no route, a firewall's refusal, ICMP unreachable, the device queue full): its datagrams
+/// could not be sent and count as lost; the schedule went on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoPath {
+    /// Wall-clock time of the first send that failed (ns).
+    pub start_ns: i64,
+    /// Wall-clock time of the first send that went out again, or of the last failed one
+    /// when the test ended without a path (ns).
+    pub end_ns: i64,
+    /// Datagrams that could not be sent.
+    pub datagrams: u64,
+    /// The first failure, as the kernel said it.
+    pub error: String,
+}
+
 /// What the server tells the probe at the end of a test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +198,10 @@ pub struct ServerReport {
     pub tcp: Option<TcpSide>,
     /// Set when the server ended the test early (peer vanished, over time).
     pub error: Option<String>,
+    /// Where the server's sender found no path (absent when it always had one, so a
+    /// report without outages reads as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_path: Vec<NoPath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -217,6 +238,10 @@ pub enum Message {
     Accepted {
         data_port: u16,
         cookie: Cookie,
+    },
+    /// The stream server's one request ([`crate::media`]).
+    StartStream {
+        request: crate::media::StreamRequest,
     },
     Ready {},
     /// The sender of this side finished; the peer may stop waiting after `packets_sent`.
@@ -312,7 +337,7 @@ pub fn decode(body: &[u8]) -> Result<Frame, ProtocolError> {
     match body.split_first() {
         Some((&TAG_MESSAGE, json)) => serde_json::from_slice::<Message>(json)
             .map(Frame::Message)
-            .map_err(|e| ProtocolError::Malformed(e.to_string())),
+            .map_err(|e| ProtocolError::Malformed(why_not_a_message(json, e))),
         Some((&TAG_RECORDS, rest)) => {
             let (&dir, packed) = rest
                 .split_first()
@@ -343,6 +368,25 @@ pub fn decode(body: &[u8]) -> Result<Frame, ProtocolError> {
         }
         Some((t, _)) => Err(ProtocolError::Malformed(format!("unknown frame tag {t}"))),
         None => Err(ProtocolError::Malformed("empty frame".into())),
+    }
+}
+
+/// What is wrong with a JSON body that is not a [`Message`], in the protocol's words: serde
+/// names a tag that is not a string "expected variant identifier at line 1 column 10".
+fn why_not_a_message(json: &[u8], e: serde_json::Error) -> String {
+    use serde_json::Value;
+    let unknown = |t: &dyn std::fmt::Display| format!("unknown message type {t}");
+    match serde_json::from_slice::<Value>(json) {
+        Ok(Value::Object(o)) => match o.get("type") {
+            None => "message without a type".into(),
+            Some(Value::String(t)) if e.to_string().starts_with("unknown variant") => {
+                unknown(&Value::String(t.clone()))
+            }
+            Some(Value::String(_)) => e.to_string(),
+            Some(t) => unknown(t),
+        },
+        Ok(_) => "a message must be a JSON object".into(),
+        Err(_) => e.to_string(),
     }
 }
 
@@ -379,6 +423,7 @@ pub fn send_records(w: &mut impl Write, stream: StreamDir, records: &[Record]) -
 
 /// Reads frames from a stream that has a short read timeout set, keeping a partial frame
 /// across timeouts, so one thread can wait for messages and do other work in between.
+#[derive(Debug)]
 pub struct FrameReader {
     max_body: usize,
     buf: Vec<u8>,
@@ -609,6 +654,29 @@ mod tests {
             Err(ProtocolError::Malformed(_))
         ));
         assert!(matches!(decode(b""), Err(ProtocolError::Malformed(_))));
+    }
+
+    /// Issue 31 item 8: `{"type":0}` got serde's "expected variant identifier at line 1
+    /// column 10"; a message's type that is not one is named as such.
+    #[test]
+    fn a_type_that_is_not_one_is_named() {
+        let why = |body: &[u8]| match decode(body) {
+            Err(ProtocolError::Malformed(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(why(b"\x01{\"type\":0}"), "unknown message type 0");
+        assert_eq!(
+            why(b"\x01{\"type\":null,\"a\":1}"),
+            "unknown message type null"
+        );
+        assert_eq!(
+            why(b"\x01{\"type\":\"launch_missiles\"}"),
+            "unknown message type \"launch_missiles\""
+        );
+        assert_eq!(why(b"\x01{\"mac\":\"00\"}"), "message without a type");
+        assert_eq!(why(b"\x01[1]"), "a message must be a JSON object");
+        // A known type with a bad field keeps serde's words, which name the field.
+        assert!(why(b"\x01{\"type\":\"auth\",\"mac\":\"zz\"}").contains("hex"));
     }
 
     /// Deterministic stand-in for the fuzz target: random bodies and mutated valid frames

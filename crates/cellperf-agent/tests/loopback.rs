@@ -416,6 +416,70 @@ fn max_rate_caps_tcp_up_and_down_over_all_streams() {
     }
 }
 
+/// Issue 31 item 8: `--max-rate 10M` with `--direction both` let 10 Mbit/s through each way.
+/// The cap is per test: TCP both ways draws on one budget, and a UDP stream each way whose
+/// sum is over the cap is refused.
+#[test]
+fn max_rate_caps_a_test_over_both_directions() {
+    let srv = server(10e6, 4);
+    let o = Options {
+        direction: Some("both".into()),
+        duration_s: Some(1.5),
+        streams: Some(2),
+        ..Default::default()
+    };
+    let r = run(&srv, b"s3cret", "tcp-bulk", o);
+    assert_eq!(r.error, None);
+    let (up, down) = (
+        r.document["up_bps"].as_f64().unwrap(),
+        r.document["down_bps"].as_f64().unwrap(),
+    );
+    eprintln!("both ways: {up:.0} up + {down:.0} down bit/s under a 10 Mbit/s cap");
+    assert!(
+        (5e6..11e6).contains(&(up + down)) && up > 0.0 && down > 0.0,
+        "{up} + {down} bit/s under a 10 Mbit/s cap"
+    );
+    let udp = |direction: &str| {
+        run(
+            &srv,
+            b"s3cret",
+            "udp-cbr",
+            Options {
+                direction: Some(direction.into()),
+                rate_bps: Some(6e6),
+                duration_s: Some(0.2),
+                ..Default::default()
+            },
+        )
+        .error
+    };
+    let e = udp("both").unwrap();
+    assert!(
+        e.contains("(both directions) is over the server's --max-rate 10000000"),
+        "{e}"
+    );
+    assert_eq!(udp("down"), None);
+}
+
+/// Issue 31 item 8: a frame `{"type":0}` after authentication got serde's "expected variant
+/// identifier at line 1 column 10".
+#[test]
+fn a_message_type_that_is_not_one_is_named() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let body = b"\x01{\"type\":0}";
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend(body);
+    c.write_all(&frame).unwrap();
+    match rd.read_message(&mut c, Duration::from_secs(5)).unwrap() {
+        Message::Error { reason } => {
+            assert_eq!(reason, "malformed control message: unknown message type 0")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(srv.stats.protocol_errors.load(Ordering::Relaxed), 1);
+}
+
 /// Issue 18 item 11: datagrams from the probe's own address and port (what a spoofer forges)
 /// without the test's token are dropped and counted, not taken as the probe's packets.
 #[test]
@@ -478,4 +542,69 @@ fn forged_datagrams_without_the_token_are_not_counted() {
         up.iter().all(|r| r.send_ns == Some(2_000)),
         "a forged packet was taken"
     );
+}
+
+/// A TCP relay to `to`; the first connection through it is cut (both ways) `cut_after` after
+/// it opened, later ones are relayed whole.
+fn cutting_relay(to: SocketAddr, cut_after: Duration) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for (i, c) in l.incoming().enumerate() {
+            let Ok(c) = c else { return };
+            let up = TcpStream::connect(to).unwrap();
+            let pipe = |mut a: TcpStream, mut b: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut a, &mut b);
+                    let _ = b.shutdown(std::net::Shutdown::Both);
+                })
+            };
+            pipe(c.try_clone().unwrap(), up.try_clone().unwrap());
+            pipe(up.try_clone().unwrap(), c.try_clone().unwrap());
+            if i == 0 {
+                std::thread::spawn(move || {
+                    std::thread::sleep(cut_after);
+                    let _ = c.shutdown(std::net::Shutdown::Both);
+                    let _ = up.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 27 item 2: the control connection breaking mid-test ends the step with what it
+/// measured, marked partial, never a lost run; the next step of a sweep reconnects.
+#[test]
+fn a_control_connection_lost_mid_test_keeps_the_partial_result_and_reconnects() {
+    let srv = server(1e8, 4);
+    // Handshake and clock exchange take a few ms; the first size's 2 s of probes is cut
+    // about a second in.
+    let relay = cutting_relay(srv.addr, Duration::from_millis(1000));
+    let o = Options {
+        sizes: Some(vec![100, 200]),
+        count: Some(20),
+        interval_s: Some(0.1),
+        ..Default::default()
+    };
+    let p = plan("ping-sweep", &o).unwrap();
+    let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    let partial = d["partial"].as_str().unwrap();
+    assert!(
+        partial.starts_with("control connection lost at "),
+        "{partial}"
+    );
+    let at: f64 = partial["control connection lost at ".len()..]
+        .trim_end_matches(" s")
+        .parse()
+        .unwrap();
+    assert!((0.8..2.0).contains(&at), "{at}");
+    assert_eq!(d["steps_run"], 2);
+    // The first size got part of its probes back before the cut; the second all of them.
+    let sweep = d["sweep"].as_array().unwrap();
+    let first = sweep[0]["packets_received"].as_u64().unwrap();
+    assert!((1..20).contains(&first), "{first}");
+    assert_eq!(sweep[1]["packets_received"], 20);
 }

@@ -149,7 +149,7 @@ impl MarkovModel {
     fn from_file(file: ModelFile) -> Result<Self, ChannelError> {
         let bad = |m: String| Err(ChannelError::InvalidModel(m));
         if file.format != MODEL_FORMAT {
-            return bad(format!("format is {:?}, expected {MODEL_FORMAT:?}", file.format));
+            return bad(format!("not a cellperf Markov model (format {MODEL_FORMAT:?} expected)"));
         }
         if file.version != MODEL_VERSION {
             return bad(format!("model version {} is not supported (this cellperf reads version {MODEL_VERSION})", file.version));
@@ -216,7 +216,8 @@ impl MarkovModel {
         // Check format and version before the field layout, so an old or foreign file says so.
         let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
         if format != MODEL_FORMAT {
-            return Err(ChannelError::InvalidModel(format!("format is {format:?}, expected {MODEL_FORMAT:?}")));
+            // The file's own value is not quoted: a path may name any file (docs/emulator.md).
+            return Err(ChannelError::InvalidModel(format!("not a cellperf Markov model (format {MODEL_FORMAT:?} expected)")));
         }
         match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v == MODEL_VERSION as u64 => {}

@@ -4,14 +4,19 @@ use std::path::PathBuf;
 
 use arrow::pyarrow::ToPyArrow;
 use cellperf_agent::keys;
-use cellperf_agent::media::{self, MediaServer, StreamRequest, Transport};
+use cellperf_agent::media::{self, MediaConfig, MediaServer, StreamRequest, Transport};
 use cellperf_agent::plan::{kernel_check, plan, KernelRule, Options, KERNEL_RULES, PROC_SYS};
 use cellperf_agent::server::{Server, ServerConfig};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_native, AgentError, PyException, "An agent option or setup problem the user can fix; one line.");
+create_exception!(
+    _native,
+    AgentError,
+    PyException,
+    "An agent option or setup problem the user can fix; one line."
+);
 
 /// Runs one probe test. Returns (result JSON, per-packet log batch or None, the server's own
 /// log batch or None, error or None): a run that failed part way still returns what it measured.
@@ -36,18 +41,23 @@ fn agent_probe(
                     return false;
                 }
                 match (&progress, serde_json::to_string(p)) {
-                    (Some(cb), Ok(text)) => cb.call1(py, (text,)).map(|r| r.is_truthy(py).unwrap_or(true)).unwrap_or(false),
+                    (Some(cb), Ok(text)) => cb
+                        .call1(py, (text,))
+                        .map(|r| r.is_truthy(py).unwrap_or(true))
+                        .unwrap_or(false),
                     _ => true,
                 }
             })
         })
     });
-    let doc = serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
+    let doc =
+        serde_json::to_string(&run.document).map_err(|e| AgentError::new_err(e.to_string()))?;
     let batch = |rows: &[cellperf_agent::log::LogRow]| -> PyResult<Option<Py<PyAny>>> {
         if rows.is_empty() {
             return Ok(None);
         }
-        let b = cellperf_agent::log::to_record_batch(rows).map_err(|e| AgentError::new_err(e.to_string()))?;
+        let b = cellperf_agent::log::to_record_batch(rows)
+            .map_err(|e| AgentError::new_err(e.to_string()))?;
         Ok(Some(b.to_pyarrow(py)?.unbind()))
     };
     Ok((doc, batch(&run.log)?, batch(&run.server_log)?, run.error))
@@ -68,13 +78,25 @@ fn agent_serve(
     log_dir: Option<PathBuf>,
     on_ready: Option<Py<PyAny>>,
 ) -> PyResult<()> {
-    let addr = listen
-        .parse()
-        .map_err(|_| AgentError::new_err(format!("--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)")))?;
-    let cfg = ServerConfig { listen: addr, token, max_rate_bps, max_duration_s, max_tests, log_dir };
+    let addr = listen.parse().map_err(|_| {
+        AgentError::new_err(format!(
+            "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets, e.g. [::]:5250)"
+        ))
+    })?;
+    let cfg = ServerConfig {
+        listen: addr,
+        token,
+        max_rate_bps,
+        max_duration_s,
+        max_tests,
+        log_dir,
+    };
     cfg.check().map_err(AgentError::new_err)?;
-    let server = Server::bind(cfg).map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
-    let bound = server.local_addr().map_err(|e| AgentError::new_err(e.to_string()))?;
+    let server = Server::bind(cfg)
+        .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
+    let bound = server
+        .local_addr()
+        .map_err(|e| AgentError::new_err(e.to_string()))?;
     if let Some(cb) = on_ready {
         cb.call1(py, (bound.to_string(),))?;
     }
@@ -96,22 +118,44 @@ fn serve_until_interrupted<E: std::fmt::Display + Send>(
     })
     .map_err(|e| AgentError::new_err(e.to_string()))?;
     if interrupted {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"));
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "interrupted",
+        ));
     }
     Ok(())
 }
 
-/// Serves media streams (the `stream` test's CN end) until Ctrl-C; `on_ready(address)` once
-/// listening on TCP and UDP.
+/// Serves media streams (the `stream` test's CN end) to receivers that know `token`, within
+/// the caps, until Ctrl-C; `on_ready(address)` once listening on TCP and UDP.
 #[pyfunction]
-#[pyo3(signature = (listen, on_ready = None))]
-fn media_serve(py: Python<'_>, listen: String, on_ready: Option<Py<PyAny>>) -> PyResult<()> {
+#[pyo3(signature = (listen, token, max_rate_bps, max_packet_bytes, max_duration_s, max_sessions, max_per_source, on_ready = None))]
+#[allow(clippy::too_many_arguments)]
+fn media_serve(
+    py: Python<'_>,
+    listen: String,
+    token: Vec<u8>,
+    max_rate_bps: f64,
+    max_packet_bytes: u32,
+    max_duration_s: f64,
+    max_sessions: usize,
+    max_per_source: usize,
+    on_ready: Option<Py<PyAny>>,
+) -> PyResult<()> {
     let addr = listen.parse().map_err(|_| {
         AgentError::new_err(format!(
             "--listen: '{listen}' is not ADDR:PORT (IPv6 in brackets)"
         ))
     })?;
-    let server = MediaServer::bind(addr)
+    let cfg = MediaConfig {
+        token,
+        max_rate_bps,
+        max_packet_bytes,
+        max_duration_s,
+        max_sessions,
+        max_per_source,
+    };
+    cfg.check().map_err(AgentError::new_err)?;
+    let server = MediaServer::bind(addr, cfg)
         .map_err(|e| AgentError::new_err(format!("--listen {listen}: cannot listen ({e})")))?;
     let bound = server
         .local_addr()
@@ -122,14 +166,29 @@ fn media_serve(py: Python<'_>, listen: String, on_ready: Option<Py<PyAny>>) -> P
     serve_until_interrupted(py, |keep_going| server.serve(keep_going))
 }
 
-/// Receives one media stream and plays it through a `buffer_s` buffer. Returns (summary JSON:
-/// request, schedule, the stream's loss/jitter/OWD and the playout; per-packet log batch).
+/// Checks a stream's rate, packet size and duration as the receiver will (the first problem
+/// as one line naming the option), before anything else is read or sent.
 #[pyfunction]
-#[pyo3(signature = (server, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id))]
+fn media_check(rate_bps: f64, packet_bytes: u32, duration_s: f64) -> PyResult<()> {
+    let req = StreamRequest {
+        transport: Transport::Udp,
+        rate_bps,
+        packet_bytes,
+        duration_s,
+    };
+    req.schedule().map(|_| ()).map_err(AgentError::new_err)
+}
+
+/// Receives one media stream (authenticating with `token`) and plays it through a
+/// `buffer_s` buffer. Returns (summary JSON: request, schedule, the stream's loss/jitter/OWD
+/// and the playout; per-packet log batch).
+#[pyfunction]
+#[pyo3(signature = (server, token, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id))]
 #[allow(clippy::too_many_arguments)]
 fn media_receive(
     py: Python<'_>,
     server: String,
+    token: Vec<u8>,
     transport: String,
     rate_bps: f64,
     packet_bytes: u32,
@@ -150,10 +209,7 @@ fn media_receive(
             )))
         }
     };
-    // Tells this session's repeated UDP requests from another receiver's.
-    let session = cellperf_agent::clock::realtime_ns() as u64 ^ ((std::process::id() as u64) << 32);
     let req = StreamRequest {
-        session,
         transport,
         rate_bps,
         packet_bytes,
@@ -161,7 +217,7 @@ fn media_receive(
     };
     req.schedule().map_err(AgentError::new_err)?;
     let received = py
-        .detach(|| media::receive(addr, &req, (drain_s * 1e3) as u64))
+        .detach(|| media::receive(addr, &token, &req, (drain_s * 1e3) as u64))
         .map_err(AgentError::new_err)?;
     let (summary, rows, arrival) = media::analyse(&received, &flow_id);
     let play = media::playout(
@@ -225,6 +281,14 @@ fn probe_option_tests() -> Vec<(&'static str, Vec<&'static str>)> {
         .collect()
 }
 
+/// The VoIP test's codecs, `[(name, payload bytes, packet interval ms)]`
+/// (cellperf_agent::plan::CODECS): what a call's packets look like, so that an imported
+/// capture's codec is told from its packets by the same table the probe sends by.
+#[pyfunction]
+fn voip_codecs() -> Vec<(&'static str, u32, u64)> {
+    cellperf_agent::plan::CODECS.to_vec()
+}
+
 /// The kernel's rules of the TCP options, `[(option, kind, argument)]`
 /// (cellperf_agent::plan::KERNEL_RULES; kind `listed`, `within`, `at-most-sysctl` or `sysctl`,
 /// argument the /proc/sys path or the bounds `LO..HI`).
@@ -245,7 +309,11 @@ fn kernel_rules() -> Vec<(&'static str, &'static str, String)> {
 #[pyfunction]
 #[pyo3(signature = (option, value, proc_sys = None))]
 fn kernel_refusal(option: &str, value: &str, proc_sys: Option<PathBuf>) -> Option<String> {
-    cellperf_agent::plan::kernel_refusal(&proc_sys.unwrap_or_else(|| PROC_SYS.into()), option, value)
+    cellperf_agent::plan::kernel_refusal(
+        &proc_sys.unwrap_or_else(|| PROC_SYS.into()),
+        option,
+        value,
+    )
 }
 
 /// The probe's plan of `test` with `options_json` checked as the probe checks it, and then
@@ -253,7 +321,12 @@ fn kernel_refusal(option: &str, value: &str, proc_sys: Option<PathBuf>) -> Optio
 /// one line `--option: problem`, or None. For `cellperf run --check`.
 #[pyfunction]
 #[pyo3(signature = (test, options_json, both_ends, proc_sys = None))]
-fn probe_check(test: &str, options_json: &str, both_ends: bool, proc_sys: Option<PathBuf>) -> Option<String> {
+fn probe_check(
+    test: &str,
+    options_json: &str,
+    both_ends: bool,
+    proc_sys: Option<PathBuf>,
+) -> Option<String> {
     let p = match Options::from_json(options_json).and_then(|o| plan(test, &o)) {
         Ok(p) => p,
         Err(e) => return Some(e),
@@ -263,6 +336,7 @@ fn probe_check(test: &str, options_json: &str, both_ends: bool, proc_sys: Option
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_option_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(voip_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_rules, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(probe_check, m)?)?;
@@ -271,6 +345,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agent_serve, m)?)?;
     m.add_function(wrap_pyfunction!(media_serve, m)?)?;
     m.add_function(wrap_pyfunction!(media_receive, m)?)?;
+    m.add_function(wrap_pyfunction!(media_check, m)?)?;
     m.add_function(wrap_pyfunction!(type_keys, m)?)?;
     Ok(())
 }

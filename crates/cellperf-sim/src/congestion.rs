@@ -9,6 +9,13 @@
 //! - Vegas (Brakmo and Peterson, 1995): once per round trip, diff = cwnd·(1 − baseRTT/RTT)
 //!   (segments queued in the network); +1 when diff < α = 2, −1 when diff > β = 4; slow start
 //!   ends when diff > γ = 1. Losses are handled as Reno handles them.
+//! - Westwood+ (Mascolo et al., MobiCom 2001; Grieco and Mascolo, CCR 2004, the "+" that
+//!   samples once per round trip): the window grows as Reno's; the sender estimates the
+//!   bandwidth its ACKs show, a sample b = segments acknowledged / time once per round trip
+//!   (at least 50 ms, as Linux's `tcp_westwood`), filtered twice by the EWMA x ← 7/8·x + 1/8·b
+//!   (Linux's cascade); on a loss ssthresh = max(BWE·RTT_min, 2) segments instead of half the
+//!   window, so a loss the link did not cause (a radio error, a handoff) costs less. Before
+//!   the first estimate a loss halves the window as Reno's does (**choice**).
 use cellperf_link::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +24,7 @@ pub enum Variant {
     NewReno,
     Cubic,
     Vegas,
+    Westwood,
 }
 
 impl Variant {
@@ -26,11 +34,22 @@ impl Variant {
             "newreno" => Variant::NewReno,
             "cubic" => Variant::Cubic,
             "vegas" => Variant::Vegas,
+            "westwood" | "westwood+" => Variant::Westwood,
             _ => return None,
         })
     }
 
-    pub const NAMES: [&'static str; 4] = ["reno", "newreno", "cubic", "vegas"];
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Reno => "reno",
+            Variant::NewReno => "newreno",
+            Variant::Cubic => "cubic",
+            Variant::Vegas => "vegas",
+            Variant::Westwood => "westwood",
+        }
+    }
+
+    pub const NAMES: [&'static str; 5] = ["reno", "newreno", "cubic", "vegas", "westwood"];
 }
 
 const CUBIC_C: f64 = 0.4;
@@ -38,6 +57,8 @@ const CUBIC_BETA: f64 = 0.7;
 const VEGAS_ALPHA: f64 = 2.0;
 const VEGAS_BETA: f64 = 4.0;
 const VEGAS_GAMMA: f64 = 1.0;
+/// Westwood+'s shortest bandwidth-sampling interval (Linux: `TCP_WESTWOOD_RTT_MIN`, HZ/20).
+const WESTWOOD_MIN_INTERVAL: Nanos = 50_000_000;
 
 fn secs(n: Nanos) -> f64 {
     n as f64 / 1e9
@@ -60,12 +81,51 @@ struct VegasState {
     round_min_rtt: Option<Nanos>,
 }
 
+#[derive(Debug, Clone, Default)]
+struct WestwoodState {
+    /// The current sampling interval: when it started and the segments acknowledged in it.
+    since: Option<Nanos>,
+    acked: u64,
+    /// The latest RTT sample (the sampling interval's length).
+    last_rtt: Option<Nanos>,
+    /// The two cascaded filters' outputs, segments per second (`estimate` is BWE).
+    first_stage: f64,
+    estimate: f64,
+}
+
+impl WestwoodState {
+    /// Counts `acked` segments acknowledged at `now`; at the end of a sampling interval
+    /// (one RTT, at least 50 ms) turns them into a bandwidth sample and filters it.
+    fn on_delivered(&mut self, acked: u64, rtt: Option<Nanos>, now: Nanos) {
+        if rtt.is_some() {
+            self.last_rtt = rtt;
+        }
+        let Some(since) = self.since else {
+            // The first ACK opens the first interval; what it acknowledged was sent before.
+            self.since = Some(now);
+            return;
+        };
+        self.acked += acked;
+        let interval = now - since;
+        if interval <= self.last_rtt.unwrap_or(0).max(WESTWOOD_MIN_INTERVAL) {
+            return;
+        }
+        let sample = self.acked as f64 / secs(interval);
+        let filter = |x: f64, b: f64| if x == 0.0 { b } else { 0.875 * x + 0.125 * b };
+        self.first_stage = filter(self.first_stage, sample);
+        self.estimate = filter(self.estimate, self.first_stage);
+        self.since = Some(now);
+        self.acked = 0;
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Controller {
     variant: Variant,
     min_rtt: Option<Nanos>,
     cubic: CubicState,
     vegas: VegasState,
+    westwood: WestwoodState,
 }
 
 impl Controller {
@@ -75,7 +135,28 @@ impl Controller {
             min_rtt: None,
             cubic: CubicState::default(),
             vegas: VegasState::default(),
+            westwood: WestwoodState::default(),
         }
+    }
+
+    fn note_rtt(&mut self, rtt: Option<Nanos>) {
+        if let Some(r) = rtt {
+            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        }
+    }
+
+    /// Every ACK of new data, in fast recovery too (`acked` segments; `rtt` its sample, if
+    /// any): what a bandwidth estimate counts.
+    pub fn on_delivered(&mut self, acked: u64, rtt: Option<Nanos>, now: Nanos) {
+        self.note_rtt(rtt);
+        if self.variant == Variant::Westwood {
+            self.westwood.on_delivered(acked, rtt, now);
+        }
+    }
+
+    /// Westwood+'s bandwidth estimate, segments per second (0 before the first sample).
+    pub fn bandwidth_estimate(&self) -> f64 {
+        self.westwood.estimate
     }
 
     /// Grows (or for Vegas, may shrink) the window on an ACK of `acked` new segments;
@@ -88,11 +169,9 @@ impl Controller {
         rtt: Option<Nanos>,
         now: Nanos,
     ) {
-        if let Some(r) = rtt {
-            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        }
+        self.note_rtt(rtt);
         match self.variant {
-            Variant::Reno | Variant::NewReno => reno_increase(cwnd, *ssthresh),
+            Variant::Reno | Variant::NewReno | Variant::Westwood => reno_increase(cwnd, *ssthresh),
             Variant::Cubic => self.cubic_increase(cwnd, *ssthresh, acked, now),
             Variant::Vegas => self.vegas_update(cwnd, ssthresh, rtt, now),
         }
@@ -110,6 +189,10 @@ impl Controller {
                 };
                 self.cubic.epoch = None;
                 (flight * CUBIC_BETA).max(2.0)
+            }
+            Variant::Westwood if self.westwood.estimate > 0.0 && self.min_rtt.is_some() => {
+                let rtt_min = secs(self.min_rtt.expect("checked"));
+                (self.westwood.estimate * rtt_min).max(2.0)
             }
             _ => (flight / 2.0).max(2.0),
         }

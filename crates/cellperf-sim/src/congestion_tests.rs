@@ -122,3 +122,40 @@ fn vegas_grows_one_segment_per_rtt_on_a_path_that_never_queues() {
     assert_eq!(&w[..3], &[2.0, 4.0, 5.0]);
     assert_eq!(w[7], 10.0, "{w:?}");
 }
+
+#[test]
+fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_the_minimum_rtt() {
+    // 100 segments acknowledged per 100-ms round trip: every sample is 1000 segments/s, and
+    // the cascaded filters start at the first sample, so BWE = 1000/s. RTT_min 100 ms:
+    // ssthresh = 1000 · 0.1 = 100 segments, whatever the window was (Reno: flight/2 = 60).
+    let mut c = Controller::new(Variant::Westwood);
+    let rtt = 100 * MS;
+    // The first ACK (1 ms) opens the interval; one each ms after it: a sample of 101
+    // segments in 101 ms at 102 ms, 203 ms, 304 ms.
+    for k in 1..=400u64 {
+        c.on_delivered(1, Some(rtt), k * MS);
+    }
+    assert!((c.bandwidth_estimate() - 1000.0).abs() < 1e-6, "{}", c.bandwidth_estimate());
+    assert!((c.ssthresh_after_loss(120.0, 120.0, 400 * MS) - 100.0).abs() < 1e-6);
+}
+
+#[test]
+fn westwood_filters_a_rate_change_and_halves_before_its_first_estimate() {
+    let mut c = Controller::new(Variant::Westwood);
+    // No estimate yet: a loss halves the window, as Reno's.
+    assert_eq!(c.ssthresh_after_loss(40.0, 40.0, 0), 20.0);
+    let rtt = 100 * MS;
+    // One sample at 1000/s, then the rate halves: the first stage moves 1/8 of the way
+    // (1000 → 937.5), the estimate 1/8 of the way to the first stage (992.2).
+    // One ACK per ms: at 102 ms a sample of 101 segments in 101 ms (1000/s).
+    for k in 1..=102u64 {
+        c.on_delivered(1, Some(rtt), k * MS);
+    }
+    assert!((c.bandwidth_estimate() - 1000.0).abs() < 1e-6);
+    // Then one per 2 ms: at 204 ms, 51 segments in 102 ms (500/s).
+    for k in 1..=51u64 {
+        c.on_delivered(1, Some(rtt), (102 + 2 * k) * MS);
+    }
+    let expected = 0.875 * 1000.0 + 0.125 * (0.875 * 1000.0 + 0.125 * 500.0);
+    assert!((c.bandwidth_estimate() - expected).abs() < 1.0, "{}", c.bandwidth_estimate());
+}

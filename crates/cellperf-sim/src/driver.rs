@@ -13,6 +13,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowResult {
     pub user: usize,
+    /// The flow's TCP variant (`Variant::NAMES`).
+    pub variant: &'static str,
     /// Data packets that reached the mobile host (duplicates included), bit/s.
     pub throughput_bps: f64,
     /// Payload delivered in order to the application, bit/s.
@@ -89,13 +91,13 @@ struct Flow {
 /// Runs the scenario to its end and returns what each flow did.
 pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
     let mut net = scenario.network()?;
-    let cfg = scenario.tcp.config()?;
+    let configs = scenario.flow_configs()?;
     let (data_bytes, ack_bytes) = (scenario.tcp.packet_bytes, scenario.tcp.ack_bytes);
     let payload_bits = ((data_bytes - scenario.tcp.header_bytes) * 8) as f64;
     let end = cellperf_link::element::secs_to_nanos(scenario.duration_s);
-    let n = scenario.users.len();
-    let mut flows: Vec<Flow> = (0..n)
-        .map(|_| Flow {
+    let mut flows: Vec<Flow> = configs
+        .iter()
+        .map(|cfg| Flow {
             sender: Sender::new(cfg.clone()),
             receiver: Receiver::new(cfg.delayed_ack),
             rtts: Vec::new(),
@@ -191,6 +193,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
             let q = |p: f64| quantile_sorted(&f.rtts, p);
             FlowResult {
                 user: u,
+                variant: configs[u].variant.name(),
                 throughput_bps: rs.segments_received as f64 * (data_bytes * 8) as f64 / duration,
                 goodput_bps: rs.segments_delivered as f64 * payload_bits / duration,
                 segments_sent: st.segments_sent,

@@ -46,6 +46,10 @@ pub struct Scenario {
 pub struct UserJson {
     pub downlink: LinkSpec,
     pub uplink: LinkSpec,
+    /// This user's TCP variant, in place of `tcp.variant` (mixed variants in one cell, as
+    /// seed 002 §7 compares them).
+    #[serde(default)]
+    pub tcp_variant: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -184,14 +188,13 @@ fn positive_seconds(what: &str, s: f64) -> Result<(), LinkError> {
     }
 }
 
+fn variant(given: &str) -> Result<Variant, LinkError> {
+    named("TCP variant", given, Variant::parse, &Variant::NAMES)
+}
+
 impl TcpJson {
     pub fn config(&self) -> Result<TcpConfig, LinkError> {
-        let variant = named(
-            "TCP variant",
-            &self.variant,
-            Variant::parse,
-            &Variant::NAMES,
-        )?;
+        let variant = variant(&self.variant)?;
         let rto_estimator = named(
             "RTO estimator",
             &self.rto,
@@ -413,7 +416,25 @@ impl Scenario {
             return Err(LinkError::spec("at most 64 wired hops"));
         }
         s.tcp.config()?;
+        s.flow_configs()?;
         Ok(s)
+    }
+
+    /// Each user's TCP: the scenario's, with the user's own variant where it names one.
+    pub fn flow_configs(&self) -> Result<Vec<TcpConfig>, LinkError> {
+        let common = self.tcp.config()?;
+        self.users
+            .iter()
+            .map(|u| {
+                Ok(match &u.tcp_variant {
+                    None => common.clone(),
+                    Some(v) => TcpConfig {
+                        variant: variant(v)?,
+                        ..common.clone()
+                    },
+                })
+            })
+            .collect()
     }
 
     /// Builds every element (all input errors surface here).

@@ -336,6 +336,7 @@ impl Sender {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
         self.una_timed_out = false;
+        self.cc.on_delivered(acked, rtt, now);
         if self.in_recovery {
             self.on_ack_in_recovery(ack, acked, now, out);
         } else {

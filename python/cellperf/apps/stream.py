@@ -16,26 +16,43 @@ from cellperf.errors import UserError
 
 TRANSPORTS = ("udp", "tcp")
 DEFAULT_PORT = 5260
+#: The server's caps unless told otherwise: a session's rate, packet size and duration, and
+#: the sessions at once in all and from one source (docs/apps.md).
+DEFAULT_CAPS = {"max_rate_bps": 100e6, "max_packet_bytes": 1500, "max_duration_s": 600.0, "max_sessions": 16,
+                "max_per_source": 4}
+MAX_DURATION_S = 3600.0
+MAX_SESSIONS = 1024
 
 
-def serve(listen: str, on_ready: Callable[[str], None] | None = None) -> None:
-    """Serves streams (TCP and UDP on the same port) until KeyboardInterrupt."""
+def serve(listen: str, token: bytes, on_ready: Callable[[str], None] | None = None, **caps) -> None:
+    """Serves streams (TCP and UDP on the same port) to receivers that know `token`, within
+    `caps` (keys of DEFAULT_CAPS), until KeyboardInterrupt."""
+    c = {**DEFAULT_CAPS, **caps}
     try:
-        _native.media_serve(listen, on_ready)
+        _native.media_serve(listen, token, c["max_rate_bps"], c["max_packet_bytes"], c["max_duration_s"],
+                            c["max_sessions"], c["max_per_source"], on_ready)
     except _native.AgentError as e:
         raise UserError(str(e)) from None
 
 
-def play(server: str, *, transport: str, rate_bps: float, packet_bytes: int, duration_s: float,
+def check(rate_bps: float, packet_bytes: int, duration_s: float) -> None:
+    """Refuses a stream the test cannot send (one line naming the option)."""
+    try:
+        _native.media_check(rate_bps, packet_bytes, duration_s)
+    except _native.AgentError as e:
+        raise UserError(str(e)) from None
+
+
+def play(server: str, token: bytes, *, transport: str, rate_bps: float, packet_bytes: int, duration_s: float,
          buffer_s: float, drain_s: float = 2.0, flow_id: str = "stream"):
-    """Receives one stream from `server` (ADDR:PORT) and plays it through `buffer_s` of
-    buffer. Returns (document, per-packet log as a pyarrow table or None)."""
+    """Receives one stream from `server` (ADDR:PORT), authenticating with `token`, and plays
+    it through `buffer_s` of buffer. Returns (document, per-packet log as a pyarrow table or None)."""
     import json
 
     import pyarrow as pa
 
     try:
-        text, batch = _native.media_receive(server, transport, rate_bps, packet_bytes, duration_s, buffer_s,
+        text, batch = _native.media_receive(server, token, transport, rate_bps, packet_bytes, duration_s, buffer_s,
                                             drain_s, flow_id)
     except _native.AgentError as e:
         raise UserError(str(e)) from None

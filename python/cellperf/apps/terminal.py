@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import random
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cellperf import _native
-from cellperf.errors import UserError
+from cellperf.errors import UserError, os_reason
 
 #: Printed by the remote command once the session is up, before any key is typed.
 READY = "CELLPERF-READY"
@@ -32,21 +33,52 @@ THRESHOLDS_MS = (100, 200)
 
 
 def _free_port(host: str) -> int:
-    with socket.socket() as s:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
-class SshServer:
-    """`with SshServer("0.0.0.0") as srv:` sshd on `srv.port`; `srv.identity` is the key that
-    logs in as `srv.user`. Stopped and its folder removed on exit."""
+def _write_new(path: Path, text: str) -> None:
+    """Creates `path` (mode 0600) and writes `text`; never through a symlink, never over an
+    existing file (OSError instead): the server runs as root."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
-    def __init__(self, host: str = "0.0.0.0", folder: Path | None = None):
+
+#: What the test's key may run, whatever the client asks: the remote terminal (a pty) echoes
+#: each key while `cat` reads them. The client asks for the same (ssh_argv), so `cellperf term
+#: type` works against any sshd.
+REMOTE_COMMAND = f"echo {READY}; exec cat"
+
+
+class SshServer:
+    """`with SshServer("10.0.0.1") as srv:` sshd on `srv.host`:`srv.port`; `srv.identity` is
+    the key that logs in as `srv.user`, and it can only run `REMOTE_COMMAND` on a terminal
+    (no other command, no forwarding), from `allow_from` (CIDR patterns, comma-separated) if
+    given. The keys and sshd's configuration are in a private folder (mode 0700) made for the
+    server: a fresh temporary one, or `folder`, which must not exist yet. Stopped and the
+    folder removed on exit. With `netns` (a namespace file such as /proc/PID/ns/net) sshd
+    runs in that network namespace, listening on `host` there: the emulated testbed's CN
+    address exists only in the host's namespace once the link is up, and the session is
+    started from the MN's (`cellperf term type --serve-in`)."""
+
+    def __init__(self, host: str, folder: Path | None = None, allow_from: str | None = None,
+                 netns: str | None = None):
         if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
             raise UserError("sshd or ssh-keygen not found (Debian packages openssh-server and openssh-client)")
-        self.host, self.user = host, getpass.getuser()
-        self._own_folder = folder is None
-        self.folder = Path(tempfile.mkdtemp(prefix="cellperf-ssh-")) if folder is None else folder
+        if netns is not None and shutil.which("nsenter") is None:
+            raise UserError("nsenter not found (Debian package util-linux)")
+        self.host, self.user, self.allow_from, self.netns = host, getpass.getuser(), allow_from, netns
+        if folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="cellperf-ssh-"))  # mode 0700, a new name
+        else:
+            try:
+                folder.mkdir(mode=0o700)  # never one made before (by someone else, with planted links)
+            except OSError as e:
+                raise UserError(f"--folder {folder}: cannot make it ({os_reason(e)}); give a folder that does not "
+                                "exist yet, or none (a private temporary one)") from None
+            self.folder = folder
         self.identity = self.folder / "client_key"
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -64,24 +96,30 @@ class SshServer:
 
     def start(self, preexec_fn=None) -> None:
         f = self.folder
-        f.mkdir(parents=True, exist_ok=True)
         for key in ("host_key", "client_key"):
-            if not (f / key).exists():
-                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cellperf", "-f", str(f / key)],
-                               check=True, capture_output=True)
-        (f / "authorized_keys").write_text((f / "client_key.pub").read_text())
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cellperf", "-f", str(f / key)],
+                           check=True, capture_output=True)
+        source = f'from="{self.allow_from}",' if self.allow_from else ""
+        _write_new(f / "authorized_keys",
+                   f'restrict,pty,{source}command="{REMOTE_COMMAND}" {(f / "client_key.pub").read_text()}')
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation
+        allow = " ".join(f"{self.user}@{cidr}" for cidr in self.allow_from.split(",")) if self.allow_from else self.user
+        config = f / "sshd_config"
         for _ in range(5):  # the port may be taken between choosing and binding it
-            self.port = _free_port(self.host)
-            config = f / "sshd_config"
-            config.write_text(
-                f"Port {self.port}\nListenAddress {self.host}\nHostKey {f / 'host_key'}\n"
-                f"AuthorizedKeysFile {f / 'authorized_keys'}\nPidFile none\nUsePAM no\nStrictModes no\n"
-                "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
-                f"PermitRootLogin prohibit-password\nAllowUsers {self.user}\nPrintMotd no\nPrintLastLog no\n"
-                "LogLevel INFO\n")
-            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+            # In another namespace the address cannot be tried from here: a random port, and
+            # sshd's "Address already in use" another try.
+            self.port = _free_port(self.host) if self.netns is None else random.randrange(20000, 60000)
+            config.unlink(missing_ok=True)
+            _write_new(config,
+                       f"Port {self.port}\nListenAddress {self.host}\nHostKey {f / 'host_key'}\n"
+                       f"AuthorizedKeysFile {f / 'authorized_keys'}\nPidFile none\nUsePAM no\nStrictModes no\n"
+                       "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+                       f"PermitRootLogin prohibit-password\nAllowUsers {allow}\nPrintMotd no\nPrintLastLog no\n"
+                       f"ForceCommand {REMOTE_COMMAND}\nDisableForwarding yes\nPermitTunnel no\nPermitUserRC no\n"
+                       "PermitUserEnvironment no\nLogLevel INFO\n")
+            enter = ["nsenter", f"--net={self.netns}"] if self.netns else []
+            self.proc = subprocess.Popen([*enter, SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                          preexec_fn=preexec_fn)
             line = self.proc.stderr.readline()
@@ -100,15 +138,14 @@ class SshServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self._own_folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def ssh_argv(host: str, port: int, identity: Path, user: str) -> list[str]:
     """The client: a terminal on the remote side running `cat` (which the remote tty echoes)."""
     return ["ssh", "-tt", "-F", "/dev/null", "-i", str(identity), "-p", str(port),
             "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
-            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10", f"{user}@{host}", f"echo {READY}; exec cat"]
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10", f"{user}@{host}", REMOTE_COMMAND]
 
 
 def type_keys(argv: list[str], *, count: int, interval_s: float, timeout_s: float = 5.0) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ Nothing here loops over packets: the work is in those modules.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -222,20 +223,119 @@ def _channel_stats(radio: Path, duration_s: float, handoffs: int, warnings: list
         "mean_sojourn_ms": s["mean_sojourn_ms"], "markov_rmse": s.get("markov_rmse"), "handoffs": handoffs}])
 
 
-def _voip_windows(agent_log: Path, interval_s: float, warnings: list[str]) -> pl.DataFrame | None:
-    """Per direction and window: loss, mean delay, R, MOS. Delay is what the probe logged
-    for the echo test (half the RTT unless the campaign asks otherwise), as in the thesis."""
+def voip_codecs() -> dict[str, tuple[int, float]]:
+    """The VoIP test's codecs, name → (payload bytes, packet interval in s): the agents' one
+    table (crate cellperf-agent, plan::CODECS), by which the probe sends a call."""
+    from cellperf import _native
+
+    return {name: (size, ms / 1e3) for name, size, ms in _native.voip_codecs()}
+
+
+#: Each VoIP test codec by its E-model name (cellperf.voice.emodel.CODECS): the test's G.729
+#: is G.729A's packetisation (10-ms frames, two per packet).
+EMODEL_CODECS = {"g711": "g711", "g729": "g729a"}
+DEFAULT_CODEC = "g711"
+
+
+def packet_codec(udp: pl.DataFrame) -> str | None:
+    """The VoIP test codec that sends a call's packets as these are: the most common payload
+    size and the median interval between sends (within 10 %) of its busier direction, or
+    None when no codec of the test sends so."""
+    busier = udp.group_by("direction").len().sort("len", "direction", descending=True)["direction"][0]
+    sent = udp.filter(pl.col("direction") == busier).drop_nulls("send_ts").sort("send_ts")
+    size = sent["bytes"].mode().min()
+    gap_s = sent["send_ts"].diff().dt.total_nanoseconds().median()
+    for name, (payload, interval_s) in voip_codecs().items():
+        if size == payload and gap_s is not None and abs(gap_s / 1e9 - interval_s) <= 0.1 * interval_s:
+            return name
+    return None
+
+
+def _windows(stream: pl.DataFrame, codec: str, interval_s: float, source: str, warnings: list[str]) -> pl.DataFrame | None:
+    """Per direction (`flow_id` of `stream`) and window: loss, mean delay, R, MOS of the codec's
+    call. The grid starts half a packet interval before the first packet sent: a paced call's
+    every 50th packet (20 ms, 1-s windows) would otherwise lie on a window's edge, where the
+    probe's clock and a capture's (microseconds apart) put it on either side."""
     from cellperf.voice import voice_windows
 
-    if not agent_log.exists():
-        return None
-    log = pl.read_parquet(agent_log).with_columns(flow_id=pl.col("direction"))
+    first = stream["send_ts"].min()
+    origin = first - timedelta(seconds=voip_codecs()[codec][1] / 2) if first is not None else None
     try:
-        w = voice_windows(log, window_s=interval_s, source=agent_log.name)
+        w = voice_windows(stream, window_s=interval_s, codec=EMODEL_CODECS[codec], origin=origin, source=source)
     except UserError as e:
         warnings.append(f"VoIP windows: {e}")
         return None
     return w.rename({"flow_id": "direction"})
+
+
+def _voip_windows(agent_log: Path, codec: str, interval_s: float, warnings: list[str]) -> pl.DataFrame | None:
+    """A VoIP test's windows from the agents' log. Delay is what the probe logged for the echo
+    test (half the RTT unless the campaign asks otherwise), as in the thesis."""
+    if not agent_log.exists():
+        return None
+    log = pl.read_parquet(agent_log).with_columns(flow_id=pl.col("direction"))
+    return _windows(log, codec, interval_s, agent_log.name, warnings)
+
+
+def _capture_voip_windows(flows: pl.DataFrame, udp: pl.DataFrame, rtt: pl.DataFrame, codec: str | None,
+                          interval_s: float, summary: dict) -> pl.DataFrame | None:
+    """A call's windows from its captures (an imported run: no agents' log), as the agents' log
+    gives them: per direction (`up`, `down`), loss from the two captures, and delay half the
+    round trip of each packet's request and echo, paired at the MN's capture (`rtt`), as the
+    probe logs it; without echoes (one call each way, not an echo test), the captures' one-way
+    delay (raw or excess, `delay_kind` says). The call is the run's busiest UDP data flow; its
+    codec `codec`, else the one whose packets these are (`packet_codec`)."""
+    warnings = summary["warnings"]
+    data = flows.filter((pl.col("role") == "data") & (pl.col("proto") == "udp"))
+    if data.height == 0:
+        warnings.append("VoIP windows: no UDP data flow in the captures")
+        return None
+    call = data.sort("packets", descending=True)["flow_id"][0]
+    udp = udp.filter(pl.col("flow_id") == call)
+    named = codec or packet_codec(udp)
+    if named is None:
+        sizes = ", ".join(f"{n} {b} B every {1e3 * t:g} ms" for n, (b, t) in voip_codecs().items())
+        warnings.append(f"VoIP windows: the call's packets match no codec of the VoIP test ({sizes}); give --codec")
+        return None
+    summary["voip"] = {"codec": named, "codec_from": "option" if codec else "packets"}
+    # The call is its codec's packets: not the probe's hellos that open the flow (20 B).
+    udp = udp.filter(pl.col("bytes") == voip_codecs()[named][0])
+    echoes = rtt.filter(pl.col("flow_id") == call)
+    udp = _half_rtt(udp, echoes) if echoes.height else udp.with_columns(owd_kind=pl.lit(summary.get("owd_kind") or "raw"))
+    stream = udp.with_columns(flow_id=pl.col("direction").replace_strict({"uplink": "up", "downlink": "down"}))
+    return _windows(stream, named, interval_s, "captures", warnings)
+
+
+def _half_rtt(udp: pl.DataFrame, echoes: pl.DataFrame) -> pl.DataFrame:
+    """The call's packets (both directions, `udp_packets` rows) with `owd_ms` half the round
+    trip of the request and echo each belongs to, as the probe logs them: `echoes` are the
+    call's `rtt` rows, one per answered request, at the echo's arrival at the MN (`ts`), in the
+    requests' direction. A request is found by its sending time at the MN, an echo by its
+    arrival there (both on the MN capture's clock, exactly)."""
+    echo_ns = pl.col("ts").dt.epoch("ns")
+    pairs = echoes.select("direction", "rtt_ms", echo_ns=echo_ns,
+                          request_ns=echo_ns - (pl.col("rtt_ms") * 1e6).round().cast(pl.Int64))
+    request = pairs["direction"][0]
+    udp = udp.with_columns(_request=pl.col("direction") == request,
+                           _at_mn=pl.when(pl.col("direction") == request).then(pl.col("send_ts"))
+                           .otherwise(pl.col("recv_ts")).dt.epoch("ns"))
+    at_mn = pl.concat([pairs.select(_at_mn="request_ns", _rtt="rtt_ms", _request=pl.lit(True)),
+                       pairs.select(_at_mn="echo_ns", _rtt="rtt_ms", _request=pl.lit(False))])
+    udp = udp.join(at_mn, on=["_request", "_at_mn"], how="left").with_columns(
+        owd_ms=pl.col("_rtt") / 2, owd_kind=pl.lit("half_rtt"))
+    # A request that arrived before the first one answered is no speech: a hello of the
+    # codec's size (G.729's 20 B).
+    first = udp.filter(pl.col("_request") & pl.col("_rtt").is_not_null())["send_ts"].min()
+    if first is not None:
+        udp = udp.filter(~(pl.col("_request") & ~pl.col("lost") & (pl.col("send_ts") < first)))
+    return udp.drop("_request", "_at_mn", "_rtt")
+
+
+def _with_handoffs(windows: pl.DataFrame, handoff_s: np.ndarray) -> pl.DataFrame:
+    """VoIP windows marked when within ±5 s of a handoff (METHODS §6)."""
+    start = windows["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+    end = windows["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
+    return windows.with_columns(near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
 
 
 def _streams_from_log(agent_log: Path, directions: set[str], interval_s: float,
@@ -270,7 +370,7 @@ def _member_logs(run: RunSpec, folder: Path, interval_s: float, handoff_s, table
             continue
         logs.append(pl.read_parquet(path).with_columns(member=pl.lit(m.name)))
         if m.type == "voip":
-            w = _voip_windows(path, interval_s, warnings)
+            w = _voip_windows(path, m.options.get("codec", DEFAULT_CODEC), interval_s, warnings)
             if w is not None:
                 windows.append(w.with_columns(member=pl.lit(m.name)))
         path.unlink()
@@ -278,11 +378,8 @@ def _member_logs(run: RunSpec, folder: Path, interval_s: float, handoff_s, table
         write_parquet(pl.concat(logs, how="diagonal_relaxed").with_columns(run_id=pl.lit(run.run_id)),
                       folder / "agent_log.parquet")
     if windows:
-        w = pl.concat(windows, how="diagonal_relaxed")
-        start = w["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
-        end = w["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
-        tables["voip_windows"] = w.with_columns(
-            run_id=pl.lit(run.run_id), near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
+        tables["voip_windows"] = _with_handoffs(pl.concat(windows, how="diagonal_relaxed"), handoff_s).with_columns(
+            run_id=pl.lit(run.run_id))
 
 
 def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str | None, clocks_synced: bool,
@@ -380,9 +477,9 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         per_packet["rtt"].append(_with_direction(table("rtt")).filter(mine if user is not None else pl.lit(True)))
         per_packet["udp_packets"].append(_with_direction(table("udp_packets")).filter(mine if user is not None else pl.lit(True)))
     # Per-packet tables: Parquet beside the database, with the run id in every row.
-    for name, parts in per_packet.items():
-        if parts:
-            write_parquet(pl.concat(parts, how="diagonal_relaxed").with_columns(run_id=run_id), folder / f"{name}.parquet")
+    joined = {name: pl.concat(parts, how="diagonal_relaxed") for name, parts in per_packet.items() if parts}
+    for name, part in joined.items():
+        write_parquet(part.with_columns(run_id=run_id), folder / f"{name}.parquet")
     if from_log:
         flows, intervals = _streams_from_log(agent_log, from_log, interval_s,
                                              first_id=max((int(f["flow_id"].max()) + 1 for f in flow_parts
@@ -408,15 +505,18 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         server_log.unlink()
     if run.test.members:
         _member_logs(run, folder, interval_s, handoff_s, tables, warnings)
+    windows = None
     if agent_log.exists():
         log = pl.read_parquet(agent_log)
         write_parquet(log.with_columns(run_id=run_id), folder / "agent_log.parquet")
         agent_log.unlink()
         if test_type == "voip":
-            w = _voip_windows(folder / "agent_log.parquet", interval_s, warnings)
-            if w is not None:
-                start = w["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
-                end = w["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
-                tables["voip_windows"] = w.with_columns(
-                    run_id=run_id, near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
+            windows = _voip_windows(folder / "agent_log.parquet", run.options.get("codec", DEFAULT_CODEC), interval_s,
+                                    warnings)
+    elif test_type == "voip" and flows is not None and "udp_packets" in joined:
+        # Captures alone (an imported run): the same windows from the packets.
+        windows = _capture_voip_windows(flows, joined["udp_packets"], joined["rtt"], run.options.get("codec"),
+                                        interval_s, summary)
+    if windows is not None:
+        tables["voip_windows"] = _with_handoffs(windows, handoff_s).with_columns(run_id=run_id)
     return tables, summary

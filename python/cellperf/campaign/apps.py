@@ -53,20 +53,29 @@ def json_server(argv: list[str], what: str, preexec_fn=None, pass_fds=(), wait: 
                 p.wait()
 
 
-def stream_server_argv(exe: str) -> list[str]:
-    return [exe, "stream", "serve", "--listen", "0.0.0.0:0", "--json"]
+def stream_server_argv(exe: str, token_file: Path) -> list[str]:
+    """The campaign's own stream server: the campaign's token; caps as wide as a run may ask."""
+    return [exe, "stream", "serve", "--listen", "0.0.0.0:0", "--token-file", str(token_file), "--max-rate", "1G",
+            "--max-packet", "65507", "--max-duration", "3600", "--json"]
 
 
-def stream_argv(exe: str, run: RunSpec, server: str, log: Path) -> list[str]:
-    """`cellperf stream play` for the run's options, its per-packet log in the agents' schema."""
+def stream_argv(exe: str, run: RunSpec, server: str, token_file: Path | None, log: Path) -> list[str]:
+    """`cellperf stream play` for the run's options, its per-packet log in the agents' schema;
+    without a token file the player reads $CELLPERF_TOKEN."""
     options = {k: v for k, v in run.options.items() if k in _STREAM_OPTIONS}
-    return [exe, "stream", "play", server, *probe_args(options), "--json", "--log", str(log)]
+    token = ["--token-file", str(token_file)] if token_file is not None else []
+    return [exe, "stream", "play", server, *probe_args(options), *token, "--json", "--log", str(log)]
 
 
-def interactive_argv(exe: str, run: RunSpec, host: str, port: int, identity: Path, user: str, log: Path) -> list[str]:
+def interactive_argv(exe: str, run: RunSpec, host: str, log: Path, *, port: int | None = None,
+                     identity: Path | None = None, user: str | None = None, serve_in: str | None = None,
+                     allow_from: str | None = None) -> list[str]:
+    """`cellperf term type` for the run: into a running sshd (`port`, `identity`, `user`), or
+    into its own, started in the namespace `serve_in` (`allow_from`: its key's addresses)."""
     options = {k: v for k, v in run.options.items() if k in _INTERACTIVE_OPTIONS}
-    return [exe, "term", "type", host, "--port", str(port), "--identity", str(identity), "--user", user,
-            *probe_args(options), "--json", "--log", str(log)]
+    server = (["--serve-in", serve_in, *(["--allow-from", allow_from] if allow_from else [])] if serve_in
+              else ["--port", str(port), "--identity", str(identity), "--user", user])
+    return [exe, "term", "type", host, *server, *probe_args(options), "--json", "--log", str(log)]
 
 
 def stream_tables(run: RunSpec, result: dict) -> dict[str, pl.DataFrame]:

@@ -60,34 +60,46 @@ class Job:
     tz: str
 
 
-def _place(src: Path, dst: Path) -> None:
-    """The file in the run's folder: a hard link when on the same file system (free), else a copy."""
+def _place(src: Path, dst: Path, placed: dict[str, str]) -> None:
+    """The file's content in the run's folder: a hard link when on the same file system (free),
+    else a copy with the file's permission bits. A symbolic link is followed on purpose: the
+    folder gets the content it points to, wherever that is, never a link out of the store
+    (docs/import.md). `placed` maps the copy's path to the user's, for messages."""
     try:
-        os.link(src, dst)
-    except OSError:
+        real = src.resolve(strict=True)
         try:
-            shutil.copyfile(src, dst)
-        except OSError as e:
-            if e.errno == errno.ENOSPC:
-                raise disk_full(dst.parent) from None
-            raise UserError(f"{src}: cannot copy into {dst.parent} ({os_reason(e)})") from None
+            os.link(real, dst)
+        except OSError:
+            shutil.copy(real, dst)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise disk_full(dst.parent) from None
+        raise UserError(f"{src}: cannot copy into {dst.parent} ({os_reason(e)})") from None
+    placed[str(dst)] = str(src)
 
 
-def _logs(job: Job, folder: Path, warnings: list[str]) -> pl.DataFrame | None:
+def _users_paths(reason: str | None, placed: dict[str, str]) -> str | None:
+    """A failure's reason naming the user's files, not their copies in the staging folder."""
+    for copy, original in placed.items():
+        reason = reason and reason.replace(copy, original)
+    return reason
+
+
+def _logs(job: Job, folder: Path, warnings: list[str], placed: dict[str, str]) -> pl.DataFrame | None:
     """Writes the radio log as `radio.csv` (cellperf's columns) and returns the positions of the
     GPS track, or else those the radio log carries."""
     from cellperf.radiologs import read_positions, read_radio
 
     run, positions, source = job.run, None, None
     if run.radio is not None and run.radio_format == "cellperf":
-        _place(run.radio, folder / "radio.csv")  # already in cellperf's columns
+        _place(run.radio, folder / "radio.csv", placed)  # already in cellperf's columns
     elif run.radio is not None:
-        _place(run.radio, folder / f"radio-source{run.radio.suffix}")
+        _place(run.radio, folder / f"radio-source{run.radio.suffix}", placed)
         radio, positions = read_radio(run.radio, run.radio_format, job.tz)
         radio.write_csv(folder / "radio.csv")
         source = run.radio_format if positions is not None else None
     if run.gps is not None:
-        _place(run.gps, folder / f"gps{run.gps.suffix}")
+        _place(run.gps, folder / f"gps{run.gps.suffix}", placed)
         positions, source = read_positions(run.gps, run.gps_format, job.tz), run.gps_format
     if positions is None:
         return None
@@ -115,21 +127,23 @@ def analyse_capture(job: Job) -> RunRecord:
     tables: dict = {}
     analysis: dict = {"warnings": []}
     identity, digests = job.quick, {}  # until the files are read
+    options = {"codec": run.codec} if run.codec else {}
+    placed: dict[str, str] = {}
     with recorded_failure(folder, job.runs_dir) as failure:
         identity, digests = content_identity(run, job.interval_s, job.tz)
         for role in ("mn", "cn"):
             if getattr(run, role) is not None:
-                _place(getattr(run, role), folder / f"{role}.pcap")
-        positions = _logs(job, folder, analysis["warnings"])
+                _place(getattr(run, role), folder / f"{role}.pcap", placed)
+        positions = _logs(job, folder, analysis["warnings"], placed)
         spec = RunSpec(job.run_id, Network(run.network, None, 0, None, {}), run.scenario,
-                       TestSpec(job.test, run.test_type, {}), job.repetition, {}, 0.0)
+                       TestSpec(job.test, run.test_type, {}), job.repetition, options, 0.0)
         tables, summary = analyse_run(spec, folder, interval_s=job.interval_s, mn_addr=run.mn_addr,
                                       clocks_synced=run.synced_clocks, control_port=run.control_port)
         summary["warnings"] = analysis["warnings"] + summary["warnings"]
         analysis = summary
         if positions is not None:
             tables["positions"] = positions.with_columns(run_id=pl.lit(job.run_id))
-    reason = failure.reason
+    reason = _users_paths(failure.reason, placed)
     captures = analysis.get("captures") or []
     first = [c["first_ts_s"] for c in captures if c.get("first_ts_s") is not None]
     last = [c["last_ts_s"] for c in captures if c.get("last_ts_s") is not None]
@@ -139,7 +153,7 @@ def analyse_capture(job: Job) -> RunRecord:
     analysis["import"] = {"seconds": time.time() - t0, "host": socket.gethostname(), "pid": os.getpid()}
     config = {"network": run.network, "scenario": run.scenario, "test": job.test,
               "test_type": analysis.get("test_type", run.test_type), "repetition": job.repetition,
-              "options": {}, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",
+              "options": options, "duration_s": duration, "interval_s": job.interval_s, "testbed": "imported",
               "imported": {"tool": "captures", **describe(run), "sha256": digests, "quick": job.quick,
                            "tz": job.tz}}
     row = {

@@ -7,7 +7,7 @@ folder per run, runs in name order. A FOLDER holding `mn.*`/`cn.*` itself is one
 
 Manifest (CSV, any other layout): one row per run, paths relative to the manifest's folder:
 
-    run,mn,cn,radio,gps,network,scenario,test_type,mn_addr,synced_clocks,control_port
+    run,mn,cn,radio,gps,network,scenario,test_type,mn_addr,synced_clocks,control_port,codec
     drive-1,phone/0412.pcapng,server/0412.pcap,logs/0412.csv,logs/0412.nmea,,mobile,,,,
 
 `run` and one of `mn`/`cn` are required; an empty cell takes the command line's value.
@@ -30,14 +30,14 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from cellperf.campaign.analyse import AUTO_TEST_TYPE, TEST_PROTOCOL
-from cellperf.campaign.spec import SCENARIOS, _name_check
+from cellperf.campaign.analyse import AUTO_TEST_TYPE, TEST_PROTOCOL, voip_codecs
+from cellperf.campaign.spec import _name_check, scenario_label
 from cellperf.errors import UserError, os_reason
 from cellperf.validate import number
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 MANIFEST_COLUMNS = ("run", "mn", "cn", "radio", "gps", "network", "scenario", "test_type", "mn_addr",
-                    "synced_clocks", "control_port")
+                    "synced_clocks", "control_port", "codec")
 ROLES = ("mn", "cn", "radio", "gps")
 
 
@@ -58,6 +58,7 @@ class CaptureRun:
     mn_addr: str | None = None
     synced_clocks: bool = False
     control_port: int | None = None  # an agents' control connection, not the test's data
+    codec: str | None = None  # a VoIP run's codec (None: told from its packets)
 
     def files(self) -> dict[str, Path]:
         return {role: getattr(self, role) for role in ROLES if getattr(self, role) is not None}
@@ -67,7 +68,9 @@ class CaptureRun:
         return {"network": self.network, "scenario": self.scenario, "test_type": self.test_type,
                 "mn_addr": self.mn_addr, "synced_clocks": self.synced_clocks, "control_port": self.control_port,
                 "interval_s": interval_s,
-                "radio_format": self.radio_format, "gps_format": self.gps_format, "tz": tz}
+                "radio_format": self.radio_format, "gps_format": self.gps_format, "tz": tz,
+                # Only when given, so that runs imported before the option keep their identity.
+                **({"codec": self.codec} if self.codec else {})}
 
 
 def _one(folder: Path, stem: str) -> Path | None:
@@ -130,7 +133,8 @@ def _from_manifest(path: Path, defaults: CaptureRun) -> list[CaptureRun]:
             gps=files.get("gps"), network=cell.get("network") or defaults.network,
             scenario=cell.get("scenario") or defaults.scenario, test_type=cell.get("test_type") or defaults.test_type,
             mn_addr=cell.get("mn_addr") or defaults.mn_addr,
-            synced_clocks=synced in ("true", "1", "yes") if synced else defaults.synced_clocks, control_port=port))
+            synced_clocks=synced in ("true", "1", "yes") if synced else defaults.synced_clocks, control_port=port,
+            codec=cell.get("codec") or defaults.codec))
         _check_options(runs[-1], where)
     return runs
 
@@ -144,11 +148,18 @@ def _check_options(run: CaptureRun, where: str | None = None) -> None:
         _name_check(run.network, "network")
     except ValueError as e:
         raise UserError(f"{name('network')}: '{run.network}' {e}") from None
-    if run.scenario not in SCENARIOS:
-        raise UserError(f"{name('scenario')}: use {' or '.join(SCENARIOS)}, not '{run.scenario}'")
+    try:
+        scenario_label(run.scenario)
+    except ValueError as e:
+        raise UserError(f"{name('scenario')}: {e}") from None
     if run.test_type != AUTO_TEST_TYPE and run.test_type not in TEST_PROTOCOL:
         raise UserError(f"{name('test_type')}: '{run.test_type}' unknown "
                         f"(choose from {AUTO_TEST_TYPE}, {', '.join(sorted(TEST_PROTOCOL))})")
+    if run.codec is not None:
+        if run.codec not in voip_codecs():
+            raise UserError(f"{name('codec')}: '{run.codec}' unknown (choose from {', '.join(voip_codecs())})")
+        if run.test_type != "voip":
+            raise UserError(f"{name('codec')}: a codec is for test type voip, not {run.test_type}")
 
 
 def find_runs(source: Path, defaults: CaptureRun) -> list[CaptureRun]:

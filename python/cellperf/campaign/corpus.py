@@ -25,6 +25,7 @@ import importlib
 import math
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ CONNECT_TIMEOUT_S = 10
 #: analysis, and a kill loses at most these (found unstored and analysed again on resume).
 COMMIT_RUNS = 32
 COMMIT_EVERY_S = 1.0
+#: The local cluster's processes write their own output here, in the store's folder.
+WORKERS_LOG = ".dask-workers.log"
 #: Tasks: see `batches`.
 BATCH_RUNS = 32
 BATCH_SPLIT = 3
@@ -133,35 +136,90 @@ def _environment(values: dict[str, str]):
 
 
 @contextlib.contextmanager
-def _dask_client(workers: int, cluster: str | None):
+def _dask_client(workers: int, cluster: str | None, log: Path):
     """A `distributed.Client` on the scheduler at `cluster`, or on a LocalCluster of
-    `workers` single-threaded processes (the analysis is one core's work per run)."""
+    `workers` single-threaded processes (the analysis is one core's work per run).
+
+    Ctrl-C is for this process alone (issue 31: it printed Dask's tracebacks): a SIGINT while
+    the cluster starts or stops takes effect after, not half-way; a local cluster's worker
+    processes ignore it once started (the terminal sends it to them too; this process stops
+    them), and they write their output, start-up included, to `log`, not the terminal."""
+    import logging
+
+    # The cluster's own chatter (worker start and stop, a lost worker) is not the user's output.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    stack = contextlib.ExitStack()
+    with _sigint_deferred(), (_stderr_to(log) if not cluster else contextlib.nullcontext()):
+        try:
+            client = _start_client(stack, workers, cluster)
+        except BaseException:
+            stack.close()
+            raise
+    try:
+        yield client
+    finally:
+        with _sigint_deferred():
+            stack.close()
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """A SIGINT arriving in the block raises KeyboardInterrupt when the block ends (also
+    instead of what the block raised: the workers it reached may have failed to start)."""
+    came = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    except BaseException:
+        if not came:
+            raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if came:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path):
+    """File descriptor 2 of this process, and of every process started meanwhile, on `path`."""
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as f:
+            os.dup2(f.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_client(stack: contextlib.ExitStack, workers: int, cluster: str | None):
     import logging
 
     from distributed import Client, LocalCluster
 
-    # The cluster's own chatter (worker start and stop, a lost worker) is not the user's output.
-    logging.getLogger("distributed").setLevel(logging.ERROR)
     if cluster:
         try:
-            client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
+            return stack.enter_context(Client(cluster, timeout=CONNECT_TIMEOUT_S))
         except (OSError, TimeoutError) as e:
             raise UserError(f"--cluster {cluster}: cannot reach the Dask scheduler ({str(e).splitlines()[0]})") from None
         except ValueError as e:
             raise UserError(f"--cluster {cluster}: not a scheduler address ({e}); e.g. tcp://HOST:8786") from None
-        with client:
-            yield client
-        return
     import dask
 
     # One thread per worker process, in the libraries too: N workers on N cores, not N x N
     # threads. (The nannies hand this process's Dask settings to their workers.)
-    with dask.config.set(LOCAL_DASK_CONFIG), \
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                         silence_logs=logging.ERROR, env=WORKER_ENV) as lc, Client(lc) as client:
-        # Each worker imports the analysis once, up front, not inside its first run.
-        client.run(importlib.import_module, "cellperf.campaign.capture_import")
-        yield client
+    stack.enter_context(dask.config.set(LOCAL_DASK_CONFIG))
+    lc = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                          dashboard_address=None, silence_logs=logging.ERROR, env=WORKER_ENV))
+    client = stack.enter_context(Client(lc))
+    # Each worker imports the analysis once, up front, not inside its first run.
+    client.run(importlib.import_module, "cellperf.campaign.capture_import")
+    client.run(_ignore_sigint)
+    return client
 
 
 def _on_dask(client, jobs: list[Job]) -> Iterator[list[tuple[list[Job], Batch]]]:
@@ -233,7 +291,8 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
     try:
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
         t_start = time.perf_counter()
-        with (_dask_client(n, cluster) if stats.engine == "dask" else contextlib.nullcontext()) as client:
+        dask_client = _dask_client(n, cluster, store.root / WORKERS_LOG) if stats.engine == "dask" else None
+        with dask_client or contextlib.nullcontext() as client:
             t0, cpu0 = time.perf_counter(), time.process_time()
             stats.startup_s = t0 - t_start
             jobs, stored = _plan(store, summary, runs, test, interval_s, tz)
@@ -372,7 +431,7 @@ def _complete_failed(record: RunRecord, job: Job) -> RunRecord:
 
 def _remove_new_store(store_dir: Path, folder_existed: bool) -> None:
     """Undoes a store this import created and stored nothing in."""
-    for name in (DB_NAME, f"{DB_NAME}.wal"):
+    for name in (DB_NAME, f"{DB_NAME}.wal", WORKERS_LOG):
         with contextlib.suppress(FileNotFoundError):
             (store_dir / name).unlink()
     shutil.rmtree(store_dir / RUNS_DIR, ignore_errors=True)

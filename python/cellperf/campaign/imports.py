@@ -28,7 +28,7 @@ import polars as pl
 from cellperf import __version__
 from cellperf.agents.interop import DEFAULT_INTERVAL_S, Imported, read_ditg, read_iperf3
 from cellperf.campaign.analyse import _with_direction
-from cellperf.campaign.spec import SCENARIOS, _name_check
+from cellperf.campaign.spec import _name_check, scenario_label
 from cellperf.errors import UserError, os_reason
 from cellperf.store import RunRecord, Store, write_parquet
 
@@ -120,8 +120,10 @@ def import_results(store_dir: Path, sources: list[Source], *, network: str, scen
             _name_check(test, "test")
         except ValueError as e:
             raise UserError(f"--test: '{test}' {e}") from None
-    if scenario not in SCENARIOS:
-        raise UserError(f"--scenario: use {' or '.join(SCENARIOS)}, not '{scenario}'")
+    try:
+        scenario_label(scenario)
+    except ValueError as e:
+        raise UserError(f"--scenario: {e}") from None
     if not sources:
         raise UserError("give at least one file: --iperf3 FILE or --ditg FILE")
     # Everything is read first: a bad file stops the import before anything is stored.

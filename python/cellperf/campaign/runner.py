@@ -14,6 +14,7 @@ import errno
 import os
 import platform
 import socket
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+import polars as pl
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run, member_ports
 from cellperf.campaign.failures import recorded_failure
@@ -77,9 +79,58 @@ def _versions() -> dict:
             "polars": polars.__version__}
 
 
-def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunRecord:
+#: Errors that say the network (not the test, the testbed or the tools) failed a run: no
+#: path, refused, reset, timed out. As the probe words them (Rust's `(os error N)`) or Python
+#: (`os.strerror`).
+NETWORK_ERRNOS = (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN, errno.ECONNREFUSED,
+                  errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT, errno.EPIPE, errno.ENOBUFS)
+NETWORK_PHRASES = ("cannot connect", "control connection", "timed out", *(f"(os error {n})" for n in NETWORK_ERRNOS),
+                   *(os.strerror(n) for n in NETWORK_ERRNOS))
+
+
+def network_failure(reason: str) -> bool:
+    """Whether a run's failure is the network's (tried again on a real network), not one that
+    would fail again the same way (a wrong token, an option refused, a capture that would not start)."""
+    return any(phrase in reason for phrase in NETWORK_PHRASES)
+
+
+def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed, stop: threading.Event) -> RunRecord:
     """Runs, collects and analyses one run; a failure becomes a `failed` record with the
-    reason (never an exception), except a full disk, which stops the campaign."""
+    reason (never an exception), except a full disk, which stops the campaign. On a real
+    network a run that failed for a network reason is tried again (`[testbed] retries`,
+    `retry_wait`), unless `stop` is set meanwhile (the campaign is interrupted); every attempt
+    is kept in `run_attempts`."""
+    real = campaign.testbed.kind == "real" and not run.simulated
+    attempts = []
+    while True:
+        folder, outcome, tables, analysis, reason = _attempt(campaign, run, store, testbed)
+        if real:
+            attempts.append({"run_id": run.run_id, "attempt": len(attempts) + 1, "started_at": _iso(outcome.started_at),
+                             "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
+                             "status": "failed" if reason else "ok", "reason": reason})
+        if not real or reason is None or len(attempts) > campaign.testbed.retries or not network_failure(reason):
+            break
+        if stop.wait(campaign.testbed.retry_wait_s):  # (the next attempt's folder replaces this one's)
+            break
+    tables = tables if not reason else {}
+    if attempts:
+        tables["run_attempts"] = pl.DataFrame(attempts)
+    row = {
+        "run_id": run.run_id, "network": run.network.name, "scenario": run.scenario, "test": run.test.name,
+        "test_type": run.test.type, "direction": run.options.get("direction"), "repetition": run.repetition,
+        "profile": run.profile, "config": run.config(campaign), "config_sha256": run.config_sha256(campaign),
+        "status": "failed" if reason else "ok", "reason": reason, "host": socket.gethostname(),
+        "kernel": platform.release(), "versions": _versions(),
+        "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
+        "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
+        "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
+        "analysis": analysis or None,
+    }
+    return RunRecord(row, tables, folder)
+
+
+def _attempt(campaign: Campaign, run: RunSpec, store: Store, testbed) -> tuple[Path, Outcome, dict, dict, str | None]:
+    """One attempt at a run in a fresh staging folder: (folder, outcome, tables, analysis, failure reason)."""
     folder = store.staging_dir(f"{run.run_id}-{os.getpid()}")
     started = time.time()
     outcome = Outcome(started, started)
@@ -93,22 +144,10 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed) -> RunR
         else:
             outcome, tables, analysis = _measure(campaign, run, folder, testbed)
         failure.reason = outcome.error
-    reason = failure.reason
-    if reason and os.strerror(errno.ENOSPC) in reason:
+    if failure.reason and os.strerror(errno.ENOSPC) in failure.reason:
         # A child (capture, emulator, probe) ran out of space: every later run would too.
         raise disk_full(store.root)
-    row = {
-        "run_id": run.run_id, "network": run.network.name, "scenario": run.scenario, "test": run.test.name,
-        "test_type": run.test.type, "direction": run.options.get("direction"), "repetition": run.repetition,
-        "profile": run.profile, "config": run.config(campaign), "config_sha256": run.config_sha256(campaign),
-        "status": "failed" if reason else "ok", "reason": reason, "host": socket.gethostname(),
-        "kernel": platform.release(), "versions": _versions(),
-        "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
-        "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
-        "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
-        "analysis": analysis or None,
-    }
-    return RunRecord(row, tables if not reason else {}, folder)
+    return folder, outcome, tables, analysis, failure.reason
 
 
 def _measure(campaign: Campaign, run: RunSpec, folder: Path, testbed) -> tuple[Outcome, dict, dict]:
@@ -182,6 +221,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
         done_s = 0.0
         running: dict[Future, tuple[RunSpec, float]] = {}
         pending = list(todo)
+        stop = threading.Event()  # no run is tried again once the campaign is interrupted
         # Simulated runs need no testbed (nor root): it is set up only for measured runs.
         measured = any(not r.simulated for r in todo)
         with (testbed_for(campaign, out_dir) if measured else contextlib.nullcontext()) as testbed, \
@@ -190,7 +230,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                 while pending or running:
                     while pending and len(running) < campaign.parallel:
                         run = pending.pop(0)
-                        running[pool.submit(execute_run, campaign, run, store, testbed)] = (run, time.time())
+                        running[pool.submit(execute_run, campaign, run, store, testbed, stop)] = (run, time.time())
                     finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         run, t0 = running.pop(fut)
@@ -206,6 +246,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                         partial = sum(min(now - t0, planned[r.run_id]) for r, t0 in running.values())
                         on_progress(done_s + partial, total_s, [r.run_id for r, _ in running.values()])
             except BaseException:
+                stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         return summary

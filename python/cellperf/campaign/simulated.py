@@ -32,7 +32,7 @@ def flow_rows(run_id: str, result: dict) -> pl.DataFrame:
     f = pl.DataFrame(result["flows"], infer_schema_length=None)
     duration = result["duration_s"]
     detail = pl.struct(
-        pl.col("timeouts"), pl.col("rtt_samples"), _ms("rtt_min_s").alias("rtt_min_ms"),
+        pl.col("variant"), pl.col("timeouts"), pl.col("rtt_samples"), _ms("rtt_min_s").alias("rtt_min_ms"),
         _ms("rtt_mean_s").alias("rtt_mean_ms"), _ms("rtt_max_s").alias("rtt_max_ms"), pl.col("cwnd_mean"),
         pl.lit(result["seed"]).alias("seed"))
     return f.select(

@@ -19,7 +19,7 @@ from pathlib import Path
 from cellperf.agents import TESTS, parse_rate, parse_size
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError, os_reason
-from cellperf.validate import looks_binary, number, plain_text
+from cellperf.validate import number, plain_text
 
 #: Scenario labels whose mobility is known; any other label (car, campus, KTX, subway,
 #: pedestrian, vehicular, ...) is free text and says `mobile = true/false` where the code needs it.
@@ -35,6 +35,11 @@ MAX_COUNT = 10**9
 MAX_RUNS = 100_000
 #: Seconds of set-up and analysis expected per measured run beyond its test duration (ETA).
 EXPECTED_OVERHEAD_S = 3.0
+#: A real network's run that fails for a network reason is tried again (`[testbed] retries`,
+#: `retry_wait`): once, after 10 s, by default (a modem re-attaching takes seconds).
+DEFAULT_RETRIES = 1
+DEFAULT_RETRY_WAIT_S = 10.0
+MAX_RETRIES = 100
 
 
 class _Locator:
@@ -209,6 +214,10 @@ class Testbed:
     token_file: Path | None = None
     mn_interface: str | None = None  # real: capture here (this host is the MN)
     cn_capture: str | None = None  # real: shell command writing the CN's pcap to stdout
+    # real: a run that fails for a network reason (no route, refused, reset, timed out) is
+    # tried again this many times, `retry_wait_s` apart: a real link goes away for a while.
+    retries: int = DEFAULT_RETRIES
+    retry_wait_s: float = DEFAULT_RETRY_WAIT_S
 
 
 @dataclass(frozen=True)
@@ -538,10 +547,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     mobility = dict(scenario_list)
 
     tb = c.table(doc.get("testbed", {"kind": "emulated"}), ("testbed",),
-                 {"kind", "server", "token_file", "mn_interface", "cn_capture"})
+                 {"kind", "server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS})
     kind = c.value(tb, ("testbed",), "kind", _choice(*TESTBEDS), default="emulated")
     if kind == "emulated":
-        for k in ("server", "token_file", "mn_interface", "cn_capture"):
+        for k in ("server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS):
             if k in tb:
                 c.fail(("testbed", k), "only for kind = \"real\" (the emulated testbed starts its own server)")
         testbed = Testbed("emulated")
@@ -559,7 +568,9 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
         if parallel > 1:
             c.fail(("campaign", "parallel"), "a real network runs one test at a time (parallel = 1)")
         testbed = Testbed("real", server, token_path, c.value(tb, ("testbed",), "mn_interface", _text),
-                          c.value(tb, ("testbed",), "cn_capture", _text))
+                          c.value(tb, ("testbed",), "cn_capture", _text),
+                          c.value(tb, ("testbed",), "retries", _retries, default=DEFAULT_RETRIES),
+                          c.value(tb, ("testbed",), "retry_wait", parse_duration, default=DEFAULT_RETRY_WAIT_S))
         if capture and not (testbed.mn_interface or testbed.cn_capture):
             c.fail(("testbed",), "capture = true needs mn_interface and/or cn_capture (or set campaign.capture = false)")
 
@@ -576,47 +587,8 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     if not isinstance(nets_doc, list) or (not nets_doc and not only_simulated):
         c.fail(("networks",) if "networks" in doc else (), "give at least one [[networks]] table")
 
-    tests: list[TestSpec] = []
     n_runs_each = repetitions * len(scenarios) * len(nets_doc)
-    for i, t in enumerate(tests_doc):
-        where = ("tests", i)
-        if isinstance(t, dict) and t.get("type") == SIMULATE:
-            test = _simulate_test(c, where, t)
-            if any(x.name == test.name for x in tests):
-                c.fail(where + ("name",) if "name" in t else where,
-                       f"test name '{test.name}' is used twice; give each a distinct name")
-            tests.append(test)
-            continue
-        c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
-        ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
-        for key in ("members", "cell"):
-            if key in t and ttype != GROUP:
-                c.fail(where + (key,), f"is for type = \"{GROUP}\" (tests started together), not {ttype}")
-        if "sweep" in t and ttype in (GROUP, *APP_TESTS):
-            c.fail(where + ("sweep",), f"a sweep is for the probe's tests, not {ttype}")
-        plain = {k: v for k, v in t.items() if k not in ("type", "name", "sweep", "members", "cell")}
-        options = _test_options(c, where, ttype, plain)
-        members, cell = ((), None)
-        if ttype == GROUP:
-            members, cell = _group(c, where, t, kind)
-        if ttype == "web":
-            _check_web(c, where, options, kind, path)
-        for key in ("port", "identity"):
-            if key in options and kind != "real":
-                c.fail(where + (key,), "is for kind = \"real\" (the emulated testbed starts its own server)")
-        if ttype == "interactive" and kind == "real" and "identity" not in options:
-            c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
-        label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
-        variants = [(label, options)]
-        if "sweep" in t:
-            variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
-        for m_index, m in enumerate(members):
-            _kernel(c, where + ("members", m_index), m.type, m.options, kind)
-        for name, opts in variants:
-            _kernel(c, where, ttype, opts, kind, sweep_keys=set(t.get("sweep") or ()))
-            if any(x.name == name for x in tests):
-                c.fail(where + ("name",) if "name" in t else where, f"test name '{name}' is used twice; give each a distinct name")
-            tests.append(TestSpec(name, ttype, opts, members, cell))
+    tests = _tests(c, tests_doc, kind, path, n_runs_each)
     by_name = {t.name: t for t in tests}
 
     networks: list[Network] = []
@@ -658,13 +630,6 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
             handoff_path = path.parent / handoffs
             if not handoff_path.is_file():
                 c.fail(where + ("handoffs",), f"{handoff_path}: no such file")
-            try:
-                with open(handoff_path, "rb") as f:
-                    binary = looks_binary(f.read(8192))
-            except OSError as e:
-                c.fail(where + ("handoffs",), f"{handoff_path}: cannot read ({os_reason(e)})")
-            if binary:
-                c.fail(where + ("handoffs",), f"{handoff_path}: not a text file (a CSV of time_s,bs_id,...)")
             from cellperf.emulate.spec import read_handoffs
 
             try:
@@ -695,6 +660,53 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                         parallel, scenarios, networks, tests, mobility=mobility)
     campaign.runs = expand(campaign, default_duration)
     return campaign
+
+
+def _tests(c: _Checker, tests_doc: list, kind: str, path: Path, n_runs_each: int) -> list[TestSpec]:
+    """The `[[tests]]` tables, a sweep expanded into one test per combination. A function of
+    its own so that a test's name can never become the campaign's (#27: a loop variable
+    `name` in the validator once named every campaign after its last test)."""
+    tests: list[TestSpec] = []
+    for i, t in enumerate(tests_doc):
+        where = ("tests", i)
+        if isinstance(t, dict) and t.get("type") == SIMULATE:
+            test = _simulate_test(c, where, t)
+            if any(x.name == test.name for x in tests):
+                c.fail(where + ("name",) if "name" in t else where,
+                       f"test name '{test.name}' is used twice; give each a distinct name")
+            tests.append(test)
+            continue
+        c.table(t, where, {"type", "name", "sweep", "members", "cell", *TEST_OPTIONS})
+        ttype = c.value(t, where, "type", _choice(*TEST_TYPES), required=True)
+        for key in ("members", "cell"):
+            if key in t and ttype != GROUP:
+                c.fail(where + (key,), f"is for type = \"{GROUP}\" (tests started together), not {ttype}")
+        if "sweep" in t and ttype in (GROUP, *APP_TESTS):
+            c.fail(where + ("sweep",), f"a sweep is for the probe's tests, not {ttype}")
+        plain = {k: v for k, v in t.items() if k not in ("type", "name", "sweep", "members", "cell")}
+        options = _test_options(c, where, ttype, plain)
+        members, cell = ((), None)
+        if ttype == GROUP:
+            members, cell = _group(c, where, t, kind)
+        if ttype == "web":
+            _check_web(c, where, options, kind, path)
+        for key in ("port", "identity"):
+            if key in options and kind != "real":
+                c.fail(where + (key,), "is for kind = \"real\" (the emulated testbed starts its own server)")
+        if ttype == "interactive" and kind == "real" and "identity" not in options:
+            c.fail(where, "missing required key 'identity' (the ssh key that logs in at the CN)")
+        label = c.value(t, where, "name", _name_check, default=ttype + (f"-{options['direction']}" if "direction" in options else ""))
+        variants = [(label, options)]
+        if "sweep" in t:
+            variants = _sweep(c, where, ttype, label, options, t["sweep"], n_runs_each)
+        for m_index, m in enumerate(members):
+            _kernel(c, where + ("members", m_index), m.type, m.options, kind)
+        for variant, opts in variants:
+            _kernel(c, where, ttype, opts, kind, sweep_keys=set(t.get("sweep") or ()))
+            if any(x.name == variant for x in tests):
+                c.fail(where + ("name",) if "name" in t else where, f"test name '{variant}' is used twice; give each a distinct name")
+            tests.append(TestSpec(variant, ttype, opts, members, cell))
+    return tests
 
 
 #: `cellperf emulate` options a network's `[networks.link]` may give (key = option without
@@ -740,7 +752,9 @@ def _link(c: _Checker, where: tuple, doc, profile: str | None, path: Path) -> tu
     argv = (["--profile", f"{profile}-stationary"] if profile in FAMILIES else [])
     argv += [a for k, v in pairs for a in (f"--{k.replace('_', '-')}", v)]
     try:
-        emulate.build_config(parser.parse_args([*argv, "--", "true"]))
+        # check(): trace and model files are read now, not when the run starts (a file that is
+        # not a trace is refused by --check, without its content being quoted).
+        emulate.build_config(parser.parse_args([*argv, "--", "true"])).check()
     except _ArgError as e:
         c.fail(where, str(e))
     except UserError as e:
@@ -1004,12 +1018,28 @@ def _radio_log(c: _Checker, value, testbed: str, path: Path) -> RadioLog:
         p = path.parent / c.value(value, where, "csv", _text)
         if not p.is_file():
             c.fail(where + ("csv",), f"{p}: no such file")
+        from cellperf.handoffs import read_radio_log
+
+        try:
+            read_radio_log(p)  # a file that is not a radio log is refused now, not in every run
+        except UserError as e:
+            c.fail(where + ("csv",), str(e))
         return RadioLog("csv", path=p)
     if testbed == "emulated":
         c.fail(where + ("command",), "a modem command is for a real network; the emulated testbed logs its own radio")
     return RadioLog("command", command=c.value(value, where, "command", _text),
                     format=c.value(value, where, "format", _choice(*RADIO_FORMATS), required=True),
                     interval_s=c.value(value, where, "interval", _positive, default=1.0))
+
+
+#: `[testbed]` keys of a real network's retries.
+RETRY_KEYS = ("retries", "retry_wait")
+
+
+def _retries(value, where):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number 0..{MAX_RETRIES} (0: no retry)")
+    return number(value, lo=0, hi=MAX_RETRIES, integer=True)
 
 
 def _name_check(value, where):
@@ -1028,6 +1058,15 @@ def _bool(value, where):
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
     return value
+
+
+def scenario_label(name) -> str:
+    """A scenario label (a run id's SCENARIO, the store's `scenario`): stationary, mobile or
+    any other (car, campus, KTX, subway, ...), checked as `cellperf run` and `cellperf import`
+    check it; ValueError otherwise."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"{name!r}: a scenario label is 1–40 letters, digits, '_', '+' or '-'")
+    return name
 
 
 def _scenarios(value, where) -> list[tuple[str, bool | None]]:
@@ -1051,10 +1090,7 @@ def _scenarios(value, where) -> list[tuple[str, bool | None]]:
                 mobile = {"stationary": False, "mobile": True}.get(name)
         else:
             raise ValueError(usage)
-        try:
-            _name_check(name, where)
-        except ValueError:
-            raise ValueError(f"{name!r}: a scenario label is 1–40 letters, digits, '_', '+' or '-'") from None
+        scenario_label(name)
         if any(name == n for n, _ in out):
             raise ValueError(f"scenario {name!r} is given twice")
         out.append((name, mobile))

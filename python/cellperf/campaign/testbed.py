@@ -9,7 +9,6 @@ campaign leaves no server or emulator behind (the emulator removes its namespace
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import secrets
@@ -26,15 +25,10 @@ from cellperf.campaign.argv import command_argv
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
 from cellperf.errors import UserError, os_reason
+from cellperf.processes import die_with_parent
 
 #: Seconds a run may take beyond its test duration (set-up, clock probes, tear-down).
 RUN_OVERHEAD_S = 30.0
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def cellperf_exe() -> str:
@@ -105,9 +99,12 @@ class EmulatedTestbed:
         self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
+        from cellperf.emulate import netns
         from cellperf.emulate.runner import check_environment
 
         check_environment([])
+        with netns.Lock():  # what a killed emulator left, gone before the first run (docs/emulator.md)
+            netns.remove_stale()
         self.token_file.write_text(secrets.token_hex(24) + "\n")
         self.token_file.chmod(0o600)
         # Listens on every address: the host side of each emulated link exists only while its
@@ -115,7 +112,7 @@ class EmulatedTestbed:
         self.server = subprocess.Popen(
             [cellperf_exe(), "server", "--listen", "0.0.0.0:0", "--token-file", str(self.token_file),
              "--max-rate", "1G", "--max-tests", "64", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
         line = self.server.stdout.readline()
         try:
             self.port = int(json.loads(line)["listening"].rsplit(":", 1)[1])
@@ -163,7 +160,7 @@ class EmulatedTestbed:
         site, pages = web.site_and_pages(run, self.campaign.path.parent, self.site)
         http = run.options.get("http", "1.1")
         with web.page_server(exe, site, compression=run.options.get("compression", False), http=http,
-                             preexec_fn=_die_with_parent) as (port, spki):
+                             preexec_fn=die_with_parent) as (port, spki):
             scheme = "https" if http == "2" else "http"
             urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
             return self._emulate(run, folder, web.load_argv(exe, run, urls, spki))
@@ -171,22 +168,21 @@ class EmulatedTestbed:
     def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import apps
 
-        with apps.json_server(apps.stream_server_argv(exe), "the stream server", _die_with_parent) as doc:
+        with apps.json_server(apps.stream_server_argv(exe, self.token_file), "the stream server",
+                              die_with_parent) as doc:
             port = doc["listening"].rsplit(":", 1)[1]
-            return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", folder / "agent.parquet"))
+            return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", self.token_file,
+                                                               folder / "agent.parquet"))
 
     def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
-        from cellperf.apps.terminal import SshServer
         from cellperf.campaign import apps
 
-        srv = SshServer("0.0.0.0", folder / ".ssh")
-        try:
-            srv.start(preexec_fn=_die_with_parent)
-            argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", srv.port, srv.identity, srv.user, folder / "keys.parquet")
-            return self._emulate(run, folder, argv)
-        finally:
-            srv.close()
-            shutil.rmtree(folder / ".ssh", ignore_errors=True)
+        # The run's CN address exists only once its emulator runs: the session, started at
+        # the MN, starts its own sshd in this (the host's) namespace on that address only,
+        # its key accepted from the MN's address only.
+        argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", folder / "keys.parquet", serve_in=f"/proc/{os.getpid()}/ns/net",
+                                     allow_from="$CELLPERF_MN")
+        return self._emulate(run, folder, argv)
 
     def _emulate(self, run: RunSpec, folder: Path, command: list[str], inside: bool = False) -> Outcome:
         """`command` inside the run's emulated MN; its JSON document is the run's result (with
@@ -216,7 +212,7 @@ class EmulatedTestbed:
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
-                               preexec_fn=_die_with_parent)
+                               preexec_fn=die_with_parent)
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
         out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True)
@@ -290,7 +286,7 @@ class RealTestbed:
                 p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
                                       str(folder / "mn.pcap"), " or ".join(f"host {a}" for a in peers)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=die_with_parent)
                 procs.append((p, False))
                 line = p.stderr.readline()
                 if "listening" not in line:
@@ -360,7 +356,7 @@ class RealTestbed:
             cmd = self._probe_argv(run.test.type, run.options, folder / "agent.parquet", folder)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
-                               preexec_fn=_die_with_parent)
+                               preexec_fn=die_with_parent)
             error = None if p.returncode == 0 else (_last_error_line(p.stderr) or f"cellperf {cmd[1]} exited {p.returncode}")
             stdout = p.stdout
         except subprocess.TimeoutExpired:
@@ -391,12 +387,12 @@ class RealTestbed:
 
         if run.test.type == "stream":
             return apps.stream_argv(cellperf_exe(), run, f"{self.server_ip}:{run.options.get('port', DEFAULT_PORT)}",
-                                    folder / "agent.parquet")
+                                    self.tb.token_file, folder / "agent.parquet")
         import getpass
 
         identity = self.campaign.path.parent / run.options["identity"]
-        return apps.interactive_argv(cellperf_exe(), run, self.server_ip, run.options.get("port", 22), identity,
-                                     getpass.getuser(), folder / "keys.parquet")
+        return apps.interactive_argv(cellperf_exe(), run, self.server_ip, folder / "keys.parquet",
+                                     port=run.options.get("port", 22), identity=identity, user=getpass.getuser())
 
     def _probe_argv(self, test_type: str, options: dict, log: Path, folder: Path) -> list[str]:
         cmd = [cellperf_exe(), "probe", self.tb.server, "-t", test_type, *probe_args(options, test_type),

@@ -51,12 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         type=file_path(Path), help="Per-packet text of `ITGDec RECV_LOG -l FILE` (one or more; repeatable).")
     parser.add_argument("--network", help="Network label of the imported runs (as a campaign's [[networks]] name); "
                                           "captures: default 'imported'.")
-    parser.add_argument("--scenario", default="stationary", help="stationary or mobile.")
+    parser.add_argument("--scenario", default="stationary",
+                        help="Scenario label: stationary, mobile or any other (subway, KTX, campus, ...), as a campaign's.")
     parser.add_argument("--test", dest="test_name", metavar="NAME",
                         help="Test label (default: captures 'capture'; iperf3/D-ITG TOOL-TYPE-DIRECTION).")
     parser.add_argument("--test-type", default="auto", metavar="TYPE",
                         help="Captures: the test the run made (udp-cbr, tcp-bulk, voip, ...; default auto: "
                              "the protocol of the largest flow).")
+    parser.add_argument("--codec", metavar="CODEC",
+                        help="Captures, --test-type voip: the call's codec, g711 or g729 (default: told from the "
+                             "packets' size and interval, as the VoIP test sends them).")
     parser.add_argument("--mn-addr", metavar="ADDR", help="Captures: the mobile node's address, when the TTL rule cannot tell.")
     parser.add_argument("--synced-clocks", action="store_true",
                         help="Captures: the MN and CN clocks agree (GPS), so one-way delays are raw, not excess.")
@@ -132,7 +136,7 @@ def _captures(args: argparse.Namespace, interval: float) -> None:
         raise UserError(f"--test: '{test}' {e}") from None
     defaults = CaptureRun(name="", mn=None, cn=None, network=args.network or "imported", scenario=args.scenario,
                           test_type=args.test_type, mn_addr=args.mn_addr, synced_clocks=args.synced_clocks,
-                          control_port=args.control_port)
+                          control_port=args.control_port, codec=args.codec)
     err = Console(stderr=True)
     progress = Progress(TextColumn("import"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=err,

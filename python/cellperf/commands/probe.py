@@ -52,6 +52,13 @@ def _summary(doc: dict) -> None:
     if doc.get("send_lateness_us"):
         s = doc["send_lateness_us"]
         t.add_row("send-time error", f"median {s['median']:.1f} µs / p99 {s['p99']:.1f} µs / max {s['max']:.1f} µs")
+    if doc.get("no_path"):
+        gaps = ", ".join(f"{g['direction']} {g['duration_s']:.1f} s ({g['datagrams']} datagrams)" for g in doc["no_path"])
+        t.add_row("without a path", f"{doc['no_path_s']:.1f} s: {gaps}; {doc['no_path'][0]['error']}")
+    if doc.get("longest_stall_s"):
+        t.add_row("longest stall (no byte received)", f"{doc['longest_stall_s']:.1f} s")
+    if doc.get("partial"):
+        t.add_row("partial", doc["partial"])
     if doc.get("clock_offset"):
         c = doc["clock_offset"]
         applied = " (taken off the one-way delays)" if c.get("applied_to_owd") else ""

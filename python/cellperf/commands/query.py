@@ -1,16 +1,22 @@
 """Answer SQL (DuckDB dialect) over a campaign's results store.
 
-Tables of the store in STORE_DIR: campaign, runs, flows, intervals, tcp_retransmissions,
-ack_compression, voip_windows, handoffs, channel_stats; per-packet views over the runs' Parquet
-files: packets, udp_packets, rtt, agent_log, server_log. Schema: docs/store.md. The SQL runs
+Tables of the store in STORE_DIR: campaign, runs, run_attempts, flows, intervals,
+tcp_retransmissions, ack_compression, voip_windows, handoffs, channel_stats, page_loads,
+positions, streams, terminal_sessions, gaps; per-packet views over the runs' Parquet files:
+packets, udp_packets, rtt, agent_log, server_log, page_objects, keystrokes, radio_samples,
+sim_cwnd, sim_rtt. Schema: docs/store.md. The SQL runs
 read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
-than the store's own; --upgrade migrates an older store first.
+than the store's own; --upgrade migrates an older store first. Ctrl-C stops a running query
+(exit 130); --timeout stops it after that many seconds (exit 1). A query that reads a view over
+a damaged Parquet file is refused, naming the file; the rest of the store answers as usual
+(`cellperf check` lists the damage).
 
 Examples:
   cellperf query results/ --tables
   cellperf query results/ "SELECT network, scenario, median(throughput_bps) FROM intervals JOIN runs USING (run_id) GROUP BY ALL"
   cellperf query results/ "SELECT run_id, reason FROM runs WHERE status = 'failed'" --json
   cellperf query results/ "SELECT * FROM voip_windows WHERE near_handoff" --csv > near.csv
+  cellperf query results/ "SELECT count(*) FROM packets" --timeout 60
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 
 from cellperf.cli import terminal_width
 from cellperf.errors import UserError
+from cellperf.validate import number_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the result as JSON (one object per row).")
     parser.add_argument("--upgrade", action="store_true",
                         help="Migrate a store made by an older cellperf to this schema version.")
+    parser.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=86400 * 365, unit="seconds"),
+                        help="Stop the query after this many seconds (default: no limit; Ctrl-C stops it any time).")
 
 
 def run(args: argparse.Namespace) -> None:
     import duckdb
 
     from cellperf.store import Store
+    from cellperf.store.interrupt import interruptible
 
     sql = args.sql
     if not sql and not args.list_tables and not args.upgrade:
@@ -53,16 +63,42 @@ def run(args: argparse.Namespace) -> None:
                    "FROM duckdb_tables() WHERE schema_name = 'main' UNION ALL "
                    "SELECT view_name, 'VIEW', NULL FROM duckdb_views() WHERE NOT internal ORDER BY 1")
         store.check_read_only_sql(sql)
-        try:
-            frame = store.frame(sql)
-        except duckdb.Error as e:
-            raise UserError(f"query: {str(e).splitlines()[0]}") from None
+        damaged = store.damaged_files_read_by(sql)
+        if damaged:
+            more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+            raise UserError(f"{damaged[0].path}: {damaged[0].problem}{more}: the query reads view "
+                            f"{damaged[0].table}, which needs it (`cellperf check {args.store_dir}` lists the damage)")
+        with interruptible(store.con, args.timeout) as watch:
+            try:
+                frame = store.frame(sql)
+            except duckdb.Error as e:
+                if watch.timed_out:
+                    raise UserError(f"query: stopped after --timeout {args.timeout:g} s") from None
+                raise UserError(f"query: {_failure(store, sql, e)}") from None
     if args.as_json:
         print(frame.write_json())
     elif args.as_csv:
         print(frame.write_csv(), end="")
     else:
         print(format_frame(frame, terminal_width()))
+
+
+def _failure(store, sql: str, e: Exception) -> str:
+    """DuckDB's reason, on one line of printable text; a query that failed while reading
+    per-packet files (a page damaged inside a file whose frame is whole) says where to look."""
+    import duckdb
+
+    from cellperf.store.damage import tables_read_by
+    from cellperf.store.schema import PARQUET_TABLES
+
+    text = "".join(c if c.isprintable() else "?" for c in (str(e).splitlines() or [""])[0])
+    if isinstance(e, (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)):
+        return text
+    views = tables_read_by(store.con, sql, set(PARQUET_TABLES))
+    if views:
+        text += (f" (while reading {', '.join(sorted(views))}: a damaged Parquet file? "
+                 f"`cellperf check {store.root}` finds it)")
+    return text
 
 
 #: Rows printed at most (the rest is counted); a longer answer wants --csv or --json.

@@ -95,8 +95,9 @@ def run(args: argparse.Namespace) -> None:
             print(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
                               "planned_s": measured, "simulated_s": simulated}))
         else:
-            print(f"{args.campaign_file}: valid; {len(campaign.runs)} runs, {measured:.0f} s of tests"
+            print(f"{args.campaign_file}: campaign {campaign.name} valid; {len(campaign.runs)} runs, {measured:.0f} s of tests"
                   + (f", {simulated:.0f} s simulated in virtual time (no root needed for those)" if simulated else ""))
+            _print_plan(campaign.runs)
         return
     summary = execute(args.campaign_file, args.out_dir, args.as_json)
     if args.as_json:
@@ -107,3 +108,32 @@ def run(args: argparse.Namespace) -> None:
         print_summary(summary, Console())
     if summary.failed:
         sys.exit(3)
+
+
+#: Lines of `run --check`'s plan before it groups the rest.
+PLAN_LINES = 40
+
+
+def _print_plan(runs) -> None:
+    """The runs, one line each (network, scenario, test, repetition, seconds), or for a longer
+    campaign one line per network, scenario and test with its number of runs; --json lists
+    every run id."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    groups: dict[tuple, list] = {}
+    for r in runs:
+        groups.setdefault((r.network.name, r.scenario, r.test.name), []).append(r)
+    each = len(runs) <= PLAN_LINES
+    for head in ("network", "scenario", "test", "run" if each else "runs", "test s"):
+        table.add_column(head, overflow="fold", justify="right" if head in ("run", "runs", "test s") else "left")
+    if each:
+        for r in runs:
+            table.add_row(r.network.name, r.scenario, r.test.name, str(r.repetition), f"{r.duration_s:g}")
+    else:
+        for (network, scenario, test), rs in list(groups.items())[:PLAN_LINES]:
+            table.add_row(network, scenario, test, str(len(rs)), f"{sum(r.duration_s for r in rs):g}")
+    Console(width=min(Console().width, 80)).print(table)
+    if not each and len(groups) > PLAN_LINES:
+        print(f"... and {len(groups) - PLAN_LINES} more groups; --json lists every run")

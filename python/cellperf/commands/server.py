@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", default=f"[::]:{DEFAULT_PORT}",
                         help="Control address; [::] takes IPv4 too.")
     parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
-    parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test and direction, bit/s (k/M/G), up to 1T; TCP included (all streams).")
+    parser.add_argument("--max-rate", metavar="RATE", default="100M", help="Per test, bit/s (k/M/G), up to 1T: all directions and streams together, TCP included.")
     parser.add_argument("--max-duration", metavar="SECONDS", default=600.0, type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), help="Longest test, seconds (at most 86400).")
     parser.add_argument("--max-tests", metavar="N", default=16, type=number_arg(lo=1, hi=MAX_TESTS, integer=True), help="Tests running at once (1..1024).")
     parser.add_argument("--log-dir", metavar="DIR", type=folder_path(Path), help="Write a per-packet CSV log per test here.")

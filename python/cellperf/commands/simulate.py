@@ -4,7 +4,7 @@ Seed 001's topology: N fixed hosts → wired hops → base station (a queue per 
 downlink scheduled slot by slot (PF or RR) → N mobile hosts, one bulk TCP flow each, ACKs back
 over each user's uplink. The cell is the very model `cellperf emulate` runs in real time (same
 elements, scheduler and seeds), here on a virtual clock with a TCP model (Reno, NewReno, Cubic,
-Vegas) in place of the kernel. Defaults are seed 001's values and the choices of
+Vegas, Westwood+; one for all users or one each) in place of the kernel. Defaults are seed 001's values and the choices of
 docs/simulate.md. A TOML scenario takes the long options' names as keys (`wired_hops = 2`);
 options given on the command line override it.
 
@@ -13,6 +13,7 @@ Examples:
        --duration 1000 --seed 1
   cellperf simulate scenario.toml --repetitions 5 --json
   cellperf simulate --scheduler rr --tcp cubic --out run1      # cwnd.parquet, rtt.parquet, flows.parquet
+  cellperf simulate --users 2 --tcp reno --tcp westwood         # one variant per user, in one cell
   cellperf simulate --profile evdo-stationary --users 4 --wired-hops 0 --duration 60
   cellperf simulate --seed001 --repetitions 4 --figures figs   # Tables 2/3 beside the paper, Figs. 5-7
 """
@@ -49,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cell.add_argument("--wired-rate", metavar="RATE", help="Rate of each wired hop [default: 100mbit].")
     cell.add_argument("--wired-delay", metavar="T", help="One-way delay of each wired hop [default: 10ms].")
     tcp = parser.add_argument_group("TCP (defaults: seed 001 and docs/simulate.md)")
-    tcp.add_argument("--tcp", metavar="VARIANT", help="reno, newreno, cubic or vegas [default: reno].")
+    tcp.add_argument("--tcp", metavar="VARIANT", action="append",
+                     help="reno, newreno, cubic, vegas or westwood (Westwood+); once for every user, or once per "
+                     "user in user order [default: reno].")
     tcp.add_argument("--packet", metavar="SIZE", help="Data packet size: 2000bit, 250B, 1500 (bytes) [default: 2000bit].")
     tcp.add_argument("--initial-ssthresh", metavar="N", help="Segments, or off [default: 16].")
     tcp.add_argument("--initial-window", metavar="N", help="Segments [default: 1].")
@@ -134,7 +137,7 @@ def _seed001(args: argparse.Namespace) -> None:
         atomic_write(directory / "seed001.csv", pl.DataFrame(seed001.table_rows(result)).write_csv)
         export_figures(seed001.figure_items(result), directory)
     if args.as_json:
-        print(json.dumps({"cells": result["cells"]}))
+        print(json.dumps({"cells": result["cells"], "verdicts": seed001.verdicts(result["cells"])}))
         return
     seed001.print_tables(result, int(options.get("repetitions") or 1))
 
@@ -169,14 +172,14 @@ def _print_summary(outcome) -> None:
           f"{outcome.wall_s:.2f} s wall")
     spread = outcome.spread()
     sd_head = " (sd)" if runs > 1 else ""
-    print(f"{'user':>4} {'goodput kb/s' + sd_head:>18} {'thrpt kb/s':>10} {'rexmit':>7} {'TO':>5} "
+    print(f"{'user':>4} {'tcp':<8} {'goodput kb/s' + sd_head:>18} {'thrpt kb/s':>10} {'rexmit':>7} {'TO':>5} "
           f"{'RTT ms':>7} {'p95 ms':>7} {'cwnd':>5}")
     for row, flows in zip(spread, zip(*(r["flows"] for r in outcome.runs))):
         g = row["goodput_bps"]
         good = f"{g['mean'] / 1e3:.1f}" + (f" ({g['sd'] / 1e3:.1f})" if runs > 1 else "")
         p95 = [f["rtt_p95_s"] for f in flows if f["rtt_p95_s"] is not None]
         rtt = row["rtt_mean_s"]
-        print(f"{row['user']:>4} {good:>18} {row['throughput_bps']['mean'] / 1e3:>10.1f} "
+        print(f"{row['user']:>4} {flows[0]['variant']:<8} {good:>18} {row['throughput_bps']['mean'] / 1e3:>10.1f} "
               f"{row['retransmissions']['mean']:>7.0f} {row['timeouts']['mean']:>5.0f} "
               f"{(rtt['mean'] * 1e3 if rtt else float('nan')):>7.0f} "
               f"{(sum(p95) / len(p95) * 1e3 if p95 else float('nan')):>7.0f} {row['cwnd_mean']['mean']:>5.1f}")

@@ -3,14 +3,16 @@
 METHODS §13, seed 004 §VI.B. `serve` sends streams at the CN (RTP over UDP, or over TCP with
 RFC 4571 framing, on one port); `play` asks for one at the MN, records every packet's arrival
 and plays it through a buffer of --buffer seconds: playback starts once that much media is in,
-and stalls (rebuffers to the full buffer) when the packet due has not arrived. In a campaign
-(`type = "stream"`) the runner does both around the emulated link (docs/apps.md).
+and stalls (rebuffers to the full buffer) when the packet due has not arrived. Both ends share
+a token, as `cellperf server` and `cellperf probe` do (--token-file, else $CELLPERF_TOKEN): the
+stream goes only to a receiver that proved it knows it. In a campaign (`type = "stream"`) the
+runner does both around the emulated link (docs/apps.md).
 
 Examples:
-  cellperf stream serve --listen 0.0.0.0:5260
+  cellperf stream serve --listen 0.0.0.0:5260 --token-file token
   sudo cellperf emulate --profile umts-stationary -- \\
-      cellperf stream play '$CELLPERF_CN:5260' --rate 384k --buffer 2 --json
-  cellperf stream play cn.example.net:5260 --transport tcp --rate 1M --log stream.parquet
+      cellperf stream play '$CELLPERF_CN:5260' --token-file token --rate 384k --buffer 2 --json
+  cellperf stream play cn.example.net:5260 --token-file token --transport tcp --rate 1M --log stream.parquet
 """
 
 from __future__ import annotations
@@ -26,22 +28,33 @@ from cellperf.validate import number_arg
 
 
 def serve_command(args: argparse.Namespace) -> None:
-    """Send media streams to the receivers that ask, until stopped.
+    """Send media streams to the receivers that ask and know the token, until stopped.
 
-    Listens on TCP and UDP on the same port. With --json the first line on stdout is
-    {"listening": "ADDR:PORT"}. Stop with Ctrl-C or SIGTERM.
+    Listens on TCP and UDP on the same port. A receiver authenticates over TCP (HMAC challenge
+    on the shared token, as `cellperf server`); a UDP stream goes only to the address that
+    authenticated, and datagrams from anyone else get no answer. Each stream is held to
+    --max-rate, --max-packet and --max-duration; --max-sessions run at once, --max-per-source
+    from one address. With --json the first line on stdout is {"listening": "ADDR:PORT"}.
+    Stop with Ctrl-C or SIGTERM.
 
     Examples:
-      cellperf stream serve --listen 0.0.0.0:5260
-      cellperf stream serve --listen 0.0.0.0:0 --json
+      cellperf stream serve --listen 0.0.0.0:5260 --token-file token
+      CELLPERF_TOKEN=s3cret cellperf stream serve --listen 0.0.0.0:0 --max-rate 10M --json
     """
+    from cellperf.agents import parse_rate, read_token
     from cellperf.apps.stream import serve
+
+    token = read_token(args.token_file)
+    rate = parse_rate(args.max_rate, "--max-rate")
+    if args.max_per_source > args.max_sessions:
+        raise UserError(f"--max-per-source: {args.max_per_source} is over --max-sessions {args.max_sessions}")
 
     def ready(addr: str) -> None:
         print(json.dumps({"listening": addr}) if args.as_json else f"streaming on {addr} (TCP and UDP)", flush=True)
 
     try:
-        serve(args.listen, ready)
+        serve(args.listen, token, ready, max_rate_bps=rate, max_packet_bytes=args.max_packet,
+              max_duration_s=args.max_duration, max_sessions=args.max_sessions, max_per_source=args.max_per_source)
     except KeyboardInterrupt:
         pass
 
@@ -56,17 +69,19 @@ def play_command(args: argparse.Namespace) -> None:
     the per-packet log in the agents' schema (docs/agents.md).
 
     Examples:
-      cellperf stream play 10.0.0.1:5260 --rate 384k --buffer 2
-      cellperf stream play 10.0.0.1:5260 --transport tcp --rate 1M --duration 30 --json
+      cellperf stream play 10.0.0.1:5260 --token-file token --rate 384k --buffer 2
+      cellperf stream play 10.0.0.1:5260 --token-file token --transport tcp --rate 1M --duration 30 --json
     """
-    from cellperf.agents import check_log_path, parse_rate, write_log
-    from cellperf.apps.stream import play
+    from cellperf.agents import check_log_path, parse_rate, read_token, write_log
+    from cellperf.apps.stream import check, play
 
     _check_server(args.server)
     rate = parse_rate(args.rate, "--rate")
+    check(rate, args.packet, args.duration)
     if args.log is not None:
         check_log_path(args.log)
-    doc, log = play(args.server, transport=args.transport, rate_bps=rate, packet_bytes=args.packet,
+    token = read_token(args.token_file)
+    doc, log = play(args.server, token, transport=args.transport, rate_bps=rate, packet_bytes=args.packet,
                     duration_s=args.duration, buffer_s=args.buffer, drain_s=args.timeout)
     if args.log is not None and log is not None:
         write_log(log, args.log, doc)
@@ -91,16 +106,29 @@ def _check_server(text: str) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from cellperf.apps.stream import DEFAULT_PORT, TRANSPORTS
+    from cellperf.apps.stream import DEFAULT_CAPS, DEFAULT_PORT, MAX_DURATION_S, MAX_SESSIONS, TRANSPORTS
 
     subcommands = add_subcommands(parser)
     p = add_subcommand(subcommands, "serve", serve_command)
     p.add_argument("--listen", metavar="ADDR:PORT", default=f"0.0.0.0:{DEFAULT_PORT}",
                    help="Address to serve on, TCP and UDP (port 0: any free).")
+    _token_argument(p)
+    p.add_argument("--max-rate", metavar="RATE", default="100M", help="Highest bitrate of a stream (k/M/G), up to 1T.")
+    p.add_argument("--max-packet", metavar="BYTES", type=number_arg(lo=28, hi=65507, integer=True),
+                   default=DEFAULT_CAPS["max_packet_bytes"], help="Largest RTP packet of a stream (28..65507 B).")
+    p.add_argument("--max-duration", metavar="SECONDS",
+                   type=number_arg(lo=0, lo_open=True, hi=MAX_DURATION_S, unit="seconds"),
+                   default=DEFAULT_CAPS["max_duration_s"], help="Longest stream (at most 3600 s).")
+    p.add_argument("--max-sessions", metavar="N", type=number_arg(lo=1, hi=MAX_SESSIONS, integer=True),
+                   default=DEFAULT_CAPS["max_sessions"], help="Streams at once (1..1024).")
+    p.add_argument("--max-per-source", metavar="N", type=number_arg(lo=1, hi=MAX_SESSIONS, integer=True),
+                   default=DEFAULT_CAPS["max_per_source"],
+                   help="Streams at once from one source (an IPv4 address, an IPv6 /64).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the address as one JSON line when listening.")
 
     p = add_subcommand(subcommands, "play", play_command)
     p.add_argument("server", metavar="SERVER", help="ADDR:PORT of `cellperf stream serve` (an IP address).")
+    _token_argument(p)
     p.add_argument("--transport", choices=TRANSPORTS, default="udp", help="RTP over UDP, or over TCP (RFC 4571).")
     p.add_argument("--rate", metavar="RATE", default="384k", help="Media bitrate (e.g. 384k, 2M).")
     p.add_argument("--packet", metavar="BYTES", type=number_arg(lo=28, hi=65507, integer=True), default=1200,
@@ -113,6 +141,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    default=2.0, help="UDP: how long after the last packet was due late ones are still taken.")
     p.add_argument("--log", metavar="FILE", type=file_path(Path), help="Per-packet log (.parquet or .csv).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
+
+
+def _token_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
 
 
 def run(args: argparse.Namespace) -> None:

@@ -69,11 +69,21 @@ def serve_command(args: argparse.Namespace) -> None:
     {"url": "http://HOST:PORT", "spki": null} once listening; over HTTP/2 `spki` names the
     self-signed certificate for `cellperf web load --trust-spki`. Stop with Ctrl-C or SIGTERM.
 
+    Hostile clients: a connection over --max-per-source from one address is closed at once;
+    at --max-connections in all (fewer if `ulimit -n` leaves room for fewer) a newcomer from
+    an address holding less than its fair share takes the place of the oldest connection of
+    the address holding most. A request whose header is not complete --header-timeout after the connection opened
+    (or after its first byte, on a kept-alive connection) is dropped, as is a connection that
+    moves no byte for --idle-timeout. Errors are logged as one line per kind per 10 s, with
+    the count of those not written; a path the file system refuses is a 404, one over 2,048
+    bytes a 414.
+
     Examples:
       cellperf web serve pages/ --listen 0.0.0.0:8080
       cellperf web serve pages/ --http 2 --compression on --json
+      cellperf web serve pages/ --max-per-source 16 --header-timeout 5
     """
-    from cellperf.web.server import bind, serve
+    from cellperf.web.server import Limits, bind, serve
 
     check_site(args.folder)
     sock = bind(args.listen)
@@ -83,7 +93,8 @@ def serve_command(args: argparse.Namespace) -> None:
         print(json.dumps({"url": url, "spki": spki}) if args.as_json else f"serving {args.folder} on {url}{trust}",
               flush=True)
 
-    serve(args.folder, sock, compress=args.compression == "on", http=args.http, ready=ready)
+    limits = Limits(args.max_connections, args.max_per_source, args.header_timeout, args.idle_timeout)
+    serve(args.folder, sock, compress=args.compression == "on", http=args.http, ready=ready, limits=limits)
 
 
 def _connection_list(text: str) -> list[int]:
@@ -160,7 +171,7 @@ def _page_name(url: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from cellperf.web.server import HTTP_VERSIONS
+    from cellperf.web.server import HTTP_VERSIONS, Limits
 
     subcommands = add_subcommands(parser)
     p = add_subcommand(subcommands, "pages", pages_command)
@@ -174,6 +185,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--compression", choices=("on", "off"), default="off", help="gzip text objects.")
     p.add_argument("--http", choices=HTTP_VERSIONS, default="1.1", help="HTTP version (2: over TLS, self-signed).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the URL as one JSON line when listening.")
+    limits = Limits()
+    p.add_argument("--max-connections", metavar="N", type=number_arg(lo=1, hi=65536, integer=True),
+                   default=limits.max_connections, help="Most connections open at once (lowered to fit `ulimit -n`).")
+    p.add_argument("--max-per-source", metavar="N", type=number_arg(lo=1, hi=65536, integer=True),
+                   default=limits.max_per_source, help="Most connections open at once from one address.")
+    p.add_argument("--header-timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
+                   default=limits.header_timeout_s, help="Longest a request's header may take to arrive.")
+    p.add_argument("--idle-timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
+                   default=limits.idle_timeout_s, help="Longest a kept-alive connection may wait for its next request.")
 
     p = add_subcommand(subcommands, "load", load_command)
     p.add_argument("urls", metavar="URL", nargs="+", help="Pages to load (http:// or https://).")

@@ -7,6 +7,7 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from cellperf import _native
 from cellperf.emulate.units import (
@@ -17,6 +18,7 @@ from cellperf.emulate.units import (
     parse_size,
 )
 from cellperf.errors import UserError
+from cellperf.textlines import lines
 
 # EV-DO slot: 1/600 s (002 §2).
 EVDO_SLOT_S = 1.0 / 600.0
@@ -329,20 +331,27 @@ def parse_random_outages(text: str) -> dict:
 
 def read_handoffs(path: str) -> dict:
     """A handoff schedule CSV: header `time_s,bs_id,sector_id[,outage_ms]`, one row per handoff,
-    times in seconds from the start of the run."""
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the handoff schedule ({e.strerror})") from None
-    rows = [r for r in rows if r and not r[0].lstrip().startswith("#")]
+    times in seconds from the start of the run. Read a line at a time (`textlines`); a file
+    that is not such text is refused naming the line, never quoting it."""
+    what = "a handoff schedule (a CSV of time_s,bs_id,sector_id[,outage_ms])"
+    rows = []
+    for number, raw in lines(Path(path), what):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = "\0"
+        if "\0" in text:
+            raise UserError(f"{path}: line {number}: not text: not {what}")
+        row = next(csv.reader([text]), [])
+        if row and not row[0].lstrip().startswith("#"):
+            rows.append((number, row))
     if not rows:
         raise UserError(f"{path}: the handoff schedule is empty (header time_s,bs_id,sector_id[,outage_ms])")
-    header = [h.strip() for h in rows[0]]
+    first, header = rows[0][0], [h.strip() for h in rows[0][1]]
     if header[:3] != ["time_s", "bs_id", "sector_id"] or header[3:] not in ([], ["outage_ms"]):
-        raise UserError(f"{path}: line 1: the header must be time_s,bs_id,sector_id[,outage_ms]")
+        raise UserError(f"{path}: line {first}: the header must be time_s,bs_id,sector_id[,outage_ms]")
     out = []
-    for i, row in enumerate(rows[1:], start=2):
+    for i, row in rows[1:]:
         if len(row) != len(header):
             raise UserError(f"{path}: line {i}: expected {len(header)} fields, found {len(row)}")
         try:

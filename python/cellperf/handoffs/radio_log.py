@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from cellperf.errors import UserError
+from cellperf.textlines import check_lines
 
 REQUIRED_COLUMNS = ("time_s", "bs_id", "sector_id")
 ID_COLUMNS = ("bs_id", "sector_id", "technology")
@@ -37,6 +38,7 @@ def read_radio_log(path: str | Path) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    check_lines(path, "a radio log")
     try:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
             df = pl.read_ndjson(path)

@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from cellperf.errors import UserError
+from cellperf.textlines import check_lines
 
 DESCRIPTION = "G-NetTrack Pro log, tab- or comma-separated"
 REQUIRED = ("Timestamp", "Longitude", "Latitude", "CellID")
@@ -64,7 +65,9 @@ def _cells(df: pl.DataFrame, tech: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 def read(path: Path, tz: str):
     from cellperf.radiologs import positions_frame
 
-    head = path.read_bytes()[:8192].decode("utf-8", errors="replace")
+    check_lines(path, "a G-NetTrack log")
+    with open(path, "rb") as f:
+        head = f.read(8192).decode("utf-8", errors="replace")
     try:
         df = pl.read_csv(path, separator=_separator(head), infer_schema=False, null_values=NULLS,
                          truncate_ragged_lines=True)

@@ -9,7 +9,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from cellperf.errors import UserError, os_reason
+from cellperf.textlines import lines
 
 DESCRIPTION = "gpsd JSON, TPV reports (gpspipe -w)"
 
@@ -21,16 +21,12 @@ def sniff(head: str, path: Path) -> bool:
 def read(path: Path, tz: str):
     from cellperf.radiologs import positions_frame
 
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
     cols = {"time_s": [], "lat": [], "lon": [], "alt_m": [], "speed_mps": []}
-    for line in lines:
-        if '"TPV"' not in line:
+    for _, line in lines(path, "a gpsd log"):
+        if b'"TPV"' not in line:
             continue
         try:
-            tpv = json.loads(line)
+            tpv = json.loads(line.decode("utf-8", errors="replace"))
             if tpv.get("mode", 0) < 2 or "time" not in tpv:
                 continue
             t = datetime.fromisoformat(tpv["time"].replace("Z", "+00:00")).timestamp()

@@ -21,22 +21,25 @@ from pathlib import Path
 
 import polars as pl
 
-from cellperf.errors import UserError, os_reason
+from cellperf.errors import UserError
+from cellperf.textlines import lines
 
 DESCRIPTION = "MobileInsight decoded messages, XML or JSON lines"
 SERVING = {"LTE_RRC_Serv_Cell_Info": ("LTE", "Cell Identity", 8), "WCDMA_RRC_Serv_Cell_Info": ("UMTS", "Cell ID", 16)}
 MEASUREMENT = "LTE_PHY_Connected_Mode_Intra_Freq_Meas"
 SIGNALS = {"rsrp_dbm": "RSRP(dBm)", "rsrq_db": "RSRQ(dB)", "rssi_dbm": "RSSI(dBm)"}
+#: A decoded message is one line; an RRC message decoded in full runs to tens of kilobytes.
+MAX_MESSAGE_BYTES = 1024 * 1024
 
 
 def sniff(head: str, path: Path) -> bool:
     return "<dm_log_packet" in head or any(line.startswith("{") and '"type_id"' in line for line in head.splitlines())
 
 
-def _messages(text: str, path: Path):
-    """(key → text) per message, from either encoding."""
-    for n, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
+def _messages(path: Path):
+    """(key → text) per message, from either encoding, a line at a time."""
+    for n, raw in lines(path, "a MobileInsight log", MAX_MESSAGE_BYTES):
+        line = raw.decode("utf-8", errors="replace").strip()
         if not line or line.startswith("<?xml"):
             continue
         try:
@@ -61,12 +64,8 @@ def _number(text: str | None) -> float | None:
 
 
 def read(path: Path, tz: str):
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
     rows, cell = [], (None, None, None)
-    for msg in _messages(text, path):
+    for msg in _messages(path):
         kind = msg.get("type_id")
         if kind not in SERVING and kind != MEASUREMENT:
             continue

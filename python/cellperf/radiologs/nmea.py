@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pynmea2
 
-from cellperf.errors import UserError, os_reason
+from cellperf.errors import UserError
+from cellperf.textlines import lines
 
 DESCRIPTION = "NMEA 0183 sentences, RMC (+GGA)"
 KNOT_MPS = 1852 / 3600
@@ -27,16 +28,13 @@ def sniff(head: str, path: Path) -> bool:
 def read(path: Path, tz: str):
     from cellperf.radiologs import positions_frame
 
-    try:
-        text = path.read_bytes().decode("ascii", errors="replace")
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({os_reason(e)})") from None
     fixes: dict[float, list] = {}
     altitude: dict[str, float] = {}  # GGA altitude by time of day (GGA has no date)
     rmc = 0
-    for line in text.splitlines():
-        if not line.startswith("$"):
+    for _, raw in lines(path, "an NMEA log"):
+        if not raw.startswith(b"$"):
             continue
+        line = raw.decode("ascii", errors="replace")
         try:
             msg = pynmea2.parse(line.strip(), check=True)
         except (pynmea2.ParseError, ValueError, AttributeError, TypeError):

@@ -58,6 +58,17 @@ def _figure_div(item: Item) -> str:
                                "toImageButtonOptions": {"format": "png", "filename": item.key, "scale": 2}})
 
 
+def _damage_note(store: Store) -> str:
+    """The runs whose per-packet files are damaged: the figures drawn from those files leave
+    them out, and the reader must see that (docs/store.md)."""
+    rows = "".join(f"<tr><td>{html.escape(d.run_id or '')}</td><td>{html.escape(d.table)}</td>"
+                   f"<td>{html.escape(d.problem)}</td></tr>" for d in store.damaged)
+    return ('<section class="item damage" id="damaged-runs"><h3>Damaged files: runs left out</h3>'
+            '<p class="caption">These runs\' per-packet files cannot be read, so the figures and tables drawn from '
+            'them leave the runs out (`cellperf check` lists the damage; restore the files or redo the runs).</p>'
+            f"<table><tr><th>run</th><th>per-packet table</th><th>problem</th></tr>{rows}</table></section>")
+
+
 def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
     camp = store.campaign() or {}
     counts = store.frame("SELECT count(*), count(*) FILTER (WHERE status = 'ok'), min(started_at), "
@@ -73,6 +84,8 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
                         f'<p class="caption">{html.escape(it.caption)}</p>{content}</section>')
     if not sections:
         body.append("<p>The store has no finished runs yet.</p>")
+    if store.damaged:
+        body.insert(0, _damage_note(store))
     span = f"{counts[2]:%Y-%m-%d %H:%M} – {counts[3]:%Y-%m-%d %H:%M} UTC" if counts[2] else "no runs"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from cellperf.report.figures import Item, _has_view, _layout
-from cellperf.report.web import _table
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 
@@ -29,7 +29,7 @@ def stream_stalls(store: Store) -> list[Item]:
     items = [Item("stream-table", "Streams", "Start-up delay (request to playback), stalls (rebuffering to the full "
                   "buffer when the packet due is missing), packets late for a playout that never stalls, lost "
                   "packets, RFC 3550 jitter and median one-way delay. Seed 004 §VI.B.",
-                  table_html=_table(["network", "scenario", "test", "transport", "kbit/s", "buffer s", "start-up ms",
+                  table_html=html_table(["network", "scenario", "test", "transport", "kbit/s", "buffer s", "start-up ms",
                                      "stalls", "stall s", "late", "lost", "jitter ms", "OWD ms"], rows))]
     fig = go.Figure()
     labels = [f"{r['network']} {r['scenario']} {r['test']}" for r in df.iter_rows(named=True)]
@@ -53,7 +53,7 @@ def keystroke_latency(store: Store) -> list[Item]:
             for r in df.iter_rows(named=True)]
     items = [Item("keystroke-table", "Remote terminal", "Keys typed into a real ssh session and timed until their "
                   "echo; a key never echoed counts above both thresholds. Seed 004 §VI.C.",
-                  table_html=_table(["network", "scenario", "test", "echoed", "median ms", "p95 ms", "max ms",
+                  table_html=html_table(["network", "scenario", "test", "echoed", "median ms", "p95 ms", "max ms",
                                      "> 100 ms %", "> 200 ms %"], rows))]
     if not _has_view(store, "keystrokes"):
         return items

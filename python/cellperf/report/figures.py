@@ -18,6 +18,21 @@ from cellperf.store import Store
 #: Quantile grid of every CDF (201 points: enough for a smooth curve, small HTML).
 CDF_LEVELS = [i / 200 for i in range(201)]
 SCENARIO_COLOURS = {"stationary": "#1f77b4", "mobile": "#d62728"}
+#: Colours of free scenario labels (car, subway, KTX, ...: docs/campaigns.md), in order of appearance.
+OTHER_COLOURS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+
+
+def _scenarios(df: pl.DataFrame) -> list[str]:
+    """The scenario labels in `df`: stationary and mobile first, then free labels as they come."""
+    present = df["scenario"].unique(maintain_order=True).to_list() if df.height else []
+    return [s for s in SCENARIO_COLOURS if s in present] + [s for s in present if s not in SCENARIO_COLOURS]
+
+
+def _colour(scenario: str, df: pl.DataFrame) -> str:
+    if scenario in SCENARIO_COLOURS:
+        return SCENARIO_COLOURS[scenario]
+    others = [s for s in _scenarios(df) if s not in SCENARIO_COLOURS]
+    return OTHER_COLOURS[others.index(scenario) % len(OTHER_COLOURS)] if scenario in others else OTHER_COLOURS[-1]
 DIRECTION_DASH = {"up": "dot", "down": "solid", "uplink": "dot", "downlink": "solid"}
 HANDOFF_DASH = {"inter-BS": "solid", "inter-technology": "solid", "inter-sector": "dash"}
 
@@ -112,14 +127,15 @@ def udp_throughput(store: Store) -> list[Item]:
     fig = make_subplots(rows=len(networks), cols=1, subplot_titles=networks, shared_xaxes=False,
                         vertical_spacing=0.25 / max(1, len(networks)))
     for i, net in enumerate(networks, start=1):
-        for scen in ("stationary", "mobile"):
+        for scen in _scenarios(df):
             d = df.filter((pl.col("network") == net) & (pl.col("scenario") == scen))
             if d.height:
                 fig.add_trace(go.Scatter(x=d["t_s"], y=d["kbps"], mode="lines+markers", marker_size=4,
                                          name=scen, legendgroup=scen, showlegend=i == 1,
-                                         line_color=SCENARIO_COLOURS[scen]), row=i, col=1)
-        mobile = df.filter((pl.col("network") == net) & (pl.col("scenario") == "mobile")).select("run_id", "offset_s").unique()
-        _handoff_lines(store, fig, mobile, rows=[i])
+                                         line_color=_colour(scen, df)), row=i, col=1)
+        # Lines at the handoffs of every run that has them (the mobile ones, a drive test's).
+        runs = df.filter(pl.col("network") == net).select("run_id", "offset_s").unique()
+        _handoff_lines(store, fig, runs, rows=[i])
         fig.update_yaxes(title_text="kb/s", row=i, col=1)
     fig.update_xaxes(title_text="time (s), runs end to end", row=len(networks), col=1)
     items.append(Item("udp-series", "UDP CBR downlink throughput per interval",
@@ -148,14 +164,14 @@ def udp_throughput(store: Store) -> list[Item]:
     loss = store.frame(f"""SELECT r.scenario, x.loss_rate FROM intervals x JOIN runs r USING (run_id)
                           WHERE r.status = 'ok' AND {filt} AND x.loss_rate IS NOT NULL""")
     cdf = make_subplots(rows=1, cols=2, subplot_titles=("|jitter| (ms)", "loss rate per interval"))
-    for scen in ("stationary", "mobile"):
+    for scen in _scenarios(loss):
         if jit.height:
             t = _cdf_trace(jit.filter(pl.col("scenario") == scen)["j"].to_numpy(), scen,
-                           line_color=SCENARIO_COLOURS[scen], legendgroup=scen)
+                           line_color=_colour(scen, loss), legendgroup=scen)
             if t:
                 cdf.add_trace(t, row=1, col=1)
         t = _cdf_trace(loss.filter(pl.col("scenario") == scen)["loss_rate"].to_numpy(), scen,
-                       line_color=SCENARIO_COLOURS[scen], legendgroup=scen, showlegend=False)
+                       line_color=_colour(scen, loss), legendgroup=scen, showlegend=False)
         if t:
             cdf.add_trace(t, row=1, col=2)
     cdf.update_xaxes(type="log", row=1, col=1)
@@ -175,10 +191,10 @@ def _has_view(store: Store, name: str) -> bool:
 def _box_by_scenario(df: pl.DataFrame, y_title: str) -> go.Figure:
     """Box plots of `kbps` per network, stationary beside mobile (seed 000 Figs. 4.1(b), 4.3)."""
     box = go.Figure()
-    for scen in ("stationary", "mobile"):
+    for scen in _scenarios(df):
         d = df.filter(pl.col("scenario") == scen)
         if d.height:
-            box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=SCENARIO_COLOURS[scen],
+            box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=_colour(scen, df),
                                  boxpoints="outliers"))
     box.update_layout(boxmode="group", yaxis_title=y_title)
     return box
@@ -200,9 +216,9 @@ def tcp(store: Store) -> list[Item]:
         ev = store.frame("""SELECT r.scenario, avg(a.in_event::INT) AS events, avg(a.compressed::INT) AS compressed
                             FROM ack_compression a JOIN runs r USING (run_id) WHERE r.status = 'ok' GROUP BY 1""")
         ev = {s: (e, c) for s, e, c in ev.iter_rows()}
-        for scen in ("stationary", "mobile"):
+        for scen in _scenarios(ack):
             t = _cdf_trace(ack.filter(pl.col("scenario") == scen)["ratio"].to_numpy(), scen,
-                           line_color=SCENARIO_COLOURS[scen])
+                           line_color=_colour(scen, ack))
             if t:
                 e, c = ev[scen]
                 t.name += f": {100 * c:.1f} % compressed, {100 * e:.1f} % in events"
@@ -223,7 +239,7 @@ def tcp(store: Store) -> list[Item]:
                         GROUP BY ALL ORDER BY r.scenario DESC, r.network""")
     if rx.height:
         rows = []
-        for scen in ("stationary", "mobile"):
+        for scen in _scenarios(rx):
             d = rx.filter(pl.col("scenario") == scen)
             if d.height == 0:
                 continue
@@ -267,14 +283,13 @@ def voip(store: Store) -> list[Item]:
                             subplot_titles=("(a) " + delay_label, "(b) loss rate", "(c) R-factor"))
         for (scen, direction), g in d.group_by(["scenario", "direction"], maintain_order=True):
             g = g.sort("t_s")
-            style = dict(line_color=SCENARIO_COLOURS[scen], line_dash=DIRECTION_DASH.get(direction, "solid"),
+            style = dict(line_color=_colour(scen, df), line_dash=DIRECTION_DASH.get(direction, "solid"),
                          legendgroup=f"{scen}{direction}", mode="lines")
             name = f"{scen} {direction}"
             fig.add_trace(go.Scatter(x=g["t_s"], y=g["mean_delay_ms"], name=name, **style), row=1, col=1)
             fig.add_trace(go.Scatter(x=g["t_s"], y=g["loss"], name=name, showlegend=False, **style), row=2, col=1)
             fig.add_trace(go.Scatter(x=g["t_s"], y=g["r"], name=name, showlegend=False, **style), row=3, col=1)
-        mobile = d.filter(pl.col("scenario") == "mobile").select("run_id", "offset_s").unique()
-        _handoff_lines(store, fig, mobile, rows=[1, 2, 3])
+        _handoff_lines(store, fig, d.select("run_id", "offset_s").unique(), rows=[1, 2, 3])
         fig.update_xaxes(title_text="time (s), runs end to end", row=3, col=1)
         items.append(Item(f"voip-series-{net}", f"VoIP delay, loss and R over time — {net}",
                           "Per window (default 5 s, drawn at its centre): mean delay, loss and E-model R (simplified G.107, G.711); "
@@ -282,7 +297,7 @@ def voip(store: Store) -> list[Item]:
                           _layout(fig, height=720)))
     fig = go.Figure()
     for (scen, direction), g in df.group_by(["scenario", "direction"], maintain_order=True):
-        t = _cdf_trace(g["r"].to_numpy().astype(float), f"{scen} {direction}", line_color=SCENARIO_COLOURS[scen],
+        t = _cdf_trace(g["r"].to_numpy().astype(float), f"{scen} {direction}", line_color=_colour(scen, df),
                        line_dash=DIRECTION_DASH.get(direction, "solid"))
         if t:
             fig.add_trace(t)
@@ -291,7 +306,11 @@ def voip(store: Store) -> list[Item]:
     items.append(Item("voip-r-cdf", "R-factor per direction", "CDF of R per 5-s window, uplink (MN→CN) and downlink. "
                       "Seed 000 Fig. 4.6.", _layout(fig)))
     fig = go.Figure()
-    mob = df.filter(pl.col("scenario") == "mobile")
+    # The mobile runs: by their scenario (mobile, or a free label said mobile), or because they
+    # have handoffs (a drive test imported under any label).
+    moved = store.frame("""SELECT run_id FROM runs WHERE scenario = 'mobile' OR json_extract(config, '$.mobile') = 'true'
+                           OR run_id IN (SELECT run_id FROM handoffs)""")["run_id"]
+    mob = df.filter(pl.col("run_id").is_in(moved.to_list()))
     for label, g in (("all windows", mob), ("±5 s of a handoff", mob.filter(pl.col("near_handoff")))):
         t = _cdf_trace(g["r"].to_numpy().astype(float), label, line_dash="solid" if label == "all windows" else "dash")
         if t:
@@ -299,7 +318,8 @@ def voip(store: Store) -> list[Item]:
     if fig.data:
         fig.update_layout(xaxis_title="R-factor", yaxis_title="CDF")
         items.append(Item("voip-r-handoff", "R-factor around handoffs (mobile)",
-                          "CDF of R in windows within 5 s of a handoff vs all windows of the mobile runs. "
+                          "CDF of R in windows within 5 s of a handoff vs all windows of the mobile runs (by "
+                          "scenario, or with handoffs). "
                           "Seed 000 Fig. 4.7.", _layout(fig)))
     return items
 

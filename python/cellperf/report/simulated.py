@@ -86,12 +86,24 @@ def _table(cells: list[dict], label: str, key: str) -> Item:
         cells_html = [html.escape(c["test"]), c["scheduler"].upper(), rate, str(c["runs"]), *values]
         body.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells_html) + "</tr>")
     table = (f"<table><thead><tr><th>test</th><th>scheduler</th><th>transitions/s</th><th>runs</th>{head}</tr></thead>"
-             f"<tbody>{''.join(body)}</tbody></table>")
+             f"<tbody>{''.join(body)}</tbody></table>") + _verdicts_html(cells)
     return Item(key, "TCP throughput per source (001 Tables 2 and 3)",
                 f"Goodput per source, kbit/s: mean ± standard deviation over the runs (seeds); where the cell is seed "
                 f"001's scenario (Table 1: 3 sources, 1 Mb/s / 100 kb/s two-state channel, 2 wired hops of 100 Mb/s "
                 f"and 10 ms, Reno, 2000-bit packets, ssthresh 16), simulated / paper (Table 2 PF, Table 3 RR; 001 ran "
                 f"1000 s). Scenario: {label}.", table_html=table)
+
+
+def _verdicts_html(cells: list[dict]) -> str:
+    """What of seed 001 these cells reproduce and what not (seed001.verdicts), when the set
+    holds 001's six scenario cells."""
+    from cellperf.simulate.seed001 import verdicts
+
+    rows = "".join(f"<tr><td>{html.escape(v['claim'])}</td><td>{html.escape(v['paper'])}</td>"
+                   f"<td>{html.escape(v['simulated'])}</td><td>{'yes' if v['held'] else '<b>no</b>'}</td></tr>"
+                   for v in verdicts(cells))
+    return ("<table><thead><tr><th>what 001 shows</th><th>paper</th><th>simulated</th><th>reproduced</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>") if rows else ""
 
 
 def _windows(store: Store, cells: list[dict]) -> dict:

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from cellperf.report.figures import Item, _has_view, _layout
-from cellperf.report.web import _table
+from cellperf.report.figures import Item, _cdf_trace, _has_view, _layout
+from cellperf.report.tables import csv_download, html_table
 from cellperf.store import Store
 
 
@@ -84,7 +84,7 @@ def tcp_flows(store: Store) -> list[Item]:
                   "(excess = OWD − the flow's minimum, unless the clocks were synchronised), its share of the "
                   "goodput of the run's flows in its direction and their Jain's index. Seed 002 §7, Figs. 7-10 "
                   "(utilisation: Reno 0.86, Cubic 0.89, Westwood 0.85, Vegas 0.75).",
-                  table_html=_table(["network", "scenario", "test", "congestion", "direction", "goodput kbit/s",
+                  table_html=html_table(["network", "scenario", "test", "congestion", "direction", "goodput kbit/s",
                                      "utilisation", "capacity kbit/s", "OWD mean ± std ms", "OWD p95 ms", "OWD kind",
                                      "share %", "Jain"], rows))]
     labels = [f"{r['network']} {r['scenario']} {r['congestion']} #{r['flow_id']}" for r in df.iter_rows(named=True)]
@@ -153,7 +153,7 @@ def stream_beside_tcp(store: Store) -> list[Item]:
                   "(its packets' mean ± standard deviation and 95th percentile, averaged over the runs) and loss. "
                   "Seed 002 §7.4, Fig. 11 (a 9.6 kbit/s stream beside a 250 MB download: least delay with Vegas, "
                   "most with Cubic, Westwood about 90 % of Cubic's throughput).",
-                  table_html=_table(["network", "scenario", "TCP variant", "runs", "TCP throughput kbit/s",
+                  table_html=html_table(["network", "scenario", "TCP variant", "runs", "TCP throughput kbit/s",
                                      "stream OWD mean ± std ms", "stream OWD p95 ms", "stream loss %", "OWD kind"],
                                     rows))]
     labels = [" ".join(x for x in (r["network"], r["scenario"], r["variant"])) for r in agg.iter_rows(named=True)]
@@ -191,7 +191,7 @@ def queue_size(store: Store) -> list[Item]:
                  "(excess OWD: over the least delay seen; raw: including propagation), beside the least OWD of "
                  "the min-delay probe (the path without queueing). Seed 003 slides 14-16 (WiBro down: "
                  "961 ms × 9603 kbit/s = 1126 KB).",
-                 table_html=_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
+                 table_html=html_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
                                     "OWD kind", "min-delay OWD ms", "its kind"], rows))]
 
 
@@ -296,7 +296,7 @@ def window_sweep(store: Store) -> list[Item]:
                   "the flow's minimum unless the clocks were synchronised). A window-sweep step without its own "
                   "flows in the captures has the probe's throughput and no delay. Seed 003 slides 17-20 (WiBro: "
                   "128 KB fills the link; the delay first falls, then grows with queueing), 004 Figs. 5-6.",
-                  table_html=_table(["network", "scenario", "direction", "other settings", "window KB", "runs",
+                  table_html=html_table(["network", "scenario", "direction", "other settings", "window KB", "runs",
                                      "throughput kbit/s", "std kbit/s", "OWD mean ms", "OWD std ms", "OWD p95 ms",
                                      "OWD kind"], rows))]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("TCP throughput", "one-way delay of the TCP data"))
@@ -336,7 +336,7 @@ def ping_sizes(store: Store) -> list[Item]:
              _f(None if r.get("loss_rate") is None else 100 * r["loss_rate"])] for r in df.iter_rows(named=True)]
     items = [Item("ping-table", "RTT per ping size", "Round trip per probe size over each run's probes: median, "
                   "mean and standard deviation, and loss. Seed 004 §IV.A, Fig. 1.",
-                  table_html=_table(["network", "scenario", "size B", "median ms", "mean ms", "std ms", "loss %"],
+                  table_html=html_table(["network", "scenario", "size B", "median ms", "mean ms", "std ms", "loss %"],
                                     rows))]
     fig = go.Figure()
     for (n, s, rid), g in df.group_by(["network", "scenario", "run_id"], maintain_order=True):
@@ -361,31 +361,77 @@ def udp_sizes(store: Store) -> list[Item]:
                CAST(coalesce(json_extract(r.config, '$.options.payload'), 1460) AS INTEGER) AS payload,
                count(*) AS runs, avg(f.goodput_bps) AS goodput_bps, avg(f.loss_rate) AS loss_rate
         FROM flows f JOIN runs r USING (run_id)
-        WHERE r.status = 'ok' AND r.test_type = 'udp-cbr' AND f.role = 'data' GROUP BY ALL ORDER BY ALL""")
+        WHERE r.status = 'ok' AND r.test_type = 'udp-cbr' AND f.role = 'data'
+          -- the test's own direction: a downlink test's uplink flow is its request, not a stream
+          AND f.direction = CASE r.direction WHEN 'down' THEN 'downlink' WHEN 'up' THEN 'uplink' ELSE f.direction END
+        GROUP BY ALL ORDER BY ALL""")
     if df.select(pl.struct("network", "scenario", "direction").n_unique()).item() == df.height:
         return []  # one size per network and direction: nothing to compare
     rows = [[r["network"], r["scenario"], r["direction"], r["payload"], r["runs"], _f(r["goodput_bps"] / 1e3, ".0f"),
              _f(None if r["loss_rate"] is None else 100 * r["loss_rate"], ".2f")] for r in df.iter_rows(named=True)]
     return [Item("udp-sizes", "UDP throughput vs packet size", "Mean over runs of each payload size. "
-                 "Seed 004 Table I.", table_html=_table(["network", "scenario", "direction", "payload B", "runs",
+                 "Seed 004 Table I.", table_html=html_table(["network", "scenario", "direction", "payload B", "runs",
                                                          "goodput kbit/s", "loss %"], rows))]
 
 
+#: A gap is an outage when its duration is at least this many of its flow's mean
+#: inter-arrival times (the flow's duration over its packets); a shorter one is the link's
+#: overload: a queue dropped a packet of a stream faster than the link, and the link went on
+#: delivering (docs/report.md).
+OUTAGE_INTERARRIVALS = 5
+
+#: Each gap and delay period with its class (outage, delay period, overload) and start in the run.
+GAPS_SQL = f"""
+    SELECT DISTINCT r.network, r.scenario, r.test, g.run_id, g.direction,
+           CASE WHEN g.kind = 'delay_period' THEN 'delay period'
+                WHEN f.packets IS NULL THEN 'gap'  -- no flow row to tell
+                WHEN g.duration_ms >= {OUTAGE_INTERARRIVALS} * 1e3 * f.duration_s / greatest(f.packets, 1) THEN 'outage'
+                ELSE 'overload' END AS class,
+           round(epoch(g.start_ts) - epoch(r.started_at), 3) AS start_s, g.duration_ms, g.lost
+    FROM gaps g JOIN runs r USING (run_id) LEFT JOIN flows f USING (run_id, flow_id)
+    WHERE r.status = 'ok' ORDER BY r.network, r.scenario, g.run_id, start_s"""
+
+#: The order classes are shown in: what a user came for first (`gap`: a gap whose flow has no
+#: row to tell an outage from overload).
+GAP_CLASSES = ("outage", "delay period", "gap", "overload")
+
+
 def gaps(store: Store) -> list[Item]:
-    """004 Figs. 3-4: each gap and delay period, and the inter-arrival timeline around them."""
-    df = store.frame("""
-        SELECT r.network, r.scenario, r.test, g.run_id, g.flow_id, g.direction, g.kind,
-               epoch(g.start_ts) - epoch(r.started_at) AS start_s, g.duration_ms, g.lost
-        FROM gaps g JOIN runs r USING (run_id) WHERE r.status = 'ok' ORDER BY r.network, r.scenario, g.run_id, start_s""")
+    """004 Figs. 3-4: gaps and delay periods per run and class (outages and delay periods
+    first, the overload of a saturating stream apart), their durations' distribution, every
+    gap as a download, and the inter-arrival timeline around them."""
+    df = store.frame(GAPS_SQL)
     if df.height == 0:
         return []
-    rows = [[r["network"], r["scenario"], r["test"], r["direction"], r["kind"].replace("_", " "), _f(r["start_s"], ".2f"),
-             _f(r["duration_ms"], ".0f"), r["lost"]] for r in df.iter_rows(named=True)]
-    items = [Item("gaps-table", "Gaps and delay periods", "Every gap (a burst of lost packets: from the arrival before "
-                  "it to the one after) and delay period (an inter-arrival of at least 5 sending intervals with "
-                  "nothing lost), with its start in the run. Seed 004 §IV.B.2, Figs. 3-4.",
-                  table_html=_table(["network", "scenario", "test", "direction", "kind", "start s", "duration ms",
-                                     "lost"], rows))]
+    order = pl.col("class").replace_strict({c: k for k, c in enumerate(GAP_CLASSES)}, return_dtype=pl.Int8)
+    per_run = (df.group_by("network", "scenario", "test", "run_id", "direction", "class", maintain_order=True)
+               .agg(n=pl.len(), total_ms=pl.col("duration_ms").sum(), longest_ms=pl.col("duration_ms").max(),
+                    lost=pl.col("lost").sum())
+               .sort(order, "network", "scenario", "run_id", "direction"))
+    rows = [[r["class"], r["network"], r["scenario"], r["test"], r["direction"], r["n"], _f(r["total_ms"] / 1e3, ".2f"),
+             _f(r["longest_ms"], ".0f"), r["lost"]] for r in per_run.iter_rows(named=True)]
+    detail = [[r["network"], r["scenario"], r["test"], r["run_id"], r["direction"], r["class"], r["start_s"],
+               r["duration_ms"], r["lost"]] for r in df.iter_rows(named=True)]
+    items = [Item("gaps-table", "Gaps and delay periods",
+                  "Per run and direction: gaps (a burst of lost packets, from the arrival before it to the one after) "
+                  f"that are outages (at least {OUTAGE_INTERARRIVALS} of the flow's mean inter-arrival times), delay "
+                  "periods (an inter-arrival of at least 5 sending intervals with nothing lost), and the gaps of a "
+                  "stream's overload (a queue dropping what the link could not carry, the link still delivering): "
+                  "count, total and longest. Seed 004 §IV.B.2, Figs. 3-4.",
+                  table_html=html_table(["class", "network", "scenario", "test", "direction", "count", "total s",
+                                         "longest ms", "lost"], rows))]
+    items[-1].table_html += csv_download(["network", "scenario", "test", "run", "direction", "class", "start s",
+                                          "duration ms", "lost"], detail, name="gaps", query=GAPS_SQL,
+                                         what=f"every gap and delay period ({len(detail):,})")
+    fig = go.Figure()
+    for cls in GAP_CLASSES:
+        trace = _cdf_trace(df.filter(pl.col("class") == cls)["duration_ms"].to_numpy(), cls)
+        if trace is not None:
+            fig.add_trace(trace)
+    # 0-ms gaps (two packets received back to back around a loss) have no place on a log axis.
+    fig.update_layout(xaxis=dict(title="duration (ms)", type="log"), yaxis_title="fraction")
+    items.append(Item("gaps-cdf", "Gap and delay-period durations", "Distribution (CDF) of the durations of each class "
+                      "over all runs. Seed 004 §IV.B.2.", _layout(fig, 360)))
     if not _has_view(store, "udp_packets"):
         return items
     pid = store.frame("""

@@ -20,7 +20,7 @@ import math
 import polars as pl
 
 from cellperf.report.figures import Item
-from cellperf.report.web import _table
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 #: 004 Table II's segment sizes (MTU 128, 512, 1500), when the campaign names none.
@@ -116,7 +116,7 @@ def bdp_table(store: Store) -> list[Item]:
                "queue (004 §V.A: RWIN-BDP need not give the highest rate).")
     if advice:
         caption += " In this campaign: " + "; ".join(advice) + "."
-    return [Item("rwin-bdp", "RWIN-BDP per MSS", caption, table_html=_table(
+    return [Item("rwin-bdp", "RWIN-BDP per MSS", caption, table_html=html_table(
         ["network", "scenario", "MSS B", "RTT ms", "up kbit/s", "down kbit/s", "up RWIN-BDP B", "segments",
          "down RWIN-BDP B", "segments"], rows))]
 
@@ -150,5 +150,5 @@ def settings_table(store: Store) -> list[Item]:
     return [Item("tcp-settings", "Throughput per TCP setting", "Goodput of the TCP bulk runs per setting (MSS, "
                  "window, SACK, timestamps, initial windows, congestion control), mean and standard deviation over "
                  "the repetitions, and the share of data segments retransmitted (004 Tables III-V).",
-                 table_html=_table(["network", "scenario", "setting", "runs", "mean kbit/s", "std kbit/s", "retx %"],
+                 table_html=html_table(["network", "scenario", "setting", "runs", "mean kbit/s", "std kbit/s", "retx %"],
                                    rows))]

@@ -5,23 +5,18 @@ host (Fig. 8), per network and scenario, from `page_loads` (and `page_objects` f
 
 from __future__ import annotations
 
-import html
 
 import plotly.graph_objects as go
 import polars as pl
 
 from cellperf.report.figures import Item, _has_view, _layout
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 _LOADS_SQL = """
     SELECT r.network, r.scenario, p.page, p.connections, coalesce(p.compression, false) AS compression, p.http,
            p.status, p.reason, p.load_ms, p.ttfb_ms, p.bytes, p.objects, p.run_id
     FROM page_loads p JOIN runs r USING (run_id)"""
-
-
-def _table(head: list[str], rows: list[list]) -> str:
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table>"
 
 
 def pages_table(store: Store) -> list[Item]:
@@ -44,7 +39,7 @@ def pages_table(store: Store) -> list[Item]:
         rows.append([page, d["n"].sum(), *(f"{share[k]:.1f}" for k in kinds), f"{total / 1000:.1f}"])
     return [Item("web-pages", "Web pages", "Objects and share of bytes by type as the browser loaded them "
                  "(decoded sizes). Seed 004 Table VI; the shipped pages follow it.",
-                 table_html=_table(["page", "objects", "HTML %", "GIF %", "JPEG %", "CSS %", "JS %", "total kB"], rows))]
+                 table_html=html_table(["page", "objects", "HTML %", "GIF %", "JPEG %", "CSS %", "JS %", "total kB"], rows))]
 
 
 def download_times(store: Store) -> list[Item]:
@@ -69,7 +64,7 @@ def download_times(store: Store) -> list[Item]:
         items.append(Item("web-times", "Web page download times", "Mean over loads of the time from navigation start "
                           "to the load event, and bytes transferred / that time, without and with server compression. "
                           "Seed 004 Table VII (IE, 2 connections, UMTS: Yahoo! 13.9 → 9.2 s with compression).",
-                          table_html=_table(["network", "scenario", "page", "conn.", "time (s)", "kb/s",
+                          table_html=html_table(["network", "scenario", "page", "conn.", "time (s)", "kb/s",
                                              "time gzip (s)", "kb/s gzip"], rows)))
         fig = go.Figure()
         for (net, scen, page, comp), g in agg.group_by(["network", "scenario", "page", "compression"], maintain_order=True):
@@ -85,7 +80,7 @@ def download_times(store: Store) -> list[Item]:
     failed = df.filter(pl.col("status") != "ok")
     if failed.height:
         items.append(Item("web-failed", f"Failed page loads ({failed.height})", "With the browser's reason; the campaign went on.",
-                          table_html=_table(["run", "page", "conn.", "reason"],
+                          table_html=html_table(["run", "page", "conn.", "reason"],
                                             [[r["run_id"], r["page"], r["connections"], r["reason"]]
                                              for r in failed.iter_rows(named=True)])))
     return items

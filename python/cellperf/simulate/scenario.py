@@ -15,7 +15,7 @@ from cellperf.errors import UserError, os_reason
 from cellperf.validate import number
 
 SCHEDULERS = ("pf", "rr", "none")
-VARIANTS = ("reno", "newreno", "cubic", "vegas")
+VARIANTS = ("reno", "newreno", "cubic", "vegas", "westwood")
 RTO_ESTIMATORS = ("rfc6298", "classic")
 RTO_TIMERS = ("ack", "segment")
 TIMEOUT_RECOVERIES = ("go-back-n", "one-segment")
@@ -132,6 +132,20 @@ def check_keys(data: dict, fail, also: tuple = ()) -> dict:
     return data
 
 
+def _variants(given, users: int, what: str) -> list[str]:
+    """The TCP variant of every user: one for all (a name) or one per user (a list, or the
+    option given once per user)."""
+    names = [str(v).lower() for v in (given if isinstance(given, list) else [given])]
+    for v in names:
+        if v not in VARIANTS:
+            raise UserError(f"{what}: unknown TCP variant {v!r} ({', '.join(VARIANTS)})")
+    if len(names) == 1:
+        return names
+    if len(names) != users:
+        raise UserError(f"{what}: given {len(names)} times for {users} users (once, or once per user)")
+    return names
+
+
 @dataclass
 class Scenario:
     """What `cellperf simulate` runs: the options after defaults, and the JSON of one run."""
@@ -161,9 +175,7 @@ def build(options: dict, label=None) -> Scenario:
     scheduler = str(o["scheduler"]).lower()
     if scheduler not in SCHEDULERS:
         raise UserError(f"{name('scheduler')}: unknown scheduler {o['scheduler']!r} (pf, rr, none)")
-    variant = str(o["tcp"]).lower()
-    if variant not in VARIANTS:
-        raise UserError(f"{name('tcp')}: unknown TCP variant {o['tcp']!r} ({', '.join(VARIANTS)})")
+    variants = _variants(o["tcp"], users, name("tcp"))
     choices = {}
     for key, accepted in (("rto", RTO_ESTIMATORS), ("rto_timer", RTO_TIMERS), ("timeout_recovery", TIMEOUT_RECOVERIES)):
         choices[key] = str(o[key]).lower()
@@ -194,7 +206,7 @@ def build(options: dict, label=None) -> Scenario:
         uplink = DirectionConfig(rate=parse_link(str(o["uplink"]), name("uplink")))
     packet = parse_packet(o["packet"], name("packet"))
     tcp = {
-        "variant": variant,
+        "variant": variants[0],
         "packet_bytes": packet,
         "initial_window": _real(o["initial_window"], name("initial_window"), 1, 1e6),
         "initial_ssthresh": None if str(o["initial_ssthresh"]).lower() in ("off", "none", "inf")
@@ -208,7 +220,8 @@ def build(options: dict, label=None) -> Scenario:
     if str(o["delayed_ack"]).lower() != "off":
         tcp["delayed_ack_s"] = _seconds(o["delayed_ack"], name("delayed_ack"), least=1e-6)
     base = {
-        "users": [{"downlink": d.to_json(), "uplink": uplink.to_json()} for d in downlinks],
+        "users": [{"downlink": d.to_json(), "uplink": uplink.to_json(),
+                   **({"tcp_variant": variants[i]} if len(variants) > 1 else {})} for i, d in enumerate(downlinks)],
         "wired": {
             "hops": _count(o["wired_hops"], name("wired_hops"), 0, 64),
             "rate_bps": parse_rate(str(o["wired_rate"]), name("wired_rate")),
@@ -227,7 +240,7 @@ def build(options: dict, label=None) -> Scenario:
             "alpha": _real(o["alpha"], name("alpha"), 0, 1, lo_open=True),
             "slot_s": _seconds(o["slot"], name("slot"), least=1e-4),
         }
-    o.update(users=users, scheduler=scheduler, tcp=variant, seed=seed, repetitions=repetitions, duration=duration)
+    o.update(users=users, scheduler=scheduler, tcp=",".join(variants), seed=seed, repetitions=repetitions, duration=duration)
     o.pop("_where", None)
     o.pop("_from_file", None)
     return Scenario(options=o, base=base)

@@ -99,12 +99,52 @@ def reproduce(options: dict, record: bool = False) -> dict:
     return {"cells": cells, "windows": windows}
 
 
+def _jain(values: list[float]) -> float:
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values)) if any(values) else 1.0
+
+
+def verdicts(cells: list[dict]) -> list[dict]:
+    """What of seed 001's Tables 2/3 and Fig. 7 the simulated cells reproduce, measured on
+    them: each claim with the paper's value, the simulated one and whether it held. Empty
+    unless all six of 001's (scheduler, rate) cells are among `cells` with the paper's values."""
+    mean = {(c["scheduler"], c["transitions_per_s"]): (sum(c["simulated_kbps"]) / len(c["simulated_kbps"]),
+                                                     sum(c["paper_kbps"]) / len(c["paper_kbps"]))
+            for c in cells if c.get("paper_kbps")}
+    if set(mean) != set(PAPER):
+        return []
+    rates = sorted({r for _, r in PAPER})
+    gain = {r: tuple(mean["pf", r][k] / mean["rr", r][k] - 1 for k in (0, 1)) for r in rates}
+    fairness = min(_jain(c["simulated_kbps"]) for c in cells if c.get("paper_kbps"))
+    falls = all(mean[s, a][0] > mean[s, b][0] for s in ("pf", "rr") for a, b in zip(rates, rates[1:]))
+    close = [c for c in cells if c.get("paper_kbps")
+             and abs(sum(c["simulated_kbps"]) / sum(c["paper_kbps"]) - 1) <= 0.10]
+
+    def pct(x: float) -> str:
+        return f"{x * 100:+.0f} %"
+
+    return [
+        {"claim": "sources share fairly (least Jain index)", "paper": "≈ 1", "simulated": f"{fairness:.3f}",
+         "held": fairness >= 0.99},
+        {"claim": "throughput falls as transitions speed up", "paper": "yes", "simulated": "yes" if falls else "no",
+         "held": falls},
+        *({"claim": f"PF over RR at {r:g} tr/s", "paper": pct(gain[r][1]), "simulated": pct(gain[r][0]),
+           "held": gain[r][0] > 0 if r >= 1 else abs(gain[r][0] - gain[r][1]) <= 0.10} for r in rates),
+        {"claim": "cells within 10 % of the paper (mean of sources)", "paper": "6 of 6",
+         "simulated": f"{len(close)} of 6", "held": len(close) == 6},
+    ]
+
+
 def print_tables(result: dict, repetitions: int) -> None:
     print(f"seed 001 Tables 2 (PF), 3 (RR): kbit/s per source, simulated/paper, {repetitions} seed(s)")
     for c in result["cells"]:
         values = "  ".join(f"{s:5.1f}/{p:5.1f} {(s / p - 1) * 100:+4.0f}%"
                            for s, p in zip(c["simulated_kbps"], c["paper_kbps"]))
         print(f"{c['scheduler'].upper()} {c['transitions_per_s']:>3g} tr/s  {values}")
+    rows = verdicts(result["cells"])
+    if rows:
+        print(f"\n{'what 001 shows':<48} {'paper':>7} {'simulated':>9}  reproduced")
+        for v in rows:
+            print(f"{v['claim']:<48} {v['paper']:>7} {v['simulated']:>9}  {'yes' if v['held'] else 'no'}")
 
 
 def figure_items(result: dict, window_seconds: float = 100.0, key_suffix: str = "", note: str = "") -> list:

@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from cellperf.errors import UserError, os_reason
+from cellperf.store import damage
 from cellperf.store.schema import MIGRATIONS, PARQUET_TABLES, RUN_TABLES, SCHEMA_VERSION
 
 DB_NAME = "results.duckdb"
@@ -68,6 +69,8 @@ class Store:
         self.runs_dir = self.root / RUNS_DIR
         self.con = con
         self.read_only = read_only
+        #: Per-packet files left out of their views (`damage.DamagedFile`), found at open.
+        self.damaged: list[damage.DamagedFile] = []
 
     # -- opening -------------------------------------------------------------------------
 
@@ -79,10 +82,7 @@ class Store:
         if not db_file.exists():
             if not create:
                 raise UserError(f"{path}: no results store here (expected {db_file.name}; run `cellperf run` first)")
-            try:
-                db_file.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise UserError(f"{db_file.parent}: cannot create the results folder ({os_reason(e)})") from None
+            _create(db_file)
         try:
             # Extensions never load behind the user's back: a read-only store must not fetch or
             # run code (`query` takes SQL from the command line and runs as root).
@@ -137,33 +137,54 @@ class Store:
         if self.read_only:
             raise UserError(f"{self.db_file}: schema version {version}, this cellperf uses {SCHEMA_VERSION}; "
                             "open it once for writing (e.g. `cellperf run` resume or `cellperf query --upgrade`) to migrate")
-        for step in range(version, SCHEMA_VERSION):
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                self.con.execute(MIGRATIONS[step])
-                self.con.execute("INSERT INTO schema_info VALUES (?, ?)", [step + 1, datetime.now(timezone.utc)])
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
+        _apply_migrations(self.con, version)
 
     def _register_parquet_views(self) -> list[Path]:
         """Temporary views over the per-run Parquet files, so SQL can join them with the
         tables (plain DuckDB: `SELECT * FROM 'dataset/packets/**/*.parquet'` in the folder).
         Stores written before the dataset existed keep theirs in `runs/RUN/TABLE.parquet`.
+        A damaged file is left out of its view and listed in `self.damaged` (a view over it
+        would fail every query, even one of `runs`: DuckDB binds views when they are made).
         Returns the files the views read."""
         every_file = []
         for name in PARQUET_TABLES:
             files = sorted(self.runs_dir.glob(f"[!.]*/{name}.parquet")) + sorted(
                 (self.root / DATASET_DIR / name).glob("network=*/date=*/run=*/*.parquet"))
-            if not files:
-                continue
-            every_file += files
-            listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-            # The run id is a column of every file: the partition keys are not repeated here.
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM "
-                             f"read_parquet([{listing}], union_by_name = true, hive_partitioning = false)")
+            readable = self._leave_out_damaged(name, files, damage.frame_problem)
+            try:
+                self._create_view(name, readable)
+            except duckdb.Error:
+                # A footer whole in length but damaged inside: find it file by file.
+                readable = self._leave_out_damaged(name, readable, lambda f: damage.unreadable(self.con, f))
+                self._create_view(name, readable)
+            every_file += readable
         return every_file
+
+    def _leave_out_damaged(self, table: str, files: list[Path], problem_of) -> list[Path]:
+        readable = []
+        for f in files:
+            problem = problem_of(f)
+            if problem is None:
+                readable.append(f)
+            else:
+                self.damaged.append(damage.DamagedFile(f, table, problem))
+        return readable
+
+    def _create_view(self, name: str, files: list[Path]) -> None:
+        if not files:
+            return
+        listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+        # The run id is a column of every file: the partition keys are not repeated here.
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM "
+                         f"read_parquet([{listing}], union_by_name = true, hive_partitioning = false)")
+
+    def damaged_files_read_by(self, query: str) -> list[damage.DamagedFile]:
+        """The damaged files left out of the views `query` reads: the query would silently
+        miss their rows."""
+        if not self.damaged:
+            return []
+        names = damage.tables_read_by(self.con, query, {d.table for d in self.damaged})
+        return [d for d in self.damaged if d.table in names]
 
     def _confine(self, parquet_files: list[Path]) -> None:
         """Shuts a read-only connection off from the file system except the store's own
@@ -335,6 +356,73 @@ class Store:
             self.con.execute(f"INSERT INTO {name} ({quoted}) SELECT {quoted} FROM _incoming")
         finally:
             self.con.unregister("_incoming")
+
+
+def _apply_migrations(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Takes the store from `version` to SCHEMA_VERSION in one transaction: a writer killed
+    meanwhile leaves it at `version`, never between two steps."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for step in range(version, SCHEMA_VERSION):
+            con.execute(MIGRATIONS[step])
+            con.execute("INSERT INTO schema_info VALUES (?, ?)", [step + 1, datetime.now(timezone.utc)])
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+
+
+#: A new database is made under this name (plus the maker's PID), then linked into place.
+NEW_DB_PREFIX = f".{DB_NAME}.new-"
+
+
+def _create(db_file: Path) -> None:
+    """A new store at `db_file`, made whole beside it and then linked into place, so that a
+    process killed while making it leaves no store rather than an empty or half-made one
+    (which readers would refuse until the next writer). Another process that made the
+    store meanwhile wins: its store is kept."""
+    try:
+        db_file.parent.mkdir(parents=True, exist_ok=True)
+        for stale in db_file.parent.glob(NEW_DB_PREFIX + "*"):
+            if not _alive(stale.name.removeprefix(NEW_DB_PREFIX).partition(".")[0]):
+                stale.unlink(missing_ok=True)
+    except OSError as e:
+        raise UserError(f"{db_file.parent}: cannot create the results folder ({os_reason(e)})") from None
+    new = db_file.with_name(f"{NEW_DB_PREFIX}{os.getpid()}")
+    try:
+        con = duckdb.connect(str(new), config={"autoinstall_known_extensions": False,
+                                               "autoload_known_extensions": False})
+        try:
+            _apply_migrations(con, 0)
+        finally:
+            con.close()
+        try:
+            os.link(new, db_file)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links (FAT): a rename, unless one was made
+            if not db_file.exists():
+                os.replace(new, db_file)
+    except OSError as e:
+        raise _write_error(db_file, e) from None
+    except duckdb.Error as e:
+        if os.strerror(errno.ENOSPC) in str(e):
+            raise disk_full(db_file) from None
+        raise UserError(f"{db_file}: cannot create ({str(e).splitlines()[0]})") from None
+    finally:
+        for leftover in (new, new.with_name(new.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass  # another user's process
+    return True
 
 
 def _joined(parts: list) -> pa.Table:

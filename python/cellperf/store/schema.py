@@ -150,16 +150,24 @@ ALTER TABLE intervals ADD COLUMN member VARCHAR;
 ALTER TABLE voip_windows ADD COLUMN member VARCHAR;
 """
 
-#: Version 8: a cellperf probe stream's loss split by where it happened: before the first
+#: Version 8: every attempt at a run on a real network (a run that failed for a network reason
+#: is tried again, `[testbed] retries`), with each failed attempt's reason (issue 27).
+_V8 = """
+CREATE TABLE run_attempts (
+    run_id VARCHAR NOT NULL, attempt INTEGER NOT NULL, started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ,
+    status VARCHAR NOT NULL CHECK (status IN ('ok', 'failed')), reason VARCHAR);
+"""
+
+#: Version 9: a cellperf probe stream's loss split by where it happened: before the first
 #: capture (numbers missing at both captures) and between them (issue 27); `loss_rate` is
 #: their sum.
-_V8 = """
+_V9 = """
 ALTER TABLE flows ADD COLUMN loss_before_capture DOUBLE;
 ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
 """
 
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -171,4 +179,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts")

@@ -7,6 +7,8 @@ when compression is on and the browser accepts it, as IIS's standard compression
 004 §VI.A; images are sent as they are. Compressed bodies are made once per file and kept.
 HTTP/3 is not offered: hypercorn needs aioquic for it and Chromium accepts QUIC only with a
 trusted certificate (a self-signed one is refused even with --ignore-certificate-errors).
+What a hostile client may hold of the server (connections, time, log lines) is bounded in
+guard.py.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
 
 from cellperf.errors import UserError, os_reason
 
 _COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/svg+xml", "application/xml")
 HTTP_VERSIONS = ("1.1", "2")
+#: Longer request paths get 414 (no page of ours has one; the file system's limit is 4,096).
+MAX_PATH_BYTES = 2048
 
 
 class StaticApp:
@@ -40,11 +43,16 @@ class StaticApp:
         self._gz: dict[Path, bytes] = {}
 
     def _file(self, path: str) -> Path | None:
-        rel = unquote(path).lstrip("/")
-        target = (self.root / rel).resolve()
-        if target.is_dir():
-            target = target / "index.html"
-        if not target.is_relative_to(self.root) or not target.is_file():
+        """The file `path` names under the root, or None. `path` is the request's, already
+        decoded by hypercorn (decoding it again would make `/%2500` a NUL); one the file
+        system refuses (too long, a NUL) names no file."""
+        try:
+            target = (self.root / path.lstrip("/")).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_relative_to(self.root) or not target.is_file():
+                return None
+        except (OSError, ValueError):
             return None
         return target
 
@@ -54,7 +62,13 @@ class StaticApp:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
+        if scope["type"] == "websocket":  # refused (403); returning without a word is a 500
+            await send({"type": "websocket.close"})
+            return
         if scope["type"] != "http":
+            return
+        if len(scope["raw_path"]) > MAX_PATH_BYTES:
+            await self._reply(send, 414, b"path too long\n", "text/plain")
             return
         target = self._file(scope["path"]) if scope["method"] in ("GET", "HEAD") else None
         if target is None:
@@ -146,59 +160,71 @@ def self_signed_cert(folder: Path) -> Certificate:
     return Certificate(cert, key, base64.b64encode(spki).decode())
 
 
-def _close_on_eof() -> None:
-    """Makes hypercorn close a connection as soon as the browser has closed its side.
+@dataclass(frozen=True)
+class Limits:
+    """What one client may hold of the server: connections from one address and in all (the
+    total is lowered to fit the process's descriptor limit), and how long a request's header
+    may take to arrive and an idle keep-alive connection may stay (seconds)."""
 
-    Hypercorn (0.17, 0.18) stops reading at the client's FIN, but the connection's task group
-    then waits for its keep-alive timer (120 s here), so the server's side stays in CLOSE-WAIT
-    and sends its own FIN two minutes later: long after the run's link is gone, to an MN
-    address a later run may hold; and the runner's drain (campaign/testbed.py) waited its whole
-    5 s for it after every web run. A client's FIN is the end of its requests, and hypercorn
-    already drops the response in progress on it, so closing at once loses nothing."""
-    from hypercorn.asyncio import tcp_server
-
-    read = tcp_server.TCPServer._read_data
-    if getattr(read, "closes_on_eof", False):
-        return
-
-    async def read_then_close(self) -> None:
-        await read(self)
-        await self._close()
-
-    read_then_close.closes_on_eof = True
-    tcp_server.TCPServer._read_data = read_then_close
+    max_connections: int = 512
+    max_per_source: int = 64
+    header_timeout_s: float = 20.0
+    idle_timeout_s: float = 120.0
 
 
-def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready) -> None:
+def _hypercorn_config(limits: Limits, tls: Certificate | None):
+    """Hypercorn's settings for the page server, its connections built by
+    guard.GuardedConnection, and its errors written to the bounded log."""
+    from hypercorn.config import Config
+
+    from cellperf.web.guard import install_guarded_connections, log
+
+    install_guarded_connections()
+    config = Config()
+    config.keep_alive_timeout = limits.idle_timeout_s  # a page's connections stay open between its objects
+    config.header_timeout = limits.header_timeout_s  # read by guard.GuardedConnection
+    config.ssl_handshake_timeout = limits.header_timeout_s
+    config.accesslog = None
+    config.errorlog = log
+    config.alpn_protocols = ["http/1.1"]
+    if tls is not None:
+        config.certfile, config.keyfile = str(tls.cert), str(tls.key)
+        config.alpn_protocols = ["h2", "http/1.1"]
+    return config
+
+
+def serve(root: Path, sock: socket.socket, *, compress: bool, http: str, ready, limits: Limits = Limits()) -> None:
     """Serves until SIGINT/SIGTERM. `ready(url_base, spki)` is called once listening; `spki`
     identifies the HTTP/2 server's certificate for `cellperf web load --trust-spki` (None for
     HTTP/1.1)."""
-    from hypercorn.asyncio import serve as hypercorn_serve
-    from hypercorn.config import Config
+    from hypercorn.asyncio import worker_serve
+    from hypercorn.config import Sockets
+    from hypercorn.utils import wrap_app
 
-    _close_on_eof()
-    config = Config()
-    config.bind = [f"fd://{sock.fileno()}"]
-    config.keep_alive_timeout = 120  # a page's connections stay open between its objects
-    config.accesslog = None
-    config.errorlog = None
+    from cellperf.web.guard import GuardedListener, bounded_log, connection_cap, log_loop_error
+
+    handler = bounded_log()
+    host, port = sock.getsockname()[:2]
+    listener = GuardedListener.wrap(sock, max_total=connection_cap(limits.max_connections),
+                                    max_per_source=limits.max_per_source)
     with tempfile.TemporaryDirectory(prefix="cellperf-web-") as tmp:
-        tls = None
-        if http == "2":
-            tls = self_signed_cert(Path(tmp))
-            config.certfile, config.keyfile = str(tls.cert), str(tls.key)
-            config.alpn_protocols = ["h2", "http/1.1"]
-        else:
-            config.alpn_protocols = ["http/1.1"]
-        host, port = sock.getsockname()[:2]
-        scheme = "https" if http == "2" else "http"
+        tls = self_signed_cert(Path(tmp)) if http == "2" else None
+        config = _hypercorn_config(limits, tls)
+        sockets = Sockets(secure_sockets=[listener] if tls else [], insecure_sockets=[] if tls else [listener],
+                          quic_sockets=[])
+        scheme = "https" if tls else "http"
 
         async def main():
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
+            loop.set_exception_handler(log_loop_error)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             loop.call_soon(ready, f"{scheme}://{host}:{port}", tls and tls.spki)
-            await hypercorn_serve(StaticApp(root, compress), config, shutdown_trigger=stop.wait)
+            await worker_serve(wrap_app(StaticApp(root, compress), config.wsgi_max_body_size, "asgi"), config,
+                               sockets=sockets, shutdown_trigger=stop.wait)
 
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        finally:
+            handler.flush()  # the counts of lines not written yet
