@@ -74,6 +74,40 @@ def shares(flows: pl.DataFrame, by: tuple[str, ...] = ("direction",)) -> pl.Data
     )
 
 
+#: Two data flows compete when their active spans (first to last packet, `start_s`..`end_s`)
+#: overlap for at least this share of the shorter span (docs/analysis.md).
+MIN_OVERLAP = 0.5
+
+
+def competing_groups(spans: list[tuple[float | None, float | None]], keys: list | None = None) -> list[int]:
+    """A group number for each span: two spans of the same key (a direction) overlapping for
+    at least `MIN_OVERLAP` of the shorter one (and for some time) are in one group, and so
+    are chains of such pairs; a span that overlaps no other enough is a group of its own.
+    Tests run one after another are separate groups; the flows of one test started together
+    (`-P 2`) are one. A span with an unknown end overlaps every other."""
+    n = len(spans)
+    keys = keys if keys is not None else [None] * n
+    group = list(range(n))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for i in range(n):
+        a0, a1 = spans[i]
+        for j in range(i + 1, n):
+            b0, b1 = spans[j]
+            if keys[i] != keys[j]:
+                continue
+            # Flows whose times are not known (no capture: an agent's log) are taken to compete.
+            overlap = None if None in (a0, a1, b0, b1) else min(a1, b1) - max(a0, b0)
+            if overlap is None or overlap > 0 and overlap >= MIN_OVERLAP * min(a1 - a0, b1 - b0):
+                group[root(j)] = root(i)
+    return [root(i) for i in range(n)]
+
+
 def leading(flows: list[tuple[int, float | None]]) -> list[bool]:
     """Whether each of `flows` (flow_id, goodput in bit/s; a connection's two directions share
     a flow_id) is its connection's direction of highest goodput (no goodput counts as 0).
@@ -87,21 +121,27 @@ def leading(flows: list[tuple[int, float | None]]) -> list[bool]:
 
 
 def concurrent_summary(report: dict) -> list[dict]:
-    """Per direction with more than one TCP flow carrying data: the flows' shares and
-    Jain's index (the report's `concurrent` entry; the same figures as `shares`; Jain's index
-    by the scheduler study's `jain_fairness`). A connection with data both ways counts in its
-    direction of higher goodput only (`leading`)."""
-    tcp = [f for f in report["flows"] if f["proto"] == "tcp" and (f.get("tcp") or {}).get("unique_bytes")]
+    """Per direction and group of competing TCP data flows (`competing_groups`) with more
+    than one flow: the flows' shares and Jain's index (the report's `concurrent` entry; the
+    same figures as `shares`; Jain's index by the scheduler study's `jain_fairness`). A
+    connection with data both ways counts in its direction of higher goodput only
+    (`leading`); cellperf's control connections (`control`) are no data flows."""
+    tcp = [f for f in report["flows"]
+           if f["proto"] == "tcp" and not f.get("control") and (f.get("tcp") or {}).get("unique_bytes")]
     by_dir: dict[str, list[dict]] = {}
     for f, lead in zip(tcp, leading([(f["flow_id"], f["goodput_bps"]) for f in tcp])):
         if lead:
             by_dir.setdefault(f["direction"], []).append(f)
     out = []
-    for direction, fs in by_dir.items():
-        good = [f["goodput_bps"] or 0.0 for f in fs]
-        if len(fs) > 1 and sum(good) > 0:
-            out.append({"direction": direction, "flows": [f["flow_id"] for f in fs],
-                        "shares": [g / sum(good) for g in good], "jain": _native.channel.jain_fairness(good)})
+    for direction, flows in by_dir.items():
+        groups: dict[int, list[dict]] = {}
+        for f, g in zip(flows, competing_groups([(f.get("start_s"), f.get("end_s")) for f in flows])):
+            groups.setdefault(g, []).append(f)
+        for fs in groups.values():
+            good = [f["goodput_bps"] or 0.0 for f in fs]
+            if len(fs) > 1 and sum(good) > 0:
+                out.append({"direction": direction, "flows": [f["flow_id"] for f in fs],
+                            "shares": [g / sum(good) for g in good], "jain": _native.channel.jain_fairness(good)})
     return out
 
 

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from cellperf.store import Store
+from cellperf.store.schema import SCHEMA_VERSION
 from cellperf.store.verify import verify_store
 from tests.conftest import cellperf
 
@@ -138,4 +139,4 @@ def test_rows_of_a_run_without_a_runs_row_are_damage(whole_store, tmp_path):
     assert {(d.table, d.run_id) for d in verdict.problems} == {
         ("flows", DAMAGED_RUN), ("sim_cwnd", DAMAGED_RUN), ("sim_rtt", DAMAGED_RUN), ("gaps", None)}, verdict
     assert [d.problem for d in verdict.problems if d.table == "gaps"] == [
-        "schema version 7: column lost is missing"]
+        f"schema version {SCHEMA_VERSION}: column lost is missing"]

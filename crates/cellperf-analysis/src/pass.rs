@@ -3,9 +3,9 @@
 //!
 //! Two things are settled here, before any metric sees a packet:
 //! - **Capture duplicates**: the same frame recorded twice (some capture setups do: a
-//!   mirror port and the host, `-i any` over a bridge) is the previous packet of its flow
-//!   and direction again, with the same IPv4 id, TTL, length and TCP numbers (within a flow,
-//!   the same IP header and checksum), within
+//!   mirror port and the host, `-i any` over a bridge) is one of the last
+//!   [`RECENT_PACKETS`] packets of its flow and direction again, with the same IPv4 id,
+//!   TTL, length and TCP numbers (within a flow, the same IP header and checksum), within
 //!   [`DUPLICATE_WINDOW_NS`]. A sender gives every packet, resends included, a new id, so
 //!   such a copy is no retransmission; it is counted apart (`capture_duplicates`) and left
 //!   out of every other figure. An id of 0 (a sender that does not number its packets)
@@ -30,10 +30,16 @@ use crate::in_step::TcpFeed;
 use crate::tcp_two_sided::{PairedResult, SeenAt};
 
 /// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
-/// come microseconds apart; a sender gives a resend a new IP id; a copy the network made
-/// (a link-layer retransmission) comes a transmission time or more later, and is left to
-/// the metrics as a duplicate received (it is one).
-pub const DUPLICATE_WINDOW_NS: i64 = 100_000;
+/// come microseconds apart, or up to a few hundred (a host's every packet recorded twice
+/// 100-240 us apart, seen in public captures); a sender gives a resend a new IP id; a copy
+/// the network made (a link-layer retransmission, milliseconds later on a radio link) is
+/// left to the metrics as a duplicate received (it is one).
+pub const DUPLICATE_WINDOW_NS: i64 = 500_000;
+
+/// Packets of each flow direction a capture duplicate is looked for among: a copy made
+/// 240 us later comes after the next few packets of a fast sender, not right after its
+/// original.
+pub const RECENT_PACKETS: usize = 8;
 
 /// Fragmented datagrams whose later fragments are awaited at once; beyond it the table is
 /// emptied (bounded memory on a capture of fragments without end).
@@ -52,8 +58,14 @@ pub(crate) struct FlowAt {
     pub udp_recs: Vec<UdpRec>,
     /// Frames captured twice (see the module docs), per direction.
     pub duplicates: [u64; 2],
-    /// The last packet of each direction.
-    last: [Option<Fingerprint>; 2],
+    /// The flow's first payload was looked at, and it was the hello of cellperf's agents'
+    /// control protocol (see [`is_control_hello`]).
+    payload_seen: bool,
+    pub control: bool,
+    /// The last packets of each direction (a ring; an id of 0 is an empty slot).
+    recent: [[Fingerprint; RECENT_PACKETS]; 2],
+    /// Where each direction's next packet goes in `recent`.
+    next: [u8; 2],
 }
 
 impl FlowAt {
@@ -69,7 +81,10 @@ impl FlowAt {
             tcp: None,
             udp_recs: Vec::new(),
             duplicates: [0; 2],
-            last: [None; 2],
+            payload_seen: false,
+            control: false,
+            recent: [[Fingerprint::EMPTY; RECENT_PACKETS]; 2],
+            next: [0; 2],
         }
     }
 
@@ -92,7 +107,8 @@ impl FlowAt {
         (self.last_ts - self.first_ts) as f64 / 1e9
     }
 
-    /// Whether `p` is a capture duplicate of this direction's previous packet; remembers it.
+    /// Whether `p` is a capture duplicate of one of this direction's last packets; remembers
+    /// it if not.
     #[inline(always)]
     fn is_duplicate(&mut self, p: &Packet<'_>, dir: Dir) -> bool {
         let Some(id) = p.ip.ip_id.filter(|id| *id != 0) else { return false };
@@ -107,11 +123,13 @@ impl FlowAt {
         };
         let now = Fingerprint { ts: p.ts_ns, id, ttl: p.ip.ttl, len: p.ip.len, content };
         let d = dir.index();
-        let dup = self.last[d].is_some_and(|last| now.repeats(&last));
+        let dup = self.recent[d].iter().any(|earlier| now.repeats(earlier));
         if dup {
             self.duplicates[d] += 1;
         } else {
-            self.last[d] = Some(now);
+            let i = self.next[d] as usize;
+            self.recent[d][i] = now;
+            self.next[d] = ((i + 1) % RECENT_PACKETS) as u8;
         }
         dup
     }
@@ -129,6 +147,9 @@ struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// An empty slot: no packet taken for a copy has id 0.
+    const EMPTY: Fingerprint = Fingerprint { ts: 0, id: 0, ttl: 0, len: 0, content: (0, 0) };
+
     fn repeats(&self, earlier: &Fingerprint) -> bool {
         (self.id, self.ttl, self.len, self.content) == (earlier.id, earlier.ttl, earlier.len, earlier.content)
             && (0..=DUPLICATE_WINDOW_NS).contains(&(self.ts - earlier.ts))
@@ -240,6 +261,10 @@ impl Scan {
         let mut probe_seq = None;
         match &p.transport {
             Transport::Tcp(t) => {
+                if t.payload_len > 0 && !f.payload_seen {
+                    f.payload_seen = true;
+                    f.control = is_control_hello(t.payload);
+                }
                 let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
                 if rec.has(SYN) && !rec.has(ACK) {
                     f.syn_dir.get_or_insert(dir);
@@ -338,6 +363,15 @@ impl Scan {
     pub fn orphan_fragments(&self) -> u64 {
         self.orphaned + self.pending_fragments
     }
+}
+
+/// Whether a TCP connection's first payload is the hello of the control protocol between
+/// `cellperf probe` and `cellperf server` (`cellperf-agent`'s `wire`): a frame's 4-byte
+/// length, the message tag 1 and the JSON `{"type":"hello"`. The control connection is
+/// then known on any port, and kept out of the competition among data flows.
+fn is_control_hello(payload: &[u8]) -> bool {
+    const HELLO: &[u8] = b"\x01{\"type\":\"hello\"";
+    payload.get(4..4 + HELLO.len()) == Some(HELLO)
 }
 
 /// What a flow's first packet at the CN must match at the MN to be the same flow behind a

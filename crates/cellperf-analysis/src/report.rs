@@ -164,6 +164,9 @@ pub struct FlowReport {
     pub bytes: u64,
     /// Frames recorded twice by that capture, left out of every figure (see `pass`).
     pub capture_duplicates: u64,
+    /// A control connection of cellperf's agents (known by its hello, on any port): no
+    /// data flow, never among the competing flows.
+    pub control: bool,
     /// First and last packet of the flow (Unix seconds): for TCP at the capture its goodput
     /// is measured at (the receiver's, when there), else at the one `duration_s` comes from.
     pub start_s: f64,
@@ -176,6 +179,8 @@ pub struct FlowReport {
     pub ack_compression: Option<AckCompression>,
     pub tcp: Option<TcpDetails>,
     pub loss_rate: Option<f64>,
+    /// A cellperf probe stream's loss split by where it happened (see [`LossSplit`]).
+    pub loss_split: Option<LossSplit>,
     pub jitter_ms: Option<JitterSummary>,
     pub owd_ms: Option<OwdSummary>,
     pub udp: Option<StreamSummary>,
@@ -185,6 +190,21 @@ pub struct FlowReport {
     /// of both its directions.
     pub echo: Option<EchoSummary>,
     pub series: SeriesReport,
+}
+
+/// Where a cellperf probe stream lost its datagrams, as shares of every datagram the
+/// sender numbered (the probe header's sequence numbers, first to last seen at either
+/// capture): `before_capture`, numbers missing at both captures (a shaper, a firewall or the
+/// sender's own queue dropped them before the first capture point); `between_captures`,
+/// datagrams the sender's capture saw and the receiver's did not. They add up to the
+/// flow's `loss_rate`. Only with the sender's capture (the receiver's alone sees only
+/// the sum, its `loss_rate`); `between_captures` is `None` with the sender's alone.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct LossSplit {
+    pub numbered: u64,
+    pub lost_before_capture: u64,
+    pub before_capture: f64,
+    pub between_captures: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -557,6 +577,7 @@ impl<'a> FlowCtx<'a> {
             packets,
             bytes,
             capture_duplicates: duplicates,
+            control: self.at.iter().any(|(_, f)| f.control),
             start_s: main.first_ts as f64 / 1e9,
             end_s: main.last_ts as f64 / 1e9,
             duration_s,
@@ -567,6 +588,7 @@ impl<'a> FlowCtx<'a> {
             ack_compression: None,
             tcp: None,
             loss_rate: None,
+            loss_split: None,
             jitter_ms: None,
             owd_ms: None,
             udp: None,
@@ -626,15 +648,17 @@ impl Assembler<'_> {
             dirs.push(opener);
         }
         // Each direction's SYN resends as its sender's capture saw them (a receiver's
-        // capture sees no more than were sent).
-        let syn: u64 = [Dir::AtoB, Dir::BtoA]
+        // capture sees no more than were sent), reported once per connection: in its first
+        // entry, the opener's when it carried data, so that a sum over entries counts each
+        // resend once.
+        let mut syn: u64 = [Dir::AtoB, Dir::BtoA]
             .into_iter()
             .map(|d| flow.tcp().map(|t| t.summary(d).syn_retransmissions).max().unwrap_or(0))
             .sum();
         let shared = dirs.len() == 2;
         for data_dir in dirs {
             let two = paired.as_mut().and_then(|p| p.dirs[data_dir.index()].take());
-            self.tcp_direction(flow, data_dir, shared, syn, two);
+            self.tcp_direction(flow, data_dir, shared, std::mem::take(&mut syn), two);
         }
     }
 
@@ -864,6 +888,14 @@ impl Assembler<'_> {
             }
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
+            // With the sender's capture, the probe header's numbers tell what it never saw.
+            if let Some(sender) = at_sender {
+                let between = if view == "two-sided" { s.packets_lost } else { None };
+                r.loss_split = LossSplit::of(sender, at_receiver, dir, between);
+                if let Some(total) = r.loss_split.and_then(|x| x.total()) {
+                    r.loss_rate = Some(total);
+                }
+            }
             r.jitter_ms = s.jitter_ms;
             r.owd_ms = s.owd_ms;
             if let Some(e) = &echo {
@@ -987,6 +1019,47 @@ struct ReceiverStream {
 /// an entry for every number between them would take memory without end.
 const MAX_LOST: u64 = 1 << 22;
 const MAX_LOST_PER_RECEIVED: u64 = 100;
+
+impl LossSplit {
+    /// The split of a cellperf probe stream sent `dir` (`None` for another stream, or
+    /// numbers too far apart to be one stream's, see [`MAX_LOST`]), seen at its sender's
+    /// capture and maybe its receiver's; `between`: datagrams the sender's capture saw and
+    /// the receiver's did not (two captures).
+    fn of(sender: &FlowAt, receiver: Option<&FlowAt>, dir: Dir, between: Option<u64>) -> Option<LossSplit> {
+        let recs: Vec<&UdpRec> = sender.udp_recs.iter().filter(|r| r.dir == dir).collect();
+        if stream_header_kind(&recs) != Some(HeaderKind::Cellperf) {
+            return None;
+        }
+        let at_receiver = receiver.map(|f| &f.udp_recs[..]).unwrap_or_default().iter().filter(|r| r.dir == dir);
+        let mut seqs: Vec<u64> = recs
+            .into_iter()
+            .chain(at_receiver)
+            .filter_map(|r| r.probe.filter(|h| h.kind == HeaderKind::Cellperf))
+            .map(|h| h.seq)
+            .collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let (&lo, &hi) = (seqs.first()?, seqs.last()?);
+        let seen = seqs.len() as u64;
+        let before = (hi - lo).saturating_add(1) - seen;
+        if before > MAX_LOST.max(MAX_LOST_PER_RECEIVED.saturating_mul(seen)) {
+            return None;
+        }
+        let numbered = seen + before;
+        let share = |n: u64| n as f64 / numbered as f64;
+        Some(LossSplit {
+            numbered,
+            lost_before_capture: before,
+            before_capture: share(before),
+            between_captures: between.map(share),
+        })
+    }
+
+    /// The whole loss, when both parts are known.
+    fn total(&self) -> Option<f64> {
+        Some(self.before_capture + self.between_captures?)
+    }
+}
 
 /// A stream seen at its receiver only: sequence numbers and send times come from probe
 /// headers when the stream has them; otherwise losses are unknown.

@@ -70,8 +70,12 @@ struct DirState {
     syn_retransmissions: u64,
     /// Resends of bytes whose original the capture missed (see `sent_before`).
     original_not_captured: u64,
-    /// Ranges known to have been sent only from the peer's ACKs and SACKs.
+    /// Ranges known to have been sent only from the peer's ACKs and SACKs, or from this
+    /// direction's own pure ACKs.
     unseen: Vec<(u64, u64)>,
+    /// The highest sequence number this direction's pure ACKs carried: its sender had sent
+    /// every byte below it (tshark takes it for the next sequence number too).
+    own_edge: SentEdge,
     // As the receiver of the opposite direction's data (acks it sends):
     highest_ack: u64,
     /// Highest ACK or SACK edge it sent, as of a moment (see `SentEdge`).
@@ -151,7 +155,8 @@ pub struct DirSummary {
     /// Zero-window advertisements by the receiver of this data.
     pub zero_windows: u64,
     pub mss: Option<u16>,
-    /// Resends of this direction's SYN (or SYN/ACK), apart from data retransmissions.
+    /// Resends of this direction's SYN (or SYN/ACK), with any data they carry, apart from
+    /// data retransmissions.
     pub syn_retransmissions: u64,
     /// Retransmissions whose original the capture did not hold: an ACK or SACK from the
     /// peer showed the bytes had been sent before.
@@ -176,12 +181,14 @@ impl TcpOneSided {
     pub fn push(&mut self, r: &TcpRec, sack: &[(u32, u32)]) {
         let d = r.dir.index();
         let o = r.dir.reverse().index();
+        let mut syn_resend = false;
         if r.has(SYN) {
             let st = &mut self.dirs[d];
             let isn = st.seq_space.unwrap(r.seq);
-            if st.isn == Some(isn) {
-                st.syn_retransmissions += 1;
-            }
+            // A resent SYN is a setup resend, the data it may carry included (not a data
+            // retransmission: see `DirSummary::syn_retransmissions`).
+            syn_resend = st.isn == Some(isn);
+            st.syn_retransmissions += syn_resend as u64;
             st.isn = Some(isn);
             st.started = true;
             st.base = isn + 1;
@@ -192,7 +199,7 @@ impl TcpOneSided {
         if r.has(ACK) {
             self.on_ack(r, sack, d, o);
         }
-        if r.payload_len > 0 || (r.has(FIN) && !r.has(SYN)) {
+        if (r.payload_len > 0 && !syn_resend) || (r.has(FIN) && !r.has(SYN)) {
             self.on_data(r, d, o);
         }
     }
@@ -202,6 +209,11 @@ impl TcpOneSided {
         let is_pure = r.payload_len == 0 && !r.has(SYN) && !r.has(FIN) && !r.has(RST);
         if r.window == 0 && !r.has(RST) && !r.has(SYN) {
             self.dirs[d].zero_windows += 1;
+        }
+        if is_pure {
+            let me = &mut self.dirs[d];
+            let next = me.seq_space.unwrap(r.seq);
+            me.own_edge.raise(next, r.ts_ns);
         }
         // Duplicate ACK: same ack and window, no data, with data outstanding.
         {
@@ -268,10 +280,13 @@ impl TcpOneSided {
     fn on_data(&mut self, r: &TcpRec, d: usize, o: usize) {
         let len = r.payload_len as u64 + (r.has(FIN) as u64);
         let acked_by_peer = self.dirs[o].highest_ack;
-        // Bytes below the peer's highest ACK or SACK edge were sent before, even when the
-        // capture did not see them (it began mid-connection, or dropped them). Only edges
-        // recorded a reordering window earlier count: see `SentEdge`.
-        let sent_before = self.dirs[o].sent_edge.as_of(r.ts_ns - OUT_OF_ORDER_NS);
+        // Bytes below the peer's highest ACK or SACK edge, or below the sequence number of
+        // one of the sender's own pure ACKs, were sent before, even when the capture did not
+        // see them (it began mid-connection, or dropped them). Only edges recorded a
+        // reordering window earlier count: see `SentEdge`.
+        let recorded_before = r.ts_ns - OUT_OF_ORDER_NS;
+        let acked_before = self.dirs[o].sent_edge.as_of(recorded_before);
+        let sent_before = acked_before.max(self.dirs[d].own_edge.as_of(recorded_before));
         let peer_dupacks = self.dirs[o].dupack_run;
         let peer_last_ack = self.dirs[o].last_ack_raw;
         let st = &mut self.dirs[d];
@@ -633,6 +648,22 @@ pub(crate) mod tests {
         // A SYN sent three times counts two resends.
         let t = run(&[seg(0, A, 5, 0, 0, SYN), seg(1000, A, 5, 0, 0, SYN), seg(3000, A, 5, 0, 0, SYN)]);
         assert_eq!((t.summary(A).syn_retransmissions, t.summary(A).retransmissions), (2, 0));
+    }
+
+    #[test]
+    fn a_resent_syn_with_data_is_a_setup_resend_only() {
+        let t = run(&[seg(0, A, 1000, 50, 0, SYN), seg(1000, A, 1000, 50, 0, SYN), seg(1010, B, 7000, 0, 1051, SYN | ACK)]);
+        let a = t.summary(A);
+        assert_eq!((a.syn_retransmissions, a.retransmissions, a.unique_bytes), (1, 0, 50));
+    }
+
+    #[test]
+    fn bytes_below_the_senders_own_pure_ack_were_sent_before() {
+        // The capture begins mid-connection: A's pure ACK says its next byte is 5001; the
+        // resend of 3001.. later is a retransmission whose original the capture missed.
+        let t = run(&[seg(0, B, 7001, 100, 2001, ACK), seg(10, A, 5001, 0, 7101, ACK), seg(300, A, 3001, 1000, 7101, ACK)]);
+        let s = t.summary(A);
+        assert_eq!((s.retransmissions, s.original_not_captured), (1, 1));
     }
 
     #[test]

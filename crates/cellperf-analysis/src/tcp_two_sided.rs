@@ -221,6 +221,39 @@ struct PairedFlow {
     /// Per data direction (index: [`Dir::index`]).
     dirs: [Option<DirPairing>; 2],
     active: bool,
+    /// Each direction's initial sequence number at each capture ([capture][direction]),
+    /// and what capture 1's sequence numbers add to capture 0's (see [`SeqShift`]).
+    isn: [[Option<u32>; 2]; 2],
+    shift: SeqShift,
+}
+
+/// What a middlebox that rewrites sequence numbers (a firewall randomising them) adds to
+/// each direction's sequence numbers between the captures, learned from the SYNs both
+/// captures hold: capture 1's packets are taken back to capture 0's numbering before they
+/// are paired, so that copies pair and no resend is invented. Zero for nearly every flow.
+#[derive(Clone, Copy, Default, PartialEq)]
+struct SeqShift([u32; 2]);
+
+impl SeqShift {
+    fn active(&self) -> bool {
+        self.0 != [0, 0]
+    }
+
+    /// `rec` (and its SACK blocks, into `blocks`) in capture 0's numbering.
+    fn undo<'b>(&self, rec: &TcpRec, sack: &[(u32, u32)], blocks: &'b mut [(u32, u32); 4]) -> (TcpRec, &'b [(u32, u32)]) {
+        let own = self.0[rec.dir.index()];
+        let peer = self.0[rec.dir.reverse().index()];
+        let mut r = *rec;
+        r.seq = r.seq.wrapping_sub(own);
+        if r.has(ACK) {
+            r.ack = r.ack.wrapping_sub(peer);
+        }
+        let n = sack.len().min(4);
+        for (b, &(l, e)) in blocks.iter_mut().zip(sack) {
+            *b = (l.wrapping_sub(peer), e.wrapping_sub(peer));
+        }
+        (r, &blocks[..n])
+    }
 }
 
 /// The result for one flow: its roles, and per data direction what both captures tell
@@ -273,7 +306,12 @@ impl TcpPairing {
             held_at: Vec::new(),
             dirs: [None, None],
             active: false,
+            isn: [[None; 2]; 2],
+            shift: SeqShift::default(),
         });
+        if rec.has(SYN) {
+            f.learn_isn(capture, rec);
+        }
         f.first_ts[capture].get_or_insert(rec.ts_ns);
         let e = f.evidence[capture].get_or_insert(Evidence { max_ttl: [0; 2], syn_dir: None, first_dir: rec.dir });
         e.max_ttl[rec.dir.index()] = e.max_ttl[rec.dir.index()].max(ttl);
@@ -284,17 +322,11 @@ impl TcpPairing {
             f.active = true;
             self.active.push(id);
         }
-        let env = &self.env;
-        let mut lag = 0;
-        if f.roles.is_none() {
-            f.held.push(*rec, sack);
-            f.held_at.push((capture as u8, v));
-            if let Some(roles) = f.conclusive_roles(self.mn_addr, &env.sides) {
-                lag = f.decide(roles, env);
-            }
+        let lag = if capture == 1 && f.shift.active() {
+            f.take_shifted(capture, v, rec, sack, &self.env, self.mn_addr)
         } else {
-            lag = f.route(capture, v, rec, sack, env);
-        }
+            f.take(capture, v, rec, sack, &self.env, self.mn_addr)
+        };
         self.widen(lag);
     }
 
@@ -368,6 +400,17 @@ struct Env {
 }
 
 impl PairedFlow {
+    /// Notes a SYN's sequence number at `capture`; once both captures hold the same
+    /// direction's, their difference is that direction's [`SeqShift`].
+    #[cold]
+    fn learn_isn(&mut self, capture: usize, rec: &TcpRec) {
+        let d = rec.dir.index();
+        self.isn[capture][d].get_or_insert(rec.seq);
+        if let (Some(a), Some(b)) = (self.isn[0][d], self.isn[1][d]) {
+            self.shift.0[d] = b.wrapping_sub(a);
+        }
+    }
+
     /// What each capture has shown, in capture order (as `report` gives it).
     fn sides_evidence(&self, sides: &[Side; 2]) -> Vec<(Side, Evidence)> {
         (0..2).filter_map(|c| self.evidence[c].map(|e| (sides[c], e))).collect()
@@ -382,6 +425,47 @@ impl PairedFlow {
         let both = |d: usize| e0.max_ttl[d] > 0 && e1.max_ttl[d] > 0;
         let settled = named || (0..2).any(|d| both(d) && e0.max_ttl[d] != e1.max_ttl[d]) || (both(0) && both(1));
         settled.then(|| mn_direction(&self.key, &self.sides_evidence(sides), mn_addr))
+    }
+
+    /// Holds a packet of `capture` until the flow's roles are decided, or routes it;
+    /// returns the longest gap between two copies met.
+    #[inline(always)]
+    fn take(
+        &mut self,
+        capture: usize,
+        v: i64,
+        rec: &TcpRec,
+        sack: &[(u32, u32)],
+        env: &Env,
+        mn_addr: Option<cellperf_capture::Addr>,
+    ) -> i64 {
+        if self.roles.is_some() {
+            return self.route(capture, v, rec, sack, env);
+        }
+        self.held.push(*rec, sack);
+        self.held_at.push((capture as u8, v));
+        match self.conclusive_roles(mn_addr, &env.sides) {
+            Some(roles) => self.decide(roles, env),
+            None => 0,
+        }
+    }
+
+    /// [`Self::take`] of a packet of capture 1 taken back to capture 0's numbering first
+    /// (see [`SeqShift`]).
+    #[cold]
+    #[inline(never)]
+    fn take_shifted(
+        &mut self,
+        capture: usize,
+        v: i64,
+        rec: &TcpRec,
+        sack: &[(u32, u32)],
+        env: &Env,
+        mn_addr: Option<cellperf_capture::Addr>,
+    ) -> i64 {
+        let mut blocks = [(0, 0); 4];
+        let (rec, sack) = self.shift.undo(rec, sack, &mut blocks);
+        self.take(capture, v, &rec, sack, env, mn_addr)
     }
 
     /// Fixes the roles and replays the packets held until now; returns the longest gap
@@ -408,7 +492,9 @@ impl PairedFlow {
         let mut lag = 0;
         if rec.payload_len > 0 {
             let d = self.dirs[rec.dir.index()].get_or_insert_with(|| DirPairing::new(sender_of(rec.dir)));
-            lag = d.data(capture, v, rec);
+            if !(rec.has(SYN) && d.syn_resent(capture, rec.seq)) {
+                lag = d.data(capture, v, rec);
+            }
         }
         if rec.has(ACK) {
             let other = rec.dir.reverse();
@@ -530,6 +616,8 @@ struct DirPairing {
     /// Highest ACK number handed to the sender's state so far.
     sender_acked: Option<u64>,
     judge: Judge,
+    /// The sequence number of the data-carrying SYN each capture saw first.
+    syn_seq: [Option<u32>; 2],
 }
 
 impl DirPairing {
@@ -544,6 +632,19 @@ impl DirPairing {
             seen_end: None,
             sender_acked: None,
             judge: Judge::default(),
+            syn_seq: [None; 2],
+        }
+    }
+
+    /// Whether a SYN carrying data repeats the one `capture` saw first: a setup resend,
+    /// counted apart (`syn_retransmissions`), its data no retransmission.
+    fn syn_resent(&mut self, capture: usize, seq: u32) -> bool {
+        match self.syn_seq[capture] {
+            Some(first) => first == seq,
+            None => {
+                self.syn_seq[capture] = Some(seq);
+                false
+            }
         }
     }
 

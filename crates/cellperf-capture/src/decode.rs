@@ -158,6 +158,8 @@ pub struct TcpInfo<'a> {
     /// TCP payload length on the wire.
     pub payload_len: u32,
     pub options: TcpOptions<'a>,
+    /// The payload bytes captured (possibly cut by the snapshot length).
+    pub payload: &'a [u8],
 }
 
 impl TcpInfo<'_> {
@@ -313,8 +315,13 @@ fn decode_ipv4(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
     let h = Ipv4HeaderSlice::from_slice(bytes).map_err(|_| Skip::Malformed)?;
     let hdr_len = h.ihl() as u32 * 4;
     let total = h.total_len() as u32;
-    // A zero (or too small) total length: take the frame's length, never less than the header.
-    let len = if total >= hdr_len { total } else { wire_len.max(hdr_len) };
+    // A zero total length (segmentation offload seen at the sender): take the frame's
+    // length, never less than the header. Any other length below the header's is damage.
+    let len = match total {
+        0 => wire_len.max(hdr_len),
+        t if t < hdr_len => return Err(Skip::Malformed),
+        t => t,
+    };
     let offset = h.fragments_offset().value();
     let ip = IpInfo {
         version: 4,
@@ -400,6 +407,7 @@ fn decode_transport(proto: u8, bytes: &[u8], l4_len: u32, fragment: bool) -> Res
                 window: be16(bytes, field::TCP_WINDOW),
                 payload_len: l4_len.saturating_sub(header_len as u32),
                 options: parse_tcp_options(options),
+                payload: &bytes[header_len.min(bytes.len())..],
             }))
         }
         IpNumber::UDP if bytes.len() >= field::UDP_HEADER => {
@@ -557,6 +565,15 @@ mod tests {
         let f = Frame { orig_len: 74, ..f };
         let Transport::Tcp(t) = decode_frame(&f).unwrap().transport else { panic!() };
         assert_eq!(t.payload_len, 10);
+    }
+
+    #[test]
+    fn total_length_below_the_header_length_is_malformed() {
+        // Found in public captures: total length 10 with a 20-byte header became a flow.
+        let mut p = IPV4_TCP;
+        p[2..4].copy_from_slice(&[0, 10]);
+        let f = Frame { ts_ns: 0, linktype: LinkType::Raw, data: &p, orig_len: 74, offset: 0, interface: 0 };
+        assert_eq!(decode_frame(&f), Err(Skip::Malformed));
     }
 
     #[test]

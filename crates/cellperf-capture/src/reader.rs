@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use memmap2::{Mmap, UncheckedAdvice};
 use pcap_parser::pcapng::{
-    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SHB_MAGIC,
+    parse_block_be, parse_block_le, parse_sectionheaderblock, Block, SectionHeaderBlock, EPB_MAGIC, SHB_MAGIC,
 };
 use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be, parse_pcap_header, PcapError};
 
@@ -31,6 +31,9 @@ const MAP_AHEAD: usize = 2 << 20;
 const MAP_AHEAD_STEP: usize = 1 << 20;
 const MAP_AHEAD_MIN: usize = 16 << 20;
 
+
+/// The largest record libpcap reads from a pcap file (its `MAXIMUM_SNAPLEN`, 256 KiB).
+const MAX_SNAPLEN: u32 = 262_144;
 
 /// A capture that cannot be read at all: it names the file and, where it applies, the byte offset.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,14 +143,10 @@ impl Capture {
         };
         let data: &[u8] = &map;
         if data.len() >= 4 && data[0..4] == SHB_MAGIC.to_le_bytes() {
-            if let Err(e) = parse_sectionheaderblock(data) {
-                let what = match e {
-                    nom::Err::Incomplete(_) => "truncated pcapng section header".to_string(),
-                    _ => format!("damaged pcapng section header ({})", describe_block(data, None)),
-                };
-                return Err(err(Some(0), what));
-            }
-            return Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None });
+            return match section_header(data) {
+                Ok(_) => Ok(Capture { path, map, format: CaptureFormat::PcapNg, pcap_linktype: None }),
+                Err(what) => Err(err(Some(0), what)),
+            };
         }
         let magic_le = data.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         match magic_le {
@@ -163,6 +162,12 @@ impl Capture {
             Ok((_, h)) => h,
             Err(_) => return Err(err(Some(0), "truncated pcap file header (24 bytes needed)".into())),
         };
+        // What libpcap reads (its pcap_check_header): versions 2.0-2.4, and DG/UX's 543.0.
+        match (header.version_major, header.version_minor) {
+            (2, 0..=4) | (543, 0) => {}
+            (0..=1, _) => return Err(err(Some(0), "archaic pcap file format (version 1 or older), which libpcap refuses too".into())),
+            (major, minor) => return Err(err(Some(0), format!("unsupported pcap file version {major}.{minor}"))),
+        }
         // The field's upper 16 bits carry the FCS length and flags (libpcap's
         // LT_FCS_LENGTH and LT_RESERVED1); the link type is the low 16 (its LT_LINKTYPE).
         // A trailing FCS is harmless: lengths come from the IP headers.
@@ -226,6 +231,25 @@ pub fn unsupported_link(numbers: &[u32]) -> String {
     format!("unsupported link type{s} {} (cellperf reads Ethernet, Linux SLL/SLL2, raw IP, null/loopback)", list.join(", "))
 }
 
+/// The section header block at the start of `rest`, or why it cannot be read: damaged,
+/// cut short, its two length fields disagreeing (the damage is then in this block, not in
+/// the one its wrong length would make the next), or of a major version other than 1,
+/// which libpcap refuses (the format's next major version may change any block).
+fn section_header(rest: &[u8]) -> Result<(&[u8], SectionHeaderBlock<'_>), String> {
+    match parse_sectionheaderblock(rest) {
+        Ok((_, shb)) if shb.block_len1 != shb.block_len2 => Err(format!(
+            "damaged pcapng section header (its lengths disagree: {} and {})",
+            shb.block_len1, shb.block_len2
+        )),
+        Ok((_, shb)) if shb.major_version != 1 => {
+            Err(format!("unsupported pcapng version {}.{}", shb.major_version, shb.minor_version))
+        }
+        Ok(parsed) => Ok(parsed),
+        Err(nom::Err::Incomplete(_)) => Err(format!("truncated pcapng section header ({})", describe_block(rest, None))),
+        Err(_) => Err(format!("damaged pcapng section header ({})", describe_block(rest, None))),
+    }
+}
+
 /// A pcapng block's type and length fields, for a message about it (never its bytes:
 /// a damaged length can make "the block" the rest of the file).
 fn describe_block(rest: &[u8], big_endian: Option<bool>) -> String {
@@ -239,6 +263,19 @@ fn describe_block(rest: &[u8], big_endian: Option<bool>) -> String {
         (Some(kind), Some(len)) => format!("type 0x{kind:08x}, length {len}, {} bytes left in the file", rest.len()),
         _ => format!("{} bytes left in the file", rest.len()),
     }
+}
+
+/// An enhanced packet block whose captured length exceeds the room its own length leaves
+/// for packet data: (captured length, room).
+fn packet_overflows(rest: &[u8], big_endian: bool) -> Option<(u32, u32)> {
+    let word = |at: usize| {
+        let b = rest.get(at..at + 4)?;
+        let b = [b[0], b[1], b[2], b[3]];
+        Some(if big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+    };
+    let (kind, len, caplen) = (word(0)?, word(4)?, word(20)?);
+    let room = len.checked_sub(32)?;
+    (kind == EPB_MAGIC && caplen > room).then_some((caplen, room))
 }
 
 fn io_message(e: &std::io::Error) -> String {
@@ -472,9 +509,17 @@ impl<'a> Frames<'a> {
             Err(_) => {
                 let pos = self.pos;
                 if rest.len() < 16 {
-                    self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()))
+                    return self.stop(pos, format!("truncated record header ({} of 16 bytes)", rest.len()));
+                }
+                let caplen = [rest[8], rest[9], rest[10], rest[11]];
+                let caplen = if big_endian { u32::from_be_bytes(caplen) } else { u32::from_le_bytes(caplen) };
+                let left = rest.len() - 16;
+                // libpcap refuses a record larger than its largest snapshot length: damage,
+                // not a file cut short.
+                if caplen > MAX_SNAPLEN {
+                    self.stop(pos, format!("damaged record: captured length {caplen} exceeds the largest snapshot length ({MAX_SNAPLEN})"))
                 } else {
-                    self.stop(pos, "truncated record (captured length runs past the end of the file)".into())
+                    self.stop(pos, format!("truncated record: captured length {caplen} exceeds the {left} bytes left in the file"))
                 }
             }
         }
@@ -500,12 +545,21 @@ impl<'a> Frames<'a> {
                 }
             }
             let parsed = if is_shb {
-                parse_sectionheaderblock(rest).map(|(r, shb)| (r, Block::SectionHeader(shb)))
+                match section_header(rest) {
+                    Ok((r, shb)) => Ok((r, Block::SectionHeader(shb))),
+                    Err(what) => return self.stop(offset, what),
+                }
             } else if self.ng.big_endian {
                 parse_block_be(rest)
             } else {
                 parse_block_le(rest)
             };
+            if parsed.is_err() {
+                if let Some((caplen, room)) = packet_overflows(rest, self.ng.big_endian) {
+                    let what = format!("damaged enhanced packet block (captured length {caplen} exceeds the {room} bytes it holds)");
+                    return self.stop(offset, what);
+                }
+            }
             let (after, block) = match parsed {
                 Ok(v) => v,
                 Err(nom::Err::Incomplete(_)) => {
@@ -1027,6 +1081,46 @@ mod tests {
         assert!(e.to_string().contains("damaged pcapng section header"), "{e}");
         let e = Capture::from_bytes("short-shb", &ng_shb()[..20]).err().unwrap();
         assert!(e.to_string().contains("bytes 0") || e.to_string().contains("byte 0"), "{e}");
+    }
+
+    #[test]
+    fn versions_libpcap_refuses_are_refused() {
+        for (major, minor, says) in [(1, 0, "archaic"), (2, 5, "version 2.5"), (3, 0, "version 3.0")] {
+            let mut f = pcap_header(0xa1b2_c3d4, 1, false);
+            f[4..6].copy_from_slice(&u16::to_le_bytes(major));
+            f[6..8].copy_from_slice(&u16::to_le_bytes(minor));
+            let e = Capture::from_bytes("old", &f).err().unwrap();
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let mut f = ng_shb();
+        f[12..14].copy_from_slice(&2u16.to_le_bytes());
+        let e = Capture::from_bytes("ng2", &f).err().unwrap();
+        assert!(e.to_string().contains("unsupported pcapng version 2.0"), "{e}");
+    }
+
+    #[test]
+    fn damage_is_named_at_its_block_with_its_cause() {
+        // A section header whose leading length (52) disagrees with its trailing one (28).
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        f.extend(ng_epb(0, 1, &[0u8; 14]));
+        f[4..8].copy_from_slice(&52u32.to_le_bytes());
+        let e = Capture::from_bytes("shb", &f).err().unwrap();
+        assert_eq!(e.offset, Some(0));
+        assert!(e.to_string().contains("lengths disagree"), "{e}");
+        // An enhanced packet block whose captured length exceeds its room.
+        let mut f = ng_shb();
+        f.extend(ng_idb(1, None));
+        let at = f.len();
+        let mut epb = ng_epb(0, 1, &[0u8; 16]);
+        epb[20..24].copy_from_slice(&5000u32.to_le_bytes());
+        f.extend(epb);
+        let cap = Capture::from_bytes("epb", &f).unwrap();
+        let mut frames = cap.frames();
+        assert_eq!(frames.by_ref().count(), 0);
+        let w = frames.warning().unwrap();
+        assert_eq!(w.offset, Some(at as u64));
+        assert!(w.to_string().contains("captured length 5000 exceeds the 16 bytes it holds"), "{w}");
     }
 
     #[test]

@@ -27,7 +27,7 @@ from cellperf.campaign.spec import RunSpec
 from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.store import write_parquet
-from cellperf.studies import add_utilisation, leading, queue_estimate, shares
+from cellperf.studies import add_utilisation, competing_groups, leading, queue_estimate, shares
 
 #: Flow ids of a shared cell's user i start at i × this (the users' captures are analysed apart).
 USER_FLOW_IDS = 100_000
@@ -94,7 +94,7 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
         fid = f["flow_id"]
         if not opened_by_mn.get(fid, True):
             roles[fid] = "stray"
-        elif f["proto"] == "tcp" and control_port is not None and control_port in (f["sport"], f["dport"]):
+        elif f["proto"] == "tcp" and (f.get("control") or control_port is not None and control_port in (f["sport"], f["dport"])):
             roles[fid] = "control"
         elif members is not None:
             # A group: the test's traffic is what a member opened, in that member's protocol.
@@ -113,6 +113,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
         rx = f.get("retransmissions") or {}
         ac = f.get("ack_compression") or {}
         rtt, jit, owd = f.get("rtt_ms") or {}, f.get("jitter_ms") or {}, f.get("owd_ms") or {}
+        split = f.get("loss_split") or {}
         rows.append({
             "flow_id": f["flow_id"], "connection_id": f.get("connection_id", f["flow_id"]),
             "role": roles[f["flow_id"]], "proto": f["proto"],
@@ -120,6 +121,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
             "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
             "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
+            "loss_before_capture": split.get("before_capture"), "loss_between_captures": split.get("between_captures"),
             "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
             "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
             "owd_mean_ms": owd.get("mean"), "owd_std_ms": owd.get("std"), "owd_min_ms": owd.get("min"),
@@ -144,13 +146,21 @@ def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
     flows started together), and, for a `saturating` test (UDP CBR), the queue-size estimate
     of its UDP flows (METHODS §12). A connection's two directions share a flow_id. Flows that
     delivered nothing (a download's ACK-only direction) are in no share, nor is a connection's
-    lesser direction (the probe's hello up a download, a request), as in `cellperf analyze`."""
+    lesser direction (the probe's hello up a download, a request), nor an agents' control
+    connection, and only flows active at the same time share (`competing_groups`), as in
+    `cellperf analyze`."""
     g = pl.col("goodput_bps")
     lead = leading(list(zip(flows["flow_id"].to_list(), flows["goodput_bps"].to_list())))
     # A column, not a Series beside the frame: the join below need not keep the rows' order.
     flows = flows.with_columns(_studied=(pl.col("role") == "data") & (g > 0) & pl.Series(lead, dtype=pl.Boolean))
-    studied = shares(flows.filter("_studied").select("flow_id", "direction", "goodput_bps")).select(
-        "flow_id", "direction", "share", "jain")
+    studied = flows.filter("_studied")
+    # Only flows active at the same time compete (`competing_groups`, as in `cellperf analyze`).
+    times = [studied[c].to_list() if c in studied.columns else [None] * studied.height for c in ("start_s", "end_s")]
+    spans = list(zip(*times))
+    studied = studied.select("flow_id", "direction", "goodput_bps")
+    studied = studied.with_columns(
+        _group=pl.Series(competing_groups(spans, studied["direction"].to_list()), dtype=pl.Int64))
+    studied = shares(studied, by=("direction", "_group")).select("flow_id", "direction", "share", "jain")
     flows = flows.join(studied, on=["flow_id", "direction"], how="left")
     if "owd_max_ms" in flows.columns and saturating:
         q = queue_estimate(flows)["queue_bytes"]

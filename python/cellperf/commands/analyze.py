@@ -16,8 +16,11 @@ Examples:
 
 With both captures, TCP data has a one-way delay too (each segment matched across them):
 excess (OWD − the flow's minimum) unless --synced-clocks. With --radio-log, each flow's
-channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). Several
-TCP flows carrying data the same way get their shares and Jain's index (`concurrent`).
+channel utilisation = goodput / mean channel capacity over its lifetime (002 §7.3). TCP
+data flows carrying data the same way at the same time (active spans overlapping for half
+the shorter one) get their shares and Jain's index (`concurrent`); cellperf's control
+connections (known by their hello) never do. A cellperf probe stream's loss is split into
+loss before the first capture (numbers missing at both) and between the captures.
 """
 
 from __future__ import annotations
@@ -50,6 +53,17 @@ def _retx(r: dict | None) -> str:
     return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']})*"
 
 
+def _loss(f: dict) -> str:
+    """The loss rate, with its split when the probe headers told loss before the capture."""
+    split, rate = f.get("loss_split"), f.get("loss_rate")
+    if not split:
+        return "-" if rate is None else f"{100 * rate:.2f}%"
+    before = f"before capture {100 * split['before_capture']:.2f}%"
+    if rate is None:
+        return before
+    return f"{100 * rate:.2f}% ({before}, between {100 * split['between_captures']:.2f}%)"
+
+
 def _end(addr: str, port: int | None) -> str:
     return addr if port is None else f"{addr}:{port}"
 
@@ -78,10 +92,10 @@ def _table(report: dict):
     for f in report["flows"]:
         ac, owd = f.get("ack_compression"), f.get("owd_ms")
         t.add_row(
-            str(f["flow_id"]), f["proto"], _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
+            str(f["flow_id"]), f["proto"] + (" ctl" if f.get("control") else ""), _dir(f), _ends(f), str(f["packets"]), f"{f['duration_s']:.1f}",
             format_rate(f.get("goodput_bps")), _fmt_ms(f.get("rtt_ms")), _retx(f.get("retransmissions")),
             "-" if not ac else f"{100 * ac['event_fraction']:.1f}% ev",
-            "-" if f.get("loss_rate") is None else f"{100 * f['loss_rate']:.2f}%",
+            _loss(f),
             _fmt_ms(f.get("jitter_ms")), "-" if not owd else f"{owd['median']:.1f} ({owd['kind']})",
         )
     return t
@@ -98,8 +112,8 @@ def _facts(f: dict) -> list[str]:
             out.append(f"SYN resent {f['retransmissions']['syn']}")
     if f.get("ack_compression"):
         out.append(f"ACK comp {100 * f['ack_compression']['event_fraction']:.1f}% ev")
-    if f.get("loss_rate") is not None:
-        out.append(f"loss {100 * f['loss_rate']:.2f}%")
+    if f.get("loss_rate") is not None or f.get("loss_split"):
+        out.append(f"loss {_loss(f)}")
     if f.get("jitter_ms"):
         out.append(f"jitter {_fmt_ms(f['jitter_ms'])} ms")
     if f.get("owd_ms"):
@@ -148,6 +162,8 @@ def _print_human(report: dict, console: Console) -> None:
     if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
     notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (METHODS §4)")
+    if any(f.get("control") for f in report["flows"]):
+        notes.append("ctl: a control connection of cellperf's agents (never among the competing flows)")
     for c in report.get("concurrent", []):
         shares = ", ".join(f"{fid}: {100 * x:.1f}%" for fid, x in zip(c["flows"], c["shares"]))
         console.print(f"concurrent TCP {c['direction']}: Jain's index {c['jain']:.3f} (shares {shares})")

@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Captures: the MN and CN clocks agree (GPS), so one-way delays are raw, not excess.")
     parser.add_argument("--control-port", type=number_arg(lo=1, hi=65535, integer=True, unit="a port"), metavar="PORT",
                         help="Captures: TCP port of an agents' control connection, kept out of the test's data "
-                             "(cellperf server: 5250 unless set).")
+                             "(they are known by their hello on any port; this marks a port's connections too).")
     parser.add_argument("--tz", default="UTC", metavar="ZONE",
                         help="Captures: time zone of radio logs that write local time without a zone "
                              "(G-NetTrack), e.g. Asia/Seoul.")

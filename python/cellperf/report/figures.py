@@ -337,7 +337,10 @@ def summary_table(store: Store) -> list[Item]:
                        f.direction)) AS goodput,
                    avg(f.loss_rate) FILTER (WHERE f.role = 'data' AND f.proto = 'udp' AND f.direction = coalesce(
                        CASE r.direction WHEN 'up' THEN 'uplink' WHEN 'down' THEN 'downlink' END,
-                       f.direction)) AS loss
+                       f.direction)) AS loss,
+                   avg(f.loss_before_capture) FILTER (WHERE f.role = 'data' AND f.proto = 'udp' AND f.direction = coalesce(
+                       CASE r.direction WHEN 'up' THEN 'uplink' WHEN 'down' THEN 'downlink' END,
+                       f.direction)) AS loss_before
             FROM runs r LEFT JOIN flows f USING (run_id)
             GROUP BY r.run_id, r.network, r.test, r.test_type, r.scenario, r.status, r.config, r.direction)
         SELECT network, test, test_type, scenario, count(*)::BIGINT AS runs, sum((status = 'ok')::INT)::BIGINT AS ok,
@@ -349,7 +352,7 @@ def summary_table(store: Store) -> list[Item]:
                any_value(json_extract(config, '$.options.channel')::VARCHAR[]) AS channel,
                any_value(json_extract_string(config, '$.options.tcp')) AS tcp,
                any_value(json_extract(config, '$.duration_s')::DOUBLE) AS duration,
-               median(goodput) AS goodput, median(loss) AS loss
+               median(goodput) AS goodput, median(loss) AS loss, median(loss_before) AS loss_before
         FROM per_run GROUP BY ALL ORDER BY network, test, scenario DESC""")
     if df.height == 0:
         return []
@@ -366,7 +369,9 @@ def summary_table(store: Store) -> list[Item]:
         if r["goodput"] is not None:
             res.append(f"goodput {r['goodput'] / 1e3:.0f} kb/s")
         if r["loss"] is not None:
-            res.append(f"loss {100 * r['loss']:.2f} %")
+            # Loss the captures could not see (probe numbers missing at both) is part of it.
+            before = "" if not r["loss_before"] else f" ({100 * r['loss_before']:.2f} % before the capture)"
+            res.append(f"loss {100 * r['loss']:.2f} %{before}")
         if r["test_type"] == "voip" and (r["network"], r["scenario"]) in rmap:
             res.append(f"median R {rmap[(r['network'], r['scenario'])]:.1f}")
         cells = [r["network"], r["test"], r["scenario"], f"{r['ok']}/{r['runs']}",

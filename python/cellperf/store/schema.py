@@ -158,8 +158,16 @@ CREATE TABLE run_attempts (
     status VARCHAR NOT NULL CHECK (status IN ('ok', 'failed')), reason VARCHAR);
 """
 
+#: Version 9: a cellperf probe stream's loss split by where it happened: before the first
+#: capture (numbers missing at both captures) and between them (issue 27); `loss_rate` is
+#: their sum.
+_V9 = """
+ALTER TABLE flows ADD COLUMN loss_before_capture DOUBLE;
+ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
