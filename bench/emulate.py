@@ -262,14 +262,21 @@ SPARSE_RADIO = ("--profile", "hsdpa-stationary", "--downlink", "10gbit", "--upli
                 "--delay", str(SPARSE_DELAY_MS))
 
 
+def pings(count: int, interval: float, address: str) -> list[str]:
+    """A command sending `count` pings `interval` s apart, one `ping -c 1` each: the summary of
+    one ping gives its RTT to the µs, where ping prints each reply's to 0.1 ms above 10 ms."""
+    return ["sh", "-c", f"for i in $(seq {count}); do ping -q -c 1 -W 2 {address}; sleep {interval}; done"]
+
+
 def ping_times(text: str) -> np.ndarray:
-    """The RTT (ms) of every reply ping printed."""
-    return np.array([float(m) for m in re.findall(r"time=([0-9.]+) ms", text)])
+    """The RTT (ms) of every ping that `pings` sent and had answered, in order."""
+    return np.array([float(m) for m in re.findall(r"= ([0-9.]+)/", text)])
 
 
-def icmp_records(path: Path) -> dict[tuple[int, int], tuple[float, float | None]]:
-    """(ICMP type, sequence) -> (capture time ns, ping's own send stamp ns or None) of the
-    IPv4 echo requests (8) and replies (0) in one of the emulator's pcaps."""
+def icmp_records(path: Path) -> dict[tuple[int, int], tuple[float, float]]:
+    """(ICMP type, send stamp) -> (capture time ns, ping's own send stamp ns) of the IPv4 echo
+    requests (8) and replies (0) in one of the emulator's pcaps (each ping's stamp is its key:
+    the `ping -c 1` runs all have sequence number 1)."""
     data, out, off = path.read_bytes(), {}, 24
     while off + 16 <= len(data):
         sec, nsec, incl, _ = struct.unpack_from("<IIII", data, off)
@@ -278,9 +285,9 @@ def icmp_records(path: Path) -> dict[tuple[int, int], tuple[float, float | None]
         if len(p) < 44 or p[0] >> 4 != 4 or p[9] != 1:
             continue
         ihl = (p[0] & 15) * 4
-        seq = struct.unpack_from(">H", p, ihl + 6)[0]
         sent_s, sent_us = struct.unpack_from("<qq", p, ihl + 8)  # ping's struct timeval
-        out[(p[ihl], seq)] = (sec * 1e9 + nsec, sent_s * 1e9 + sent_us * 1e3)
+        sent = sent_s * 1e9 + sent_us * 1e3
+        out[(p[ihl], sent)] = (sec * 1e9 + nsec, sent)
     return out
 
 
@@ -291,21 +298,22 @@ def stages(pcap_dir: Path, text: str) -> list[float]:
     the CN side's turn-around (the receiving stack, the echo reply, the downlink thread's
     wake-up), the downlink, and the reply's delivery to ping (its receive stamp)."""
     mn, cn = icmp_records(pcap_dir / "mn.pcap"), icmp_records(pcap_dir / "cn.pcap")
+    sent = sorted(t for typ, t in mn if typ == 8)
     rows = []
-    for seq, rtt in re.findall(r"icmp_seq=(\d+) .*?time=([0-9.]+) ms", text):
-        keys = [(8, int(seq)), (0, int(seq))]
+    for t, rtt in zip(sent, ping_times(text)):
+        keys = [(8, t), (0, t)]
         if not all(k in mn and k in cn for k in keys):
             continue
-        (req_in, sent), (req_out, _), (rep_in, _), (rep_out, _) = mn[keys[0]], cn[keys[0]], cn[keys[1]], mn[keys[1]]
-        rows.append([req_in - sent, req_out - req_in, rep_in - req_out, rep_out - rep_in, float(rtt) * 1e6 - (rep_out - sent)])
+        (req_in, _), (req_out, _), (rep_in, _), (rep_out, _) = mn[keys[0]], cn[keys[0]], cn[keys[1]], mn[keys[1]]
+        rows.append([req_in - t, req_out - req_in, rep_in - req_out, rep_out - rep_in, rtt * 1e6 - (rep_out - t)])
     return list(np.median(np.array(rows), axis=0) / 1e3) if rows else []
 
 
 def sparse_emulated(exe: str, interval: float, count: int, options: tuple[str, ...]) -> tuple[np.ndarray, dict, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         options = options if "--profile" in options else ("--downlink", "10gbit", "--uplink", "10gbit", *options)
-        out = subprocess.run([exe, "emulate", *options, "--pcap-dir", tmp, "--json", "--", "ping", "-c", str(count), "-i", str(interval),
-                              "-W", "2", "$CELLPERF_CN"], capture_output=True, text=True, check=True)
+        out = subprocess.run([exe, "emulate", *options, "--pcap-dir", tmp, "--json", "--", *pings(count, interval, "$CELLPERF_CN")],
+                             capture_output=True, text=True, check=True)
         text, _, last = out.stdout.rstrip().rpartition("\n")
         return ping_times(text), json.loads(last), stages(Path(tmp), text)
 
@@ -321,8 +329,7 @@ def sparse_veth(interval: float, count: int) -> np.ndarray:
         sh("ip", "link", "set", f"vs{pid}h", "up")
         sh("ip", "-n", ns, "addr", "add", "10.233.0.2/30", "dev", f"vs{pid}n")
         sh("ip", "-n", ns, "link", "set", f"vs{pid}n", "up")
-        out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-c", str(count), "-i", str(interval), "-W", "2", "10.233.0.1"],
-                             capture_output=True, text=True)
+        out = subprocess.run(["ip", "netns", "exec", ns, *pings(count, interval, "10.233.0.1")], capture_output=True, text=True)
         return ping_times(out.stdout)
     finally:
         subprocess.run(["ip", "link", "del", f"vs{pid}h"], capture_output=True)
@@ -343,7 +350,7 @@ def sparse_mahimahi(mm_delay: str, delay_ms: int, interval: float, count: int) -
     ns = f"cpsparsemm{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
     try:
-        inner = f"ping -c {count} -i {interval} -W 2 $MAHIMAHI_BASE"
+        inner = pings(count, interval, "$MAHIMAHI_BASE")[-1]
         script = ("ip link set lo up && sysctl -qw net.ipv4.ip_forward=1 && "
                   f"exec setpriv --reuid=65534 --regid=65534 --clear-groups {mm_delay} {delay_ms} sh -c '{inner}'")
         out = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", script], capture_output=True, text=True, cwd="/")
@@ -360,7 +367,7 @@ def sparse(count: int, baseline: str | None) -> None:
     mm_delay = mm_delay_path()
     emulators = [("cellperf", CELLPERF)] + ([("baseline", baseline)] if baseline else [])
     print(f"sparse traffic: {count} pings per row, load average {os.getloadavg()[0]:.2f} at the start")
-    print(f"{'row':<34}{'p50':>7}{'p90':>7}{'p99':>7}{'max':>7}{'>1ms late':>10}{'>2ms late':>10}  release error p50/p99/max (us)")
+    print(f"{'row':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}{'>1ms late':>10}{'>2ms late':>10}  release error p50/p99/max (us)")
     for interval in SPARSE_INTERVALS:
         rows = [(f"veth @{interval}s", sparse_veth(interval, count), None, None, None)]
         for name, exe in emulators:
@@ -381,7 +388,7 @@ def sparse(count: int, baseline: str | None) -> None:
                 print(f"{name:<34} no replies")
                 continue
             p50, p90, p99, mx = np.percentile(times, [50, 90, 99, 100])
-            line = f"{name:<34}{p50:>7.3f}{p90:>7.3f}{p99:>7.3f}{mx:>7.3f}"
+            line = f"{name:<34}{p50:>8.3f}{p90:>8.3f}{p99:>8.3f}{mx:>8.3f}"
             if expected is not None and "radio" not in name:
                 late = times - expected
                 line += f"{int(np.sum(late > 1)):>10}{int(np.sum(late > 2)):>10}"
