@@ -35,6 +35,7 @@ within 1 ms of the no-delay median plus twice the delay, none more than 2 ms lat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -93,26 +94,34 @@ def emulated(udp: bool, seconds: int, rate: str, *options: str) -> tuple[dict, d
     return json.loads(Path("/tmp/cellperf-bench-iperf.json").read_text()), stats
 
 
-def veth(udp: bool, seconds: int) -> dict:
-    SERVER.restart()
-    ns = f"cpbench{os.getpid()}"
+@contextlib.contextmanager
+def veth_namespace(name: str, subnet: str):
+    """A namespace joined to this one by a veth pair, the host end `SUBNET.1/30`, the namespace's
+    `SUBNET.2/30`; yields the namespace's name and removes both afterwards."""
+    ns, host, inner = f"cp{name}{os.getpid()}", f"v{name[:3]}{os.getpid()}h", f"v{name[:3]}{os.getpid()}n"
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "netns", "add", ns)
     try:
-        sh("ip", "link", "add", f"vb{os.getpid()}h", "type", "veth", "peer", "name", f"vb{os.getpid()}n")
-        sh("ip", "link", "set", f"vb{os.getpid()}n", "netns", ns)
-        sh("ip", "addr", "add", "10.232.0.1/30", "dev", f"vb{os.getpid()}h")
-        sh("ip", "link", "set", f"vb{os.getpid()}h", "up")
-        sh("ip", "-n", ns, "addr", "add", "10.232.0.2/30", "dev", f"vb{os.getpid()}n")
-        sh("ip", "-n", ns, "link", "set", f"vb{os.getpid()}n", "up")
-        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True)
-        doc = json.loads(out.stdout)
-        if "error" in doc:
-            raise SystemExit(f"iperf3 over veth failed: {doc['error']}")
-        return doc
+        sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
+        sh("ip", "link", "set", inner, "netns", ns)
+        sh("ip", "addr", "add", f"{subnet}.1/30", "dev", host)
+        sh("ip", "link", "set", host, "up")
+        sh("ip", "-n", ns, "addr", "add", f"{subnet}.2/30", "dev", inner)
+        sh("ip", "-n", ns, "link", "set", inner, "up")
+        yield ns
     finally:
-        subprocess.run(["ip", "link", "del", f"vb{os.getpid()}h"], capture_output=True)
+        subprocess.run(["ip", "link", "del", host], capture_output=True)
         subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def veth(udp: bool, seconds: int) -> dict:
+    SERVER.restart()
+    with veth_namespace("bench", "10.232.0") as ns:
+        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True)
+    doc = json.loads(out.stdout)
+    if "error" in doc:
+        raise SystemExit(f"iperf3 over veth failed: {doc['error']}")
+    return doc
 
 
 def rate_of(doc: dict, udp: bool) -> float:
@@ -319,21 +328,9 @@ def sparse_emulated(exe: str, interval: float, count: int, options: tuple[str, .
 
 
 def sparse_veth(interval: float, count: int) -> np.ndarray:
-    ns, pid = f"cpsparse{os.getpid()}", os.getpid()
-    sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
-    sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "link", "add", f"vs{pid}h", "type", "veth", "peer", "name", f"vs{pid}n")
-        sh("ip", "link", "set", f"vs{pid}n", "netns", ns)
-        sh("ip", "addr", "add", "10.233.0.1/30", "dev", f"vs{pid}h")
-        sh("ip", "link", "set", f"vs{pid}h", "up")
-        sh("ip", "-n", ns, "addr", "add", "10.233.0.2/30", "dev", f"vs{pid}n")
-        sh("ip", "-n", ns, "link", "set", f"vs{pid}n", "up")
+    with veth_namespace("sparse", "10.233.0") as ns:
         out = subprocess.run(["ip", "netns", "exec", ns, *pings(count, interval, "10.233.0.1")], capture_output=True, text=True)
-        return ping_times(out.stdout)
-    finally:
-        subprocess.run(["ip", "link", "del", f"vs{pid}h"], capture_output=True)
-        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    return ping_times(out.stdout)
 
 
 def mm_delay_path() -> str | None:
