@@ -536,7 +536,10 @@ enum Wait {
     /// The deadline has passed, or is within `SPIN_LEAD` of a long sleep: poll, don't sleep.
     Poll,
     /// Sleep until the timer fires at `wake`; `spin_for` is the deadline to poll up to then.
-    Sleep { wake: Nanos, spin_for: Option<Nanos> },
+    Sleep {
+        wake: Nanos,
+        spin_for: Option<Nanos>,
+    },
 }
 
 /// The wait before deadline `next` at `now`, given the deadline the loop is already polling
@@ -702,7 +705,10 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
         let timeout = match plan_wait(next, clock.now(), spin_for) {
             Wait::Idle => -1,
             Wait::Poll => 0,
-            Wait::Sleep { wake: t, spin_for: s } => {
+            Wait::Sleep {
+                wake: t,
+                spin_for: s,
+            } => {
                 spin_for = s;
                 if armed != Some(t) {
                     let abs = clock.mono_zero + t;
