@@ -5,8 +5,9 @@
 //! host side (the CN). One thread per direction waits in epoll on its input devices, a timerfd
 //! armed at the model's next event (absolute CLOCK_MONOTONIC, no tick, nothing runs when the
 //! link is idle) and a stop eventfd. A deadline reached from a sleep of milliseconds (a lone
-//! packet's) is approached by waking `SPIN_LEAD` early and polling (`plan_wait`). Every packet that crosses has its TTL / hop limit
-//! decremented, as a router's would, and is captured on both sides.
+//! packet's) is approached by waking `SPIN_LEAD` early and polling (`plan_wait`). Every packet
+//! that crosses has its TTL / hop limit decremented, as a router's would, and is captured on
+//! both sides.
 pub mod hop;
 pub mod mahimahi_log;
 pub mod pcap;
@@ -583,6 +584,28 @@ fn epoll_add(epoll: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
     Ok(())
 }
 
+/// Arms timerfd `timer` to fire once at `abs` ns on CLOCK_MONOTONIC (an absolute time: no
+/// drift from the time spent between reading the clock and arming).
+fn arm_timer(timer: RawFd, abs: u64) -> Result<(), LinkError> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (abs / 1_000_000_000) as _,
+            tv_nsec: (abs % 1_000_000_000) as _,
+        },
+    };
+    // SAFETY: valid timer descriptor and itimerspec.
+    if unsafe { libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }
+        < 0
+    {
+        return Err(os_error("timerfd_settime"));
+    }
+    Ok(())
+}
+
 fn record(capture: &Option<SharedPcap>, clock: Clock, packet: &[u8]) -> Result<(), LinkError> {
     if let Some(c) = capture {
         // Stamped under the lock so each file's records stay in time order across threads.
@@ -711,29 +734,7 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             } => {
                 spin_for = s;
                 if armed != Some(t) {
-                    let abs = clock.mono_zero + t;
-                    let spec = libc::itimerspec {
-                        it_interval: libc::timespec {
-                            tv_sec: 0,
-                            tv_nsec: 0,
-                        },
-                        it_value: libc::timespec {
-                            tv_sec: (abs / 1_000_000_000) as _,
-                            tv_nsec: (abs % 1_000_000_000) as _,
-                        },
-                    };
-                    // SAFETY: valid timer descriptor and itimerspec.
-                    if unsafe {
-                        libc::timerfd_settime(
-                            timer.as_raw_fd(),
-                            libc::TFD_TIMER_ABSTIME,
-                            &spec,
-                            std::ptr::null_mut(),
-                        )
-                    } < 0
-                    {
-                        return Err(os_error("timerfd_settime"));
-                    }
+                    arm_timer(timer.as_raw_fd(), clock.mono_zero + t)?;
                     armed = Some(t);
                 }
                 -1
