@@ -13,21 +13,34 @@ Measured in one run on this machine:
      a public LTE trace read by mahimahi's own mm-throughput-graph and mm-delay-graph, their
      averages against the trace and the emulator's counts; and the forwarding rate with the
      logs on, against the same run without.
+  5. sparse traffic (issue 33): pings at 0.05-1 s intervals through the link with no delay, with
+     a 20-ms delay and with a profile's radio elements, beside pings over veth (the floor) and
+     through mahimahi's mm-delay (built from its source outside cellperf and installed setuid
+     root; found as $CELLPERF_MM_DELAY or on PATH, skipped with a note if absent) and, with
+     --baseline EXE, another build's `cellperf` (main's), alternated in the same run; RTT
+     percentiles, pings late by more than 1 and 2 ms, the emulator's release error and the
+     median of each stage of a round trip, from the captures.
 Steps 1 and 3 run twice: with the bare link, and with the radio elements of issue 12 on
 (HSDPA-like ARQ, 1 ms uplink frames, a wandering base delay: RADIO below), which add work per
 packet and a timer per frame. With them on, TCP is bound by the ARQ's in-order stalls (the
 link's behaviour), so the forwarding target is checked on UDP.
-Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s, both ways.
+Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s, both ways;
+sparse pings: no-delay median RTT ≤ 0.3 ms, with a delay the median within 0.2 ms and p99
+within 1 ms of the no-delay median plus twice the delay, none more than 2 ms late (quiet host).
 
     sudo .venv/bin/python bench/emulate.py [--seconds 10] [--release-only] [--mahimahi-scripts DIR]
+    sudo .venv/bin/python bench/emulate.py --sparse-only [--pings 40] [--baseline /work/main/.venv/bin/cellperf]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -81,26 +94,34 @@ def emulated(udp: bool, seconds: int, rate: str, *options: str) -> tuple[dict, d
     return json.loads(Path("/tmp/cellperf-bench-iperf.json").read_text()), stats
 
 
-def veth(udp: bool, seconds: int) -> dict:
-    SERVER.restart()
-    ns = f"cpbench{os.getpid()}"
+@contextlib.contextmanager
+def veth_namespace(name: str, subnet: str):
+    """A namespace joined to this one by a veth pair, the host end `SUBNET.1/30`, the namespace's
+    `SUBNET.2/30`; yields the namespace's name and removes both afterwards."""
+    ns, host, inner = f"cp{name}{os.getpid()}", f"v{name[:3]}{os.getpid()}h", f"v{name[:3]}{os.getpid()}n"
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "netns", "add", ns)
     try:
-        sh("ip", "link", "add", f"vb{os.getpid()}h", "type", "veth", "peer", "name", f"vb{os.getpid()}n")
-        sh("ip", "link", "set", f"vb{os.getpid()}n", "netns", ns)
-        sh("ip", "addr", "add", "10.232.0.1/30", "dev", f"vb{os.getpid()}h")
-        sh("ip", "link", "set", f"vb{os.getpid()}h", "up")
-        sh("ip", "-n", ns, "addr", "add", "10.232.0.2/30", "dev", f"vb{os.getpid()}n")
-        sh("ip", "-n", ns, "link", "set", f"vb{os.getpid()}n", "up")
-        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True)
-        doc = json.loads(out.stdout)
-        if "error" in doc:
-            raise SystemExit(f"iperf3 over veth failed: {doc['error']}")
-        return doc
+        sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
+        sh("ip", "link", "set", inner, "netns", ns)
+        sh("ip", "addr", "add", f"{subnet}.1/30", "dev", host)
+        sh("ip", "link", "set", host, "up")
+        sh("ip", "-n", ns, "addr", "add", f"{subnet}.2/30", "dev", inner)
+        sh("ip", "-n", ns, "link", "set", inner, "up")
+        yield ns
     finally:
-        subprocess.run(["ip", "link", "del", f"vb{os.getpid()}h"], capture_output=True)
+        subprocess.run(["ip", "link", "del", host], capture_output=True)
         subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def veth(udp: bool, seconds: int) -> dict:
+    SERVER.restart()
+    with veth_namespace("bench", "10.232.0") as ns:
+        out = subprocess.run(["ip", "netns", "exec", ns, *iperf3_args(udp, seconds, "10.232.0.1")], capture_output=True, text=True)
+    doc = json.loads(out.stdout)
+    if "error" in doc:
+        raise SystemExit(f"iperf3 over veth failed: {doc['error']}")
+    return doc
 
 
 def rate_of(doc: dict, udp: bool) -> float:
@@ -175,17 +196,23 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--release-only", action="store_true", help="measure the release error only (step 3), with the elements off and on")
     ap.add_argument("--mahimahi-scripts", type=Path, metavar="DIR", help="mahimahi's scripts/ folder (mm-throughput-graph, mm-delay-graph)")
+    ap.add_argument("--sparse-only", action="store_true", help="measure sparse traffic only (step 5)")
+    ap.add_argument("--pings", type=int, default=40, help="pings per sparse row (default 40)")
+    ap.add_argument("--baseline", metavar="EXE", help="another build's cellperf, measured beside this one in the sparse rows")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/emulate.py needs root (namespaces)")
     try:
-        print(f"load average {os.getloadavg()[0]:.2f} at the start")
+        if not a.sparse_only:
+            print(f"load average {os.getloadavg()[0]:.2f} at the start")
+            if not a.release_only:
+                forwarding(a.seconds)
+            release(a.seconds)
+            print(f"load average {os.getloadavg()[0]:.2f} at the end")
+            if a.mahimahi_scripts and not a.release_only:
+                event_logs(a.mahimahi_scripts, a.seconds)
         if not a.release_only:
-            forwarding(a.seconds)
-        release(a.seconds)
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
-        if a.mahimahi_scripts and not a.release_only:
-            event_logs(a.mahimahi_scripts, a.seconds)
+            sparse(a.pings, a.baseline)
     finally:
         SERVER.stop()
 
@@ -230,6 +257,150 @@ def release(seconds: int) -> None:
             p50, p90, p99, p999, mx = st["release_error_after_writes_us"]
             print(f"{'':<4}measured from the end of the writes ahead: p50 {p50:.0f} us, p90 {p90:.0f} us, p99 {p99:.0f} us, "
                   f"p99.9 {p999:.0f} us, max {mx:.0f} us")
+
+
+# --- Step 5: sparse traffic (issue 33) --------------------------------------------------------
+
+#: Ping intervals (s) of the sparse rows, and the one-way delays (ms) of the emulated links.
+SPARSE_INTERVALS = (0.05, 0.2, 0.5, 1.0)
+SPARSE_DELAY_MS = 20
+#: The radio elements of a profile on a link that is otherwise the no-delay one: hsdpa-stationary's
+#: ARQ (its HARQ rounds add 12 ms to a tenth of the pings: judged on the release error), a
+#: wandering base delay, no uplink frames (a frame boundary is a delay by design).
+SPARSE_RADIO = ("--profile", "hsdpa-stationary", "--downlink", "10gbit", "--uplink", "10gbit", "--uplink-frames", "off",
+                "--delay", str(SPARSE_DELAY_MS))
+
+
+def pings(count: int, interval: float, address: str) -> list[str]:
+    """A command sending `count` pings `interval` s apart, one `ping -c 1` each: the summary of
+    one ping gives its RTT to the µs, where ping prints each reply's to 0.1 ms above 10 ms."""
+    return ["sh", "-c", f"for i in $(seq {count}); do ping -q -c 1 -W 2 {address}; sleep {interval}; done"]
+
+
+def ping_times(text: str) -> np.ndarray:
+    """The RTT (ms) of every ping that `pings` sent and had answered, in order."""
+    return np.array([float(m) for m in re.findall(r"= ([0-9.]+)/", text)])
+
+
+def icmp_records(path: Path) -> dict[tuple[int, int], tuple[float, float]]:
+    """(ICMP type, send stamp) -> (capture time ns, ping's own send stamp ns) of the IPv4 echo
+    requests (8) and replies (0) in one of the emulator's pcaps (each ping's stamp is its key:
+    the `ping -c 1` runs all have sequence number 1)."""
+    data, out, off = path.read_bytes(), {}, 24
+    while off + 16 <= len(data):
+        sec, nsec, incl, _ = struct.unpack_from("<IIII", data, off)
+        p = data[off + 16: off + 16 + incl]
+        off += 16 + incl
+        if len(p) < 44 or p[0] >> 4 != 4 or p[9] != 1:
+            continue
+        ihl = (p[0] & 15) * 4
+        sent_s, sent_us = struct.unpack_from("<qq", p, ihl + 8)  # ping's struct timeval
+        sent = sent_s * 1e9 + sent_us * 1e3
+        out[(p[ihl], sent)] = (sec * 1e9 + nsec, sent)
+    return out
+
+
+def stages(pcap_dir: Path, text: str) -> list[float]:
+    """Median µs of each stage of a ping's round trip, from the two captures (stamped as the
+    emulator read and wrote each packet) and ping's own send stamp in the request: ping's
+    send to the uplink thread's read (the thread's wake-up), the uplink (read to written),
+    the CN side's turn-around (the receiving stack, the echo reply, the downlink thread's
+    wake-up), the downlink, and the reply's delivery to ping (its receive stamp)."""
+    mn, cn = icmp_records(pcap_dir / "mn.pcap"), icmp_records(pcap_dir / "cn.pcap")
+    sent = sorted(t for typ, t in mn if typ == 8)
+    rows = []
+    for t, rtt in zip(sent, ping_times(text)):
+        keys = [(8, t), (0, t)]
+        if not all(k in mn and k in cn for k in keys):
+            continue
+        (req_in, _), (req_out, _), (rep_in, _), (rep_out, _) = mn[keys[0]], cn[keys[0]], cn[keys[1]], mn[keys[1]]
+        rows.append([req_in - t, req_out - req_in, rep_in - req_out, rep_out - rep_in, rtt * 1e6 - (rep_out - t)])
+    return list(np.median(np.array(rows), axis=0) / 1e3) if rows else []
+
+
+def sparse_emulated(exe: str, interval: float, count: int, options: tuple[str, ...]) -> tuple[np.ndarray, dict, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        options = options if "--profile" in options else ("--downlink", "10gbit", "--uplink", "10gbit", *options)
+        out = subprocess.run([exe, "emulate", *options, "--pcap-dir", tmp, "--json", "--", *pings(count, interval, "$CELLPERF_CN")],
+                             capture_output=True, text=True, check=True)
+        text, _, last = out.stdout.rstrip().rpartition("\n")
+        return ping_times(text), json.loads(last), stages(Path(tmp), text)
+
+
+def sparse_veth(interval: float, count: int) -> np.ndarray:
+    with veth_namespace("sparse", "10.233.0") as ns:
+        out = subprocess.run(["ip", "netns", "exec", ns, *pings(count, interval, "10.233.0.1")], capture_output=True, text=True)
+    return ping_times(out.stdout)
+
+
+def mm_delay_path() -> str | None:
+    """mahimahi's mm-delay (built from its source outside cellperf, installed setuid root as
+    mahimahi requires): $CELLPERF_MM_DELAY, or mm-delay on PATH."""
+    path = os.environ.get("CELLPERF_MM_DELAY") or shutil.which("mm-delay")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def sparse_mahimahi(mm_delay: str, delay_ms: int, interval: float, count: int) -> np.ndarray:
+    """Pings through `mm-delay DELAY` in a namespace of its own (mahimahi turns on IP
+    forwarding and adds NAT rules where it runs; here they stay in that namespace), run as
+    `nobody`: mahimahi refuses to run as root."""
+    ns = f"cpsparsemm{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    try:
+        inner = pings(count, interval, "$MAHIMAHI_BASE")[-1]
+        script = ("ip link set lo up && sysctl -qw net.ipv4.ip_forward=1 && "
+                  f"exec setpriv --reuid=65534 --regid=65534 --clear-groups {mm_delay} {delay_ms} sh -c '{inner}'")
+        out = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", script], capture_output=True, text=True, cwd="/")
+        return ping_times(out.stdout)
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def sparse(count: int, baseline: str | None) -> None:
+    """Step 5: pings at several intervals through the emulator with no delay, a delay and the
+    radio elements, beside veth (the floor), mahimahi's mm-delay and, with --baseline,
+    another build of cellperf, alternated in one run. `late` is how much a ping's RTT exceeds
+    the same emulator's no-delay median (at that interval) plus twice the delay."""
+    mm_delay = mm_delay_path()
+    emulators = [("cellperf", CELLPERF)] + ([("baseline", baseline)] if baseline else [])
+    print(f"sparse traffic: {count} pings per row, load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"{'row':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}{'>1ms late':>10}{'>2ms late':>10}  release error p50/p99/max (us)")
+    for interval in SPARSE_INTERVALS:
+        rows = [(f"veth @{interval}s", sparse_veth(interval, count), None, None, None)]
+        for name, exe in emulators:
+            floor = None
+            for label, options, delay in (("--delay 0", (), 0), (f"--delay {SPARSE_DELAY_MS}", ("--delay", str(SPARSE_DELAY_MS)), SPARSE_DELAY_MS),
+                                          (f"radio, --delay {SPARSE_DELAY_MS}", SPARSE_RADIO, SPARSE_DELAY_MS)):
+                times, stats, stage = sparse_emulated(exe, interval, count, options)
+                floor = float(np.median(times)) if delay == 0 else floor
+                rows.append((f"{name} {label} @{interval}s", times, floor + 2 * delay, stats, stage))
+        if mm_delay:
+            floor = None
+            for delay in (0, SPARSE_DELAY_MS):
+                times = sparse_mahimahi(mm_delay, delay, interval, count)
+                floor = float(np.median(times)) if delay == 0 else floor
+                rows.append((f"mahimahi mm-delay {delay} @{interval}s", times, floor + 2 * delay, None, None))
+        for name, times, expected, stats, stage in rows:
+            if len(times) == 0:
+                print(f"{name:<34} no replies")
+                continue
+            p50, p90, p99, mx = np.percentile(times, [50, 90, 99, 100])
+            line = f"{name:<34}{p50:>8.3f}{p90:>8.3f}{p99:>8.3f}{mx:>8.3f}"
+            if expected is not None and "radio" not in name:
+                late = times - expected
+                line += f"{int(np.sum(late > 1)):>10}{int(np.sum(late > 2)):>10}"
+            else:
+                line += f"{'':>20}"
+            if stats:
+                err = [max(stats[d]["release_error_us"][i] or 0 for d in ("uplink", "downlink")) for i in (0, 2, 4)]
+                line += f"  {err[0]:.0f}/{err[1]:.0f}/{err[2]:.0f}"
+            print(line)
+            if stage:
+                print(f"{'':<6}stages (median us): send->read {stage[0]:.0f}, uplink {stage[1]:.0f}, CN turn-around {stage[2]:.0f}, "
+                      f"downlink {stage[3]:.0f}, written->ping {stage[4]:.0f}")
+    if not mm_delay:
+        print("mahimahi: mm-delay not found (set CELLPERF_MM_DELAY or put it on PATH, installed setuid root): peer skipped")
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
 //! Each user has a namespace (the MN) holding one TUN device and a peer TUN device on the
 //! host side (the CN). One thread per direction waits in epoll on its input devices, a timerfd
 //! armed at the model's next event (absolute CLOCK_MONOTONIC, no tick, nothing runs when the
-//! link is idle) and a stop eventfd. Every packet that crosses has its TTL / hop limit
-//! decremented, as a router's would, and is captured on both sides.
+//! link is idle) and a stop eventfd. A deadline reached from a sleep of milliseconds (a lone
+//! packet's) is approached by waking `SPIN_LEAD` early and polling (`plan_wait`). Every packet
+//! that crosses has its TTL / hop limit decremented, as a router's would, and is captured on
+//! both sides.
 pub mod hop;
 pub mod mahimahi_log;
 pub mod pcap;
@@ -518,6 +520,53 @@ const TIMER_TOKEN: u64 = u64::MAX - 1;
 const READ_BATCH: usize = 64;
 /// SCHED_FIFO priority of the forwarding threads (low among real-time priorities).
 const FORWARDING_PRIORITY: i32 = 10;
+/// How long before a deadline reached from a long sleep the thread wakes and polls instead.
+/// A thread that slept for milliseconds wakes late by tens of µs or more (the idle vCPU halts,
+/// and its timer's wake-up goes through the hypervisor), on top of the timer's own slack; a
+/// lone packet on a quiet link meets that at every element that holds it. A busy link's
+/// deadlines are closer together than `LONG_SLEEP` and never poll.
+const SPIN_LEAD: Nanos = 100_000;
+/// Sleeps at least this long end `SPIN_LEAD` early, with polling up to the deadline.
+const LONG_SLEEP: Nanos = 2_000_000;
+
+/// How the forwarding loop waits for its next deadline.
+#[derive(Debug, PartialEq, Eq)]
+enum Wait {
+    /// Nothing is due: sleep until a packet or the stop event arrives.
+    Idle,
+    /// The deadline has passed, or is within `SPIN_LEAD` of a long sleep: poll, don't sleep.
+    Poll,
+    /// Sleep until the timer fires at `wake`; `spin_for` is the deadline to poll up to then.
+    Sleep {
+        wake: Nanos,
+        spin_for: Option<Nanos>,
+    },
+}
+
+/// The wait before deadline `next` at `now`, given the deadline the loop is already polling
+/// towards (`spin_for`, kept from the sleep that ended early).
+fn plan_wait(next: Option<Nanos>, now: Nanos, spin_for: Option<Nanos>) -> Wait {
+    let Some(due) = next else {
+        return Wait::Idle;
+    };
+    if due <= now {
+        return Wait::Poll;
+    }
+    if spin_for != Some(due) && due - now < LONG_SLEEP {
+        return Wait::Sleep {
+            wake: due,
+            spin_for: None,
+        };
+    }
+    if due - now <= SPIN_LEAD {
+        Wait::Poll
+    } else {
+        Wait::Sleep {
+            wake: due - SPIN_LEAD,
+            spin_for: Some(due),
+        }
+    }
+}
 
 fn os_error(what: &str) -> LinkError {
     LinkError::System(format!("{what}: {}", std::io::Error::last_os_error()))
@@ -531,6 +580,28 @@ fn epoll_add(epoll: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
     // SAFETY: valid descriptors and event struct.
     if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
         return Err(os_error("epoll_ctl"));
+    }
+    Ok(())
+}
+
+/// Arms timerfd `timer` to fire once at `abs` ns on CLOCK_MONOTONIC (an absolute time: no
+/// drift from the time spent between reading the clock and arming).
+fn arm_timer(timer: RawFd, abs: u64) -> Result<(), LinkError> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (abs / 1_000_000_000) as _,
+            tv_nsec: (abs % 1_000_000_000) as _,
+        },
+    };
+    // SAFETY: valid timer descriptor and itimerspec.
+    if unsafe { libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }
+        < 0
+    {
+        return Err(os_error("timerfd_settime"));
     }
     Ok(())
 }
@@ -596,6 +667,8 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
     let mut events: Vec<LinkEvent> = Vec::new();
     let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 16];
     let mut armed: Option<Nanos> = None;
+    // The deadline this thread woke early for and polls towards (`plan_wait`).
+    let mut spin_for: Option<Nanos> = None;
     let mut stopping = false;
     loop {
         let now = clock.now();
@@ -652,38 +725,20 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
         .into_iter()
         .flatten()
         .min();
-        let timeout = match next {
-            Some(t) if t <= clock.now() => 0,
-            Some(t) => {
+        let timeout = match plan_wait(next, clock.now(), spin_for) {
+            Wait::Idle => -1,
+            Wait::Poll => 0,
+            Wait::Sleep {
+                wake: t,
+                spin_for: s,
+            } => {
+                spin_for = s;
                 if armed != Some(t) {
-                    let abs = clock.mono_zero + t;
-                    let spec = libc::itimerspec {
-                        it_interval: libc::timespec {
-                            tv_sec: 0,
-                            tv_nsec: 0,
-                        },
-                        it_value: libc::timespec {
-                            tv_sec: (abs / 1_000_000_000) as _,
-                            tv_nsec: (abs % 1_000_000_000) as _,
-                        },
-                    };
-                    // SAFETY: valid timer descriptor and itimerspec.
-                    if unsafe {
-                        libc::timerfd_settime(
-                            timer.as_raw_fd(),
-                            libc::TFD_TIMER_ABSTIME,
-                            &spec,
-                            std::ptr::null_mut(),
-                        )
-                    } < 0
-                    {
-                        return Err(os_error("timerfd_settime"));
-                    }
+                    arm_timer(timer.as_raw_fd(), clock.mono_zero + t)?;
                     armed = Some(t);
                 }
                 -1
             }
-            None => -1,
         };
         // SAFETY: events is a valid buffer of the given length.
         let n = unsafe {
@@ -760,5 +815,66 @@ impl MultiUserLink for CountingCell {
     }
     fn drops(&self) -> crate::element::Drops {
         self.cell.drops()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn a_long_sleep_ends_early_and_polls_up_to_its_deadline() {
+        let due = 20 * MS;
+        let early = due - SPIN_LEAD;
+        assert_eq!(
+            plan_wait(Some(due), 0, None),
+            Wait::Sleep {
+                wake: early,
+                spin_for: Some(due)
+            }
+        );
+        // Woken by the timer (or a little late): poll, whatever is left of the lead.
+        assert_eq!(plan_wait(Some(due), early, Some(due)), Wait::Poll);
+        assert_eq!(plan_wait(Some(due), due - 1, Some(due)), Wait::Poll);
+        assert_eq!(plan_wait(Some(due), due, Some(due)), Wait::Poll);
+        // Woken early by a packet, less than a long sleep before the deadline: still early.
+        assert_eq!(
+            plan_wait(Some(due), due - MS, Some(due)),
+            Wait::Sleep {
+                wake: early,
+                spin_for: Some(due)
+            }
+        );
+    }
+
+    #[test]
+    fn close_deadlines_sleep_to_the_deadline_without_polling() {
+        // A busy link's bottleneck events, 1-ms frames: exact timer, no polling.
+        for gap in [1, 120_000, MS, LONG_SLEEP - 1] {
+            assert_eq!(
+                plan_wait(Some(5 * MS + gap), 5 * MS, None),
+                Wait::Sleep {
+                    wake: 5 * MS + gap,
+                    spin_for: None
+                }
+            );
+        }
+        // A new, nearer deadline than the one being polled towards is not polled for.
+        assert_eq!(
+            plan_wait(Some(5 * MS + 500_000), 5 * MS, Some(30 * MS)),
+            Wait::Sleep {
+                wake: 5 * MS + 500_000,
+                spin_for: None
+            }
+        );
+    }
+
+    #[test]
+    fn past_deadlines_poll_and_no_deadline_sleeps_until_a_packet() {
+        assert_eq!(plan_wait(Some(3 * MS), 3 * MS, None), Wait::Poll);
+        assert_eq!(plan_wait(Some(3 * MS), 4 * MS, None), Wait::Poll);
+        assert_eq!(plan_wait(None, 4 * MS, Some(3 * MS)), Wait::Idle);
     }
 }
