@@ -6,7 +6,7 @@ Runs the demo campaign twice on the emulated testbed: as shipped (profiles with 
 ARQ, deep fades and uplink frames), and with `radio_mechanisms = false` on every network (the
 same rates, queues, delays and handoff gaps without them: what a mahimahi-style trace + fixed
 delay + drop-tail link can express). Then prints, per figure of seed 000 (Table 4.2, §4.2,
-§4.3; METHODS §10-§11), the seed's value, cellperf's, their ratio, and the mahimahi-like value,
+§4.3; docs/methods.md §10-§11), the seed's value, cellperf's, their ratio, and the mahimahi-like value,
 all measured by cellperf's own analysis of the runs' captures (two-sided).
 
     sudo .venv/bin/python bench/fidelity.py [--quick] [--keep DIR]

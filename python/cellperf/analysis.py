@@ -86,7 +86,7 @@ def analyze_stream(
     owd_kind: str = "excess",
     interval: float = 5.0,
 ) -> Analysis:
-    """UDP stream metrics (METHODS §3) of packets from any source (agent or tool logs).
+    """UDP stream metrics (docs/methods.md §3) of packets from any source (agent or tool logs).
 
     `packets` is a pyarrow table in sending order, one row per sent packet: `seq` (uint64),
     `send_ns` and `recv_ns` (int64 ns since the epoch; null when unknown / lost) and `bytes`
@@ -119,7 +119,7 @@ def analyze(
 ) -> Analysis:
     """Analyses one capture (`capture`, taken at `side`) or a two-sided pair (`mn`, `cn`).
 
-    `interval` is the length of the interval series in seconds (METHODS §3: 5 s);
+    `interval` is the length of the interval series in seconds (docs/methods.md §3: 5 s);
     `mn_addr` names the MN's address when the TTL rule cannot tell it; `synced_clocks`
     says the two capture clocks agree, so one-way delays are raw rather than excess.
     """

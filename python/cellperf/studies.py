@@ -1,4 +1,4 @@
-"""Per-flow and per-run figures of the TCP studies (METHODS §3, §12; 002 §7, 003, 004 §IV):
+"""Per-flow and per-run figures of the TCP studies (docs/methods.md §3, §12; 002 §7, 003, 004 §IV):
 channel utilisation, each concurrent flow's share and Jain's index, and the queue-size
 estimate. They work on flows as the analysis report or the store's `flows` table gives
 them, whatever produced the flows (one test per run, or several started together), and on

@@ -1,5 +1,5 @@
 """`cellperf analyze` on crafted two-sided captures whose every event is known, so each
-count is asserted exactly (METHODS §3–§4)."""
+count is asserted exactly (docs/methods.md §3–§4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The TCP studies' metrics (METHODS §12) through `cellperf analyze --mn --cn` on crafted
+"""The TCP studies' metrics (docs/methods.md §12) through `cellperf analyze --mn --cn` on crafted
 captures whose every delay is known: TCP excess and raw one-way delay per flow and per
 interval, channel utilisation from a radio log, concurrent flows' shares and Jain's index,
 and the list of a UDP stream's gaps and delay periods."""

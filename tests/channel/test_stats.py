@@ -1,4 +1,4 @@
-"""Channel statistics against analytic values (METHODS §7)."""
+"""Channel statistics against analytic values (docs/methods.md §7)."""
 
 from __future__ import annotations
 

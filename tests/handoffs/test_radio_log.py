@@ -1,4 +1,4 @@
-"""Handoff detection and classification from crafted radio logs (METHODS §6)."""
+"""Handoff detection and classification from crafted radio logs (docs/methods.md §6)."""
 
 import polars as pl
 import pytest

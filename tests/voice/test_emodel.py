@@ -1,4 +1,4 @@
-"""E-model reference values: METHODS §5, seed 000 eq. 3.1, ITU-T G.107 (06/2015)."""
+"""E-model reference values: docs/methods.md §5, seed 000 eq. 3.1, ITU-T G.107 (06/2015)."""
 
 import numpy as np
 import pytest

@@ -3,7 +3,7 @@
 //! Timestamps that leave the host (probe headers, logs) are CLOCK_REALTIME in ns since the
 //! Unix epoch, so logs from both ends line up with captures. Pacing uses CLOCK_MONOTONIC
 //! with absolute deadlines `start + i·interval`: an early or late packet never shifts the
-//! ones after it, so a 300 s run does not drift (METHODS §2, issue: "no drift over 300 s").
+//! ones after it, so a 300 s run does not drift (docs/methods.md §2, issue: "no drift over 300 s").
 
 use serde::Serialize;
 

@@ -1,4 +1,4 @@
-//! The `interactive` application test (METHODS §13, seed 004 §VI.C): keystrokes typed at
+//! The `interactive` application test (docs/methods.md §13, seed 004 §VI.C): keystrokes typed at
 //! human intervals into a terminal program (a real `ssh` session in the campaign) through a
 //! pseudo-terminal, each timed until its echo comes back.
 //!

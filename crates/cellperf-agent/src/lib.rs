@@ -1,10 +1,10 @@
 //! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the
-//! mobile node (METHODS §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
+//! mobile node (docs/methods.md §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
 //! [`admission`] limits connections that have not authenticated yet),
 //! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
 //! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
-//! (METHODS §13). Docs: `docs/agents.md`, `docs/apps.md`.
+//! (docs/methods.md §13). Docs: `docs/agents.md`, `docs/apps.md`.
 
 pub mod admission;
 pub mod auth;

@@ -32,7 +32,7 @@ pub struct LogRow {
     /// `None` when this end cannot know (the server's log of packets it sent).
     pub lost: Option<bool>,
     pub owd_ms: Option<f64>,
-    /// `raw`, `excess` or `half_rtt` (METHODS §1).
+    /// `raw`, `excess` or `half_rtt` (docs/methods.md §1).
     pub owd_kind: &'static str,
     /// Round trip of an echoed packet, on the probe's clock alone.
     pub rtt_ms: Option<f64>,

@@ -1,4 +1,4 @@
-//! The `stream` application test (METHODS §13, seed 004 §VI.B): a constant-bitrate media
+//! The `stream` application test (docs/methods.md §13, seed 004 §VI.B): a constant-bitrate media
 //! stream from the CN to the MN, as RTP packets (RFC 3550 fixed header, dynamic payload type
 //! 96) over UDP, or over one TCP connection framed as RFC 4571 (a 2-byte length before each
 //! packet). The MN records every packet's arrival; [`playout`] plays that record through a

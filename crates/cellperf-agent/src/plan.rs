@@ -1,11 +1,11 @@
-//! The probe's tests (METHODS §2) as sequences of UDP or TCP steps, from the options a user
+//! The probe's tests (docs/methods.md §2) as sequences of UDP or TCP steps, from the options a user
 //! gave. Every range check names the command-line option it concerns.
 
 use serde::Deserialize;
 
 use crate::wire::{Direction, TcpSpec, UdpSpec};
 
-/// Which one-way delay the result reports (METHODS §1).
+/// Which one-way delay the result reports (docs/methods.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwdChoice {
     /// Receive minus send time; meaningful with synchronised clocks.

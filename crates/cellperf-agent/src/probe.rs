@@ -815,7 +815,7 @@ pub struct StepResult {
     pub rtt_ms: Option<Summary>,
     /// Mean and standard deviation of the round trips (004 Fig. 1, per ping size).
     pub rtt_mean_std_ms: Option<(f64, f64)>,
-    /// Half of each round trip: the OWD estimate for unsynchronised clocks (METHODS §1).
+    /// Half of each round trip: the OWD estimate for unsynchronised clocks (docs/methods.md §1).
     pub half_rtt_ms: Option<Summary>,
     pub send_lateness_us: Option<Lateness>,
     pub tcp: Option<TcpStepResult>,

@@ -194,7 +194,7 @@ pub fn assemble(
                 let residuals: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| y - (a + b * x)).collect();
                 json!({ "of": "median rtt_ms per size", "intercept_ms": a, "slope_ms_per_byte": b, "residuals_ms": residuals })
             });
-            // The smallest probes' RTT is the path's RTT without serialisation (METHODS §3, BDP).
+            // The smallest probes' RTT is the path's RTT without serialisation (docs/methods.md §3, BDP).
             if let Some((_, first)) = steps.first() {
                 let top = udp_top(Direction::Echo, plan.owd, first);
                 merge_into(
@@ -241,7 +241,7 @@ pub fn assemble(
                     "rtt_ms": summary(&t.rtt_ms), "retransmission_rate": t.retransmission_rate,
                 }));
             }
-            // BDP = RTT × bandwidth; RWIN-BDP rounds it up to whole segments (METHODS §3).
+            // BDP = RTT × bandwidth; RWIN-BDP rounds it up to whole segments (docs/methods.md §3).
             let bdp = min_rtt.map(|rtt| rtt / 1e3 * best_bps / 8.0);
             let rwin = bdp.zip(mss).map(|(b, m)| (b / m as f64).ceil() * m as f64);
             let last = steps.last().map(|(_, r)| tcp_top(r)).unwrap_or(Value::Null);

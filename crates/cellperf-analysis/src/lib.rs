@@ -1,4 +1,4 @@
-//! cellperf's analysis core: captures → flows → per-packet records → metrics (METHODS §3–§4).
+//! cellperf's analysis core: captures → flows → per-packet records → metrics (docs/methods.md §3–§4).
 //!
 //! [`analyze`] reads one capture (any vantage point), or two (the MN's and the CN's) in
 //! step, keeps per-flow streaming state (with two captures, the TCP packets paired across

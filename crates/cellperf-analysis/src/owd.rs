@@ -1,5 +1,5 @@
 //! One-way delay of packets matched across two captures, accumulated one packet at a time
-//! (METHODS §1, §12): any matcher that knows a packet's send and arrival times hands them
+//! (docs/methods.md §1, §12): any matcher that knows a packet's send and arrival times hands them
 //! to [`OwdAccumulator::add`], in any order, and [`OwdAccumulator::finish`] gives the
 //! flow's summary and each interval's mean.
 //!
@@ -47,7 +47,7 @@ pub struct OwdAccumulator {
 }
 
 impl Default for OwdAccumulator {
-    /// Intervals of 5 s from time 0 (METHODS §3).
+    /// Intervals of 5 s from time 0 (docs/methods.md §3).
     fn default() -> Self {
         OwdAccumulator::new(0, 5_000_000_000)
     }

@@ -48,7 +48,7 @@ pub struct CaptureInput {
 
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Length of the interval series (METHODS §3: 5 s).
+    /// Length of the interval series (docs/methods.md §3: 5 s).
     pub interval_s: f64,
     /// The MN's address, when the user knows it.
     pub mn_addr: Option<Addr>,
@@ -108,7 +108,7 @@ pub struct RetransmissionReport {
     pub rto: Option<u64>,
     /// Retransmitted / all data packets at the sender (%Rxt of 000 Table 4.2, as a fraction).
     pub rate: f64,
-    /// "two-sided" (METHODS §4 classes) or "one-sided" (Wireshark-like heuristics).
+    /// "two-sided" (docs/methods.md §4 classes) or "one-sided" (Wireshark-like heuristics).
     pub method: &'static str,
     /// Resent SYNs and SYN/ACKs of the connection's setup (not in `total`).
     pub syn: u64,

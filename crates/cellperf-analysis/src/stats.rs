@@ -1,5 +1,5 @@
 //! Small statistics shared by every metric: quantiles, a bounded-memory quantile sketch,
-//! the box-plot summary and the second-order difference plot (METHODS §3).
+//! the box-plot summary and the second-order difference plot (docs/methods.md §3).
 
 use serde::Serialize;
 
@@ -176,9 +176,9 @@ impl BoxSummary {
     }
 }
 
-/// Variability of a series from its second-order difference plot (METHODS §3): points
+/// Variability of a series from its second-order difference plot (docs/methods.md §3): points
 /// (T[i+1]−T[i], T[i+2]−T[i+1]); CTM(r) is the share of points within radius r of the origin,
-/// reported at r = 5 % and 10 % of the mean (**choice** in METHODS).
+/// reported at r = 5 % and 10 % of the mean (**choice**, docs/methods.md §3).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Variability {
     pub ctm_5pct: f64,

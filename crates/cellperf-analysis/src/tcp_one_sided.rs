@@ -2,7 +2,7 @@
 //! state, so memory is the flow state, not the capture.
 //!
 //! Retransmissions are classified with the sender-side heuristics Wireshark uses
-//! (METHODS §4, one-capture fallback): a segment resending bytes already seen is a
+//! (docs/methods.md §4, one-capture fallback): a segment resending bytes already seen is a
 //! retransmission; it is *spurious* when the bytes were already acknowledged at the
 //! capture point or a D-SACK later reports them as duplicate, *fast* when three duplicate
 //! ACKs for its sequence number preceded it, and *RTO* otherwise. New bytes that fill a

@@ -1,5 +1,5 @@
-//! TCP analysis that needs both captures (METHODS §4): retransmission classes, ACK
-//! compression (000 §4.2) and the data segments' one-way delays (METHODS §12, [`crate::owd`]).
+//! TCP analysis that needs both captures (docs/methods.md §4): retransmission classes, ACK
+//! compression (000 §4.2) and the data segments' one-way delays (docs/methods.md §12, [`crate::owd`]).
 //!
 //! Packets are matched across the captures by content, never by time, so a clock offset
 //! between the two capture hosts changes nothing. **Choice** of keys: a data segment is

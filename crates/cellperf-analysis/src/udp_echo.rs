@@ -1,6 +1,6 @@
 //! Requests and their echoes in one capture: the round trips of an echoed UDP flow
 //! (cellperf's `voip`, `min-delay` and `ping-sweep` tests, or any UDP echo service), so
-//! that one capture gives the RTT and the half-RTT one-way delay of METHODS §1 and §5.
+//! that one capture gives the RTT and the half-RTT one-way delay of docs/methods.md §1 and §5.
 //!
 //! **What an echo looks like on the wire.** `cellperf server` returns each probe datagram
 //! on the same 5-tuple with the ports swapped, the same length and the same bytes, except
@@ -304,7 +304,7 @@ impl EchoFlow {
     }
 
     /// Half of each round trip, the one-way delay estimate of unsynchronised clocks
-    /// (METHODS §1, §5); meaningful at the requester only.
+    /// (docs/methods.md §1, §5); meaningful at the requester only.
     pub fn half_rtt(&self) -> Option<OwdSummary> {
         let mut half: Vec<f64> = self.deltas().map(|(_, ms)| ms / 2.0).collect();
         OwdSummary::of(OwdKind::HalfRtt, &mut half)

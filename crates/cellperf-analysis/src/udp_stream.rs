@@ -1,4 +1,4 @@
-//! Metrics of a UDP probe stream (METHODS §3): loss, duplicates, reordering, jitter,
+//! Metrics of a UDP probe stream (docs/methods.md §3): loss, duplicates, reordering, jitter,
 //! one-way delay, gaps and delay periods, inter-arrival times and interval series.
 //!
 //! The input is the same whatever produced it: packets in sending order with their send
@@ -12,7 +12,7 @@ use crate::stats::Summary;
 use crate::MAX_INTERVALS;
 
 /// An inter-arrival of at least this many sending intervals with no loss is a delay
-/// period (METHODS §3, **choice** k = 5).
+/// period (docs/methods.md §3, **choice** k = 5).
 pub const DELAY_PERIOD_FACTOR: f64 = 5.0;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,7 +25,7 @@ pub struct StreamPacket {
     pub bytes: u32,
 }
 
-/// How the one-way delays were obtained (METHODS §1): every OWD output says which.
+/// How the one-way delays were obtained (docs/methods.md §1): every OWD output says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OwdKind {

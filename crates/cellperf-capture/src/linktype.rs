@@ -1,4 +1,4 @@
-//! The link-layer types cellperf decodes (METHODS §4), with their LINKTYPE_ numbers
+//! The link-layer types cellperf decodes (docs/methods.md §4), with their LINKTYPE_ numbers
 //! from the tcpdump.org registry. Anything else is refused when the capture is opened,
 //! so the user learns about it once, not once per packet.
 

@@ -1,4 +1,4 @@
-//! Per-slot channel-rate traces (METHODS §7–§8, seed 002 §5–§6): statistics, Markov rate
+//! Per-slot channel-rate traces (docs/methods.md §7–§8, seed 002 §5–§6): statistics, Markov rate
 //! models and the PF/RR slot scheduler.
 //!
 //! A trace is a slice of state indices (`&[u16]`, one per slot) plus a rate table

@@ -1,5 +1,5 @@
 //! Markov models of a rate trace: fit from a trace, generate seeded synthetic traces,
-//! read and write the model file (METHODS §7, 002 §5.3.1).
+//! read and write the model file (docs/methods.md §7, 002 §5.3.1).
 //!
 //! A model of order n predicts the state of a slot from the states of the n slots before
 //! it. It is fitted by maximum likelihood (transition counts / context counts), so a

@@ -1,4 +1,4 @@
-//! Slotted downlink schedulers (METHODS §8, 002 §6, 001 §2.3): one user per slot,
+//! Slotted downlink schedulers (docs/methods.md §8, 002 §6, 001 §2.3): one user per slot,
 //! Proportional Fair or Round Robin.
 //!
 //! Two ways to use them:

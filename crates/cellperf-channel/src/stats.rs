@@ -1,4 +1,4 @@
-//! Statistics of a per-slot state trace (METHODS §7, 002 §5): rate mean and spread, modal
+//! Statistics of a per-slot state trace (docs/methods.md §7, 002 §5): rate mean and spread, modal
 //! fraction, entropy, sojourn times, conditional entropy by Markov depth and by lag, and the
 //! one-step Markov fit's sojourn RMSE (002 eq. 4). Everything but the run-length pass works
 //! on runs, so cost follows the number of state changes rather than the number of slots.

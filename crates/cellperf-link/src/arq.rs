@@ -7,7 +7,7 @@
 //! After the ARQ retry limit the packet is discarded (residual loss). The receiver delivers in
 //! order: a packet waiting for its retransmission holds every later packet behind it
 //! (head-of-line blocking), so radio errors reach TCP as delay spikes and bursts, not losses —
-//! the cause of spurious timeouts (METHODS §11, seed 000 §4.2, seed 002 §3).
+//! the cause of spurious timeouts (docs/methods.md §11, seed 000 §4.2, seed 002 §3).
 //!
 //! Packets are the unit of transmission here (one IP packet, one block): a model choice that
 //! keeps the element cheap; `block_error` is then the per-packet error probability of a first

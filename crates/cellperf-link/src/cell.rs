@@ -1,5 +1,5 @@
 //! Links with several users: independent per-user pipelines, or a shared cell where one
-//! slotted scheduler (PF or RR, `cellperf_channel::SlotScheduler`, METHODS §8) serves one
+//! slotted scheduler (PF or RR, `cellperf_channel::SlotScheduler`, docs/methods.md §8) serves one
 //! user per slot, each user with its own queue and channel.
 use crate::capacity::CapacityMeter;
 use crate::element::{Drops, DueQueue, Element, LinkEvent, Nanos, Packet, Pipeline, NANOS_PER_SEC};

@@ -6,7 +6,7 @@
 //! frame). A terminal with nothing queued must first ask (a request, then a grant), so a packet
 //! arriving to an empty queue waits a request-grant delay; and a frame carries at most what the
 //! grant allows. TCP's ACKs, sent as data arrives, therefore leave in bunches at frame
-//! boundaries: the ACK compression seed 000 §4.2 measures on every network (METHODS §4, §11).
+//! boundaries: the ACK compression seed 000 §4.2 measures on every network (docs/methods.md §4, §11).
 //!
 //! A packet is delivered at the end of the frame that carries it (the frame's transmission
 //! completes then), so every release time is a frame boundary.

@@ -1,4 +1,4 @@
-//! TCP in virtual time over the cell model of `cellperf-link` (METHODS §14): a bulk sender
+//! TCP in virtual time over the cell model of `cellperf-link` (docs/methods.md §14): a bulk sender
 //! and its receiver per flow (`tcp.rs`, variants in `congestion.rs`), and the discrete-event
 //! driver that runs them over the very elements and scheduler the emulator runs in real time.
 pub mod congestion;

@@ -32,7 +32,7 @@ import pyarrow as pa
 from cellperf.analysis import analyze_stream
 from cellperf.errors import UserError, os_reason
 
-#: Default interval of the per-interval series, as `cellperf analyze` (METHODS §3).
+#: Default interval of the per-interval series, as `cellperf analyze` (docs/methods.md §3).
 DEFAULT_INTERVAL_S = 5.0
 
 _TS = pa.timestamp("ns", tz="UTC")

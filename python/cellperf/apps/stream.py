@@ -1,4 +1,4 @@
-"""The `stream` test (METHODS §13, seed 004 §VI.B): a constant-bitrate media stream from the
+"""The `stream` test (docs/methods.md §13, seed 004 §VI.B): a constant-bitrate media stream from the
 CN, as RTP over UDP or over TCP (RFC 4571 framing), played at the MN through a buffer.
 
 Sending, receiving and the playout model are Rust (`cellperf_agent::media`); this module

@@ -1,4 +1,4 @@
-"""The `interactive` test (METHODS §13, seed 004 §VI.C): a real OpenSSH session from the MN
+"""The `interactive` test (docs/methods.md §13, seed 004 §VI.C): a real OpenSSH session from the MN
 to the CN, keystrokes typed into it at human intervals, each timed until its echo.
 
 `SshServer` runs Debian's sshd on the CN side with a throw-away host key and a client key

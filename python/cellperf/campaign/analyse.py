@@ -9,7 +9,7 @@
   `--server-log`, is kept as `server_log.parquet`);
 - radio log (`radio.csv`) → its samples (`radio_samples.parquet`: signal levels, rates),
   `cellperf.handoffs.detect_handoffs`, and with rates `cellperf.channel` statistics; intervals
-  and VoIP windows within ±5 s of a handoff are marked (METHODS §6).
+  and VoIP windows within ±5 s of a handoff are marked (docs/methods.md §6).
 Nothing here loops over packets: the work is in those modules.
 """
 
@@ -31,7 +31,7 @@ from cellperf.studies import add_utilisation, competing_groups, leading, queue_e
 
 #: Flow ids of a shared cell's user i start at i × this (the users' captures are analysed apart).
 USER_FLOW_IDS = 100_000
-#: ±w around a handoff (METHODS §6, the thesis' 5 s).
+#: ±w around a handoff (docs/methods.md §6, the thesis' 5 s).
 HANDOFF_WINDOW_S = 5.0
 
 
@@ -144,7 +144,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
 def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
     """Each test flow's share of its direction's goodput and their Jain's index (several
     flows started together), and, for a `saturating` test (UDP CBR), the queue-size estimate
-    of its UDP flows (METHODS §12). A connection's two directions share a flow_id. Flows that
+    of its UDP flows (docs/methods.md §12). A connection's two directions share a flow_id. Flows that
     delivered nothing (a download's ACK-only direction) are in no share, nor is a connection's
     lesser direction (the probe's hello up a download, a request), nor an agents' control
     connection, and only flows active at the same time share (`competing_groups`), as in
@@ -206,7 +206,7 @@ def _handoffs(radio: pl.DataFrame, source: str, warnings: list[str]) -> pl.DataF
 
 
 def _channel_stats(radio: Path, duration_s: float, handoffs: int, warnings: list[str]) -> pl.DataFrame | None:
-    """Statistics of the radio log's rate samples (METHODS §7) over the whole run."""
+    """Statistics of the radio log's rate samples (docs/methods.md §7) over the whole run."""
     from cellperf.channel.analysis import trace_stats
     from cellperf.channel.traces import read_trace
 
@@ -332,7 +332,7 @@ def _half_rtt(udp: pl.DataFrame, echoes: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_handoffs(windows: pl.DataFrame, handoff_s: np.ndarray) -> pl.DataFrame:
-    """VoIP windows marked when within ±5 s of a handoff (METHODS §6)."""
+    """VoIP windows marked when within ±5 s of a handoff (docs/methods.md §6)."""
     start = windows["window_start"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
     end = windows["window_end"].dt.epoch("ns").cast(pl.Float64).to_numpy() / 1e9
     return windows.with_columns(near_handoff=pl.Series(near_handoff(start, end, handoff_s, HANDOFF_WINDOW_S)))
@@ -400,7 +400,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         # Every sample (signal levels, rates) is kept as the `radio_samples` dataset.
         write_parquet(radio_samples(radio, run.run_id), folder / "radio_samples.parquet")
         handoffs = _handoffs(radio, "radio.csv", warnings)
-    # The radio log's rates, when it has them (channel utilisation, METHODS §12).
+    # The radio log's rates, when it has them (channel utilisation, docs/methods.md §12).
     rates = radio if radio is not None and "rate_bps" in radio.columns else None
     handoff_s = handoffs["time_s"].to_numpy() if handoffs is not None else np.empty(0)
     if handoffs is not None:

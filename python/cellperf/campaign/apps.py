@@ -1,4 +1,4 @@
-"""The `stream` and `interactive` tests in a campaign (METHODS §13): their servers on the CN
+"""The `stream` and `interactive` tests in a campaign (docs/methods.md §13): their servers on the CN
 side for the run, the command the MN runs, and the run's store rows.
 
 As for `web`, the servers listen on every address of the host (the CN address of an emulated

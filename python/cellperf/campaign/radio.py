@@ -1,4 +1,4 @@
-"""Radio-log sources for a run (METHODS §1): the emulator's own log, rows cut from a CSV the
+"""Radio-log sources for a run (docs/methods.md §1): the emulator's own log, rows cut from a CSV the
 user logged during the campaign, or a modem command polled while the run lasts.
 
 Every source ends as `radio.csv` in the run's folder with at least `time_s, bs_id, sector_id`

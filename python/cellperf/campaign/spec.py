@@ -373,7 +373,7 @@ def _segments(value, where):
     return number(value, lo=1, hi=1000, integer=True, unit="segments")
 
 
-#: Test types the agents do not run: application tests (METHODS §13), run by their own tools.
+#: Test types the agents do not run: application tests (docs/methods.md §13), run by their own tools.
 APP_TESTS = ("web", "stream", "interactive")
 #: Tests started together in one run (`members`), on one link or one shared cell.
 GROUP = "group"

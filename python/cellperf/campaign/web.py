@@ -1,4 +1,4 @@
-"""The `web` test in a campaign (METHODS §13): the page server on the CN side for the run,
+"""The `web` test in a campaign (docs/methods.md §13): the page server on the CN side for the run,
 the browser's command for the MN, and the run's `page_loads` rows and `page_objects` Parquet.
 
 The server is started per run (its compression and HTTP version are the run's) on every

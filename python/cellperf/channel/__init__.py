@@ -1,4 +1,4 @@
-"""Per-slot channel-rate traces (METHODS §7–§8, seed 002 §5–§6).
+"""Per-slot channel-rate traces (docs/methods.md §7–§8, seed 002 §5–§6).
 
 - `traces`: read a trace (CSV / Parquet per-slot table, mahimahi trace, emulator radio log)
   into a `SlotTrace`: one state per slot plus a rate table; write one back.

@@ -1,4 +1,4 @@
-"""Channel statistics, Markov models and the data behind seed 002's figures (METHODS §7).
+"""Channel statistics, Markov models and the data behind seed 002's figures (docs/methods.md §7).
 
 The numbers come from the compiled core; this module attaches times and names, and turns
 per-window results into the tables a report plots (CDFs over windows, conditional entropy

@@ -1,4 +1,4 @@
-"""Trace-driven, full-buffer comparison of Proportional Fair and Round Robin (METHODS §8,
+"""Trace-driven, full-buffer comparison of Proportional Fair and Round Robin (docs/methods.md §8,
 seed 002 §6).
 
 Each user follows one of the given traces (user u uses trace u mod T) from a random start

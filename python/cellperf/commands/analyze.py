@@ -1,7 +1,7 @@
 """Analyse captures or agent logs: throughput, RTT, loss, jitter, OWD.
 
 Flows, throughput series, RTT, loss, jitter, one-way delay, TCP retransmission classes and ACK
-compression (METHODS §3–§4). Give the two captures of a run (--mn and --cn) for the full
+compression (docs/methods.md §3–§4). Give the two captures of a run (--mn and --cn) for the full
 analysis, or one CAPTURE for what one vantage point can tell. pcap and pcapng; Ethernet, Linux
 SLL/SLL2, raw IP and loopback link types. CAPTURE can also be a per-packet log of cellperf's
 agents (`cellperf probe --log F.parquet|F.csv`, or a server log): each of its UDP streams is
@@ -161,7 +161,7 @@ def _print_human(report: dict, console: Console) -> None:
     notes = ["dir: up = MN→CN; '?' = guessed from the connection's initiator (use --mn-addr)"]
     if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
-    notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (METHODS §4)")
+    notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (docs/methods.md §4)")
     if any(f.get("control") for f in report["flows"]):
         notes.append("ctl: a control connection of cellperf's agents (never among the competing flows)")
     for c in report.get("concurrent", []):

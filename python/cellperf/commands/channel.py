@@ -1,6 +1,6 @@
 """Channel-rate traces: statistics, Markov models, synthetic traces.
 
-METHODS §7, seed 002 §5. Formats and definitions: docs/channel.md.
+docs/methods.md §7, seed 002 §5. Formats and definitions: docs/channel.md.
 
 Examples:
   cellperf channel stats drc.csv --rate-table drc

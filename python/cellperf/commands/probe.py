@@ -1,6 +1,6 @@
 """Run one test against a `cellperf server` (agent at the mobile node).
 
-SERVER is HOST[:PORT], default port 5250. Tests (METHODS §2): udp-cbr, tcp-bulk, voip (echoed,
+SERVER is HOST[:PORT], default port 5250. Tests (docs/methods.md §2): udp-cbr, tcp-bulk, voip (echoed,
 per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per
 100 ms: gaps and delay periods), window-sweep (TCP throughput vs window or MSS, BDP).
 

@@ -1,6 +1,6 @@
 """Compare PF and RR scheduling on rate traces, all users backlogged.
 
-Trace-driven, full-buffer Proportional Fair vs Round Robin (METHODS §8, seed 002 §6). Reports
+Trace-driven, full-buffer Proportional Fair vs Round Robin (docs/methods.md §8, seed 002 §6). Reports
 per-user and system throughput, the gain T_PF/T_RR and Jain's fairness for 1..N users. With
 handoffs (from --handoffs, from bs_id/sector_id columns in the traces, or --handoff-interval),
 also the PF gain when each handoff resets the user's average, as a new sector would.

@@ -1,6 +1,6 @@
 """Media stream into a playout buffer: start-up, stalls, losses.
 
-METHODS §13, seed 004 §VI.B. `serve` sends streams at the CN (RTP over UDP, or over TCP with
+docs/methods.md §13, seed 004 §VI.B. `serve` sends streams at the CN (RTP over UDP, or over TCP with
 RFC 4571 framing, on one port); `play` asks for one at the MN, records every packet's arrival
 and plays it through a buffer of --buffer seconds: playback starts once that much media is in,
 and stalls (rebuffers to the full buffer) when the packet due has not arrived. Both ends share

@@ -1,6 +1,6 @@
 """Remote terminal: keystroke echo latency over a real ssh session.
 
-METHODS §13, seed 004 §VI.C. `serve` runs OpenSSH's sshd at the CN with a throw-away host key
+docs/methods.md §13, seed 004 §VI.C. `serve` runs OpenSSH's sshd at the CN with a throw-away host key
 and a client key made for it; `type` opens `ssh -tt` from the MN, types --count keys
 --interval seconds apart into the remote terminal and times each until its echo. Output: the
 latency distribution and the shares of keys above 100 and 200 ms. In a campaign

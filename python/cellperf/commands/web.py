@@ -1,6 +1,6 @@
 """Web page loads in headless Chromium: pages, server, browser timings.
 
-METHODS §13, seed 004 §VI.A. `pages` writes the three pages of 004 Table VI; `serve` serves a
+docs/methods.md §13, seed 004 §VI.A. `pages` writes the three pages of 004 Table VI; `serve` serves a
 page folder over HTTP/1.1 or HTTP/2 with compression on or off; `load` loads pages in
 headless Chromium and reports the browser's own timings. In a campaign (`type = "web"`) the
 runner does all three around the emulated link (docs/web.md).

@@ -1,6 +1,6 @@
 """Handoffs: detect and classify them from a radio log, time between them, and their effect on
 any per-interval metric (throughput, loss, delay, jitter, R) by comparison with the other
-intervals (METHODS §6).
+intervals (docs/methods.md §6).
 
 - `radio_log`: read a radio log, `detect_handoffs`, `dwell_times`.
 - `compare`: intervals near handoffs (±w s) versus the rest: quantiles, CDFs, rank test.

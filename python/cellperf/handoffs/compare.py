@@ -1,4 +1,4 @@
-"""Per-interval metrics near handoffs versus all other intervals (METHODS §6; 000 Fig. 4.7).
+"""Per-interval metrics near handoffs versus all other intervals (docs/methods.md §6; 000 Fig. 4.7).
 
 An interval [start, end) is *near* a handoff at time h when it overlaps [h − w, h + w]
 (default w = 5 s, the thesis' "5 seconds before and after the handoff"). For each metric the

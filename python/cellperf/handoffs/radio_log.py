@@ -1,4 +1,4 @@
-"""Handoffs from a radio log (METHODS §6; seed 000 §3.1, seed 002 §6).
+"""Handoffs from a radio log (docs/methods.md §6; seed 000 §3.1, seed 002 §6).
 
 A radio log is a time series logged at the mobile node, as CSV or JSON lines, one row per sample:
 

@@ -1,5 +1,5 @@
 """Radio logs and position tracks from the tools drive testers use, read into cellperf's
-radio-log columns (docs/import.md, METHODS §1):
+radio-log columns (docs/import.md, docs/methods.md §1):
 
     time_s (Unix epoch s), bs_id, sector_id, technology, and where the tool logs them
     rsrp_dbm, rsrq_db, rssi_dbm, sinr_db, rate_bps

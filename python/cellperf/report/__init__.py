@@ -100,7 +100,7 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
 {''.join(body)}
 </main>
 <footer>Made by cellperf {html.escape(__version__)} on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {html.escape(str(store.db_file))}.
-Methods: METHODS.md; figures after seed 000, chapter 4. <script type="application/json" id="cellperf-meta">{json.dumps({"figures": sum(1 for _, its in sections for i in its if i.figure is not None)})}</script></footer>
+Methods: docs/methods.md; figures after seed 000, chapter 4. <script type="application/json" id="cellperf-meta">{json.dumps({"figures": sum(1 for _, its in sections for i in its if i.figure is not None)})}</script></footer>
 </body></html>
 """
 

@@ -262,7 +262,7 @@ def tcp(store: Store) -> list[Item]:
         items.append(Item("tcp-retx", "Retransmission classes",
                           "% Rxt = retransmitted / data packets; N (data lost), S (spurious: neither lost), U (all ACKs "
                           "lost) as shares of retransmissions, summing to 100; M = serial retransmissions, share of "
-                          "retransmissions. Two-capture classes (METHODS §4). Seed 000 Table 4.2.", table_html=table))
+                          "retransmissions. Two-capture classes (docs/methods.md §4). Seed 000 Table 4.2.", table_html=table))
     return items
 
 
@@ -402,7 +402,7 @@ def channel_table(store: Store) -> list[Item]:
     table = ("<table><thead><tr><th>network</th><th>scenario</th><th>runs</th><th>mean rate (kb/s)</th><th>std</th>"
              "<th>modal fraction</th><th>entropy (bits)</th><th>mean sojourn (ms)</th><th>handoffs</th>"
              "<th>s per handoff</th></tr></thead><tbody>" + body + "</tbody></table>")
-    return [Item("channel", "Radio channel and handoffs", "From the radio log's rate samples (METHODS §7: modal "
+    return [Item("channel", "Radio channel and handoffs", "From the radio log's rate samples (docs/methods.md §7: modal "
                  "fraction, entropy, sojourn) and its serving-cell changes (§6).", table_html=table)]
 
 

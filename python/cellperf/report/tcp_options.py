@@ -2,7 +2,7 @@
 with the advice it implies, and the throughput of each TCP setting a campaign swept (SACK,
 timestamps, initial windows, MSS × window; Tables III-V), over the repetitions.
 
-RWIN-BDP (METHODS §3, 004 §V.A): BDP = RTT × bandwidth per direction, with RTT the
+RWIN-BDP (docs/methods.md §3, 004 §V.A): BDP = RTT × bandwidth per direction, with RTT the
 small-packet ping RTT (the smallest size of a `ping-sweep`; its mean where the result has one,
 else its median) minus one transmission time of that packet, and the bandwidth the UDP
 throughput measured in that direction (median goodput of the `udp-cbr` runs' data flows in

@@ -1,2 +1,2 @@
-"""Virtual-time TCP over a scheduled cell (`cellperf simulate`, METHODS §14): scenarios from
+"""Virtual-time TCP over a scheduled cell (`cellperf simulate`, docs/methods.md §14): scenarios from
 options or TOML, repetitions, and their tables. The per-packet work is `cellperf-sim` (Rust)."""

@@ -54,8 +54,8 @@ CREATE TABLE handoffs (
     from_bs_id VARCHAR, from_sector_id VARCHAR, to_bs_id VARCHAR, to_sector_id VARCHAR);
 """
 
-#: Version 2: channel statistics of the radio log's rates (METHODS §7), and whether each
-#: interval and VoIP window lies within ±5 s of a handoff (METHODS §6), computed for the
+#: Version 2: channel statistics of the radio log's rates (docs/methods.md §7), and whether each
+#: interval and VoIP window lies within ±5 s of a handoff (docs/methods.md §6), computed for the
 #: runs already stored.
 _V2 = """
 CREATE TABLE channel_stats (
@@ -74,7 +74,7 @@ UPDATE voip_windows AS v SET near_handoff = EXISTS (
     WHERE h.run_id = v.run_id AND h.time_s >= epoch(v.window_start) - 5 AND h.time_s < epoch(v.window_end) + 5);
 """
 
-#: Version 3: application tests (METHODS §13): one row per page load of a `web` test (its
+#: Version 3: application tests (docs/methods.md §13): one row per page load of a `web` test (its
 #: objects are Parquet, `page_objects`).
 _V3 = """
 CREATE TABLE page_loads (
@@ -103,7 +103,7 @@ UPDATE ack_compression AS a SET direction = (
 """
 
 #: Version 5: positions of the mobile node (GPS tracks and radio logs that carry them), for
-#: the report's route maps (METHODS §1: GPS position and speed).
+#: the report's route maps (docs/methods.md §1: GPS position and speed).
 _V5 = """
 CREATE TABLE positions (
     run_id VARCHAR NOT NULL, time_s DOUBLE NOT NULL, lat DOUBLE NOT NULL, lon DOUBLE NOT NULL,
@@ -122,7 +122,7 @@ CREATE TABLE terminal_sessions (
     p99_ms DOUBLE, min_ms DOUBLE, max_ms DOUBLE, mean_ms DOUBLE, over_100ms DOUBLE, over_200ms DOUBLE);
 """
 
-#: Version 7: the TCP studies' metrics (METHODS §12, issue 14): each flow's one-way delay
+#: Version 7: the TCP studies' metrics (docs/methods.md §12, issue 14): each flow's one-way delay
 #: distribution (TCP data too, matched across the captures), its lifetime, channel capacity
 #: and utilisation (radio log rates), its share of the goodput of the run's data flows in its
 #: direction and their Jain's index, the queue-size estimate; and every gap and delay period

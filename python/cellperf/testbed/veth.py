@@ -1,7 +1,7 @@
 """A three-namespace testbed, MN — router — CN, joined by veth pairs, with a token-bucket
 (`tc tbf`) bottleneck on the router so that real kernel TCP meets real drops.
 
-It captures with tcpdump at both ends, which gives the two-sided captures METHODS §4
+It captures with tcpdump at both ends, which gives the two-sided captures docs/methods.md §4
 needs. The router forwards, so a packet's TTL is one lower at the far capture: that is how
 the analysis tells uplink from downlink. Segmentation offloads are off on every veth, so
 each capture sees wire-sized segments and the two captures can be matched packet by packet.

@@ -5,7 +5,7 @@
 - `loss_pattern`: burst ratio (BurstR) from which packets were lost.
 - `stream`: per-window delay, loss, burst ratio, R and MOS of a per-packet stream table.
 
-See METHODS §5 and docs/voice.md.
+See docs/methods.md §5 and docs/voice.md.
 """
 
 from cellperf.voice.emodel import (

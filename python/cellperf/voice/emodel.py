@@ -11,7 +11,7 @@ no data; NaN goes in, NaN comes out):
   `G107Params` with the Recommendation's defaults (Table 3), loss through Ppl, BurstR and the
   codec's Bpl (G.113 Appendix I).
 
-`docs/voice.md` says which to use when. METHODS §5 is the specification.
+`docs/voice.md` says which to use when. docs/methods.md §5 is the specification.
 """
 
 from __future__ import annotations

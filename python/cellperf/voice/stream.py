@@ -1,4 +1,4 @@
-"""Windowed voice quality of a packet stream (METHODS §5; seed 000 §4.3, Figs. 4.5–4.7).
+"""Windowed voice quality of a packet stream (docs/methods.md §5; seed 000 §4.3, Figs. 4.5–4.7).
 
 Input is the per-packet table `cellperf analyze` exports as `udp_packets` (agent logs have the
 same columns), one row per packet in sending order:

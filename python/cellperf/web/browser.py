@@ -2,7 +2,7 @@
 browser Playwright downloads). One browser per call; each load in a fresh context (a cold
 cache) or, for a warm cache, a context that loaded the page once before.
 
-Metrics come from the browser itself (METHODS §13): Navigation Timing (time to first byte =
+Metrics come from the browser itself (docs/methods.md §13): Navigation Timing (time to first byte =
 responseStart, DOMContentLoaded, load event, all from navigation start), Paint Timing (first
 contentful paint) and Largest Contentful Paint where Chromium reports them, Resource Timing
 per object (type, start, duration, bytes, protocol). HTTP/1.1 loads go through the
