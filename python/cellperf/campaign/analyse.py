@@ -81,12 +81,15 @@ def _flow_members(report: dict, ports: dict[int, str]) -> dict[int, str | None]:
 
 
 def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, control_port: int | None,
-                members: dict[int, str | None] | None = None, protocols: dict[str, str] | None = None) -> dict[int, str]:
+                members: dict[int, str | None] | None = None, protocols: dict[str, str] | None = None,
+                data_after_login: bool = False) -> dict[int, str]:
     """flow_id → `control` (the agents' control connection), `data` (the test's traffic),
     `stray` or `other`. Every flow of a run is opened by the probe at the MN, so a flow whose
     first packet travels downlink is not part of this run: a late FIN of another campaign's
     server that last used this address block (docs/campaigns.md; the runner's own runs close
-    their connections before their link goes)."""
+    their connections before their link goes). With `data_after_login` (a stream over TCP:
+    the player logs in with the agents' hello, then the media follows on that connection) a
+    connection that opens with the hello is the test's data."""
     opened_by_mn = dict(
         packets.group_by("flow_id").agg(pl.col("uplink").sort_by("ts").first()).iter_rows()) if packets.height else {}
     roles = {}
@@ -94,7 +97,8 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
         fid = f["flow_id"]
         if not opened_by_mn.get(fid, True):
             roles[fid] = "stray"
-        elif f["proto"] == "tcp" and (f.get("control") or control_port is not None and control_port in (f["sport"], f["dport"])):
+        elif f["proto"] == "tcp" and (f.get("control") and not data_after_login
+                                      or control_port is not None and control_port in (f["sport"], f["dport"])):
             roles[fid] = "control"
         elif members is not None:
             # A group: the test's traffic is what a member opened, in that member's protocol.
@@ -458,7 +462,9 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         else:
             members = _flow_members(report, ports) if run.test.members else None
         protocols = {m.name: test_protocol(m.type, m.options) for m in run.test.members}
-        roles = _flow_roles(report, packets, test_protocol(test_type, run.options), control_port, members, protocols)
+        protocol = test_protocol(test_type, run.options)
+        roles = _flow_roles(report, packets, protocol, control_port, members, protocols,
+                            data_after_login=test_type == "stream" and protocol == "tcp")
         for f in report["flows"]:
             if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
                 roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
