@@ -47,9 +47,9 @@ def test_parent_killed_leaves_nothing(tmp_path):
     pid_file = tmp_path / "pid"
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import ctypes, subprocess, sys
-from cellperf.campaign.testbed import _die_with_parent
+from cellperf.processes import die_with_parent
 from tests.emulate.conftest import CELLPERF
-p = subprocess.Popen([*CELLPERF, "emulate", "--downlink", "1mbit", "--uplink", "1mbit", "--", "sleep", "30"], preexec_fn=_die_with_parent)
+p = subprocess.Popen([*CELLPERF, "emulate", "--downlink", "1mbit", "--uplink", "1mbit", "--", "sleep", "30"], preexec_fn=die_with_parent)
 open({str(pid_file)!r}, "w").write(str(p.pid))
 p.wait()
 """], cwd=os.getcwd())
