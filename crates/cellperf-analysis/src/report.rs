@@ -842,6 +842,7 @@ impl Assembler<'_> {
             }
         }
         Some(FlowEcho {
+            request_dir: e.request_dir,
             summary: e.summary(*vantage),
             half_rtt: (at_requester && flow.at.len() == 1).then(|| e.half_rtt()).flatten(),
         })
@@ -888,8 +889,10 @@ impl Assembler<'_> {
             }
             let s = &a.summary;
             r.loss_rate = s.loss_rate;
-            // With the sender's capture, the probe header's numbers tell what it never saw.
-            if let Some(sender) = at_sender {
+            // With the sender's capture, the probe header's numbers tell what it never saw
+            // (an echo's numbers are its request's: not for the echoes).
+            let echoes = echo.as_ref().is_some_and(|e| e.request_dir != dir);
+            if let Some(sender) = at_sender.filter(|_| !echoes) {
                 let between = if view == "two-sided" { s.packets_lost } else { None };
                 r.loss_split = LossSplit::of(sender, at_receiver, dir, between);
                 if let Some(total) = r.loss_split.and_then(|x| x.total()) {
@@ -929,6 +932,9 @@ impl Assembler<'_> {
 /// An echoed flow's figures for the reports of both its directions.
 struct FlowEcho {
     summary: EchoSummary,
+    /// Where the requests go: the other direction's numbers follow the requests', so a number
+    /// missing there is a request lost on its way, not an echo lost before the capture.
+    request_dir: Dir,
     /// Only when the requester's capture alone holds the flow.
     half_rtt: Option<OwdSummary>,
 }
