@@ -116,9 +116,12 @@ def test_gaps_are_summarised_per_run_and_class_outages_first_every_gap_a_downloa
                          "kind": ["gap"] * 61 + ["delay_period"], "start_ts": t,
                          "duration_ms": [20.0] * 60 + [400.0, 90.0], "lost": [1] * 60 + [30, 0]})
     with Store.open(tmp_path, create=True) as s:
-        _commit(s, "cbr", "udp-cbr", tables={"gaps": gaps}, flows=[{
-            "flow_id": 1, "role": "data", "proto": "udp", "direction": "downlink", "packets": 1000,
-            "duration_s": 10.0, "goodput_bps": 1e6}])
+        # The stream's request up the same flow (3 datagrams) must not class its gaps.
+        _commit(s, "cbr", "udp-cbr", tables={"gaps": gaps}, flows=[
+            {"flow_id": 1, "role": "data", "proto": "udp", "direction": "downlink", "packets": 1000,
+             "duration_s": 10.0, "goodput_bps": 1e6},
+            {"flow_id": 1, "role": "data", "proto": "udp", "direction": "uplink", "packets": 3,
+             "duration_s": 10.0, "goodput_bps": 100.0}])
     with Store.open(tmp_path, read_only=True) as s:
         items = {i.key: i for _, its in collect_items(s) for i in its}
     table = items["gaps-table"].table_html

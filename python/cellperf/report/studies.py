@@ -388,7 +388,8 @@ GAPS_SQL = f"""
                 WHEN g.duration_ms >= {OUTAGE_INTERARRIVALS} * 1e3 * f.duration_s / greatest(f.packets, 1) THEN 'outage'
                 ELSE 'overload' END AS class,
            round(epoch(g.start_ts) - epoch(r.started_at), 3) AS start_s, g.duration_ms, g.lost
-    FROM gaps g JOIN runs r USING (run_id) LEFT JOIN flows f USING (run_id, flow_id)
+    FROM gaps g JOIN runs r USING (run_id)
+    LEFT JOIN flows f ON f.run_id = g.run_id AND f.flow_id = g.flow_id AND f.direction = g.direction
     WHERE r.status = 'ok' ORDER BY r.network, r.scenario, g.run_id, start_s"""
 
 #: The order classes are shown in: what a user came for first (`gap`: a gap whose flow has no
