@@ -27,53 +27,100 @@ from cellperf.errors import UserError
 from cellperf.units import format_rate
 
 
-def _fmt_ms(s: dict | None) -> str:
+def _ms(s: dict | None) -> str:
+    """min / median / p95 / max of a delay summary, in one short cell."""
     if not s:
         return "-"
-    return f"min {s['min']:.3f} / median {s['median']:.3f} / p95 {s['p95']:.3f} / max {s['max']:.3f} ms"
+    return f"{s['min']:.3f} / {s['median']:.3f} / {s['p95']:.3f} / {s['max']:.3f}"
 
 
-def _summary(doc: dict) -> None:
+def _loss(rate: float | None) -> str:
+    return "-" if rate is None else f"{100 * rate:.2f} %"
+
+
+def _sweep_rows(doc: dict) -> list[tuple[str, str]]:
+    """A ping-sweep's point is its RTT against size (the fit's slope is the per-byte cost on
+    the path's bottleneck, docs/methods.md §3); a window-sweep's is its throughput against the
+    window and the BDP of the path."""
+    rows = []
+    for row in doc.get("sweep") or []:
+        if "size_bytes" in row:
+            rtt = row.get("rtt_ms") or {}
+            median = "-" if not rtt else f"{rtt['median']:.3f} ms median, {rtt['p95']:.3f} p95"
+            rows.append((f"{row['size_bytes']} B", f"{median}, loss {_loss(row.get('loss_rate'))}"))
+        else:
+            rows.append((f"window {row.get('window_bytes')} B, MSS {row.get('mss')}",
+                         f"{format_rate(row.get('throughput_bps'))}, retx {_loss(row.get('retransmission_rate'))}"))
+    if doc.get("fit"):
+        f = doc["fit"]
+        slope_us = f["slope_ms_per_byte"] * 1000
+        per_byte = f" (≈ {format_rate(8 / (slope_us * 1e-6))})" if slope_us > 0 else ""
+        rows.append(("RTT vs size", f"{f['intercept_ms']:.3f} ms + {slope_us:.4f} µs/B{per_byte}"))
+    bdp = doc.get("bdp") or {}
+    if bdp.get("bdp_bytes") is not None and bdp.get("rtt_ms") is not None:
+        rows.append(("BDP (best rate × min RTT)",
+                     f"{bdp['bdp_bytes']:.0f} B = {format_rate(bdp['bandwidth_bps'])} × {bdp['rtt_ms']:.3f} ms"))
+        if bdp.get("rwin_bdp_bytes"):
+            rows.append(("RWIN-BDP (whole segments)", f"{bdp['rwin_bdp_bytes']:.0f} B"))
+    return rows
+
+
+def _stream_rows(doc: dict) -> list[tuple[str, str]]:
+    """Gaps and delay periods of each received stream: a sparse test's point (docs/methods.md §6)."""
+    rows = []
+    for name, st in sorted((doc.get("streams") or {}).items()):
+        if not st:
+            continue
+        g, d = st.get("gaps") or {}, st.get("delay_periods") or {}
+        if g:
+            rows.append((f"gaps ({name})", f"{g['count']}, {g['total_ms']:.0f} ms in all, longest {g['max_ms']:.0f} ms, "
+                                           f"{g.get('lost_in_gaps', 0)} lost in them"))
+        if d:
+            rows.append((f"delay periods ({name})", f"{d['count']}, {d['total_ms']:.0f} ms in all, longest {d['max_ms']:.0f} ms"))
+    return rows
+
+
+def summary_rows(doc: dict) -> list[tuple[str, str]]:
+    """The human summary of a probe result, as (what, value) rows that fit 80 columns. Each
+    test shows its point: a sweep its curve, a sparse test its gaps; a ping-sweep has no
+    throughput or single duration to show."""
+    sweep = doc["test"] == "ping-sweep"
+    rows = [] if sweep else [("duration", f"{doc.get('duration_s', 0):.2f} s"),
+                             ("throughput", format_rate(doc.get("throughput_bps")))]
+    rows.append(("packets sent / received", f"{doc.get('packets_sent')} / {doc.get('packets_received')}"))
+    rows.append(("loss" + (" (TCP retransmissions)" if doc.get("loss_basis") else ""), _loss(doc.get("loss_rate"))))
+    if not sweep:
+        for key, label in (("jitter_ms", "jitter"), ("rtt_ms", "round trip")):
+            if doc.get(key):
+                rows.append((f"{label}, ms (min/med/p95/max)", _ms(doc[key])))
+        if doc.get("owd_ms"):
+            rows.append((f"one-way delay ({doc['owd_ms'].get('kind')}), ms", _ms(doc["owd_ms"])))
+    if doc.get("send_lateness_us"):
+        s = doc["send_lateness_us"]
+        rows.append(("send-time error, µs (med/p99/max)", f"{s['median']:.1f} / {s['p99']:.1f} / {s['max']:.1f}"))
+    rows += _stream_rows(doc)
+    if doc.get("no_path"):
+        gaps = ", ".join(f"{g['direction']} {g['duration_s']:.1f} s ({g['datagrams']} datagrams)" for g in doc["no_path"])
+        rows.append(("without a path", f"{doc['no_path_s']:.1f} s: {gaps}; {doc['no_path'][0]['error']}"))
+    if doc.get("longest_stall_s"):
+        rows.append(("longest stall (no byte received)", f"{doc['longest_stall_s']:.1f} s"))
+    if doc.get("partial"):
+        rows.append(("partial", doc["partial"]))
+    if doc.get("clock_offset"):
+        c = doc["clock_offset"]
+        applied = " (off the OWDs)" if c.get("applied_to_owd") else ""
+        rows.append(("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms{applied}"))
+    return rows + _sweep_rows(doc)
+
+
+def print_summary(doc: dict, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     t = Table(title=f"cellperf probe {doc['test']} ({doc['direction']}) → {doc.get('server')}", show_header=False)
-    t.add_row("duration", f"{doc.get('duration_s', 0):.2f} s")
-    t.add_row("throughput", format_rate(doc.get("throughput_bps")))
-    t.add_row("packets sent / received", f"{doc.get('packets_sent')} / {doc.get('packets_received')}")
-    loss = doc.get("loss_rate")
-    t.add_row("loss" + (" (TCP retransmissions)" if doc.get("loss_basis") else ""), "-" if loss is None else f"{100 * loss:.3f} %")
-    if doc.get("jitter_ms"):
-        t.add_row("jitter", _fmt_ms(doc["jitter_ms"]))
-    if doc.get("owd_ms"):
-        t.add_row(f"one-way delay ({doc['owd_ms'].get('kind')})", _fmt_ms(doc["owd_ms"]))
-    if doc.get("rtt_ms"):
-        t.add_row("round trip", _fmt_ms(doc["rtt_ms"]))
-    if doc.get("send_lateness_us"):
-        s = doc["send_lateness_us"]
-        t.add_row("send-time error", f"median {s['median']:.1f} µs / p99 {s['p99']:.1f} µs / max {s['max']:.1f} µs")
-    if doc.get("no_path"):
-        gaps = ", ".join(f"{g['direction']} {g['duration_s']:.1f} s ({g['datagrams']} datagrams)" for g in doc["no_path"])
-        t.add_row("without a path", f"{doc['no_path_s']:.1f} s: {gaps}; {doc['no_path'][0]['error']}")
-    if doc.get("longest_stall_s"):
-        t.add_row("longest stall (no byte received)", f"{doc['longest_stall_s']:.1f} s")
-    if doc.get("partial"):
-        t.add_row("partial", doc["partial"])
-    if doc.get("clock_offset"):
-        c = doc["clock_offset"]
-        applied = " (taken off the one-way delays)" if c.get("applied_to_owd") else ""
-        t.add_row("clock offset (server − probe)", f"{c['offset_ms']:.3f} ± {c['uncertainty_ms']:.3f} ms{applied}")
-    for row in doc.get("sweep") or []:
-        key = f"{row['size_bytes']} B" if "size_bytes" in row else f"window {row.get('window_bytes')} B, MSS {row.get('mss')}"
-        val = _fmt_ms(row.get("rtt_ms")) if "size_bytes" in row else format_rate(row.get("throughput_bps"))
-        t.add_row(key, val)
-    if doc.get("fit"):
-        f = doc["fit"]
-        t.add_row("RTT vs size", f"{f['intercept_ms']:.3f} ms + {f['slope_ms_per_byte'] * 1000:.4f} µs/B")
-    if doc.get("bdp") and doc["bdp"].get("bdp_bytes"):
-        b = doc["bdp"]
-        t.add_row("BDP / RWIN-BDP", f"{b['bdp_bytes']:.0f} B / {b['rwin_bdp_bytes'] or 0:.0f} B")
-    Console().print(t)
+    for what, value in summary_rows(doc):
+        t.add_row(what, value)
+    (console or Console()).print(t)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,6 +210,6 @@ def run(args: argparse.Namespace) -> None:
     if as_json:
         print(json.dumps(result.document))
     else:
-        _summary(result.document)
+        print_summary(result.document)
     if result.error == "interrupted":
         raise KeyboardInterrupt
