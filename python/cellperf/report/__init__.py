@@ -1,5 +1,5 @@
 """`cellperf report`: the results store → one self-contained HTML file (plotly.js inline, no
-network needed to open it) and, on request, each figure as PNG and PDF for papers.
+network needed to open it; figures drawn as the reader scrolls to them, figure_html.py) and, on request, each figure as PNG and PDF for papers.
 
     >>> from cellperf.report import build_report
     >>> build_report("results/", "results/report.html", figures_dir="figures/")
@@ -17,12 +17,10 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
-
 from cellperf import __version__
 from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
+from cellperf.report.figure_html import figure_div, page_scripts
 from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.cells import serving_cells
 from cellperf.report.maps import route_maps
@@ -39,7 +37,7 @@ nav{font-size:14px;margin:12px 0} nav a{margin-right:14px} h2{border-bottom:2px 
 section.item{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px 16px;margin:18px 0}
 section.item h3{margin:0 0 6px;font-size:17px} p.caption{color:#555;font-size:13px;margin:4px 0 10px}
 table{border-collapse:collapse;font-size:13px;width:100%} th,td{border-bottom:1px solid #e3e3e3;padding:4px 8px;text-align:left}
-th{background:#f0f3f6} tr.sum td{font-weight:600;background:#f7f7f7} footer{color:#777;font-size:12px;padding:24px 32px}
+th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background:#f7f7f7} footer{color:#777;font-size:12px;padding:24px 32px}
 """
 
 
@@ -51,12 +49,6 @@ def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
         if items:
             out.append((title, items))
     return out
-
-
-def _figure_div(item: Item) -> str:
-    return pio.to_html(item.figure, full_html=False, include_plotlyjs=False, div_id=f"fig-{item.key}",
-                       config={"displaylogo": False, "responsive": True,
-                               "toImageButtonOptions": {"format": "png", "filename": item.key, "scale": 2}})
 
 
 def _damage_note(store: Store) -> str:
@@ -79,7 +71,7 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
     for title, items in sections:
         body.append(f'<h2 id="{html.escape(title.lower().replace(" ", "-"))}">{html.escape(title)}</h2>')
         for it in items:
-            content = _figure_div(it) if it.figure is not None else it.table_html
+            content = figure_div(it.key, it.figure) if it.figure is not None else it.table_html
             kind = "figure" if it.figure is not None else "table"
             body.append(f'<section class="item" data-kind="{kind}" id="{html.escape(it.key)}"><h3>{html.escape(it.title)}</h3>'
                         f'<p class="caption">{html.escape(it.caption)}</p>{content}</section>')
@@ -92,7 +84,6 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>cellperf report — {html.escape(camp.get('name', ''))}</title>
 <style>{_CSS}</style>
-<script>{get_plotlyjs()}</script>
 </head><body>
 <header><h1>cellperf report — {html.escape(camp.get('name', ''))}</h1>
 <p>{html.escape(camp.get('description') or '')}</p>
@@ -100,6 +91,7 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
 <main><nav>{nav}</nav>
 {''.join(body)}
 </main>
+{page_scripts() if any(it.figure is not None for _, its in sections for it in its) else ''}
 <footer>Made by cellperf {html.escape(__version__)} on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {html.escape(str(store.db_file))}.
 Methods: docs/methods.md; figures after seed 000, chapter 4. <script type="application/json" id="cellperf-meta">{json.dumps({"figures": sum(1 for _, its in sections for i in its if i.figure is not None)})}</script></footer>
 </body></html>
