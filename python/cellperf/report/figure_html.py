@@ -73,7 +73,6 @@ _LOADER = """
     }, {rootMargin: '100% 0px'});
     boxes.forEach(function(el){ seen.observe(el); });
     window.addEventListener('beforeprint', function(){ boxes.forEach(draw); });
-    window.cellperfDrawAll = function(){ boxes.forEach(draw); };
   }
   // After the load event has finished, so that the page counts as loaded once its text is shown.
   if (document.readyState === 'complete') start();
