@@ -99,3 +99,32 @@ def test_figures_are_drawn_after_load_as_they_come_into_view(tmp_path):
         assert page.evaluate("document.documentElement.scrollHeight") == height
     assert errors == []
     assert re.search(r'<div class="plot" id="fig-pid-timeline"[^>]*style="height:420px"', text)
+
+
+def test_every_table_of_a_big_campaign_shows_at_most_fifty_rows(tmp_path):
+    from cellperf.report.tables import MAX_ROWS
+    from tests.report.test_studies_report import _commit
+
+    # 60 networks with a CBR run each and 70 failed runs: summary and failures grow per run.
+    with Store.open(tmp_path, create=True) as s:
+        for k in range(60):
+            _commit(s, f"ok{k}", "udp-cbr", network=f"N{k:02d}", flows=[
+                {"flow_id": 1, "role": "data", "proto": "udp", "direction": "downlink", "goodput_bps": 1e6,
+                 "loss_rate": 0.01}])
+        for k in range(70):
+            s.commit_run(RunRecord(run_row(f"bad{k}", status="failed") | {"reason": f"reason {k}"}))
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    for item in items.values():
+        for table in re.findall(r"<tbody>.*?</tbody>", item.table_html or "", re.S):
+            assert table.count("<tr") <= MAX_ROWS, item.key
+    assert "11 more rows (all 61)" in items["summary"].table_html  # + the failed runs' (WiBro voip, 0/70)
+    assert "20 more rows (all 70)" in items["failed"].table_html
+    assert "WHERE status = &#x27;failed&#x27;" in items["failed"].table_html
+
+
+def test_strong_rows_are_bold():
+    from cellperf.report.tables import html_table
+
+    table = html_table(["what", "n"], [["all", 3], ["one", 1]], strong=[True, False])
+    assert '<tr class="sum"><td>all</td><td>3</td></tr><tr><td>one</td><td>1</td></tr>' in table

@@ -25,6 +25,7 @@ from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.cells import serving_cells
 from cellperf.report.maps import route_maps
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 __all__ = ["Item", "build_report", "collect_items", "export_figures"]
@@ -54,12 +55,12 @@ def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
 def _damage_note(store: Store) -> str:
     """The runs whose per-packet files are damaged: the figures drawn from those files leave
     them out, and the reader must see that (docs/store.md)."""
-    rows = "".join(f"<tr><td>{html.escape(d.run_id or '')}</td><td>{html.escape(d.table)}</td>"
-                   f"<td>{html.escape(d.problem)}</td></tr>" for d in store.damaged)
+    table = html_table(["run", "per-packet table", "problem"], [[d.run_id or "", d.table, d.problem] for d in store.damaged],
+                       name="damaged-files")
     return ('<section class="item damage" id="damaged-runs"><h3>Damaged files: runs left out</h3>'
             '<p class="caption">These runs\' per-packet files cannot be read, so the figures and tables drawn from '
             'them leave the runs out (`cellperf check` lists the damage; restore the files or redo the runs).</p>'
-            f"<table><tr><th>run</th><th>per-packet table</th><th>problem</th></tr>{rows}</table></section>")
+            f"{table}</section>")
 
 
 def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:

@@ -17,11 +17,15 @@ MAX_ROWS = 50
 MAX_CSV_BYTES = 2_000_000
 
 
-def html_table(head: list[str], rows: list[list], *, name: str = "table", query: str | None = None) -> str:
-    """`head` and `rows` as an HTML table; beyond MAX_ROWS rows the rest is a CSV download
-    (`name`.csv) and, given, the `query` (SQL over the store) that lists them all."""
+def html_table(head: list[str], rows: list[list], *, name: str = "table", query: str | None = None,
+               strong: list[bool] | None = None) -> str:
+    """`head` and `rows` as an HTML table (rows whose `strong` is true in bold: totals, claims
+    not held); beyond MAX_ROWS rows the rest is a CSV download (`name`.csv) and, given, the
+    `query` (SQL over the store) that lists them all."""
     shown = rows[:MAX_ROWS]
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in shown)
+    strong = strong or [False] * len(shown)
+    body = "".join(("<tr class=\"sum\">" if bold else "<tr>") + "".join(f"<td>{html.escape(str(c))}</td>" for c in row)
+                   + "</tr>" for row, bold in zip(shown, strong))
     table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
              + f"</tr></thead><tbody>{body}</tbody></table>")
     if len(rows) <= MAX_ROWS:
