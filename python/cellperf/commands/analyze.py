@@ -61,6 +61,8 @@ def _loss(f: dict) -> str:
     before = f"before capture {100 * split['before_capture']:.2f}%"
     if rate is None:
         return before
+    if split.get("between_captures") is None:  # one capture: nothing to tell between them
+        return f"{100 * rate:.2f}% ({before})"
     return f"{100 * rate:.2f}% ({before}, between {100 * split['between_captures']:.2f}%)"
 
 
