@@ -42,11 +42,22 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 """
 
 
-def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
-    """The report's sections and their items, those with data only."""
+def _all_sections() -> tuple:
+    return (*SECTIONS, *STUDY_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+
+
+def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:
+    """The report's sections and their items, those with data only; `progress`
+    (cellperf.progress.Progress) advances by one per item maker."""
     out = []
-    for title, makers in (*SECTIONS, *STUDY_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,))):
-        items = [item for make in makers for item in make(store)]
+    for title, makers in _all_sections():
+        items = []
+        for make in makers:
+            if progress is not None:
+                progress.advance(0, detail=title)
+            items += make(store)
+            if progress is not None:
+                progress.advance()
         if items:
             out.append((title, items))
     return out
@@ -100,11 +111,15 @@ Methods: docs/methods.md; figures after seed 000, chapter 4. <script type="appli
 
 
 def build_report(store_dir: str | os.PathLike, out: str | os.PathLike | None = None, *,
-                 figures_dir: str | os.PathLike | None = None) -> dict:
+                 figures_dir: str | os.PathLike | None = None, progress=None) -> dict:
     """Writes the HTML report (atomically) and, with `figures_dir`, PNG and PDF of each figure.
-    Returns {"report": path, "figures": [paths], "items": [keys]}."""
+    `progress` (cellperf.progress.Progress): its total is set to the steps (item makers, then
+    figure files) and it advances as they are done. Returns {"report": path, "figures":
+    [paths], "items": [keys]}."""
+    if progress is not None:
+        progress.set_total(sum(len(makers) for _, makers in _all_sections()))
     with Store.open(store_dir, read_only=True) as store:
-        sections = collect_items(store)
+        sections = collect_items(store, progress)
         page = render_html(store, sections)
         out_path = Path(out) if out is not None else store.root / "report.html"
     try:
@@ -119,6 +134,8 @@ def build_report(store_dir: str | os.PathLike, out: str | os.PathLike | None = N
     except OSError as e:
         raise UserError(f"{out_path}: cannot write the report ({os_reason(e)})") from None
     figures = [i for _, items in sections for i in items if i.figure is not None]
-    written = export_figures(figures, Path(figures_dir)) if figures_dir is not None else []
+    if figures_dir is not None and progress is not None:
+        progress.set_total(progress.done + 2 * len(figures))  # a PNG and a PDF each
+    written = export_figures(figures, Path(figures_dir), progress) if figures_dir is not None else []
     return {"report": str(out_path), "figures": [str(p) for p in written],
             "items": [i.key for _, items in sections for i in items]}
