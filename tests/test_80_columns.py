@@ -69,3 +69,15 @@ def test_analyze_loss_of_one_capture_has_no_split_between_captures():
 
     flow = {"loss_rate": 0.02, "loss_split": {"before_capture": 0.01, "between_captures": None}}
     assert _loss(flow) == "2.00% (before capture 1.00%)"
+
+
+def test_channel_stats_lists_the_most_frequent_states(tmp_path):
+    # 60 distinct rates, rate k·10 kb/s held for k+1 slots: the 20 longest held are shown.
+    rates = [k * 10_000 for k in range(60) for _ in range(k + 1)]
+    trace = tmp_path / "rates.csv"
+    trace.write_text("slot,rate_bps\n" + "".join(f"{i},{r}\n" for i, r in enumerate(rates)))
+    lines = human("channel", "stats", trace)
+    assert_fits(lines)
+    assert any("the 20 most frequent of 60 states (--json lists all)" in line for line in lines)
+    listed = [line.split()[1] for line in lines if line.strip() and line.split()[0].isdigit()]
+    assert listed == [f"{k * 10:.1f}" for k in range(40, 60)]
