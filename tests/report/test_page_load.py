@@ -81,7 +81,7 @@ def test_figures_are_drawn_after_load_as_they_come_into_view(tmp_path):
     page_file = tmp_path / "report.html"
     build_report(tmp_path / "store", page_file)
     text = page_file.read_text()
-    assert text.count('id="plotly-js"') == 1 and len(text) < 5_500_000
+    assert text.count('id="plotly-js"') == 1 and len(text) < 2_000_000  # plotly.js's cartesian bundle
     errors: list[str] = []
     with report_page(page_file, tmp_path, errors, viewport={"width": 1300, "height": 400}) as page:
         # At the load event the text is there, plotly.js is not yet evaluated, no figure drawn.
@@ -128,3 +128,14 @@ def test_strong_rows_are_bold():
 
     table = html_table(["what", "n"], [["all", 3], ["one", 1]], strong=[True, False])
     assert '<tr class="sum"><td>all</td><td>3</td></tr><tr><td>one</td><td>1</td></tr>' in table
+
+
+def test_the_cartesian_bundle_is_plotlys_own_version_and_used_only_for_its_trace_types():
+    from plotly.offline import get_plotlyjs
+
+    from cellperf.report.figure_html import CARTESIAN_JS, _version, plotly_js
+
+    # Fails when plotly is upgraded without the bundle (npm plotly.js-cartesian-dist-min@VERSION).
+    assert _version(CARTESIAN_JS.read_text()) == _version(get_plotlyjs()) is not None
+    assert plotly_js({"scatter", "bar", "box"}) == CARTESIAN_JS.read_text()
+    assert plotly_js({"scatter", "scattergl"}) == get_plotlyjs()

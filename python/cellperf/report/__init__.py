@@ -91,6 +91,7 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
         body.append("<p>The store has no finished runs yet.</p>")
     if store.damaged:
         body.insert(0, _damage_note(store))
+    trace_types = {t.type for _, its in sections for it in its if it.figure is not None for t in it.figure.data}
     span = f"{counts[2]:%Y-%m-%d %H:%M} – {counts[3]:%Y-%m-%d %H:%M} UTC" if counts[2] else "no runs"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -103,7 +104,7 @@ def render_html(store: Store, sections: list[tuple[str, list[Item]]]) -> str:
 <main><nav>{nav}</nav>
 {''.join(body)}
 </main>
-{page_scripts() if any(it.figure is not None for _, its in sections for it in its) else ''}
+{page_scripts(trace_types) if trace_types else ''}
 <footer>Made by cellperf {html.escape(__version__)} on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {html.escape(str(store.db_file))}.
 Methods: docs/methods.md; figures after seed 000, chapter 4. <script type="application/json" id="cellperf-meta">{json.dumps({"figures": sum(1 for _, its in sections for i in its if i.figure is not None)})}</script></footer>
 </body></html>
