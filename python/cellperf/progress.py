@@ -42,7 +42,7 @@ class Progress:
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._ticker: threading.Thread | None = None
-        self._printed = False  # a plain line so far: work that ends before the first says nothing
+        self._printed = ""  # the last plain line: work that ends before the first says nothing
 
     # -- the work reports -------------------------------------------------------------------
 
@@ -111,8 +111,8 @@ class Progress:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.every_s):
-            print(self.line(), file=self._stream, flush=True)
-            self._printed = True
+            self._printed = self.line()
+            print(self._printed, file=self._stream, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
@@ -120,5 +120,5 @@ class Progress:
         elif self._ticker is not None:
             self._stop.set()
             self._ticker.join()
-            if exc[0] is None and self._printed:
+            if exc[0] is None and self._printed and self.line() != self._printed:
                 print(self.line(), file=self._stream, flush=True)
