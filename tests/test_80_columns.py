@@ -81,3 +81,12 @@ def test_channel_stats_lists_the_most_frequent_states(tmp_path):
     assert any("the 20 most frequent of 60 states (--json lists all)" in line for line in lines)
     listed = [line.split()[1] for line in lines if line.strip() and line.split()[0].isdigit()]
     assert listed == [f"{k * 10:.1f}" for k in range(40, 60)]
+
+
+def test_help_prose_is_refilled_to_the_terminal_examples_kept():
+    lines = human("simulate", "--help")
+    prose = [line for line in lines if line and not line[0].isspace()]
+    assert_fits(prose)
+    assert any(line.startswith("  cellperf simulate --seed001") for line in lines)  # an example, as written
+    wide = human("simulate", "--help", columns=200)
+    assert any(cell_len(line) > 90 for line in wide)  # a wide terminal keeps the paragraphs as written

@@ -55,6 +55,30 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def add_usage(self, usage, actions, groups, prefix=None) -> None:
         super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """Prose paragraphs refilled to the terminal when a line would not fit it (they are
+        written ~95 wide); indented lines (examples, tables) as written."""
+        import textwrap
+
+        out, prose = [], []
+
+        def flush() -> None:
+            if prose and max(map(len, prose)) > width - len(indent):
+                out.extend(textwrap.wrap(" ".join(prose), width - len(indent), break_long_words=False,
+                                         break_on_hyphens=False))
+            else:
+                out.extend(prose)
+            prose.clear()
+
+        for line in text.splitlines():
+            if line and not line[0].isspace():
+                prose.append(line)
+            else:
+                flush()
+                out.append(line)
+        flush()
+        return "\n".join(indent + line if line else line for line in out)
+
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
