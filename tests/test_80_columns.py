@@ -90,3 +90,32 @@ def test_help_prose_is_refilled_to_the_terminal_examples_kept():
     assert any(line.startswith("  cellperf simulate --seed001") for line in lines)  # an example, as written
     wide = human("simulate", "--help", columns=200)
     assert any(cell_len(line) > 90 for line in wide)  # a wide terminal keeps the paragraphs as written
+
+
+def _in_process(monkeypatch, capsys, *args) -> list[str]:
+    """`cellperf ARGS` in this process (no start-up per command), at COLUMNS=80."""
+    from cellperf.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    main([str(a) for a in args])
+    return capsys.readouterr().out.splitlines()
+
+
+def test_more_commands_fit_80_columns(tmp_path, big_store, monkeypatch, capsys):
+    import random
+
+    rng = random.Random(1)
+    drc = []
+    for user in (1, 2):
+        drc.append(tmp_path / f"drc{user}.csv")
+        drc[-1].write_text("slot,state\n" + "".join(f"{i},{rng.randint(0, 14)}\n" for i in range(3000)))
+    outputs = {
+        "simulate": _in_process(monkeypatch, capsys, "simulate", "--users", "3", "--duration", "5"),
+        "sched": _in_process(monkeypatch, capsys, "sched", *drc, "--rate-table", "drc", "--users", "1..2"),
+        "voip": _in_process(monkeypatch, capsys, "voip", "--delay-ms", "150", "--loss", "0.01"),
+        "check": _in_process(monkeypatch, capsys, "check", big_store),
+        "query --tables": _in_process(monkeypatch, capsys, "query", big_store, "--tables"),
+    }
+    for name, lines in outputs.items():
+        assert lines, name
+        assert_fits(lines)
