@@ -51,6 +51,16 @@ def _stream_store(root, runs: int = 1, packets: int = PACKETS) -> None:
             s.commit_run(RunRecord(row, {"gaps": gaps, "flows": flows}, staging_dir=staging))
 
 
+def cbr_runs(n: int) -> list[RunRecord]:
+    """`n` CBR runs, each of its own network (N00, N01, ...), with a downlink flow: one
+    transaction for them all (a commit per run made the tests slow)."""
+    return [RunRecord(run_row(f"ok{k}") | {"network": f"N{k:02d}", "test": "udp-cbr", "test_type": "udp-cbr",
+                                           "scenario": "stationary", "config": {"interval_s": 5.0, "options": {}}},
+                      {"flows": pl.DataFrame([{"run_id": f"ok{k}", "flow_id": 1, "role": "data", "proto": "udp",
+                                               "direction": "downlink", "goodput_bps": 1e6 + k, "loss_rate": 0.01}])})
+            for k in range(n)]
+
+
 def test_the_inter_arrival_timeline_is_binned_and_keeps_the_gap(tmp_path):
     _stream_store(tmp_path)
     with Store.open(tmp_path, read_only=True) as s:
@@ -103,16 +113,11 @@ def test_figures_are_drawn_after_load_as_they_come_into_view(tmp_path):
 
 def test_every_table_of_a_big_campaign_shows_at_most_fifty_rows(tmp_path):
     from cellperf.report.tables import MAX_ROWS
-    from tests.report.test_studies_report import _commit
 
     # 60 networks with a CBR run each and 70 failed runs: summary and failures grow per run.
     with Store.open(tmp_path, create=True) as s:
-        for k in range(60):
-            _commit(s, f"ok{k}", "udp-cbr", network=f"N{k:02d}", flows=[
-                {"flow_id": 1, "role": "data", "proto": "udp", "direction": "downlink", "goodput_bps": 1e6,
-                 "loss_rate": 0.01}])
-        for k in range(70):
-            s.commit_run(RunRecord(run_row(f"bad{k}", status="failed") | {"reason": f"reason {k}"}))
+        s.commit_runs(cbr_runs(60) + [RunRecord(run_row(f"bad{k}", status="failed") | {"reason": f"reason {k}"})
+                                      for k in range(70)])
     with Store.open(tmp_path, read_only=True) as s:
         items = {i.key: i for _, its in collect_items(s) for i in its}
     for item in items.values():
