@@ -144,3 +144,30 @@ def test_the_cartesian_bundle_is_plotlys_own_version_and_used_only_for_its_trace
     assert _version(CARTESIAN_JS.read_text()) == _version(get_plotlyjs()) is not None
     assert plotly_js({"scatter", "bar", "box"}) == CARTESIAN_JS.read_text()
     assert plotly_js({"scatter", "scattergl"}) == get_plotlyjs()
+
+
+def test_gaps_of_many_runs_are_summed_per_network_and_class_each_run_a_download(tmp_path):
+    import base64
+
+    records = []
+    for k in range(52):  # 2 networks × 26 runs, each with one outage of 400 ms (30 lost)
+        run_id = f"cbr{k}"
+        gaps = pl.DataFrame({"run_id": [run_id], "flow_id": [1], "direction": ["downlink"], "kind": ["gap"],
+                             "start_ts": [datetime.fromtimestamp(T0 + 5, timezone.utc)], "duration_ms": [400.0],
+                             "lost": [30]})
+        flows = pl.DataFrame([{"run_id": run_id, "flow_id": 1, "role": "data", "proto": "udp",
+                               "direction": "downlink", "packets": 1000, "duration_s": 10.0, "goodput_bps": 1e6}])
+        records.append(RunRecord(run_row(run_id) | {"network": f"N{k % 2}", "test": "udp-cbr-down",
+                                                     "test_type": "udp-cbr", "scenario": "stationary"},
+                                 {"gaps": gaps, "flows": flows}))
+    with Store.open(tmp_path, create=True) as s:
+        s.commit_runs(records)
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["gaps-table"].table_html
+    assert items["gaps-table"].caption.startswith("Per network, scenario, test and direction, over its runs (52 runs)")
+    rows = re.findall(r"<tr><td>outage</td>.*?</tr>", table)
+    assert rows == [f"<tr><td>outage</td><td>N{n}</td><td>stationary</td><td>udp-cbr-down</td><td>downlink</td>"
+                    "<td>26</td><td>26</td><td>10.40</td><td>400</td><td>780</td></tr>" for n in (0, 1)]
+    per_run = re.search(r'download="gaps-per-run.csv" href="data:text/csv;base64,([^"]+)"', table).group(1)
+    assert len(base64.b64decode(per_run).decode().splitlines()) == 1 + 52

@@ -16,7 +16,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from cellperf.report.figures import Item, _cdf_trace, _has_view, _layout
-from cellperf.report.tables import csv_download, html_table
+from cellperf.report.tables import MAX_ROWS, csv_download, html_table
 from cellperf.store import Store
 
 
@@ -430,18 +430,33 @@ def gaps(store: Store) -> list[Item]:
                .agg(n=pl.len(), total_ms=pl.col("duration_ms").sum(), longest_ms=pl.col("duration_ms").max(),
                     lost=pl.col("lost").sum())
                .sort(order, "network", "scenario", "run_id", "direction"))
-    rows = [[r["class"], r["network"], r["scenario"], r["test"], r["direction"], r["n"], _f(r["total_ms"] / 1e3, ".2f"),
-             _f(r["longest_ms"], ".0f"), r["lost"]] for r in per_run.iter_rows(named=True)]
+    head = ["class", "network", "scenario", "test", "direction", "count", "total s", "longest ms", "lost"]
+    run_rows = [[r["class"], r["network"], r["scenario"], r["test"], r["direction"], r["n"],
+                 _f(r["total_ms"] / 1e3, ".2f"), _f(r["longest_ms"], ".0f"), r["lost"]] for r in per_run.iter_rows(named=True)]
     detail = [[r["network"], r["scenario"], r["test"], r["run_id"], r["direction"], r["class"], r["start_s"],
                r["duration_ms"], r["lost"]] for r in df.iter_rows(named=True)]
+    what = "count, total and longest. Seed 004 §IV.B.2, Figs. 3-4."
+    if len(run_rows) <= MAX_ROWS:
+        table, scope = html_table(head, run_rows), "Per run and direction"
+    else:
+        # A campaign of many runs: one row per network, scenario, test, direction and class.
+        grouped = (per_run.group_by("network", "scenario", "test", "direction", "class", maintain_order=True)
+                   .agg(runs=pl.col("run_id").n_unique(), n=pl.col("n").sum(), total_ms=pl.col("total_ms").sum(),
+                        longest_ms=pl.col("longest_ms").max(), lost=pl.col("lost").sum())
+                   .sort(order, "network", "scenario", "test", "direction"))
+        table = html_table([*head[:5], "runs", *head[5:]],
+                           [[r["class"], r["network"], r["scenario"], r["test"], r["direction"], r["runs"], r["n"],
+                             _f(r["total_ms"] / 1e3, ".2f"), _f(r["longest_ms"], ".0f"), r["lost"]]
+                            for r in grouped.iter_rows(named=True)])
+        table += csv_download(head, run_rows, name="gaps-per-run", query=None,
+                              what=f"the same per run and direction ({len(run_rows):,} rows)")
+        scope = f"Per network, scenario, test and direction, over its runs ({per_run['run_id'].n_unique()} runs)"
     items = [Item("gaps-table", "Gaps and delay periods",
-                  "Per run and direction: gaps (a burst of lost packets, from the arrival before it to the one after) "
+                  f"{scope}: gaps (a burst of lost packets, from the arrival before it to the one after) "
                   f"that are outages (at least {OUTAGE_INTERARRIVALS} of the flow's mean inter-arrival times), delay "
                   "periods (an inter-arrival of at least 5 sending intervals with nothing lost), and the gaps of a "
                   "stream's overload (a queue dropping what the link could not carry, the link still delivering): "
-                  "count, total and longest. Seed 004 §IV.B.2, Figs. 3-4.",
-                  table_html=html_table(["class", "network", "scenario", "test", "direction", "count", "total s",
-                                         "longest ms", "lost"], rows))]
+                  + what, table_html=table)]
     items[-1].table_html += csv_download(["network", "scenario", "test", "run", "direction", "class", "start s",
                                           "duration ms", "lost"], detail, name="gaps", query=GAPS_SQL,
                                          what=f"every gap and delay period ({len(detail):,})")
