@@ -171,3 +171,32 @@ def test_gaps_of_many_runs_are_summed_per_network_and_class_each_run_a_download(
                     "<td>26</td><td>26</td><td>10.40</td><td>400</td><td>780</td></tr>" for n in (0, 1)]
     per_run = re.search(r'download="gaps-per-run.csv" href="data:text/csv;base64,([^"]+)"', table).group(1)
     assert len(base64.b64decode(per_run).decode().splitlines()) == 1 + 52
+
+
+def test_tcp_flows_of_many_runs_are_averaged_per_network_and_variant_each_flow_a_download(tmp_path):
+    import base64
+
+    records = []
+    for k in range(60):  # 2 networks × 30 runs of one download each: utilisation 0.5 or 0.7
+        run_id = f"tcp{k}"
+        flows = pl.DataFrame([{"run_id": run_id, "flow_id": 1, "role": "data", "proto": "tcp",
+                               "direction": "downlink", "goodput_bps": 1e6, "utilisation": 0.5 + 0.2 * (k % 2),
+                               "mean_capacity_bps": 2e6, "owd_mean_ms": 100.0 + k % 2, "owd_std_ms": 10.0,
+                               "owd_kind": "excess"}])
+        records.append(RunRecord(run_row(run_id) | {"network": f"N{k % 2}", "test": "tcp-bulk-down",
+                                                     "test_type": "tcp-bulk", "scenario": "stationary",
+                                                     "config": {"interval_s": 5.0, "options": {"congestion": "cubic"}}},
+                                 {"flows": flows}))
+    with Store.open(tmp_path, create=True) as s:
+        s.commit_runs(records)
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    table = items["tcp-studies-table"].table_html
+    rows = re.findall(r"<tr><td>N\d</td>.*?</tr>", table)
+    assert len(rows) == 2
+    assert rows[1].startswith("<tr><td>N1</td><td>stationary</td><td>tcp-bulk-down</td><td>cubic</td>"
+                              "<td>downlink</td><td>30</td><td>1000</td><td>0.70</td><td>2000</td><td>101.0 ± 10.0</td>")
+    csv = base64.b64decode(re.search(r'download="tcp-flows.csv" href="data:text/csv;base64,([^"]+)"', table).group(1))
+    assert len(csv.decode().splitlines()) == 1 + 60
+    (bars, _) = items["tcp-studies-figure"].figure.data
+    assert list(bars.x) == ["N0 stationary cubic downlink", "N1 stationary cubic downlink"]

@@ -72,27 +72,52 @@ def tcp_flows(store: Store) -> list[Item]:
     df = df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
     if df.height == 0:
         return []
-    rows = [[r["network"], r["scenario"], r["test"], r["congestion"], r["direction"],
-             _f(r["goodput_bps"] / 1e3, ".0f"), _f(r["utilisation"], ".2f"),
-             _f(None if r["mean_capacity_bps"] is None else r["mean_capacity_bps"] / 1e3, ".0f"),
-             f"{_f(r['owd_mean_ms'])} ± {_f(r['owd_std_ms'])}", _f(r["owd_p95_ms"]), r["owd_kind"] or "–",
-             _f(None if r["share"] is None else 100 * r["share"]), _f(r["jain"], ".3f")]
-            for r in df.iter_rows(named=True)]
+    head = ["network", "scenario", "test", "congestion", "direction", "goodput kbit/s", "utilisation",
+            "capacity kbit/s", "OWD mean ± std ms", "OWD p95 ms", "OWD kind", "share %", "Jain"]
+    keys = ["network", "scenario", "test", "congestion", "direction"]
+    figures = ["goodput_bps", "utilisation", "mean_capacity_bps", "owd_mean_ms", "owd_std_ms", "owd_p95_ms", "share",
+               "jain"]
+    per_flow = df.height <= MAX_ROWS
+    # A campaign of many flows: one row per network, scenario, test, congestion control and
+    # direction, the means over its flows (each flow's row in the CSV).
+    shown = df if per_flow else (df.group_by(keys, maintain_order=True)
+                                 .agg(pl.len().alias("flows"), *(pl.col(c).mean() for c in figures),
+                                      pl.col("owd_kind").drop_nulls().first()))
+
+    def cells(r: dict) -> list:
+        return [_f(r["goodput_bps"] / 1e3, ".0f"), _f(r["utilisation"], ".2f"),
+                _f(None if r["mean_capacity_bps"] is None else r["mean_capacity_bps"] / 1e3, ".0f"),
+                f"{_f(r['owd_mean_ms'])} ± {_f(r['owd_std_ms'])}", _f(r["owd_p95_ms"]), r["owd_kind"] or "–",
+                _f(None if r["share"] is None else 100 * r["share"]), _f(r["jain"], ".3f")]
+
+    flow_rows = [[*(r[k] for k in keys), *cells(r)] for r in df.iter_rows(named=True)]
+    if per_flow:
+        table, scope = html_table(head, flow_rows), "Per TCP test flow"
+    else:
+        table = html_table([*keys, "flows", *(f"mean {h}" for h in head[5:])],
+                           [[*(r[k] for k in keys), r["flows"], *cells(r)] for r in shown.iter_rows(named=True)])
+        table += csv_download(head, flow_rows, name="tcp-flows", query=None, what=f"each flow ({df.height:,})")
+        scope = (f"Means over the flows ({df.height}) of each network, scenario, test, congestion control and "
+                 "direction, of each flow's")
     items = [Item("tcp-studies-table", "TCP flows: utilisation and one-way delay",
-                  "Per TCP test flow: goodput, channel utilisation = goodput / mean channel capacity over the "
+                  f"{scope}: goodput, channel utilisation = goodput / mean channel capacity over the "
                   "flow's lifetime (radio log rates), one-way delay of its data matched across the two captures "
                   "(excess = OWD − the flow's minimum, unless the clocks were synchronised), its share of the "
                   "goodput of the run's flows in its direction and their Jain's index. Seed 002 §7, Figs. 7-10 "
                   "(utilisation: Reno 0.86, Cubic 0.89, Westwood 0.85, Vegas 0.75).",
-                  table_html=html_table(["network", "scenario", "test", "congestion", "direction", "goodput kbit/s",
-                                     "utilisation", "capacity kbit/s", "OWD mean ± std ms", "OWD p95 ms", "OWD kind",
-                                     "share %", "Jain"], rows))]
-    labels = [f"{r['network']} {r['scenario']} {r['congestion']} #{r['flow_id']}" for r in df.iter_rows(named=True)]
-    fig = _bars_and_delay(labels, df["utilisation"], ("utilisation", "channel utilisation"), df["owd_mean_ms"],
-                          df["owd_std_ms"], ("OWD mean (ms)", "one-way delay (ms), mean ± std"), "flow")
+                  table_html=table)]
+    if per_flow:
+        labels = [f"{r['network']} {r['scenario']} {r['congestion']} #{r['flow_id']}" for r in df.iter_rows(named=True)]
+    else:
+        labels = [" ".join(str(r[k]) for k in ("network", "scenario", "congestion", "direction"))
+                  for r in shown.iter_rows(named=True)]
+    fig = _bars_and_delay(labels, shown["utilisation"], ("utilisation", "channel utilisation"), shown["owd_mean_ms"],
+                          shown["owd_std_ms"], ("OWD mean (ms)", "one-way delay (ms), mean ± std"),
+                          "flow" if per_flow else "flows (means)")
     items.append(Item("tcp-studies-figure", "Utilisation and excess delay per TCP flow",
-                      "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation. "
-                      "Seed 002 Figs. 7-10.", _layout(fig)))
+                      "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation"
+                      + ("" if per_flow else " (means over the flows of each network, scenario, congestion control "
+                         "and direction)") + ". Seed 002 Figs. 7-10.", _layout(fig)))
     return items
 
 
