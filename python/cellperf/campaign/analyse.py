@@ -132,6 +132,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
             "owd_p95_ms": owd.get("p95"), "owd_max_ms": owd.get("max"),
             "start_s": f.get("start_s"), "end_s": f.get("end_s"),
             "mean_capacity_bps": (f.get("channel") or {}).get("mean_capacity_bps"),
+            "capacity_std_bps": (f.get("channel") or {}).get("capacity_std_bps"),
             "utilisation": (f.get("channel") or {}).get("utilisation"),
             "data_packets": (f.get("tcp") or {}).get("data_packets"),
             "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),

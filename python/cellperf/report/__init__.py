@@ -27,6 +27,7 @@ from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.cells import serving_cells
 from cellperf.report.maps import route_maps
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
+from cellperf.report.variants import tcp_variants
 from cellperf.store import Store
 
 __all__ = ["Item", "build_report", "collect_items", "export_figures"]
@@ -46,7 +47,7 @@ th{background:#f0f3f6} tr.sum td{font-weight:600;background:#f7f7f7} footer{colo
 def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
     """The report's sections and their items, those with data only."""
     out = []
-    for title, makers in (*SECTIONS, *STUDY_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,))):
+    for title, makers in (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), ("Maps", (route_maps,)), ("Serving cells", (serving_cells,))):
         items = [item for make in makers for item in make(store)]
         if items:
             out.append((title, items))
