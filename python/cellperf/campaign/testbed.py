@@ -65,6 +65,31 @@ DRAIN_SH = ('n=0; while [ $n -lt 100 ] && [ -n "$(ss -Htn state connected exclud
             'do sleep 0.05; n=$((n+1)); done')
 
 
+#: How long a `cn_capture` command may take to start capturing (an ssh login included).
+CN_CAPTURE_START_S = 15.0
+#: A pcap file's global header, or a pcapng file's section header block at least.
+PCAP_HEADER_BYTES = 24
+
+
+def _wait_for_pcap_header(proc: subprocess.Popen, path: Path) -> None:
+    """Waits until the `cn_capture` command has written a capture file's header to `path`:
+    tcpdump and dumpcap write it once the capture is open (after the interface is listening),
+    also through ssh, so the run's first packets are not missed (a fixed wait missed them on a
+    loaded host). UserError if the command exits or writes nothing in `CN_CAPTURE_START_S`."""
+    deadline = time.monotonic() + CN_CAPTURE_START_S
+    while True:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace")
+            raise UserError(f"testbed.cn_capture: the command exited ({proc.returncode}): "
+                            f"{_last_error_line(err) or 'no output'}")
+        if path.stat().st_size >= PCAP_HEADER_BYTES:
+            return
+        if time.monotonic() > deadline:
+            raise UserError(f"testbed.cn_capture: no capture header on its output after {CN_CAPTURE_START_S:.0f} s "
+                            "(it must write pcap or pcapng to stdout, e.g. tcpdump -U -w -)")
+        time.sleep(0.01)
+
+
 def _last_error_line(*texts: str) -> str | None:
     for text in texts:
         lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
@@ -301,11 +326,7 @@ class RealTestbed:
                     except OSError as e:
                         raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({os_reason(e)})") from None
                 procs.append((cn, True))
-                time.sleep(1.0)  # no portable "ready" signal from a remote capture
-                if cn.poll() is not None:
-                    err = cn.stderr.read().decode(errors="replace")
-                    raise UserError(f"testbed.cn_capture: the command exited ({cn.returncode}): "
-                                    f"{_last_error_line(err) or 'no output'}")
+                _wait_for_pcap_header(cn, folder / "cn.pcap")
         except BaseException:
             self._stop_captures(procs)
             raise
