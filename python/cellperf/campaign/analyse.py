@@ -111,7 +111,17 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
     return roles
 
 
-def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
+def _direction_role(role: str, direction: str, sent: frozenset[str] | set[str]) -> str:
+    """The role of one direction of a flow: a data flow's direction whose receiver was not
+    captured (`sent`: its delivery comes from the agents' log) is `sent`, the other direction
+    of the same flow keeps its role (a downlink stream's one uplink datagram, the probe's
+    cookie, must not make the stream `sent`)."""
+    return "sent" if role == "data" and direction in sent else role
+
+
+def _flow_rows(report: dict, roles: dict[int, str], sent: frozenset[str] = frozenset()) -> pl.DataFrame:
+    """The `flows` rows of `report`, each with its role; a data flow's direction in `sent`
+    (whose receiver was not captured) is `sent` (`_direction_role`)."""
     rows = []
     for f in report["flows"]:
         rx = f.get("retransmissions") or {}
@@ -120,7 +130,7 @@ def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
         split = f.get("loss_split") or {}
         rows.append({
             "flow_id": f["flow_id"], "connection_id": f.get("connection_id", f["flow_id"]),
-            "role": roles[f["flow_id"]], "proto": f["proto"],
+            "role": _direction_role(roles[f["flow_id"]], f["direction"], sent), "proto": f["proto"],
             "direction": f["direction"], "src": f["src"], "dst": f["dst"], "sport": f["sport"], "dport": f["dport"],
             "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
             "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
@@ -466,18 +476,17 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         protocol = test_protocol(test_type, run.options)
         roles = _flow_roles(report, packets, protocol, control_port, members, protocols,
                             data_after_login=test_type == "stream" and protocol == "tcp")
-        for f in report["flows"]:
-            if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
-                roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
-        rows = _flow_rows(report, roles) if report["flows"] else pl.DataFrame()
+        rows = _flow_rows(report, roles, frozenset(from_log)) if report["flows"] else pl.DataFrame()
         if members is not None and rows.height:
             rows = rows.with_columns(member=pl.Series([members[f] for f in rows["flow_id"]], dtype=pl.Utf8))
         flow_parts.append(rows)
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
-        keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
-        interval_parts.append(_with_direction(table("intervals").filter(keep)))
+        data = [(f["flow_id"], f["direction"]) for f in report["flows"]
+                if _direction_role(roles[f["flow_id"]], f["direction"], from_log) == "data"]
+        keep = pl.concat_str("flow_id", "direction", separator="/").is_in([f"{i}/{d}" for i, d in data])
+        interval_parts.append(_with_direction(table("intervals")).filter(keep))
         for name in ("tcp_retransmissions", "ack_compression", "gaps"):
-            part = _with_direction(table(name).filter(keep)).with_columns(run_id=run_id)
+            part = _with_direction(table(name)).filter(keep).with_columns(run_id=run_id)
             tables[name] = pl.concat([tables[name], part], how="diagonal_relaxed") if name in tables else part
         mine = pl.col("flow_id").is_in([f["flow_id"] for f in report["flows"]])
         per_packet["packets"].append(packets.filter(mine) if user is not None else packets)
