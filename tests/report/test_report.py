@@ -24,16 +24,21 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 @contextlib.contextmanager
-def report_page(path: str | Path, tmp_path: Path, errors: list[str]):
+def report_page(path: str | Path, tmp_path: Path, errors: list[str], viewport: dict | None = None):
     """The report at `path` loaded in headless Chromium (offline), its console errors and page
-    errors collected into `errors`."""
+    errors collected into `errors`; `window.cellperfAtLoad` says whether plotly.js was evaluated
+    and how many figures were drawn when the load event came."""
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM,
-                                                   headless=True, args=FLAGS, viewport={"width": 1200, "height": 900},
+                                                   headless=True, args=FLAGS,
+                                                   viewport=viewport or {"width": 1200, "height": 900},
                                                    offline=True)
         try:
             page = ctx.new_page()
+            page.add_init_script("window.addEventListener('load', function(){ window.cellperfAtLoad = "
+                                 "{plotly: typeof Plotly !== 'undefined', "
+                                 "drawn: document.querySelectorAll('.main-svg').length}; })")
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(f"file://{path}")
@@ -115,6 +120,9 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         figures = page.locator('section[data-kind="figure"]')
         n = figures.count()
         assert n >= 8
+        # Figures are drawn as they come near the view, all of them before printing.
+        page.wait_for_function("typeof Plotly !== 'undefined'")
+        page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
         page.wait_for_function(
             f"document.querySelectorAll('section[data-kind=figure] .js-plotly-plot .main-svg').length >= {n}")
         for i in range(n):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
@@ -61,6 +62,8 @@ def _loss(f: dict) -> str:
     before = f"before capture {100 * split['before_capture']:.2f}%"
     if rate is None:
         return before
+    if split.get("between_captures") is None:  # one capture: nothing to tell between them
+        return f"{100 * rate:.2f}% ({before})"
     return f"{100 * rate:.2f}% ({before}, between {100 * split['between_captures']:.2f}%)"
 
 
@@ -200,13 +203,19 @@ def run(args: argparse.Namespace) -> None:
     if logs and (args.mn_addr or args.synced_clocks):
         raise UserError(f"{logs[0]}: --mn-addr and --synced-clocks apply to captures; an agent log names its "
                         "directions and says how its delays were measured")
-    if logs:
-        result = analyze_agent_log(capture, interval=args.interval, tables=out_dir is not None)
-    else:
-        result = analyze(
-            capture, mn=args.mn, cn=args.cn, side=args.side, interval=args.interval, mn_addr=args.mn_addr,
-            synced_clocks=args.synced_clocks, tables=out_dir is not None,
-        )
+    from cellperf.progress import Progress
+
+    inputs = ", ".join(Path(p).name for p in (capture, args.mn, args.cn) if p is not None)
+    # One call into the Rust core (it releases the GIL): a bar without a total, the time so far.
+    with Progress("analyze", enabled=not args.as_json) as progress:
+        progress.update(0, detail=inputs)
+        if logs:
+            result = analyze_agent_log(capture, interval=args.interval, tables=out_dir is not None)
+        else:
+            result = analyze(
+                capture, mn=args.mn, cn=args.cn, side=args.side, interval=args.interval, mn_addr=args.mn_addr,
+                synced_clocks=args.synced_clocks, tables=out_dir is not None,
+            )
     if args.radio_log is not None:
         from cellperf.handoffs.radio_log import read_radio_log
         from cellperf.studies import add_utilisation

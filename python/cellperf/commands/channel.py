@@ -93,15 +93,23 @@ def stats(args: argparse.Namespace) -> None:
             table.add_row("handoffs", str(r["handoffs"]))
         table.add_row("windows", f"{len(r['windows'])} (up to {r['window_s']:g} s each)")
         console.print(table)
-        states = Table(box=box.SIMPLE, title="per state")
+        # A measured log has a state per distinct rate (hundreds): the most frequent are shown.
+        shown = sorted(sorted(r["states"], key=lambda s: -s["fraction"])[:MAX_STATES], key=lambda s: s["state"])
+        title = "per state" if len(shown) == len(r["states"]) else \
+            f"the {len(shown)} most frequent of {len(r['states'])} states (--json lists all)"
+        states = Table(box=box.SIMPLE, title=title)
         for col in ("state", "rate kb/s", "fraction", "sojourn (slots)", "Markov 1/(1-Pii)"):
             states.add_column(col, justify="right")
-        for s in r["states"]:
+        for s in shown:
             states.add_row(str(s["state"]), f"{s['rate_bps'] / 1e3:,.1f}", f"{s['fraction']:.4f}", f"{s['mean_sojourn_slots']:.1f}", _fmt(s["markov_sojourn_slots"], ".1f"))
         console.print(states)
     if figures_dir:
         console.print(f"figures (PNG, PDF) and their data (CSV) written to {figures_dir}/: "
                       + ", ".join(sorted({f.stem for f in figures})))
+
+
+#: States listed per trace by `channel stats` (the most frequent; --json has every one).
+MAX_STATES = 20
 
 
 def fit(args: argparse.Namespace) -> None:

@@ -120,7 +120,6 @@ def _check_zone(tz: str) -> str:
 
 def _captures(args: argparse.Namespace, interval: float) -> None:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from cellperf.campaign.captures import CaptureRun
     from cellperf.campaign.corpus import import_captures
@@ -137,22 +136,18 @@ def _captures(args: argparse.Namespace, interval: float) -> None:
     defaults = CaptureRun(name="", mn=None, cn=None, network=args.network or "imported", scenario=args.scenario,
                           test_type=args.test_type, mn_addr=args.mn_addr, synced_clocks=args.synced_clocks,
                           control_port=args.control_port, codec=args.codec)
-    err = Console(stderr=True)
-    progress = Progress(TextColumn("import"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("ETA"), TimeRemainingColumn(), console=err,
-                        disable=not err.is_terminal or args.as_json)
-    task = progress.add_task("import", total=None)
+    from cellperf.progress import Progress
 
     def on_run(status, index, count):
-        progress.advance(task)
-        if not args.as_json and status.status != "ok":
-            progress.console.print(f"{status.run_id}: [red]failed[/]: {status.reason}", highlight=False)
+        progress.update(index, detail=status.run_id)
+        if status.status != "ok":
+            progress.note(f"{status.run_id}: failed: {status.reason}")
 
-    with progress:
+    with Progress("import", unit="runs", enabled=not args.as_json) as progress:
         summary, stats = import_captures(
             args.store_dir, args.captures, defaults, test=test, interval_s=interval, tz=_check_zone(args.tz),
             workers=args.workers, cluster=args.cluster, campaign=args.campaign_name,
-            on_start=lambda n: progress.update(task, total=n), on_run=on_run)
+            on_start=progress.set_total, on_run=on_run)
     if summary.finished and not any(r.status == "ok" for r in summary.finished) and not summary.skipped:
         first = summary.failed[0]
         more = f" (and {len(summary.failed) - 1} more runs failed)" if len(summary.failed) > 1 else ""

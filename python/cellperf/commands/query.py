@@ -105,27 +105,57 @@ def _failure(store, sql: str, e: Exception) -> str:
 MAX_ROWS = 200
 
 
+#: Rows up to which a result too wide for the terminal is shown as one block per row (a row
+#: of a run, say); a longer one shows the columns that fit and names the others.
+MAX_RECORD_ROWS = 3
+
+
 def format_frame(frame, width: int) -> str:
-    """The result as polars prints it when that fits `width` columns; else one block per
-    row, a `column  value` line per field (like psql's expanded display), so that a wide
-    row never wraps into columns a few characters wide."""
+    """The result as polars prints it when that fits `width` columns. Else, for a few rows,
+    one block per row, a `column  value` line per field (like psql's expanded display); for
+    more rows, the first columns that fit and the names of the others (a 36-row answer in
+    blocks was 330 lines), so that a wide row never wraps into columns a few characters wide."""
     import polars as pl
 
     shown = frame.head(MAX_ROWS)
     more = "" if frame.height <= MAX_ROWS else f"\n({frame.height - MAX_ROWS} more rows: use --csv or --json)"
-    with pl.Config(tbl_rows=MAX_ROWS, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=10_000):
-        table = str(shown)
-    if max(map(len, table.splitlines())) <= width:
-        return table + more
-    names = max(map(len, frame.columns))
+
+    def table(columns: list[str]) -> str | None:
+        with pl.Config(tbl_rows=MAX_ROWS, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=10_000):
+            text = str(shown.select(columns))
+        return text if max(map(len, text.splitlines())) <= width else None
+
+    whole = table(frame.columns)
+    if whole is not None:
+        return whole + more
+    if shown.height > MAX_RECORD_ROWS:
+        fits, k = None, 0
+        while k < frame.width and (text := table(frame.columns[:k + 1])) is not None:
+            fits, k = text, k + 1
+        if fits is not None:
+            left = frame.columns[k:]
+            note = f"({len(left)} more columns: {', '.join(left)}; name them in SELECT, or use --csv or --json)"
+            return fits + more + "\n" + "\n".join(_wrapped(note, width))
+    return _records(shown, frame.height, width) + more
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+def _records(shown, height: int, width: int) -> str:
+    """One block per row, a `column  value` line per field, values cut to the width."""
+    names = max(map(len, shown.columns))
     room = max(width - names - 2, 10)
     blocks = []
     for i, row in enumerate(shown.iter_rows()):
         lines = [f"-- row {i + 1} " + "-" * max(width - len(f"-- row {i + 1} "), 0)]
-        for name, value in zip(frame.columns, row):
+        for name, value in zip(shown.columns, row):
             text = "null" if value is None else str(value).replace("\n", " ")
             if len(text) > room:
                 text = text[:room - 1] + "…"
             lines.append(f"{name:<{names}}  {text}")
         blocks.append("\n".join(lines))
-    return "\n".join(blocks) + f"\n({frame.height} rows)" + more
+    return "\n".join(blocks) + f"\n({height} rows)"

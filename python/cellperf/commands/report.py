@@ -34,9 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     # The report stack (plotly, duckdb, polars) costs ~0.5 s to import: not for --help.
+    from cellperf.progress import Progress
     from cellperf.report import build_report
 
-    result = build_report(args.store_dir, args.output, figures_dir=args.figures_dir)
+    with Progress("report", unit="steps", enabled=not args.as_json) as progress:
+        result = build_report(args.store_dir, args.output, figures_dir=args.figures_dir, progress=progress)
     if args.as_json:
         print(json.dumps(result))
     else:

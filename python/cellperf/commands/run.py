@@ -95,8 +95,14 @@ def run(args: argparse.Namespace) -> None:
             print(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
                               "planned_s": measured, "simulated_s": simulated}))
         else:
-            print(f"{args.campaign_file}: campaign {campaign.name} valid; {len(campaign.runs)} runs, {measured:.0f} s of tests"
-                  + (f", {simulated:.0f} s simulated in virtual time (no root needed for those)" if simulated else ""))
+            import textwrap
+
+            from cellperf.cli import terminal_width
+
+            verdict = (f"{args.campaign_file}: campaign {campaign.name} valid; {len(campaign.runs)} runs, "
+                       f"{measured:.0f} s of tests" + (f", {simulated:.0f} s simulated in virtual time (no root "
+                                                        "needed for those)" if simulated else ""))
+            print("\n".join(textwrap.wrap(verdict, terminal_width(), break_long_words=False, break_on_hyphens=False)))
             _print_plan(campaign.runs)
         return
     summary = execute(args.campaign_file, args.out_dir, args.as_json)

@@ -53,8 +53,9 @@ Plotly.newPlot("f", fig.data, fig.layout, {{staticPlot: true}});
 </script></body></html>"""
 
 
-def export_figures(items, out_dir: Path) -> list[Path]:
-    """Writes `<key>.png` and `<key>.pdf` of every figure item into `out_dir`."""
+def export_figures(items, out_dir: Path, progress=None) -> list[Path]:
+    """Writes `<key>.png` and `<key>.pdf` of every figure item into `out_dir`; `progress`
+    (cellperf.progress.Progress) advances by one per file."""
     browser = find_browser()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -80,6 +81,8 @@ def export_figures(items, out_dir: Path) -> list[Path]:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             except subprocess.TimeoutExpired:
                 return f"{cmd[-1]}: Chromium timed out"
+            if progress is not None:
+                progress.advance(detail=Path(cmd[-2].split("=", 1)[-1]).name)
             return None if p.returncode == 0 else f"{cmd[-1]}: Chromium failed ({p.stderr.strip().splitlines()[-1:]})"
 
         with ThreadPoolExecutor(2) as pool:

@@ -5,7 +5,6 @@ store has no data for it), so a campaign without VoIP simply has no VoIP section
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +12,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 #: Quantile grid of every CDF (201 points: enough for a smooth curve, small HTML).
@@ -247,18 +247,16 @@ def tcp(store: Store) -> list[Item]:
                            *[pl.col(c).sum() for c in ("data", "total", "n", "s", "u", "m")],
                            pl.col("method").first())
             rows += [avg.row(0, named=True)] + list(d.iter_rows(named=True))
-        body = []
+        cells = []
         for r in rows:
             tot = r["total"] or 0
             # Imported runs (iperf3) count retransmissions without classes: "–".
             share = (lambda k: f"{100 * r[k] / tot:.2f}" if tot and r[k] is not None else "–")
             rxt = f"{100 * tot / r['data']:.2f}" if r["data"] else "–"
-            bold = r["network"].startswith("all")
-            cells = [html.escape(r["network"] if bold else f"{r['network']} ({r['scenario']})"), rxt,
-                     share("n"), share("s"), share("u"), share("m"), str(tot)]
-            body.append("<tr" + (' class="sum"' if bold else "") + ">" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        table = ("<table><thead><tr><th>rate (%)</th><th>% Rxt</th><th>N-Rxt</th><th>S-Rxt</th><th>U-Rxt</th>"
-                 "<th>M-Rxt</th><th>retransmissions</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+            label = r["network"] if r["network"].startswith("all") else f"{r['network']} ({r['scenario']})"
+            cells.append([label, rxt, share("n"), share("s"), share("u"), share("m"), tot])
+        table = html_table(["rate (%)", "% Rxt", "N-Rxt", "S-Rxt", "U-Rxt", "M-Rxt", "retransmissions"], cells,
+                           name="retransmission-classes", strong=[r["network"].startswith("all") for r in rows])
         items.append(Item("tcp-retx", "Retransmission classes",
                           "% Rxt = retransmitted / data packets; N (data lost), S (spurious: neither lost), U (all ACKs "
                           "lost) as shares of retransmissions, summing to 100; M = serial retransmissions, share of "
@@ -359,7 +357,7 @@ def summary_table(store: Store) -> list[Item]:
     voip_r = store.frame("""SELECT r.network, r.scenario, median(v.r) AS r FROM voip_windows v JOIN runs r USING (run_id)
                             GROUP BY ALL""")
     rmap = {(n, s): r for n, s, r in voip_r.iter_rows()}
-    body = []
+    rows = []
     for r in df.iter_rows(named=True):
         opts = ", ".join(o for o in (r["rate"] and f"rate {r['rate'] / 1e3:g} kb/s",
                                      r["window"] and f"window {r['window'] // 1024} KB", r["codec"]) if o)
@@ -377,9 +375,9 @@ def summary_table(store: Store) -> list[Item]:
         cells = [r["network"], r["test"], r["scenario"], f"{r['ok']}/{r['runs']}",
                  f"{r['duration']:g} s" if r["duration"] is not None else "–",
                  opts or "–", "; ".join(res) or "–"]
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    table = ("<table><thead><tr><th>network</th><th>test</th><th>scenario</th><th>runs ok/all</th><th>duration</th>"
-             "<th>options</th><th>median result</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+        rows.append(cells)
+    table = html_table(["network", "test", "scenario", "runs ok/all", "duration", "options", "median result"], rows,
+                       name="summary")
     return [Item("summary", "Summary of the experiments", "Runs per network, scenario and test, with the test options "
                  "and median results over the runs. Seed 000 Table 4.1.", table_html=table)]
 
@@ -393,15 +391,12 @@ def channel_table(store: Store) -> list[Item]:
         FROM channel_stats c JOIN runs r USING (run_id) WHERE r.status = 'ok' GROUP BY ALL ORDER BY 1, 2 DESC""")
     if df.height == 0:
         return []
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            r["network"], r["scenario"], r["runs"], f"{r['mean_kbps']:.0f}", f"{r['std_kbps']:.0f}",
-            f"{r['modal']:.2f}", f"{r['entropy']:.2f}", f"{r['sojourn']:.0f}", r["handoffs"],
-            f"{r['seconds'] / r['handoffs']:.1f}" if r["handoffs"] and r["seconds"] else "–")) + "</tr>"
-        for r in df.iter_rows(named=True))
-    table = ("<table><thead><tr><th>network</th><th>scenario</th><th>runs</th><th>mean rate (kb/s)</th><th>std</th>"
-             "<th>modal fraction</th><th>entropy (bits)</th><th>mean sojourn (ms)</th><th>handoffs</th>"
-             "<th>s per handoff</th></tr></thead><tbody>" + body + "</tbody></table>")
+    rows = [[r["network"], r["scenario"], r["runs"], f"{r['mean_kbps']:.0f}", f"{r['std_kbps']:.0f}", f"{r['modal']:.2f}",
+             f"{r['entropy']:.2f}", f"{r['sojourn']:.0f}", r["handoffs"],
+             f"{r['seconds'] / r['handoffs']:.1f}" if r["handoffs"] and r["seconds"] else "–"]
+            for r in df.iter_rows(named=True)]
+    table = html_table(["network", "scenario", "runs", "mean rate (kb/s)", "std", "modal fraction", "entropy (bits)",
+                        "mean sojourn (ms)", "handoffs", "s per handoff"], rows, name="channel")
     return [Item("channel", "Radio channel and handoffs", "From the radio log's rate samples (docs/methods.md §7: modal "
                  "fraction, entropy, sojourn) and its serving-cell changes (§6).", table_html=table)]
 
@@ -410,9 +405,9 @@ def failed_table(store: Store) -> list[Item]:
     df = store.frame("SELECT run_id, reason FROM runs WHERE status = 'failed' ORDER BY run_id")
     if df.height == 0:
         return []
-    body = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b or '')}</td></tr>" for a, b in df.iter_rows())
     return [Item("failed", f"Failed runs ({df.height})", "Recorded with their reason; `cellperf run` tries them again.",
-                 table_html=f"<table><thead><tr><th>run</th><th>reason</th></tr></thead><tbody>{body}</tbody></table>")]
+                 table_html=html_table(["run", "reason"], [[a, b or ""] for a, b in df.iter_rows()], name="failed-runs",
+                                       query="SELECT run_id, reason FROM runs WHERE status = 'failed' ORDER BY run_id"))]
 
 
 def _web(store: Store) -> list[Item]:

@@ -7,12 +7,12 @@ simulate --seed001 --figures` (seed001.figure_items)."""
 
 from __future__ import annotations
 
-import html
 import json
 
 import polars as pl
 
 from cellperf.report.figures import Item, _has_view
+from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 #: Options a set of cells varies (001's tables: scheduler × transition rate).
@@ -72,10 +72,9 @@ def _label(options: dict) -> str:
 
 def _table(cells: list[dict], label: str, key: str) -> Item:
     sources = max(len(c["simulated_kbps"]) for c in cells)
-    head = "".join(f"<th>source {i + 1}</th>" for i in range(sources))
-    body = []
+    rows = []
     for c in cells:
-        rate = f"{c['transitions_per_s']:g}" if c["transitions_per_s"] is not None else html.escape(c["channel"])
+        rate = f"{c['transitions_per_s']:g}" if c["transitions_per_s"] is not None else c["channel"]
         values = []
         for i, (s, sd) in enumerate(zip(c["simulated_kbps"], c["sd_kbps"])):
             text = f"{s:.1f}" + (f" ± {sd:.1f}" if c["runs"] > 1 else "")
@@ -83,10 +82,9 @@ def _table(cells: list[dict], label: str, key: str) -> Item:
                 p = c["paper_kbps"][i]
                 text += f" / {p:.2f} ({(s / p - 1) * 100:+.0f} %)"
             values.append(text)
-        cells_html = [html.escape(c["test"]), c["scheduler"].upper(), rate, str(c["runs"]), *values]
-        body.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells_html) + "</tr>")
-    table = (f"<table><thead><tr><th>test</th><th>scheduler</th><th>transitions/s</th><th>runs</th>{head}</tr></thead>"
-             f"<tbody>{''.join(body)}</tbody></table>") + _verdicts_html(cells)
+        rows.append([c["test"], c["scheduler"].upper(), rate, c["runs"], *values])
+    table = html_table(["test", "scheduler", "transitions/s", "runs", *(f"source {i + 1}" for i in range(sources))],
+                       rows, name=f"{key}-throughput") + _verdicts_html(cells)
     return Item(key, "TCP throughput per source (001 Tables 2 and 3)",
                 f"Goodput per source, kbit/s: mean ± standard deviation over the runs (seeds); where the cell is seed "
                 f"001's scenario (Table 1: 3 sources, 1 Mb/s / 100 kb/s two-state channel, 2 wired hops of 100 Mb/s "
@@ -99,11 +97,9 @@ def _verdicts_html(cells: list[dict]) -> str:
     holds 001's six scenario cells."""
     from cellperf.simulate.seed001 import verdicts
 
-    rows = "".join(f"<tr><td>{html.escape(v['claim'])}</td><td>{html.escape(v['paper'])}</td>"
-                   f"<td>{html.escape(v['simulated'])}</td><td>{'yes' if v['held'] else '<b>no</b>'}</td></tr>"
-                   for v in verdicts(cells))
-    return ("<table><thead><tr><th>what 001 shows</th><th>paper</th><th>simulated</th><th>reproduced</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>") if rows else ""
+    rows = [[v["claim"], v["paper"], v["simulated"], "yes" if v["held"] else "no"] for v in verdicts(cells)]
+    return html_table(["what 001 shows", "paper", "simulated", "reproduced"], rows, name="seed001-verdicts",
+                      strong=[r[-1] == "no" for r in rows]) if rows else ""
 
 
 def _windows(store: Store, cells: list[dict]) -> dict:

@@ -12,12 +12,20 @@ import io
 #: Rows a table shows on the page.
 MAX_ROWS = 50
 
+#: The largest CSV embedded in the page (its text; base64 makes it a third larger): beyond it
+#: the page names the store query instead, so the page's size stays bounded at any campaign size.
+MAX_CSV_BYTES = 2_000_000
 
-def html_table(head: list[str], rows: list[list], *, name: str = "table", query: str | None = None) -> str:
-    """`head` and `rows` as an HTML table; beyond MAX_ROWS rows the rest is a CSV download
-    (`name`.csv) and, given, the `query` (SQL over the store) that lists them all."""
+
+def html_table(head: list[str], rows: list[list], *, name: str = "table", query: str | None = None,
+               strong: list[bool] | None = None) -> str:
+    """`head` and `rows` as an HTML table (rows whose `strong` is true in bold: totals, claims
+    not held); beyond MAX_ROWS rows the rest is a CSV download (`name`.csv) and, given, the
+    `query` (SQL over the store) that lists them all."""
     shown = rows[:MAX_ROWS]
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in shown)
+    strong = strong or [False] * len(shown)
+    body = "".join(("<tr class=\"sum\">" if bold else "<tr>") + "".join(f"<td>{html.escape(str(c))}</td>" for c in row)
+                   + "</tr>" for row, bold in zip(shown, strong))
     table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
              + f"</tr></thead><tbody>{body}</tbody></table>")
     if len(rows) <= MAX_ROWS:
@@ -27,14 +35,17 @@ def html_table(head: list[str], rows: list[list], *, name: str = "table", query:
 
 
 def csv_download(head: list[str], rows: list[list], *, name: str, query: str | None, what: str) -> str:
-    """A collapsed line offering `rows` as `name`.csv (embedded: the report stays one file)
-    and, given, the store query that lists them."""
+    """A collapsed line offering `rows` as `name`.csv (embedded: the report stays one file;
+    up to MAX_CSV_BYTES) and, given, the store query that lists them."""
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(head)
     writer.writerows(rows)
-    data = base64.b64encode(text.getvalue().encode()).decode()
+    data = text.getvalue().encode()
     sql = (f'<p class="caption">From the store: <code>cellperf query DIR "{html.escape(" ".join(query.split()))}"'
            "</code></p>") if query else ""
+    if len(data) > MAX_CSV_BYTES:
+        return (f"<details><summary>{html.escape(what)}: too many to embed ({len(data) / 1e6:.1f} MB of CSV)"
+                f"</summary>{sql}</details>")
     return (f'<details><summary>{html.escape(what)}: <a download="{html.escape(name)}.csv" '
-            f'href="data:text/csv;base64,{data}">CSV</a></summary>{sql}</details>')
+            f'href="data:text/csv;base64,{base64.b64encode(data).decode()}">CSV</a></summary>{sql}</details>')

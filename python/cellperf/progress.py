@@ -1,0 +1,124 @@
+"""Progress of long work, for people (issue 28 §3): on a terminal, a rich bar with what is
+being done, how far, the time so far and an ETA; when stderr is not a terminal (a log file,
+CI), one plain line every `every_s` seconds and one at the end (none for work shorter than
+that); nothing when disabled (--json).
+It writes to stderr, so stdout keeps only the command's result.
+
+    with Progress("report", total=len(makers)) as progress:
+        for make in makers:
+            progress.advance(detail=make.__name__)
+
+Work done in one call (a capture analysed by the Rust core) has no total: the bar pulses and
+the plain lines say how long it has run.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class Progress:
+    """A context manager; `advance` or `update` as the work goes, `note` for a line of its own
+    (a failed run) that stays above the bar. `total` and the counts are in `unit`s (runs,
+    figures, planned seconds: `unit="s"`)."""
+
+    def __init__(self, what: str, total: float | None = None, *, unit: str = "", enabled: bool = True,
+                 stream: TextIO | None = None, every_s: float = 10.0):
+        self.what, self.total, self.unit, self.every_s = what, total, unit, every_s
+        self.done, self.detail = 0.0, ""
+        self._stream = stream or sys.stderr
+        self._enabled = enabled
+        self._bar = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._ticker: threading.Thread | None = None
+        self._printed = ""  # the last plain line: work that ends before the first says nothing
+
+    # -- the work reports -------------------------------------------------------------------
+
+    def set_total(self, total: float | None) -> None:
+        self.total = total
+        if self._bar is not None:
+            self._bar.update(self._task, total=total)
+
+    def advance(self, n: float = 1, detail: str | None = None) -> None:
+        self.update(self.done + n, detail)
+
+    def update(self, done: float, detail: str | None = None) -> None:
+        with self._lock:
+            self.done = done
+            if detail is not None:
+                self.detail = detail
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, detail=self.detail)
+
+    def note(self, text: str) -> None:
+        """A line of its own (shown also without a terminal; not when disabled)."""
+        if not self._enabled:
+            return
+        if self._bar is not None:
+            self._bar.console.print(text, highlight=False, markup=False)
+        else:
+            print(text, file=self._stream, flush=True)
+
+    # -- what a person sees -----------------------------------------------------------------
+
+    def line(self) -> str:
+        """The plain line: what, how far, time so far and, with a total, the time left."""
+        elapsed = time.monotonic() - self._started
+        with self._lock:
+            done, total, detail = self.done, self.total, self.detail
+        unit = f" {self.unit}" if self.unit else ""
+        parts = [f"{self.what}:"]
+        if total:
+            parts.append(f"{done:.0f}/{total:.0f}{unit} ({100 * min(done / total, 1):.0f} %),")
+        parts.append(f"{_clock(elapsed)} elapsed")
+        if total and done > 0 and done < total:
+            parts[-1] += ","
+            parts.append(f"about {_clock(elapsed * (total - done) / done)} left")
+        if detail:
+            parts.append(f"· {detail}")
+        return " ".join(parts)
+
+    def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        if not self._enabled:
+            return self
+        if self._stream.isatty():
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(self.unit),
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                            TextColumn("{task.fields[detail]}"), console=Console(file=self._stream), transient=True)
+            self._task = self._bar.add_task(self.what, total=self.total, detail="")
+            self._bar.start()
+        else:
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._printed = self.line()
+            print(self._printed, file=self._stream, flush=True)
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            if exc[0] is None and self._printed and self.line() != self._printed:
+                print(self.line(), file=self._stream, flush=True)
