@@ -62,19 +62,19 @@ def _testbed(campaign: Campaign):
         return testbed
 
 
-def run_on_worker(campaign: Campaign, run: RunSpec, runs_dir: str) -> tuple[RunRecord, str]:
-    """One whole run on this worker: its record and the worker's host name."""
-    import socket
-
+def run_on_worker(campaign: Campaign, run: RunSpec, runs_dir: str) -> tuple[RunRecord, float]:
+    """One whole run on this worker: its record and the seconds it took here."""
     from cellperf.campaign.runner import execute_run
 
+    t0 = time.monotonic()
     testbed = None if run.simulated else _testbed(campaign)
-    return execute_run(campaign, run, Path(runs_dir), testbed, threading.Event()), socket.gethostname()
+    record = execute_run(campaign, run, Path(runs_dir), testbed, threading.Event())
+    return record, time.monotonic() - t0
 
 
 def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) -> Iterator[tuple[RunSpec, RunRecord, float]]:
-    """Submits every run and yields (run, record, seconds since it was submitted) as each
-    comes back; a run the cluster could not finish comes back as a failed record."""
+    """Submits every run and yields (run, record, seconds the worker took) as each comes
+    back; a run the cluster could not finish comes back as a failed record."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
@@ -93,8 +93,9 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
         futures[fut] = (run, time.time())
     for fut in as_completed(futures):
         run, t0 = futures.pop(fut)
+        seconds = time.time() - t0
         try:
-            record, _host = fut.result()
+            record, seconds = fut.result()
         except KilledWorker:
             record = _failed(campaign, run, "the run killed every Dask worker that tried it")
         except Exception as e:  # noqa: BLE001 — a worker's error outside the run (it cannot import cellperf ...)
@@ -104,7 +105,7 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
                 raise  # a full disk: stop
             record = _failed(campaign, run, f"Dask worker: {type(e).__name__}: {e}")
         fut.release()
-        yield run, record, time.time() - t0
+        yield run, record, seconds
 
 
 def _cluster_resources(client) -> set[str]:
