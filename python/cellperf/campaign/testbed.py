@@ -324,7 +324,7 @@ class RealTestbed:
                     except OSError as e:
                         raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({os_reason(e)})") from None
                 procs.append((cn, True))
-                time.sleep(1.0)  # no portable "ready" signal from a remote capture
+                _wait_for_pcap_header(folder / "cn.pcap", cn)
                 if cn.poll() is not None:
                     err = cn.stderr.read().decode(errors="replace")
                     raise UserError(f"testbed.cn_capture: the command exited ({cn.returncode}): "
@@ -429,6 +429,27 @@ class RealTestbed:
             # received and when), fetched over the control connection, stands in for it.
             cmd += ["--server-log", str(log.with_name(log.name.replace("agent", "server", 1)))]
         return cmd
+
+
+#: A pcap file's global header: a capture writes it once it has opened its device (tcpdump
+#: `-U -w -` flushes it then), which is the capture's "ready".
+PCAP_HEADER_BYTES = 24
+#: How long a capture command may take to start (ssh's connection and login included).
+CAPTURE_START_S = 10.0
+
+
+def _wait_for_pcap_header(path: Path, proc: subprocess.Popen) -> None:
+    """Returns once `proc` has written a pcap header to `path` (or has exited, or
+    CAPTURE_START_S passed: a command that holds its header back until the first packet is
+    then taken as started)."""
+    deadline = time.monotonic() + CAPTURE_START_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if path.stat().st_size >= PCAP_HEADER_BYTES:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
 
 
 def _resolve(host: str, what: str) -> list[str]:
