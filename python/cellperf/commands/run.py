@@ -4,12 +4,15 @@ Every test of a campaign: capture both ends, collect the radio log, analyse each
 finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in OUT/runs/). Kill
 it at any moment and start it again: finished runs are kept and skipped, failed ones are tried
 again. Exit status 3 when a run failed. Tests of type "simulate" run `cellperf simulate`'s
-scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md.
+scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md;
+running a campaign on several testbed hosts (Dask workers) in docs/scale.md.
 
 Examples:
   sudo cellperf run campaign.toml --out results/
   cellperf run campaign.toml --check
   sudo cellperf run campaign.toml --out results/ --json > summary.json
+  cellperf run grid.toml --out results/ --workers 2            # a local Dask cluster
+  sudo cellperf run campaign.toml --out /shared/results/ --cluster tcp://HOST:8786
   cellperf report results/ -o report.html
 """
 
