@@ -72,11 +72,14 @@ def run_on_worker(campaign: Campaign, run: RunSpec, runs_dir: str) -> tuple[RunR
     return record, time.monotonic() - t0
 
 
-def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) -> Iterator[tuple[RunSpec, RunRecord, float]]:
-    """Submits every run and yields (run, record, seconds the worker took) as each comes
-    back; a run the cluster could not finish comes back as a failed record."""
+def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) -> Iterator[list[tuple[RunSpec, RunRecord, float]]]:
+    """Submits every run and yields lists of (run, record, seconds the worker took) of the
+    runs that came back together; a run the cluster could not finish comes back as a failed
+    record."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
+
+    from cellperf.errors import UserError
 
     have = _cluster_resources(client)
     tag = uuid.uuid4().hex[:8]
@@ -84,28 +87,28 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
     for run in todo:
         need = resource(campaign, run)
         if need not in have:
-            from cellperf.errors import UserError
-
             raise UserError(f"no worker of the cluster declares the resource '{need}' that run {run.run_id} needs "
                             "(start workers with --resources, docs/scale.md)")
+    for run in todo:
         fut = client.submit(run_on_worker, campaign, run, str(runs_dir), key=f"cellperf-run-{run.run_id}-{tag}",
-                            resources={need: 1}, pure=False, retries=0)
+                            resources={resource(campaign, run): 1}, pure=False)
         futures[fut] = (run, time.time())
-    for fut in as_completed(futures):
-        run, t0 = futures.pop(fut)
-        seconds = time.time() - t0
-        try:
-            record, seconds = fut.result()
-        except KilledWorker:
-            record = _failed(campaign, run, "the run killed every Dask worker that tried it")
-        except Exception as e:  # noqa: BLE001 — a worker's error outside the run (it cannot import cellperf ...)
-            from cellperf.errors import UserError
-
-            if isinstance(e, UserError):
+    for done in as_completed(futures).batches():
+        out = []
+        for fut in done:
+            run, t0 = futures.pop(fut)
+            seconds = time.time() - t0
+            try:
+                record, seconds = fut.result()
+            except KilledWorker:
+                record = _failed(campaign, run, "the run killed every Dask worker that tried it")
+            except UserError:
                 raise  # a full disk: stop
-            record = _failed(campaign, run, f"Dask worker: {type(e).__name__}: {e}")
-        fut.release()
-        yield run, record, seconds
+            except Exception as e:  # noqa: BLE001 — a worker's error outside the run (it cannot import cellperf ...)
+                record = _failed(campaign, run, f"Dask worker: {type(e).__name__}: {e}")
+            fut.release()
+            out.append((run, record, seconds))
+        yield out
 
 
 def _cluster_resources(client) -> set[str]:

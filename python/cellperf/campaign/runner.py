@@ -265,20 +265,21 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, workers: int | None = Non
 
 
 def _commit_all(store: Store, finished, summary: Summary, progress: Progress, on_progress, on_run) -> None:
-    """Commits each run as it comes from `finished` (yielding (run, record, seconds), or None
-    every half second while nothing finished) and reports the progress."""
-    for item in finished:
-        if item is not None:
-            run, record, seconds = item
+    """Commits the runs as they come from `finished` (lists of (run, record, seconds) that
+    finished together, one transaction each; an empty list every half second while nothing
+    finished) and reports the progress."""
+    for batch in finished:
+        if batch:
             t0 = time.monotonic()
-            store.commit_run(record)
-            status = RunStatus(run.run_id, record.row["status"], record.row["reason"], seconds,
-                               dict(record.row.get("phases") or {}, commit=round(time.monotonic() - t0, 4)),
-                               record.row.get("host"))
-            summary.finished.append(status)
-            progress.finished(run, status)
-            if on_run:
-                on_run(status, summary.skipped + len(summary.finished), summary.total)
+            store.commit_runs([record for _, record, _ in batch])
+            commit_s = round((time.monotonic() - t0) / len(batch), 4)  # each run's share
+            for run, record, seconds in batch:
+                status = RunStatus(run.run_id, record.row["status"], record.row["reason"], seconds,
+                                   dict(record.row.get("phases") or {}, commit=commit_s), record.row.get("host"))
+                summary.finished.append(status)
+                progress.finished(run, status)
+                if on_run:
+                    on_run(status, summary.skipped + len(summary.finished), summary.total)
         if on_progress:
             on_progress(progress)
 
@@ -286,8 +287,8 @@ def _commit_all(store: Store, finished, summary: Summary, progress: Progress, on
 def _on_this_host(campaign: Campaign, todo: list[RunSpec], runs_dir: Path, progress: Progress):
     """The runs on this host: `parallel` tests at a time on the testbed, each run's analysis
     in a pool beside them (the next run's link comes up while the last one is analysed), at
-    most `parallel` analyses waiting. Yields (run, record, seconds) as runs finish, None every
-    half second."""
+    most `parallel` analyses waiting. Yields lists of (run, record, seconds) of the runs
+    finished since the last (empty every half second while none finished)."""
     pending = list(todo)
     testing: dict[Future, tuple[RunSpec, float]] = {}
     analysing: dict[Future, tuple[RunSpec, float]] = {}
@@ -304,15 +305,15 @@ def _on_this_host(campaign: Campaign, todo: list[RunSpec], runs_dir: Path, progr
                     testing[tests.submit(measure_run, campaign, run, runs_dir, testbed, stop)] = (run, time.time())
                     progress.started(run)
                 done, _ = wait([*testing, *analysing], timeout=0.5, return_when=FIRST_COMPLETED)
+                finished = []
                 for fut in done:
                     if fut in testing:
                         run, t0 = testing.pop(fut)
                         analysing[analyses.submit(finish_run, campaign, fut.result())] = (run, t0)
                     else:
                         run, t0 = analysing.pop(fut)
-                        yield run, fut.result(), time.time() - t0
-                if not done:
-                    yield None
+                        finished.append((run, fut.result(), time.time() - t0))
+                yield finished
         except BaseException:
             stop.set()
             tests.shutdown(wait=False, cancel_futures=True)
