@@ -36,62 +36,23 @@ import tempfile
 import time
 from pathlib import Path
 
+# The campaigns are the tests' (tests/campaign/test_overhead.py, test_cluster.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.campaign.test_cluster import simulated_grid  # noqa: E402
+from tests.campaign.test_overhead import short_tests  # noqa: E402
+
 CELLPERF = str(Path(sys.executable).with_name("cellperf"))
 SECTIONS = ("overhead", "grid", "parallel")
 PHASES = ("link_up", "test", "drain", "teardown", "radio_log", "analysis", "simulate", "commit")
 
 
 def emulated_campaign(profile: str, seconds: float, repetitions: int, parallel: int = 1, simulate: bool = True) -> str:
-    text = f"""[campaign]
-name = "overhead"
-duration = {seconds}
-interval = 1
-scenarios = ["stationary"]
-repetitions = {repetitions}
-parallel = {parallel}
-
-[[networks]]
-name = "{profile.upper()}"
-profile = "{profile}"
-
-[[tests]]
-type = "udp-cbr"
-direction = "down"
-rate = "200k"
-
-[[tests]]
-type = "tcp-bulk"
-direction = "down"
-
-[[tests]]
-type = "voip"
-"""
+    """The tests' UDP CBR and TCP bulk downloads, a VoIP call and (with `simulate`) a
+    300-s simulated cell."""
+    text = short_tests(profile, seconds, repetitions, parallel) + '\n[[tests]]\ntype = "voip"\n'
     if simulate:
-        text += """
-[[tests]]
-name = "cell"
-type = "simulate"
-users = 3
-duration = 300
-"""
+        text += '\n[[tests]]\nname = "cell"\ntype = "simulate"\nusers = 3\nduration = 300\n'
     return text
-
-
-def grid_campaign(runs: int) -> str:
-    # 001's cell for 60 s of virtual time: a CPU-bound run of about 0.2 s.
-    return f"""[campaign]
-name = "grid"
-
-[[tests]]
-name = "cell"
-type = "simulate"
-scheduler = "pf"
-channel = "ge:good=1mbit,bad=100kbit,switch=5"
-users = 3
-duration = 60
-seed = 1
-repetitions = {runs}
-"""
 
 
 def load() -> str:
@@ -139,7 +100,8 @@ def overhead(work: Path, a) -> None:
 
 def grid(work: Path, a) -> None:
     spec = work / "grid.toml"
-    spec.write_text(grid_campaign(a.grid))
+    # 001's cell for 60 s of virtual time: a CPU-bound run of about 0.2 s.
+    spec.write_text(simulated_grid(a.grid, 60))
     print(f"== grid: {a.grid} simulated runs ({load()})")
     walls = {}
     for n in (1, 2):

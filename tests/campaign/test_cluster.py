@@ -17,9 +17,10 @@ from cellperf.store import Store
 from tests.campaign.capture_corpus import dask_processes
 from tests.conftest import CELLPERF, cellperf, cellperf_json
 
-#: 6 runs of about a second each (a 400-s cell of 3 users in virtual time).
-CAMPAIGN = """\
-[campaign]
+def simulated_grid(runs: int, duration: float) -> str:
+    """`runs` simulated runs of 001's cell, `duration` s of virtual time each (also
+    bench/campaign.py's grid)."""
+    return f"""[campaign]
 name = "grid"
 
 [[tests]]
@@ -28,10 +29,14 @@ type = "simulate"
 scheduler = "pf"
 channel = "ge:good=1mbit,bad=100kbit,switch=5"
 users = 3
-duration = 400
+duration = {duration}
 seed = 1
-repetitions = 6
+repetitions = {runs}
 """
+
+
+#: 6 runs of about a second each (a 400-s cell of 3 users in virtual time).
+CAMPAIGN = simulated_grid(6, 400)
 
 EMULATED = """\
 [campaign]

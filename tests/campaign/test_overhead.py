@@ -19,15 +19,19 @@ from cellperf.campaign.testbed import PCAP_HEADER_BYTES, RealTestbed
 from cellperf.store import Store
 from tests.conftest import cellperf, cellperf_json
 
-UMTS = """\
-[campaign]
+def short_tests(profile: str = "umts", seconds: float = 2, repetitions: int = 1, parallel: int = 1) -> str:
+    """A campaign of a UDP CBR and a TCP bulk download of `seconds` on `profile` (also
+    bench/campaign.py's)."""
+    return f"""[campaign]
 name = "overhead"
-duration = 2
+duration = {seconds}
 interval = 1
+repetitions = {repetitions}
+parallel = {parallel}
 
 [[networks]]
-name = "UMTS"
-profile = "umts"
+name = "{profile.upper()}"
+profile = "{profile}"
 
 [[tests]]
 type = "udp-cbr"
@@ -38,6 +42,9 @@ rate = "200k"
 type = "tcp-bulk"
 direction = "down"
 """
+
+
+UMTS = short_tests()
 
 
 @pytest.mark.netns
@@ -116,7 +123,7 @@ def test_the_eta_is_the_planned_time_left_scaled_by_what_runs_took():
 
 def test_check_prints_the_planned_wall_time_with_the_overhead(tmp_path):
     spec = tmp_path / "c.toml"
-    spec.write_text(UMTS.replace("interval = 1", "interval = 1\nrepetitions = 30\nparallel = 2"))
+    spec.write_text(short_tests(repetitions=30, parallel=2))
     campaign = load_campaign(spec)
     expected = sum(r.planned_s for r in campaign.runs) / 2
     assert expected > 60 * 2  # more than the tests alone: 60 runs of 2 s, 2 at a time
