@@ -1,6 +1,10 @@
 """`cellperf run`: every run of a campaign, each analysed as it finishes and committed to the
 store atomically; resumable at any moment.
 
+A run is its test (`measure_run`, on the testbed) then its analysis (`finish_run`): on this
+host the analysis of a run goes on beside the next run's test; on a Dask cluster
+(cellperf.campaign.cluster) a worker does both and only this process writes the store.
+
 Resume rule: a run whose `runs` row says `ok` is never run again (its configuration must
 not have changed: the stored hash is compared); a `failed` run is tried again; folders of
 runs killed before their commit are removed. So a campaign killed at any moment and started
