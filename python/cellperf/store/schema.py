@@ -166,14 +166,20 @@ ALTER TABLE flows ADD COLUMN loss_before_capture DOUBLE;
 ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
 """
 
-#: Version 10: the time-weighted standard deviation of the channel capacity over each flow's
-#: lifetime (radio log rates), beside its mean: 002 Fig. 9 right (issue 32).
+#: Version 10: where each run's wall time went, seconds per phase (link up, test, drain,
+#: teardown, analysis ...: cellperf.campaign.phases, issue 34).
 _V10 = """
+ALTER TABLE runs ADD COLUMN phases JSON;
+"""
+
+#: Version 11: the time-weighted standard deviation of the channel capacity over each flow's
+#: lifetime (radio log rates), beside its mean: 002 Fig. 9 right (issue 32).
+_V11 = """
 ALTER TABLE flows ADD COLUMN capacity_std_bps DOUBLE;
 """
 
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
