@@ -25,7 +25,9 @@ from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
 from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.maps import route_maps
+from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
+from cellperf.report.throughput_peaks import SECTIONS as PEAK_SECTIONS
 from cellperf.store import Store
 
 __all__ = ["Item", "build_report", "collect_items", "export_figures"]
@@ -45,7 +47,7 @@ th{background:#f0f3f6} tr.sum td{font-weight:600;background:#f7f7f7} footer{colo
 def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
     """The report's sections and their items, those with data only."""
     out = []
-    for title, makers in (*SECTIONS, *STUDY_SECTIONS, ("Maps", (route_maps,))):
+    for title, makers in (*SECTIONS, *STUDY_SECTIONS, *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, ("Maps", (route_maps,))):
         items = [item for make in makers for item in make(store)]
         if items:
             out.append((title, items))

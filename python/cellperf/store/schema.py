@@ -166,8 +166,24 @@ ALTER TABLE flows ADD COLUMN loss_before_capture DOUBLE;
 ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
 """
 
+#: Version 10 (seed 004, issue 32): each flow's per-interval throughput as mean, standard
+#: deviation and maximum over its full intervals (Table V); its retransmissions that re-segmented
+#: the data, merged or split (§V.B); and the peak rate each data flow reached at its receiver in
+#: the 5 s after each handoff (§IV.B, `cellperf.handoffs.bursts`).
+_V10 = """
+ALTER TABLE flows ADD COLUMN retx_merged UBIGINT;
+ALTER TABLE flows ADD COLUMN retx_split UBIGINT;
+ALTER TABLE flows ADD COLUMN interval_mean_bps DOUBLE;
+ALTER TABLE flows ADD COLUMN interval_std_bps DOUBLE;
+ALTER TABLE flows ADD COLUMN interval_max_bps DOUBLE;
+CREATE TABLE handoff_bursts (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, handoff_s DOUBLE NOT NULL,
+    window_s DOUBLE, bin_s DOUBLE, window_bytes UBIGINT, peak_bps DOUBLE, peak_after_s DOUBLE,
+    flow_bps DOUBLE, peak_ratio DOUBLE);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -179,4 +195,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps", "run_attempts")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts")
