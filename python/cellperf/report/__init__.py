@@ -23,7 +23,9 @@ from plotly.offline import get_plotlyjs
 from cellperf import __version__
 from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
+from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figures import SECTIONS, Item
+from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
 from cellperf.report.maps import route_maps
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
@@ -47,7 +49,8 @@ th{background:#f0f3f6} tr.sum td{font-weight:600;background:#f7f7f7} footer{colo
 def collect_items(store: Store) -> list[tuple[str, list[Item]]]:
     """The report's sections and their items, those with data only."""
     out = []
-    for title, makers in (*SECTIONS, *STUDY_SECTIONS, *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, ("Maps", (route_maps,))):
+    issue32 = (*PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS)
+    for title, makers in (*SECTIONS, *STUDY_SECTIONS, *issue32, ("Maps", (route_maps,))):
         items = [item for make in makers for item in make(store)]
         if items:
             out.append((title, items))

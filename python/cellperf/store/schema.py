@@ -168,14 +168,22 @@ ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
 
 #: Version 10 (seed 004, issue 32): each flow's per-interval throughput as mean, standard
 #: deviation and maximum over its full intervals (Table V); its retransmissions that re-segmented
-#: the data, merged or split (§V.B); and the peak rate each data flow reached at its receiver in
-#: the 5 s after each handoff (§IV.B, `cellperf.handoffs.bursts`).
+#: the data, merged or split (§V.B); its IP fragmentation at the receiver (§II.A); the peak
+#: rate each data flow reached at its receiver in the 5 s after each handoff (§IV.B,
+#: `cellperf.handoffs.bursts`); and every delay spike of the UDP streams, near a handoff or not
+#: (seed 000 ch. 5).
 _V10 = """
+ALTER TABLE flows ADD COLUMN frag_datagrams UBIGINT;
+ALTER TABLE flows ADD COLUMN frag_fragments UBIGINT;
+ALTER TABLE flows ADD COLUMN frag_incomplete UBIGINT;
 ALTER TABLE flows ADD COLUMN retx_merged UBIGINT;
 ALTER TABLE flows ADD COLUMN retx_split UBIGINT;
 ALTER TABLE flows ADD COLUMN interval_mean_bps DOUBLE;
 ALTER TABLE flows ADD COLUMN interval_std_bps DOUBLE;
 ALTER TABLE flows ADD COLUMN interval_max_bps DOUBLE;
+CREATE TABLE delay_spikes (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, start_ts TIMESTAMPTZ, duration_ms DOUBLE,
+    packets UBIGINT, peak_ms DOUBLE, near_handoff BOOLEAN, handoff_offset_s DOUBLE);
 CREATE TABLE handoff_bursts (
     run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, handoff_s DOUBLE NOT NULL,
     window_s DOUBLE, bin_s DOUBLE, window_bytes UBIGINT, peak_bps DOUBLE, peak_after_s DOUBLE,
@@ -195,4 +203,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes")

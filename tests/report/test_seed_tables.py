@@ -1,5 +1,7 @@
-"""The report's seed-004 tables on a store with crafted rows: interval throughput's maximum
-beside mean and std (Table V), bursts after handoffs (§IV.B 2.2), re-segmented resends (§V.B)."""
+"""The report's tables of issue 32 on a store with crafted rows: seed 004's interval
+throughput maximum beside mean and std (Table V), bursts after handoffs (§IV.B 2.2),
+re-segmented resends (§V.B), IP fragmentation per link MTU (§II.A); seed 000's delay spikes
+near and away from handoffs (ch. 5)."""
 
 from __future__ import annotations
 
@@ -72,3 +74,48 @@ def test_resegmented_resends_per_timestamps_setting(store):
 def test_nothing_to_show_gives_no_items(tmp_path):
     with Store.open(tmp_path, create=True) as s:
         assert spread_table(s) == bursts_table(s) == resegmented_table(s) == []
+
+
+def test_fragmentation_per_link_mtu(tmp_path):
+    from cellperf.report.fragmentation import fragmentation_table
+
+    def run(run_id: str, link: list | None) -> dict:
+        row = _run(run_id, False)
+        row["config"] = {"interval_s": 1.0, **({"link": link} if link else {})}
+        return row
+
+    def flows(run_id: str, datagrams: int, fragments: int, incomplete: int) -> pl.DataFrame:
+        return pl.DataFrame({"run_id": run_id, "flow_id": pl.Series([1], dtype=pl.UInt32), "role": "data",
+                             "proto": "udp", "direction": "uplink", "frag_datagrams": datagrams,
+                             "frag_fragments": fragments, "frag_incomplete": incomplete})
+
+    with Store.open(tmp_path, create=True) as s:
+        assert fragmentation_table(s) == []
+        s.commit_run(RunRecord(run("plain.1", None), {"flows": flows("plain.1", 0, 0, 0)}))
+        assert fragmentation_table(s) == [], "nothing fragmented, no MTU set: no table"
+        s.commit_run(RunRecord(run("small.1", [["mtu", "576"], ["pmtu_discovery", "off"]]),
+                               {"flows": flows("small.1", 40, 120, 3)}))
+        (item,) = fragmentation_table(s)
+        assert _cells(item.table_html) == [
+            ["UMTS", "mobile", "tcp-up", "uplink", "1500 (default)", "on (default)", "1", "0", "–", "–"],
+            ["UMTS", "mobile", "tcp-up", "uplink", "576", "off", "1", "40", "3.00", "7.50"]]
+
+
+def test_delay_spikes_near_and_away(tmp_path):
+    from cellperf.report.delay_spikes import spikes_tables
+
+    start = [datetime.fromtimestamp(T0 + s, timezone.utc) for s in (3.0, 40.0, 80.0)]
+    spikes = pl.DataFrame({"run_id": "voip.1", "flow_id": pl.Series([1, 1, 1], dtype=pl.UInt32),
+                           "direction": "downlink", "start_ts": start, "duration_ms": [400.0, 5200.0, 300.0],
+                           "packets": [20, 250, 15], "peak_ms": [450.0, 5100.0, 380.0],
+                           "near_handoff": [True, False, False], "handoff_offset_s": [-1.0, 36.0, None]})
+    with Store.open(tmp_path, create=True) as s:
+        assert spikes_tables(s) == []
+        s.commit_run(RunRecord(_run("voip.1", False), {"delay_spikes": spikes}))
+        summary, away = spikes_tables(s)
+    assert _cells(summary.table_html) == [["UMTS", "mobile", "tcp-up", "downlink", "1", "3", "1", "2", "450",
+                                           "5100", "5200"]]
+    # Away from handoffs, highest first; the run began at T0.
+    assert _cells(away.table_html) == [
+        ["UMTS", "mobile", "tcp-up", "voip.1", "downlink", "40.000", "5200", "250", "5100", "+36.0"],
+        ["UMTS", "mobile", "tcp-up", "voip.1", "downlink", "80.000", "300", "15", "380", "no handoff"]]
