@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pyarrow is imported only when tables are asked for (it cost
 
     import pyarrow as pa
 
-TABLE_NAMES = ("packets", "intervals", "udp_packets", "gaps", "tcp_retransmissions", "ack_compression", "rtt")
+TABLE_NAMES = ("packets", "intervals", "udp_packets", "gaps", "delay_spikes", "tcp_retransmissions", "ack_compression",
+               "rtt")
 
 
 class Analysis:

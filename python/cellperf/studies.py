@@ -33,9 +33,10 @@ def rate_samples(radio: pl.DataFrame, source: str = "radio log") -> tuple[np.nda
     return r["time_s"].to_numpy(), r["rate_bps"].to_numpy()
 
 
-def mean_capacity(times: np.ndarray, rates: np.ndarray, start: float, end: float) -> float | None:
-    """Time-weighted mean of the rate over [start, end]: sample i covers (t[i-1], t[i]]
-    (the first sample covers nothing before it). None when the window holds no sample's span."""
+def capacity_stats(times: np.ndarray, rates: np.ndarray, start: float, end: float) -> tuple[float, float] | None:
+    """Time-weighted mean and standard deviation of the rate over [start, end]: sample i covers
+    (t[i-1], t[i]] (the first sample covers nothing before it). None when the window holds no
+    sample's span."""
     import numpy as np
 
     if not end > start or times.size < 2:
@@ -43,19 +44,25 @@ def mean_capacity(times: np.ndarray, rates: np.ndarray, start: float, end: float
     lo, hi = times[:-1], times[1:]
     overlap = np.clip(np.minimum(hi, end) - np.maximum(lo, start), 0.0, None)
     total = overlap.sum()
-    return float((overlap * rates[1:]).sum() / total) if total > 0 else None
+    if total <= 0:
+        return None
+    mean = float((overlap * rates[1:]).sum() / total)
+    var = float((overlap * (rates[1:] - mean) ** 2).sum() / total)
+    return mean, var ** 0.5
 
 
 def add_utilisation(report: dict, radio: pl.DataFrame, source: str = "radio log") -> None:
-    """Adds `channel` = {mean_capacity_bps, utilisation} to every flow of `report` with a
-    goodput (002 §7.3: utilisation = goodput / mean channel capacity over the flow's
-    lifetime, `start_s`..`end_s`); null figures where the log does not cover the flow."""
+    """Adds `channel` = {mean_capacity_bps, capacity_std_bps, utilisation} to every flow of
+    `report` with a goodput (002 §7.3: utilisation = goodput / mean channel capacity over the
+    flow's lifetime, `start_s`..`end_s`; the std is 002 Fig. 9 right's); null figures where the
+    log does not cover the flow."""
     times, rates = rate_samples(radio, source)
     for f in report["flows"]:
-        cap = mean_capacity(times, rates, f.get("start_s", 0.0), f.get("end_s", 0.0))
+        cap, std = capacity_stats(times, rates, f.get("start_s", 0.0), f.get("end_s", 0.0)) or (None, None)
         good = f.get("goodput_bps")
         f["channel"] = {
             "mean_capacity_bps": cap,
+            "capacity_std_bps": std,
             "utilisation": good / cap if cap and good is not None else None,
         }
 

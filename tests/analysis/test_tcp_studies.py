@@ -100,10 +100,22 @@ def test_channel_utilisation_from_the_radio_log(two_flows, tmp_path):
     for sport in (80, 81):
         f = _flow(rep, sport)
         assert f["channel"]["mean_capacity_bps"] == pytest.approx(2e6)
+        assert f["channel"]["capacity_std_bps"] == pytest.approx(0.0, abs=1e-6)
         assert f["channel"]["utilisation"] == pytest.approx(f["goodput_bps"] / 2e6)
     # Goodput over the lifetime at the MN: 10,000 bytes from the first to the last packet.
     f = _flow(rep, 80)
     assert f["goodput_bps"] == pytest.approx(10_000 * 8 / (f["end_s"] - f["start_s"]), rel=1e-9)
+
+
+def test_capacity_mean_and_std_are_weighted_by_the_time_each_sample_covers():
+    from cellperf.studies import capacity_stats
+
+    # Samples at 0..3 s: rate 1 covers (0, 1], 2 covers (1, 2], 4 covers (2, 3]. Over [0.5, 3]
+    # they weigh 0.5, 1, 1: mean 6.5 / 2.5 = 2.6; variance (0.5·1.6² + 0.6² + 1.4²) / 2.5 = 1.44.
+    times, rates = np.array([0.0, 1.0, 2.0, 3.0]), np.array([9.0, 1.0, 2.0, 4.0])
+    mean, std = capacity_stats(times, rates, 0.5, 3.0)
+    assert (mean, std) == (pytest.approx(2.6), pytest.approx(1.2))
+    assert capacity_stats(times, rates, 3.5, 4.0) is None
 
 
 def test_radio_log_without_rates_is_one_line(two_flows, tmp_path):

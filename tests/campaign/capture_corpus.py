@@ -90,10 +90,12 @@ def replicate_corpus(captures: Path, dest: Path, runs: int) -> None:
 
 
 @contextlib.contextmanager
-def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+def dask_processes(workers: int, resources: str | None = None,
+                   warm: str = "cellperf.campaign.capture_import") -> Iterator[tuple[str, list[subprocess.Popen]]]:
     """A `dask scheduler` and `workers` single-threaded `dask worker` processes without nannies
-    (a killed worker stays dead) on loopback, each worker with cellperf's analysis imported;
-    yields (scheduler address, worker processes); stops them by their process ids."""
+    (a killed worker stays dead) on loopback, each worker with `warm` imported and declaring
+    `resources` (`dask worker --resources`, e.g. "simulate=1 emulated=1"); yields (scheduler
+    address, worker processes); stops them by their process ids."""
     from distributed import Client
 
     from cellperf.campaign.corpus import WORKER_ENV
@@ -116,12 +118,12 @@ def dask_processes(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]
                     break
             time.sleep(0.1)
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                                    "--name", f"w{i + 1}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   env=env)
+                                    "--name", f"w{i + 1}", *(["--resources", resources] if resources else [])],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
                   for i in range(workers)]
         with Client(address, timeout=30) as c:
             c.wait_for_workers(workers, timeout=120)
-            c.run(importlib.import_module, "cellperf.campaign.capture_import")
+            c.run(importlib.import_module, warm)
         yield address, procs[1:]
     finally:
         for p in procs:

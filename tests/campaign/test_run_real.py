@@ -283,3 +283,27 @@ def test_a_congestion_control_the_cn_refuses_fails_its_run_and_the_campaign_goes
     assert "\n" not in reason and '"vegas" not available' in reason, reason
     with Store.open(work / "out", read_only=True) as s:
         assert sorted(s.frame("SELECT test, status FROM runs").rows()) == [("udp-cbr-down", "ok"), ("vegas", "failed")]
+
+
+def test_without_cn_capture_a_downlink_stream_is_measured_at_its_receiver(bed):
+    """The MN is a downlink stream's receiver: its capture gives the delivery (role `data`),
+    whether or not the CN is captured. The stream's other direction, the probe's cookie
+    datagram up, is `sent` (seen at its sender only); it made the whole stream `sent` before
+    (roles were kept per flow id, for both directions)."""
+    tb, folder, server, token = bed
+    work = folder / "no-cn-down"
+    work.mkdir()
+    tests = '\n[[tests]]\ntype = "udp-cbr"\ndirection = "down"\nrate = "1M"\n'
+    path = campaign(work, server, cn_capture=None, token=token, radio=None, tests=tests)
+    p = run_in_mn(tb, path, work / "out")
+    assert p.returncode == 0, p.stderr
+    with Store.open(work / "out", read_only=True) as s:
+        roles = s.frame("SELECT direction, role, count(*) AS n, sum(packets)::INT AS p FROM flows "
+                        "WHERE role <> 'control' GROUP BY ALL ORDER BY ALL")
+        assert roles.select("direction", "role", "n").rows() == [("downlink", "data", 1), ("uplink", "sent", 1)], roles
+        assert roles["p"][1] <= 3, roles  # the cookie (sent again if the stream is slow to start)
+        data = s.frame("SELECT packets, bytes, loss_rate FROM flows WHERE role = 'data'").row(0, named=True)
+        assert abs(data["packets"] - 4 * 1e6 / (1460 * 8)) <= 3 and data["loss_rate"] == 0.0
+        # Its intervals are the MN capture's (payload bytes: 1460 a datagram), only the downlink's.
+        down = s.frame("SELECT direction, sum(bytes)::BIGINT AS b FROM intervals GROUP BY 1").rows()
+        assert down == [("downlink", 1460 * data["packets"])]

@@ -44,7 +44,7 @@ def store(tmp_path):
 
 def test_one_step_line_per_run_that_changed_cells_most_changes_first(store):
     (item,) = cells.serving_cells(store)
-    assert item.key == "cells-WiBro-mobile"
+    assert item.key == "cells-WiBro"
     b, a = item.figure.data
     assert (b.name, a.name) == ("b", "a")
     # Only where the cell changes, and the last sample; time from each run's first sample.

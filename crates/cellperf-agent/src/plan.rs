@@ -44,7 +44,12 @@ pub struct Plan {
     pub direction: Direction,
     pub owd: OwdChoice,
     pub steps: Vec<PlanStep>,
+    /// Round trips of the clock exchange before the test (0: none, the ends share a clock).
+    pub clock_samples: usize,
 }
+
+/// The clock exchange's round trips unless `clock_samples` says otherwise.
+pub const CLOCK_SAMPLES: usize = 8;
 
 /// The probe's options as the CLI passes them (JSON object; absent = default).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -67,6 +72,9 @@ pub struct Options {
     pub windows: Option<Vec<u32>>,
     pub mss_values: Option<Vec<u32>>,
     pub owd: Option<String>,
+    /// A testbed's setting, not a test's (so not in [`OPTION_TESTS`]): 0 skips the clock
+    /// exchange where both ends run on one host's clock (the emulated testbed).
+    pub clock_samples: Option<u32>,
 }
 
 pub const TESTS: [&str; 7] = [
@@ -499,10 +507,21 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             ))
         }
     };
+    let clock_samples = match o.clock_samples {
+        None => CLOCK_SAMPLES,
+        Some(0) if owd == OwdChoice::Offset => {
+            return Err(
+                "--owd offset needs the clock exchange: --clock-samples 0 leaves none".into(),
+            )
+        }
+        Some(n) if n <= 64 => n as usize,
+        Some(n) => return Err(format!("--clock-samples: at most 64, not {n}")),
+    };
     let single = |step: crate::plan::Step, dir| Plan {
         test: test.into(),
         direction: dir,
         owd,
+        clock_samples,
         steps: vec![PlanStep {
             label: StepLabel::Single,
             step,
@@ -607,6 +626,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 test: test.into(),
                 direction: Direction::Echo,
                 owd,
+                clock_samples,
                 steps,
             })
         }
@@ -654,6 +674,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 test: test.into(),
                 direction: dir,
                 owd,
+                clock_samples,
                 steps,
             })
         }
@@ -780,6 +801,7 @@ mod tests {
             windows: Some(vec![]),
             mss_values: Some(vec![]),
             owd: Some("x".into()),
+            clock_samples: None,
         };
         let names = given(&all);
         assert_eq!(names.len(), OPTION_TESTS.len());

@@ -25,7 +25,6 @@ use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
 /// Clock exchanges before a test (the least delayed one is used).
-const CLOCK_SAMPLES: usize = 8;
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Live progress, about once a second.
@@ -120,9 +119,9 @@ impl Client {
         handshake::reply(&mut self.ctrl, &mut self.reader, self.server, REPLY_TIMEOUT)
     }
 
-    fn clock_offset(&mut self) -> Result<ClockOffset, String> {
-        let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
-        for _ in 0..CLOCK_SAMPLES {
+    fn clock_offset(&mut self, n: usize) -> Result<ClockOffset, String> {
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
             self.send(&Message::TimeRequest {
                 t1_ns: realtime_ns(),
             })?;
@@ -567,7 +566,7 @@ fn run_tcp_step(
             tcp::spawn_receiver(
                 s,
                 spec.window_bytes,
-                end + 10_000_000_000,
+                end + tcp::DRAIN_MAX_NS,
                 None,
                 stop.clone(),
                 received.clone(),
@@ -713,11 +712,14 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
             }
         }
     };
-    let clock = client.clock_offset();
+    // None when the probe was told to measure no offset (both ends on one clock).
+    let clock = (plan.clock_samples > 0)
+        .then(|| client.clock_offset(plan.clock_samples))
+        .transpose();
     // Server clock minus the probe's, applied to one-way delays with `--owd offset`.
-    let offset_ns = clock
-        .as_ref()
-        .map_or(0, |c| (c.offset_ms * 1e6).round() as i64);
+    let offset_ns = clock.as_ref().map_or(0, |c| {
+        c.as_ref().map_or(0, |c| (c.offset_ms * 1e6).round() as i64)
+    });
     let run_id = format!("{}", realtime_ns() / 1_000_000);
     let mut log = Vec::new();
     let mut server_log = Vec::new();
@@ -791,7 +793,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         }
         let _ = client.send(&Message::Bye {});
     }
-    crate::result::assemble(&mut doc, plan, &steps_out, clock.ok());
+    crate::result::assemble(&mut doc, plan, &steps_out, clock.ok().flatten());
     if let Some(p) = partial {
         doc["partial"] = json!(p);
     }
@@ -859,6 +861,10 @@ pub struct TcpStepResult {
     /// Longest time a receiver got no byte between its first and its last (s, 0.1-s
     /// samples): an outage the kernel's retransmissions bridged shows here.
     pub longest_stall_s: f64,
+    /// After the test: how long the receivers still got bytes, and how many (not in the
+    /// rates; bounded by [`tcp::DRAIN_MAX_NS`]).
+    pub drain_s: f64,
+    pub drain_bytes: u64,
 }
 
 /// Longest run of 0.1-s samples of a cumulative byte count without growth, after the first
@@ -1069,11 +1075,47 @@ fn udp_result(
     res
 }
 
+/// A receiving side's (bytes received during the test, its duration in ns, drain: bytes and
+/// ns after it). The test is `duration_ms` long (or shorter when a byte budget ended it
+/// sooner); what arrived after it, the sender's queues emptying (its socket, the link's
+/// buffer), is the drain, reported apart so that it does not stretch the test.
+fn test_and_drain(side: &TcpSide, duration_ms: u64) -> (u64, i64, u64, i64) {
+    let test_ns = duration_ms as i64 * 1_000_000;
+    if side.receive_ns <= test_ns {
+        return (side.bytes_received, side.receive_ns, 0, 0);
+    }
+    // The cumulative count sampled every 100 ms from the start: the sample at the test's end.
+    let at_end = (duration_ms / 100) as usize;
+    let by_end = side
+        .received_samples
+        .get(at_end)
+        .or(side.received_samples.last())
+        .copied()
+        .unwrap_or(side.bytes_received)
+        .min(side.bytes_received);
+    (
+        by_end,
+        test_ns,
+        side.bytes_received - by_end,
+        side.receive_ns - test_ns,
+    )
+}
+
 fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
     let remote = g.remote.clone().unwrap_or_default();
     let rate = |side: &TcpSide| {
-        (side.receive_ns > 0).then(|| side.bytes_received as f64 * 8e9 / side.receive_ns as f64)
+        let (bytes, ns, _, _) = test_and_drain(side, spec.duration_ms);
+        (ns > 0).then(|| bytes as f64 * 8e9 / ns as f64)
     };
+    let receivers = [
+        (spec.direction.probe_sends(), &remote),
+        (spec.direction.server_sends(), &g.local),
+    ];
+    let drains: Vec<(u64, i64, u64, i64)> = receivers
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, side)| test_and_drain(side, spec.duration_ms))
+        .collect();
     let up_bps = spec
         .direction
         .probe_sends()
@@ -1111,7 +1153,7 @@ fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
         (spec.direction.server_sends(), &g.local),
     ]
     .into_iter()
-    .filter_map(|(on, s)| on.then_some(s.receive_ns as f64 / 1e9))
+    .filter_map(|(on, s)| on.then_some(test_and_drain(s, spec.duration_ms).1 as f64 / 1e9))
     .fold(0.0, f64::max);
     let bytes_received = if spec.direction.probe_sends() {
         remote.bytes_received
@@ -1151,6 +1193,8 @@ fn tcp_result(spec: &TcpSpec, g: &TcpGathered) -> StepResult {
                 ssthresh: side.ssthresh_samples.clone(),
             })
             .collect(),
+            drain_s: drains.iter().map(|d| d.3 as f64 / 1e9).fold(0.0, f64::max),
+            drain_bytes: drains.iter().map(|d| d.2).sum(),
             longest_stall_s: [
                 (spec.direction.probe_sends(), &remote),
                 (spec.direction.server_sends(), &g.local),

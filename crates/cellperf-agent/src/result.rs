@@ -125,6 +125,8 @@ fn tcp_top(r: &StepResult) -> Value {
         "window_bytes": t.window_bytes,
         "cwnd": t.window,
         "longest_stall_s": t.longest_stall_s,
+        "drain_s": t.drain_s,
+        "drain_bytes": t.drain_bytes,
     })
 }
 

@@ -17,6 +17,14 @@ use crate::sockopt;
 use crate::wire::{TcpSide, TcpSpec};
 
 const CHUNK: usize = 128 * 1024;
+/// How long a receiver still reads after the test's end (the drain: what the sender's socket
+/// and the link's buffer still held). Bounded, so that a slow link's queue does not stretch a
+/// run by seconds; the drain is reported apart from the test (`drain_s`, `drain_bytes`).
+pub const DRAIN_MAX_NS: i64 = 1_000_000_000;
+/// Unsent bytes a sender's socket may hold (`TCP_NOTSENT_LOWAT`): the kernel keeps what the
+/// congestion window lets out in flight plus this much ready, instead of megabytes of
+/// autotuned send buffer that would still be draining over a slow link long after the test.
+const NOTSENT_LOWAT: libc::c_int = 64 * 1024;
 /// `SO_MAX_PACING_RATE` (asm-generic value, which x86 and arm share; libc lacks it on glibc).
 const SO_MAX_PACING_RATE: libc::c_int = 47;
 
@@ -228,6 +236,12 @@ pub fn spawn_sender(
         let mut total = 0u64;
         // A write blocked on a full window must not outlive the test.
         s.set_write_timeout(Some(Duration::from_millis(200)))?;
+        sockopt::set(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            NOTSENT_LOWAT,
+        )?;
         while mono_ns() < deadline_mono_ns && !stop.load(Ordering::Relaxed) {
             let want = budget.map_or(CHUNK as u64, |b| (b - total).min(CHUNK as u64)) as usize;
             if want == 0 {

@@ -23,6 +23,7 @@ pub mod owd;
 mod pass;
 pub mod record;
 pub mod seq;
+pub mod spikes;
 pub mod stats;
 pub mod tables;
 pub mod tcp_one_sided;
@@ -34,7 +35,7 @@ mod report;
 
 
 use cellperf_capture::decode::{decode_frame, Skip, Transport};
-use cellperf_capture::{Addr, Capture, CaptureError, Fragmentation};
+use cellperf_capture::{Addr, Capture, CaptureError};
 use flows::{PROTO_TCP, PROTO_UDP};
 
 pub use report::{
@@ -98,7 +99,7 @@ impl<'a> PacketStream<'a> {
                     match p.transport {
                         Transport::Tcp(_) => self.counts.tcp += 1,
                         Transport::Udp(_) => self.counts.udp += 1,
-                        Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.fragment == Fragmentation::Later => {
+                        Transport::Other(PROTO_TCP | PROTO_UDP) if p.ip.fragment.after_first() => {
                             self.counts.later_fragments += 1
                         }
                         Transport::Other(_) => {

@@ -14,11 +14,14 @@
 //!   are given to the flow of the first fragment with the same addresses, protocol and
 //!   fragment id, and their IP bytes counted there, also when they came before it. Later
 //!   fragments whose first one never comes (or comes after [`MAX_OPEN_DATAGRAMS`] other
-//!   fragmented datagrams) are in no flow; a warning counts them.
+//!   fragmented datagrams) are in no flow; a warning counts them. Each flow direction
+//!   counts its fragmented datagrams, their fragments, and those incomplete at this capture
+//!   ([`Fragments`], seed 004 §II.A).
 
 use ahash::AHashMap;
 use cellperf_capture::decode::tcp_flags::{ACK, SYN};
-use cellperf_capture::{Addr, Packet, Transport};
+use cellperf_capture::{Addr, Fragmentation, IpInfo, Packet, Transport};
+use serde::Serialize;
 
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
 use crate::nat::{self, NatPairing, Signature};
@@ -58,6 +61,8 @@ pub(crate) struct FlowAt {
     pub udp_recs: Vec<UdpRec>,
     /// Frames captured twice (see the module docs), per direction.
     pub duplicates: [u64; 2],
+    /// Fragmented datagrams, per direction (counted when the capture ends).
+    pub fragments: [Fragments; 2],
     /// The flow's first payload was looked at, and it was the hello of cellperf's agents'
     /// control protocol (see [`is_control_hello`]).
     payload_seen: bool,
@@ -81,6 +86,7 @@ impl FlowAt {
             tcp: None,
             udp_recs: Vec::new(),
             duplicates: [0; 2],
+            fragments: [Fragments::default(); 2],
             payload_seen: false,
             control: false,
             recent: [[Fingerprint::EMPTY; RECENT_PACKETS]; 2],
@@ -163,9 +169,44 @@ type DatagramKey = (Addr, Addr, u8, u32);
 #[derive(Clone, Copy)]
 enum Datagram {
     /// Its first fragment was seen: the flow and direction its fragments go to.
-    Flow(u32, Dir),
+    Flow(u32, Dir, Parts),
     /// Only later fragments so far: how many, their IP bytes, earliest time, highest TTL.
-    Pending { packets: u64, bytes: u64, ts: i64, ttl: u8 },
+    Pending { packets: u64, bytes: u64, ts: i64, ttl: u8, parts: Parts },
+}
+
+/// A flow direction's fragmented datagrams at one capture (seed 004 §II.A): how many, their
+/// fragments, and how many are *incomplete* (a reassembly would fail): the last fragment
+/// never came, or (IPv4 UDP without IP options, whose first fragment's UDP length gives the
+/// datagram's size) the fragments' bytes fall short of it. A datagram whose first fragment
+/// never came belongs to no flow (the capture's orphan fragments).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Fragments {
+    pub datagrams: u64,
+    pub fragments: u64,
+    pub incomplete: u64,
+}
+
+/// The fragments of one datagram seen so far.
+#[derive(Clone, Copy, Default)]
+struct Parts {
+    fragments: u32,
+    last: bool,
+    /// Payload bytes of the fragments (IPv4 without options: IP length − 20).
+    bytes: u64,
+    /// The whole datagram's payload size, when known (see [`Fragments`]).
+    expected: Option<u64>,
+}
+
+impl Parts {
+    fn add(&mut self, ip: &IpInfo) {
+        self.fragments += 1;
+        self.last |= ip.fragment == Fragmentation::Last;
+        self.bytes += ip.len.saturating_sub(20) as u64;
+    }
+
+    fn complete(&self) -> bool {
+        self.last && self.expected.is_none_or(|n| self.bytes >= n)
+    }
 }
 
 /// What the passes over a run's captures share: flow identities, the NAT pairing, the
@@ -227,7 +268,7 @@ impl Scan {
             Transport::Udp(u) => (PROTO_UDP, u.src_port, u.dst_port),
             Transport::Other(proto) => {
                 let key = (p.ip.src, p.ip.dst, *proto, p.ip.fragment_id);
-                return self.later_fragment(key, p.ts_ns, p.ip.ttl, p.ip.len);
+                return self.later_fragment(key, p);
             }
         };
         let (key, dir) =
@@ -243,12 +284,18 @@ impl Scan {
             return;
         }
         f.count(p.ts_ns, dir, p.ip.ttl, 1, p.ip.len as u64);
+        let mut parts = Parts::default();
         if p.ip.is_fragment() {
             let key = (p.ip.src, p.ip.dst, proto, p.ip.fragment_id);
-            if let Some(Datagram::Pending { packets, bytes, ts, ttl }) = self.datagrams.get(&key).copied() {
+            if let Some(Datagram::Pending { packets, bytes, ts, ttl, parts: before }) = self.datagrams.get(&key).copied() {
                 // Later fragments that came first.
                 f.count(ts, dir, ttl, packets, bytes);
                 self.pending_fragments -= packets;
+                parts = before;
+            }
+            parts.add(&p.ip);
+            if let (Transport::Udp(u), 4, false) = (&p.transport, p.ip.version, p.ip.has_options) {
+                parts.expected = Some(u.payload_len as u64 + 8);
             }
         }
         // The openings of the MN's flows (a SYN; a UDP flow's first datagrams), which
@@ -287,7 +334,7 @@ impl Scan {
             rows.push(self.capture as u8, id, dir as u8, p, probe_seq);
         }
         if p.ip.is_fragment() {
-            self.open_datagram((p.ip.src, p.ip.dst, proto, p.ip.fragment_id), Datagram::Flow(id, dir));
+            self.open_datagram((p.ip.src, p.ip.dst, proto, p.ip.fragment_id), Datagram::Flow(id, dir, parts));
         }
     }
 
@@ -327,22 +374,27 @@ impl Scan {
     /// go to its datagram's flow, now or when the first fragment comes.
     #[cold]
     #[inline(never)]
-    fn later_fragment(&mut self, key: DatagramKey, at: i64, hops: u8, len: u32) {
+    fn later_fragment(&mut self, key: DatagramKey, p: &Packet<'_>) {
+        let (at, hops, len) = (p.ts_ns, p.ip.ttl, p.ip.len);
         match self.datagrams.get_mut(&key) {
-            Some(&mut Datagram::Flow(id, dir)) => {
-                if let Some(Some(f)) = self.flows.get_mut(id as usize) {
-                    f.count(at, dir, hops, 1, len as u64);
+            Some(Datagram::Flow(id, dir, parts)) => {
+                parts.add(&p.ip);
+                if let Some(Some(f)) = self.flows.get_mut(*id as usize) {
+                    f.count(at, *dir, hops, 1, len as u64);
                 }
             }
-            Some(Datagram::Pending { packets, bytes, ts, ttl }) => {
+            Some(Datagram::Pending { packets, bytes, ts, ttl, parts }) => {
                 *packets += 1;
                 *bytes += len as u64;
                 *ts = (*ts).min(at);
                 *ttl = (*ttl).max(hops);
+                parts.add(&p.ip);
                 self.pending_fragments += 1;
             }
             None => {
-                let pending = Datagram::Pending { packets: 1, bytes: len as u64, ts: at, ttl: hops };
+                let mut parts = Parts::default();
+                parts.add(&p.ip);
+                let pending = Datagram::Pending { packets: 1, bytes: len as u64, ts: at, ttl: hops, parts };
                 self.open_datagram(key, pending);
                 self.pending_fragments += 1;
             }
@@ -353,9 +405,31 @@ impl Scan {
         if self.datagrams.len() >= MAX_OPEN_DATAGRAMS && !self.datagrams.contains_key(&key) {
             self.orphaned += self.pending_fragments;
             self.pending_fragments = 0;
-            self.datagrams.clear();
+            self.finish_fragments();
         }
-        self.datagrams.insert(key, d);
+        // The same id again (a sender's 16-bit ids wrap): the earlier datagram is done.
+        if let Some(earlier) = self.datagrams.insert(key, d) {
+            self.settle(earlier);
+        }
+    }
+
+    /// Counts every open datagram into its flow (the capture ended, or the table is full).
+    pub fn finish_fragments(&mut self) {
+        let open: Vec<Datagram> = self.datagrams.drain().map(|(_, d)| d).collect();
+        for d in open {
+            self.settle(d);
+        }
+    }
+
+    fn settle(&mut self, d: Datagram) {
+        if let Datagram::Flow(id, dir, parts) = d {
+            if let Some(Some(f)) = self.flows.get_mut(id as usize) {
+                let c = &mut f.fragments[dir.index()];
+                c.datagrams += 1;
+                c.fragments += parts.fragments as u64;
+                c.incomplete += !parts.complete() as u64;
+            }
+        }
     }
 
     /// Later fragments whose first fragment never came (or came after the table was

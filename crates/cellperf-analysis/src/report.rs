@@ -11,8 +11,10 @@ use serde::Serialize;
 
 use crate::flows::{Dir, FlowKey, PROTO_TCP};
 use crate::record::UdpRec;
-use crate::stats::{BoxSummary, Summary, Variability};
-use crate::tables::{AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, UdpPacketTable};
+use crate::stats::{BoxSummary, RateSpread, Summary, Variability};
+use crate::tables::{
+    AckTable, GapTable, IntervalTable, PacketTable, RetransmissionTable, RttTable, SpikeTable, UdpPacketTable,
+};
 use crate::matching::match_in_order;
 use crate::owd::OwdAccumulator;
 use crate::tcp_two_sided::{AckCompression, PairedResult, TcpPairing, TwoSided};
@@ -115,6 +117,11 @@ pub struct RetransmissionReport {
     /// Of `total` (one-sided): resends whose original the capture did not hold, known to be
     /// resends because an ACK or SACK had already covered their bytes.
     pub original_not_captured: Option<u64>,
+    /// Resends that re-segmented the data (seed 004 §V.B 2.2), by the sender-side view (the
+    /// sender's capture, else the one there is): one resend over parts of two or more
+    /// original segments (`merged`), or inside one and shorter (`split`).
+    pub merged: u64,
+    pub split: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -135,6 +142,9 @@ pub struct SeriesReport {
     pub interval_s: f64,
     pub intervals: u64,
     pub throughput_bps: Option<BoxSummary>,
+    /// Mean, standard deviation and maximum of the full intervals' throughput (seed 004
+    /// Table V reports the maximum beside the mean).
+    pub throughput_spread: Option<RateSpread>,
     pub variability: Option<Variability>,
 }
 
@@ -190,6 +200,21 @@ pub struct FlowReport {
     /// of both its directions.
     pub echo: Option<EchoSummary>,
     pub series: SeriesReport,
+    /// IP fragmentation of the flow's datagrams (seed 004 §II.A), when any were fragmented.
+    pub fragments: Option<FragmentReport>,
+}
+
+/// A flow direction's fragmented datagrams at its receiver's capture (else the one there
+/// is; `side` says which): see [`Fragments`].
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct FragmentReport {
+    pub side: Side,
+    pub datagrams: u64,
+    pub fragments: u64,
+    /// Fragments per fragmented datagram.
+    pub per_datagram: f64,
+    /// Datagrams whose fragments did not all reach this capture (a reassembly failure).
+    pub incomplete: u64,
 }
 
 /// Where a cellperf probe stream lost its datagrams, as shares of every datagram the
@@ -282,6 +307,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         intervals: IntervalTable::default(),
         udp_packets: UdpPacketTable::default(),
         gaps: GapTable::default(),
+        spikes: SpikeTable::default(),
         retx: RetransmissionTable::default(),
         acks: AckTable::default(),
         rtt: RttTable::default(),
@@ -328,6 +354,7 @@ pub fn analyze(inputs: &[CaptureInput], opts: &Options) -> Result<Analysis, Anal
         tables.batches.push(("intervals", out.intervals.into_batch().map_err(err)?));
         tables.batches.push(("udp_packets", out.udp_packets.into_batch().map_err(err)?));
         tables.batches.push(("gaps", out.gaps.into_batch().map_err(err)?));
+        tables.batches.push(("delay_spikes", out.spikes.into_batch().map_err(err)?));
         tables.batches.push(("tcp_retransmissions", out.retx.into_batch().map_err(err)?));
         tables.batches.push(("ack_compression", out.acks.into_batch().map_err(err)?));
         tables.batches.push(("rtt", out.rtt.into_batch().map_err(err)?));
@@ -408,8 +435,9 @@ fn summarize(
     let mut passes = Vec::new();
     let mut summaries = Vec::new();
     let mut warnings = Vec::new();
-    for (((input, capture), scan), (mut counts, warning)) in inputs.iter().zip(captures).zip(scans).zip(read) {
+    for (((input, capture), mut scan), (mut counts, warning)) in inputs.iter().zip(captures).zip(scans).zip(read) {
         counts.capture_duplicates = scan.duplicates;
+        scan.finish_fragments();
         let path = input.path.display().to_string();
         if counts.tcp + counts.udp == 0 {
             return Err(nothing_to_analyse(&path, &counts, warning));
@@ -554,6 +582,17 @@ impl<'a> FlowCtx<'a> {
     fn base_report(&self, proto: &'static str, dir: Dir, main: &FlowAt, packets: u64, bytes: u64, duplicates: u64) -> FlowReport {
         let (src, dst) = self.key.ends(dir);
         let duration_s = main.duration_s();
+        let receiver = self.side_of(dir).other();
+        // Without the receiver's capture, `main` is the sender's.
+        let (side, at) = self.at(receiver).map_or((receiver.other(), main), |f| (receiver, f));
+        let frag = at.fragments[dir.index()];
+        let fragments = (frag.datagrams > 0).then(|| FragmentReport {
+            side,
+            datagrams: frag.datagrams,
+            fragments: frag.fragments,
+            per_datagram: frag.fragments as f64 / frag.datagrams as f64,
+            incomplete: frag.incomplete,
+        });
         FlowReport {
             flow_id: self.id,
             connection_id: self.id,
@@ -591,10 +630,11 @@ impl<'a> FlowCtx<'a> {
             loss_split: None,
             jitter_ms: None,
             owd_ms: None,
+            fragments,
             udp: None,
             udp_view: None,
             echo: None,
-            series: SeriesReport { interval_s: 0.0, intervals: 0, throughput_bps: None, variability: None },
+            series: SeriesReport { interval_s: 0.0, intervals: 0, throughput_bps: None, throughput_spread: None, variability: None },
         }
     }
 }
@@ -614,6 +654,7 @@ struct Assembler<'o> {
     intervals: IntervalTable,
     udp_packets: UdpPacketTable,
     gaps: GapTable,
+    spikes: SpikeTable,
     retx: RetransmissionTable,
     acks: AckTable,
     rtt: RttTable,
@@ -630,6 +671,7 @@ impl Assembler<'_> {
             interval_s,
             intervals: bytes.len() as u64,
             throughput_bps: BoxSummary::of(&tput),
+            throughput_spread: RateSpread::of(&tput),
             variability: Variability::of(&tput),
         }
     }
@@ -733,6 +775,8 @@ impl Assembler<'_> {
                     method: "two-sided",
                     syn,
                     original_not_captured: None,
+                    merged: one.merged,
+                    split: one.split,
                 });
                 r.ack_compression = Some(two.ack_compression());
                 details.data_matched = Some(two.data_matched);
@@ -754,6 +798,8 @@ impl Assembler<'_> {
                     method: "one-sided",
                     syn,
                     original_not_captured: Some(one.original_not_captured),
+                    merged: one.merged,
+                    split: one.split,
                 });
                 if let Some(t) = stcp.or(dtcp).filter(|_| self.opts.tables) {
                     for x in t.retransmissions().iter().filter(|x| x.dir == data_dir) {
@@ -921,6 +967,7 @@ impl Assembler<'_> {
                 }
                 self.udp_packets.push_stream(flow.id, uplink, losses_known, &a.packets);
                 self.gaps.push_stream(flow.id, uplink, &a.events);
+                self.spikes.push_stream(flow.id, uplink, &a.spikes);
             }
             r.udp = Some(a.summary);
             r.udp_view = Some(view);

@@ -176,6 +176,22 @@ impl BoxSummary {
     }
 }
 
+/// Mean, population standard deviation ([`mean_std`]) and maximum of a rate series, in its
+/// unit; `None` when empty.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct RateSpread {
+    pub mean: f64,
+    pub std: f64,
+    pub max: f64,
+}
+
+impl RateSpread {
+    pub fn of(series: &[f64]) -> Option<RateSpread> {
+        let (mean, std) = mean_std(series)?;
+        Some(RateSpread { mean, std, max: series.iter().copied().fold(f64::NEG_INFINITY, f64::max) })
+    }
+}
+
 /// Variability of a series from its second-order difference plot (docs/methods.md §3): points
 /// (T[i+1]−T[i], T[i+2]−T[i+1]); CTM(r) is the share of points within radius r of the origin,
 /// reported at r = 5 % and 10 % of the mean (**choice**, docs/methods.md §3).
@@ -246,6 +262,13 @@ mod tests {
         assert_eq!((b.q1, b.median, b.q3), (2.0, 3.0, 4.0));
         assert_eq!(b.outliers, 1);
         assert_eq!(b.whisker_high, 4.0);
+    }
+
+    #[test]
+    fn rate_spread_has_the_maximum_beside_mean_and_std() {
+        let r = RateSpread::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!((r.mean, r.std, r.max), (5.0, 2.0, 9.0));
+        assert_eq!(RateSpread::of(&[]), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use arrow_array::{
 use arrow_schema::ArrowError;
 use cellperf_capture::{Packet, Transport};
 
+use crate::spikes::DelaySpike;
 use crate::tcp_two_sided::AckSpacing;
 use crate::udp_stream::{GapEvent, IntervalRow, PacketResult};
 
@@ -234,6 +235,41 @@ impl GapTable {
             ("start_ts", ts(self.start_ts)),
             ("duration_ms", Arc::new(Float64Array::from(self.duration_ms))),
             ("lost", Arc::new(UInt64Array::from(self.lost))),
+        ])
+    }
+}
+
+/// Every delay spike of every UDP stream (`spikes`).
+#[derive(Default)]
+pub struct SpikeTable {
+    pub flow_id: Vec<u32>,
+    pub uplink: Vec<bool>,
+    pub start_ts: Vec<i64>,
+    pub duration_ms: Vec<f64>,
+    pub packets: Vec<u64>,
+    pub peak_ms: Vec<f64>,
+}
+
+impl SpikeTable {
+    pub fn push_stream(&mut self, flow_id: u32, uplink: bool, spikes: &[DelaySpike]) {
+        for s in spikes {
+            self.flow_id.push(flow_id);
+            self.uplink.push(uplink);
+            self.start_ts.push(s.start_ns);
+            self.duration_ms.push(s.duration_ms);
+            self.packets.push(s.packets);
+            self.peak_ms.push(s.peak_ms);
+        }
+    }
+
+    pub fn into_batch(self) -> Result<RecordBatch, ArrowError> {
+        batch(vec![
+            ("flow_id", Arc::new(UInt32Array::from(self.flow_id)) as ArrayRef),
+            ("uplink", Arc::new(BooleanArray::from(self.uplink))),
+            ("start_ts", ts(self.start_ts)),
+            ("duration_ms", Arc::new(Float64Array::from(self.duration_ms))),
+            ("packets", Arc::new(UInt64Array::from(self.packets))),
+            ("peak_ms", Arc::new(Float64Array::from(self.peak_ms))),
         ])
     }
 }

@@ -7,9 +7,11 @@
 //! capture point or a D-SACK later reports them as duplicate, *fast* when three duplicate
 //! ACKs for its sequence number preceded it, and *RTO* otherwise. New bytes that fill a
 //! hole within [`OUT_OF_ORDER_NS`] of the hole's appearance are out-of-order, not
-//! retransmitted. RTT samples follow Karn's rule.
+//! retransmitted. RTT samples follow Karn's rule. A retransmission that re-segments the
+//! data (seed 004 §V.B 2.2) covers parts of two or more original segments (*merged*) or only
+//! part of one (*split*), against the first transmissions' boundaries still unacknowledged.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use ahash::AHashMap;
 use cellperf_capture::decode::tcp_flags::{ACK, FIN, RST, SYN};
@@ -29,6 +31,19 @@ pub const OUT_OF_ORDER_NS: i64 = 3_000_000;
 const MAX_UNSEEN_RANGES: usize = 256;
 /// Duplicate ACKs that trigger fast retransmission (RFC 5681).
 pub const DUPACK_THRESHOLD: u32 = 3;
+/// First transmissions whose boundaries are remembered per direction until acknowledged
+/// (a capture without the ACKs would otherwise keep every one; the oldest are forgotten).
+const MAX_ORIGINALS: usize = 1 << 16;
+
+/// How a retransmission's bytes lie against the first transmissions of those bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resegmented {
+    /// It covers parts of two or more original segments.
+    Merged,
+    /// It lies inside one original segment and is shorter.
+    Split,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +65,8 @@ pub struct Retransmission {
     pub class: OneSidedClass,
     /// The same bytes were retransmitted before (exponential backoff).
     pub serial: bool,
+    /// Boundaries unlike the original segments' (`None`: the same, or originals unknown).
+    pub resegmented: Option<Resegmented>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -88,6 +105,8 @@ struct DirState {
     window_scale: Option<u8>,
     // Outstanding segments for RTT: (end, send time, retransmitted).
     outstanding: VecDeque<(u64, i64, bool)>,
+    /// First transmissions not yet acknowledged, start → end of their payload.
+    originals: BTreeMap<u64, u64>,
     rtt_ns: Sketch,
     mss: Option<u16>,
     /// Unique payload bytes per interval since the flow's first packet.
@@ -149,6 +168,9 @@ pub struct DirSummary {
     pub rto: u64,
     pub spurious: u64,
     pub serial: u64,
+    /// Retransmissions that re-segmented the data (see [`Resegmented`]).
+    pub merged: u64,
+    pub split: u64,
     pub out_of_order: u64,
     /// Duplicate ACKs the receiver of this data sent.
     pub dup_acks: u64,
@@ -256,6 +278,10 @@ impl TcpOneSided {
             self.dirs[d].highest_ack = ack;
             self.dirs[d].sent_edge.raise(ack, r.ts_ns);
             // Karn: sample only from the newest segment this ACK covers, never a resent one.
+            let originals = &mut self.dirs[o].originals;
+            while originals.first_key_value().is_some_and(|(_, &end)| end <= ack) {
+                originals.pop_first();
+            }
             let out = &mut self.dirs[o].outstanding;
             let mut last = None;
             while let Some(&(end, ts, retx)) = out.front() {
@@ -385,6 +411,7 @@ impl TcpOneSided {
                     seg.2 = true;
                 }
             }
+            let resegmented = resegmentation(&st.originals, start, start + r.payload_len as u64);
             self.by_start.insert((d as u8, start), self.retransmissions.len());
             self.retransmissions.push(Retransmission {
                 ts_ns: r.ts_ns,
@@ -393,9 +420,16 @@ impl TcpOneSided {
                 len: r.payload_len,
                 class,
                 serial,
+                resegmented,
             });
         } else if new_bytes > 0 {
             st.outstanding.push_back((end, r.ts_ns, false));
+            if r.payload_len > 0 {
+                if st.originals.len() >= MAX_ORIGINALS {
+                    st.originals.pop_first();
+                }
+                st.originals.insert(start, start + r.payload_len as u64);
+            }
         }
     }
 
@@ -417,6 +451,8 @@ impl TcpOneSided {
         for rx in self.retransmissions.iter().filter(|x| x.dir == dir) {
             s.retransmissions += 1;
             s.serial += rx.serial as u64;
+            s.merged += (rx.resegmented == Some(Resegmented::Merged)) as u64;
+            s.split += (rx.resegmented == Some(Resegmented::Split)) as u64;
             match rx.class {
                 OneSidedClass::Fast => s.fast += 1,
                 OneSidedClass::Rto => s.rto += 1,
@@ -502,6 +538,25 @@ impl SentEdge {
 }
 
 /// Whether `start..end` overlaps one of `ranges`; removes the overlap if so.
+/// How the resend of payload [start, end) lies against the first transmissions (`originals`,
+/// start → end, not overlapping): merged over two or more, split inside one, or `None`.
+fn resegmentation(originals: &BTreeMap<u64, u64>, start: u64, end: u64) -> Option<Resegmented> {
+    if end <= start {
+        return None;
+    }
+    // Originals do not overlap, so those overlapping [start, end) are the last ones
+    // starting before `end`, back to the first that ends after `start`.
+    let mut hit = originals.range(..end).rev().take_while(|(_, &e)| e > start);
+    let (&s0, &e0) = hit.next()?;
+    if hit.next().is_some() {
+        Some(Resegmented::Merged)
+    } else if start >= s0 && end <= e0 && (start, end) != (s0, e0) {
+        Some(Resegmented::Split)
+    } else {
+        None
+    }
+}
+
 fn take_range(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) -> bool {
     let Some(i) = ranges.iter().position(|&(l, r)| start < r && end > l) else { return false };
     let (l, r) = ranges.swap_remove(i);
@@ -578,6 +633,50 @@ pub(crate) mod tests {
         assert_eq!((s.data_packets, s.unique_bytes, s.retransmissions), (2, 2000, 0));
         assert_eq!(t.rtt(A).count(), 2);
         assert!((t.rtt(A).quantile(0.0).unwrap() - 50e6).abs() < 1.0);
+    }
+
+    #[test]
+    fn resends_that_merge_or_split_original_segments_are_counted() {
+        let recs = [
+            seg(0, A, 100, 0, 0, SYN),
+            seg(50, B, 900, 0, 101, SYN | ACK),
+            seg(100, A, 101, 0, 901, ACK),
+            // Six 100-byte segments: 101.., 201.., ..., 601..701.
+            seg(100, A, 101, 100, 901, ACK),
+            seg(101, A, 201, 100, 901, ACK),
+            seg(102, A, 301, 100, 901, ACK),
+            seg(103, A, 401, 100, 901, ACK),
+            seg(104, A, 501, 100, 901, ACK),
+            seg(105, A, 601, 100, 901, ACK),
+            // The first is acknowledged, then nothing: timeouts resend the rest.
+            seg(150, B, 901, 0, 201, ACK),
+            seg(400, A, 201, 200, 901, ACK), // one resend over two originals: merged
+            seg(401, A, 401, 100, 901, ACK), // the same boundaries: not re-segmented
+            seg(402, A, 501, 50, 901, ACK),  // one original sent as two: split, twice
+            seg(403, A, 551, 50, 901, ACK),
+            seg(404, A, 601, 100, 901, ACK),
+            seg(450, B, 901, 0, 701, ACK),
+            // Bytes acknowledged before are forgotten: a spurious resend is not judged.
+            seg(500, A, 101, 200, 901, ACK),
+        ];
+        let t = run(&recs);
+        let s = t.summary(A);
+        assert_eq!((s.retransmissions, s.merged, s.split), (6, 1, 2));
+        let kinds: Vec<_> = t.retransmissions().iter().map(|x| x.resegmented).collect();
+        use Resegmented::{Merged, Split};
+        assert_eq!(kinds, [Some(Merged), None, Some(Split), Some(Split), None, None]);
+    }
+
+    #[test]
+    fn resegmentation_against_originals() {
+        let o: BTreeMap<u64, u64> = [(0, 100), (100, 200), (300, 400)].into_iter().collect();
+        assert_eq!(resegmentation(&o, 0, 100), None);
+        assert_eq!(resegmentation(&o, 50, 150), Some(Resegmented::Merged));
+        assert_eq!(resegmentation(&o, 0, 400), Some(Resegmented::Merged));
+        assert_eq!(resegmentation(&o, 10, 20), Some(Resegmented::Split));
+        assert_eq!(resegmentation(&o, 200, 300), None, "bytes never seen sent");
+        assert_eq!(resegmentation(&o, 350, 450), None, "one original and unseen bytes");
+        assert_eq!(resegmentation(&o, 5, 5), None);
     }
 
     #[test]

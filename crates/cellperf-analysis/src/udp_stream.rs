@@ -1,5 +1,5 @@
 //! Metrics of a UDP probe stream (docs/methods.md §3): loss, duplicates, reordering, jitter,
-//! one-way delay, gaps and delay periods, inter-arrival times and interval series.
+//! one-way delay, gaps and delay periods, delay spikes, inter-arrival times and interval series.
 //!
 //! The input is the same whatever produced it: packets in sending order with their send
 //! and receive times where known. Two captures give both times by matching; one capture
@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use crate::spikes::{delay_spikes, DelaySpike, SpikeSummary};
 use crate::stats::Summary;
 use crate::MAX_INTERVALS;
 
@@ -122,6 +123,8 @@ pub struct StreamSummary {
     pub interarrival_ms: Option<Summary>,
     pub gaps: Option<GapSummary>,
     pub delay_periods: Option<DelayPeriodSummary>,
+    /// Delay spikes on the per-packet OWD (`spikes`), when it is known.
+    pub delay_spikes: Option<SpikeSummary>,
 }
 
 /// Per-packet results, in sending order.
@@ -168,6 +171,8 @@ pub struct StreamAnalysis {
     pub summary: StreamSummary,
     /// Every gap and delay period, in order (when losses are known).
     pub events: Vec<GapEvent>,
+    /// Every delay spike, in order (`spikes`).
+    pub spikes: Vec<DelaySpike>,
     pub packets: Vec<PacketResult>,
     pub intervals: Vec<IntervalRow>,
     /// Packets later than [`MAX_INTERVALS`] intervals after the first arrival, not in `intervals`.
@@ -280,6 +285,7 @@ pub fn analyze(
         })
         .collect();
     let (intervals, packets_past_series) = interval_rows(&results, first_rx, losses_known, interval_ns);
+    let (spike_summary, spikes) = delay_spikes(&results).unzip();
 
     let summary = StreamSummary {
         packets_sent: losses_known.then_some(sent),
@@ -296,8 +302,9 @@ pub fn analyze(
         interarrival_ms: Summary::of(&mut pid),
         gaps,
         delay_periods,
+        delay_spikes: spike_summary,
     };
-    StreamAnalysis { summary, events, packets: results, intervals, packets_past_series }
+    StreamAnalysis { summary, events, spikes: spikes.unwrap_or_default(), packets: results, intervals, packets_past_series }
 }
 
 fn gaps_and_delay_periods(

@@ -69,9 +69,11 @@ pub enum Fragmentation {
     Whole,
     /// The first fragment (more-fragments set, offset 0): it holds the transport header.
     First,
-    /// A later fragment (non-zero offset): the middle or end of its datagram, which
+    /// A middle fragment (more-fragments set, non-zero offset) of the datagram
     /// [`IpInfo::fragment_id`] names; no transport header.
     Later,
+    /// The last fragment (more-fragments clear, non-zero offset): the end of its datagram.
+    Last,
 }
 
 impl Fragmentation {
@@ -79,8 +81,14 @@ impl Fragmentation {
         match (more_fragments, offset) {
             (false, 0) => Fragmentation::Whole,
             (true, 0) => Fragmentation::First,
-            _ => Fragmentation::Later,
+            (true, _) => Fragmentation::Later,
+            (false, _) => Fragmentation::Last,
         }
+    }
+
+    /// A fragment after the first (middle or last): it holds no transport header.
+    pub fn after_first(self) -> bool {
+        matches!(self, Fragmentation::Later | Fragmentation::Last)
     }
 }
 
@@ -376,7 +384,7 @@ fn decode_ipv6(ts_ns: i64, bytes: &[u8], wire_len: u32) -> Result<Packet<'_>, Sk
         fragment: position,
         fragment_id,
     };
-    if position == Fragmentation::Later {
+    if position.after_first() {
         return Ok(Packet { ts_ns, ip, transport: Transport::Other(proto.0) });
     }
     let l4_len = len.saturating_sub(40 + ext_len);
@@ -607,10 +615,15 @@ mod tests {
         assert_eq!((d.ip.fragment_id, d.ip.len), (0x1234, 36));
         let Transport::Udp(u) = d.transport else { panic!("{d:?}") };
         assert_eq!(u.payload_len, 1000);
-        // A later fragment (offset 2 units): no ports, only its datagram's id.
-        p[6..8].copy_from_slice(&[0x00, 0x02]);
+        // A later fragment (offset 2 units): no ports, only its datagram's id; the last
+        // when more-fragments is clear.
+        p[6..8].copy_from_slice(&[0x20, 0x02]);
         let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
         assert_eq!(d.ip.fragment, Fragmentation::Later);
+        assert_eq!((d.transport, d.ip.fragment_id), (Transport::Other(17), 0x1234));
+        p[6..8].copy_from_slice(&[0x00, 0x02]);
+        let d = decode_frame(&frame(LinkType::Raw, &p)).unwrap();
+        assert_eq!(d.ip.fragment, Fragmentation::Last);
         assert_eq!((d.transport, d.ip.fragment_id), (Transport::Other(17), 0x1234));
     }
 

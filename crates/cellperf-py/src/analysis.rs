@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
 use arrow::datatypes::{ArrowPrimitiveType, Int64Type, UInt32Type, UInt64Type};
 use arrow::pyarrow::{FromPyArrow, ToPyArrow};
-use cellperf_analysis::tables::{GapTable, IntervalTable, UdpPacketTable};
+use cellperf_analysis::tables::{GapTable, IntervalTable, SpikeTable, UdpPacketTable};
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket};
 use cellperf_analysis::{CaptureInput, Options, Side};
 use cellperf_capture::reader::MAX_TS_NS;
@@ -121,6 +121,8 @@ fn analyze_udp_stream(
     packets_out.push_stream(flow_id, uplink, losses_known, &a.packets);
     let mut gaps = GapTable::default();
     gaps.push_stream(flow_id, uplink, &a.events);
+    let mut spikes = SpikeTable::default();
+    spikes.push_stream(flow_id, uplink, &a.spikes);
     let mut intervals = IntervalTable::default();
     for (i, row) in a.intervals.iter().enumerate() {
         intervals.push(flow_id, uplink, interval_s, losses_known, i, row);
@@ -133,6 +135,7 @@ fn analyze_udp_stream(
             ("udp_packets".into(), packets_out.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
             ("intervals".into(), intervals.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
             ("gaps".into(), gaps.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
+            ("delay_spikes".into(), spikes.into_batch().map_err(err)?.to_pyarrow(py)?.unbind()),
         ],
     ))
 }

@@ -26,6 +26,8 @@ from cellperf.analysis import analyze
 from cellperf.campaign.spec import RunSpec
 from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
+from cellperf.handoffs.bursts import handoff_bursts, receiver_packets
+from cellperf.handoffs.spikes import label_spikes
 from cellperf.store import write_parquet
 from cellperf.studies import add_utilisation, competing_groups, leading, queue_estimate, shares
 
@@ -111,32 +113,49 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
     return roles
 
 
-def _flow_rows(report: dict, roles: dict[int, str]) -> pl.DataFrame:
+def _direction_role(role: str, direction: str, sent: frozenset[str] | set[str]) -> str:
+    """The role of one direction of a flow: a data flow's direction whose receiver was not
+    captured (`sent`: its delivery comes from the agents' log) is `sent`, the other direction
+    of the same flow keeps its role (a downlink stream's one uplink datagram, the probe's
+    cookie, must not make the stream `sent`)."""
+    return "sent" if role == "data" and direction in sent else role
+
+
+def _flow_rows(report: dict, roles: dict[int, str], sent: frozenset[str] = frozenset()) -> pl.DataFrame:
+    """The `flows` rows of `report`, each with its role; a data flow's direction in `sent`
+    (whose receiver was not captured) is `sent` (`_direction_role`)."""
     rows = []
     for f in report["flows"]:
         rx = f.get("retransmissions") or {}
         ac = f.get("ack_compression") or {}
         rtt, jit, owd = f.get("rtt_ms") or {}, f.get("jitter_ms") or {}, f.get("owd_ms") or {}
         split = f.get("loss_split") or {}
+        spread = (f.get("series") or {}).get("throughput_spread") or {}
         rows.append({
             "flow_id": f["flow_id"], "connection_id": f.get("connection_id", f["flow_id"]),
-            "role": roles[f["flow_id"]], "proto": f["proto"],
+            "role": _direction_role(roles[f["flow_id"]], f["direction"], sent), "proto": f["proto"],
             "direction": f["direction"], "src": f["src"], "dst": f["dst"], "sport": f["sport"], "dport": f["dport"],
             "packets": f["packets"], "bytes": f["bytes"], "duration_s": f["duration_s"],
             "goodput_bps": f.get("goodput_bps"), "throughput_bps": f.get("throughput_bps"),
             "rtt_median_ms": rtt.get("median"), "rtt_p95_ms": rtt.get("p95"), "loss_rate": f.get("loss_rate"),
             "loss_before_capture": split.get("before_capture"), "loss_between_captures": split.get("between_captures"),
             "jitter_median_ms": jit.get("median"), "jitter_p95_ms": jit.get("p95"),
+            **{f"interval_{k}_bps": spread.get(k) for k in ("mean", "std", "max")},
             "owd_median_ms": owd.get("median"), "owd_kind": owd.get("kind"),
             "owd_mean_ms": owd.get("mean"), "owd_std_ms": owd.get("std"), "owd_min_ms": owd.get("min"),
             "owd_p95_ms": owd.get("p95"), "owd_max_ms": owd.get("max"),
             "start_s": f.get("start_s"), "end_s": f.get("end_s"),
             "mean_capacity_bps": (f.get("channel") or {}).get("mean_capacity_bps"),
+            "capacity_std_bps": (f.get("channel") or {}).get("capacity_std_bps"),
             "utilisation": (f.get("channel") or {}).get("utilisation"),
             "data_packets": (f.get("tcp") or {}).get("data_packets"),
             "retx_total": rx.get("total"), "retx_normal": rx.get("normal"), "retx_spurious": rx.get("spurious"),
             "retx_unavoidable": rx.get("unavoidable"), "retx_serial": rx.get("serial"), "retx_fast": rx.get("fast"),
             "retx_rto": rx.get("rto"), "retx_method": rx.get("method"), "retx_syn": rx.get("syn"),
+            "retx_merged": rx.get("merged"), "retx_split": rx.get("split"),
+            # No fragments reported: none (0), unless the flow is an agent log's (unknown).
+            **{f"frag_{k}": None if f.get("seen_at") == "agent-log" else (f.get("fragments") or {}).get(k, 0)
+               for k in ("datagrams", "fragments", "incomplete")},
             "capture_duplicates": f.get("capture_duplicates"),
             "ack_ratios": ac.get("acks"), "ack_compressed_fraction": ac.get("compressed_fraction"),
             "ack_event_fraction": ac.get("event_fraction"), "ack_events": ac.get("events"),
@@ -434,6 +453,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     else:
         sets = [(mn, cn, mn_addr, None, 0)] if mn.exists() or cn.exists() else []
     per_packet: dict[str, list[pl.DataFrame]] = {"packets": [], "rtt": [], "udp_packets": []}
+    arrivals = []  # each set's packets at their receiver's capture (post-handover bursts)
     for mn_i, cn_i, addr, user, offset in sets:
         a = analyze(mn=mn_i if mn_i.exists() else None, cn=cn_i if cn_i.exists() else None, interval=interval_s,
                     mn_addr=addr, synced_clocks=clocks_synced, tables=True)
@@ -465,21 +485,21 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         protocol = test_protocol(test_type, run.options)
         roles = _flow_roles(report, packets, protocol, control_port, members, protocols,
                             data_after_login=test_type == "stream" and protocol == "tcp")
-        for f in report["flows"]:
-            if roles[f["flow_id"]] == "data" and f["direction"] in from_log:
-                roles[f["flow_id"]] = "sent"  # seen at its sender only; the log has its delivery
-        rows = _flow_rows(report, roles) if report["flows"] else pl.DataFrame()
+        rows = _flow_rows(report, roles, frozenset(from_log)) if report["flows"] else pl.DataFrame()
         if members is not None and rows.height:
             rows = rows.with_columns(member=pl.Series([members[f] for f in rows["flow_id"]], dtype=pl.Utf8))
         flow_parts.append(rows)
         # The run tables hold the test's own traffic; every flow stays in `flows` and Parquet.
-        keep = pl.col("flow_id").is_in([fid for fid, role in roles.items() if role == "data"])
-        interval_parts.append(_with_direction(table("intervals").filter(keep)))
-        for name in ("tcp_retransmissions", "ack_compression", "gaps"):
-            part = _with_direction(table(name).filter(keep)).with_columns(run_id=run_id)
+        data = [(f["flow_id"], f["direction"]) for f in report["flows"]
+                if _direction_role(roles[f["flow_id"]], f["direction"], from_log) == "data"]
+        keep = pl.concat_str("flow_id", "direction", separator="/").is_in([f"{i}/{d}" for i, d in data])
+        interval_parts.append(_with_direction(table("intervals")).filter(keep))
+        for name in ("tcp_retransmissions", "ack_compression", "gaps", "delay_spikes"):
+            part = _with_direction(table(name)).filter(keep).with_columns(run_id=run_id)
             tables[name] = pl.concat([tables[name], part], how="diagonal_relaxed") if name in tables else part
         mine = pl.col("flow_id").is_in([f["flow_id"] for f in report["flows"]])
         per_packet["packets"].append(packets.filter(mine) if user is not None else packets)
+        arrivals.append(receiver_packets(packets.filter(keep), report["captures"]))
         per_packet["rtt"].append(_with_direction(table("rtt")).filter(mine if user is not None else pl.lit(True)))
         per_packet["udp_packets"].append(_with_direction(table("udp_packets")).filter(mine if user is not None else pl.lit(True)))
     # Per-packet tables: Parquet beside the database, with the run id in every row.
@@ -497,6 +517,12 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
         f.height for f in flow_parts) else None
     if flows is not None:
         tables["flows"] = _with_studies(flows, saturating=test_type == "udp-cbr").with_columns(run_id=run_id)
+        bursts = handoff_bursts(pl.concat(arrivals), flows.filter(pl.col("role") == "data"),
+                                handoff_s) if arrivals else None
+        if bursts is not None and bursts.height:
+            tables["handoff_bursts"] = bursts.with_columns(run_id=run_id)
+    if "delay_spikes" in tables:
+        tables["delay_spikes"] = label_spikes(tables["delay_spikes"], handoff_s)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
         if flows is not None and "member" in flows.columns and intervals.height:

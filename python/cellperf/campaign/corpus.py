@@ -136,9 +136,11 @@ def _environment(values: dict[str, str]):
 
 
 @contextlib.contextmanager
-def _dask_client(workers: int, cluster: str | None, log: Path):
+def _dask_client(workers: int, cluster: str | None, log: Path, resources: dict | None = None,
+                 warm: str = "cellperf.campaign.capture_import"):
     """A `distributed.Client` on the scheduler at `cluster`, or on a LocalCluster of
-    `workers` single-threaded processes (the analysis is one core's work per run).
+    `workers` single-threaded processes (the analysis is one core's work per run), each
+    declaring `resources` (what it can run: `cellperf run`) and having imported `warm`.
 
     Ctrl-C is for this process alone (issue 31: it printed Dask's tracebacks): a SIGINT while
     the cluster starts or stops takes effect after, not half-way; a local cluster's worker
@@ -151,7 +153,7 @@ def _dask_client(workers: int, cluster: str | None, log: Path):
     stack = contextlib.ExitStack()
     with _sigint_deferred(), (_stderr_to(log) if not cluster else contextlib.nullcontext()):
         try:
-            client = _start_client(stack, workers, cluster)
+            client = _start_client(stack, workers, cluster, resources, warm)
         except BaseException:
             stack.close()
             raise
@@ -196,7 +198,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_client(stack: contextlib.ExitStack, workers: int, cluster: str | None):
+def _start_client(stack: contextlib.ExitStack, workers: int, cluster: str | None, resources: dict | None, warm: str):
     import logging
 
     from distributed import Client, LocalCluster
@@ -214,10 +216,11 @@ def _start_client(stack: contextlib.ExitStack, workers: int, cluster: str | None
     # threads. (The nannies hand this process's Dask settings to their workers.)
     stack.enter_context(dask.config.set(LOCAL_DASK_CONFIG))
     lc = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                          dashboard_address=None, silence_logs=logging.ERROR, env=WORKER_ENV))
+                                          dashboard_address=None, silence_logs=logging.ERROR, env=WORKER_ENV,
+                                          resources=resources))
     client = stack.enter_context(Client(lc))
     # Each worker imports the analysis once, up front, not inside its first run.
-    client.run(importlib.import_module, "cellperf.campaign.capture_import")
+    client.run(importlib.import_module, warm)
     client.run(_ignore_sigint)
     return client
 

@@ -1,6 +1,10 @@
 """`cellperf run`: every run of a campaign, each analysed as it finishes and committed to the
 store atomically; resumable at any moment.
 
+A run is its test (`measure_run`, on the testbed) then its analysis (`finish_run`): on this
+host the analysis of a run goes on beside the next run's test; on a Dask cluster
+(cellperf.campaign.cluster) a worker does both and only this process writes the store.
+
 Resume rule: a run whose `runs` row says `ok` is never run again (its configuration must
 not have changed: the stored hash is compared); a `failed` run is tried again; folders of
 runs killed before their commit are removed. So a campaign killed at any moment and started
@@ -26,11 +30,12 @@ import polars as pl
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run, member_ports
 from cellperf.campaign.failures import recorded_failure
+from cellperf.campaign.progress import Progress
 from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
 from cellperf.campaign.testbed import Outcome, testbed_for
 from cellperf.errors import UserError
-from cellperf.store import RunRecord, Store, disk_full
+from cellperf.store import RunRecord, Store, disk_full, staging_dir
 
 
 
@@ -40,6 +45,8 @@ class RunStatus:
     status: str
     reason: str | None
     seconds: float
+    phases: dict | None = None  # seconds per phase (cellperf.campaign.phases), the commit's too
+    host: str | None = None
 
 
 @dataclass
@@ -94,27 +101,75 @@ def network_failure(reason: str) -> bool:
     return any(phrase in reason for phrase in NETWORK_PHRASES)
 
 
-def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed, stop: threading.Event) -> RunRecord:
-    """Runs, collects and analyses one run; a failure becomes a `failed` record with the
-    reason (never an exception), except a full disk, which stops the campaign. On a real
-    network a run that failed for a network reason is tried again (`[testbed] retries`,
-    `retry_wait`), unless `stop` is set meanwhile (the campaign is interrupted); every attempt
-    is kept in `run_attempts`."""
+@dataclass
+class Measured:
+    """A run's test done (or failed), not yet analysed: what its analysis needs."""
+
+    run: RunSpec
+    folder: Path
+    outcome: Outcome
+    reason: str | None  # the test's failure
+    attempts: list[dict]  # a real network's attempts (run_attempts rows)
+    control_port: int | None
+    tables: dict = field(default_factory=dict)  # a simulated run's rows
+
+
+def measure_run(campaign: Campaign, run: RunSpec, runs_dir: Path, testbed, stop: threading.Event) -> Measured:
+    """Runs one run's test on the testbed (or its simulation) in a fresh staging folder; a
+    failure becomes the reason (never an exception), except a full disk, which stops the
+    campaign. On a real network a run that failed for a network reason is tried again
+    (`[testbed] retries`, `retry_wait`), unless `stop` is set meanwhile (the campaign is
+    interrupted); every attempt is kept in `run_attempts`."""
     real = campaign.testbed.kind == "real" and not run.simulated
     attempts = []
     while True:
-        folder, outcome, tables, analysis, reason = _attempt(campaign, run, store, testbed)
+        folder = staging_dir(runs_dir, f"{run.run_id}-{os.getpid()}")
+        started = time.time()
+        outcome, tables = Outcome(started, started), {}
+        with recorded_failure(folder, runs_dir.parent) as failure:
+            if run.simulated:
+                from cellperf.campaign.simulated import simulate_run
+
+                t0 = time.monotonic()
+                outcome, tables = simulate_run(run, folder)
+                outcome.phases["simulate"] = time.monotonic() - t0
+            else:
+                outcome = testbed.run(run, folder)
+            failure.reason = outcome.error
+        if failure.reason and os.strerror(errno.ENOSPC) in failure.reason:
+            # A child (capture, emulator, probe) ran out of space: every later run would too.
+            raise disk_full(runs_dir.parent)
         if real:
             attempts.append({"run_id": run.run_id, "attempt": len(attempts) + 1, "started_at": _iso(outcome.started_at),
                              "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
-                             "status": "failed" if reason else "ok", "reason": reason})
-        if not real or reason is None or len(attempts) > campaign.testbed.retries or not network_failure(reason):
+                             "status": "failed" if failure.reason else "ok", "reason": failure.reason})
+        if not real or failure.reason is None or len(attempts) > campaign.testbed.retries \
+                or not network_failure(failure.reason):
             break
         if stop.wait(campaign.testbed.retry_wait_s):  # (the next attempt's folder replaces this one's)
             break
+    # A page load has no agents' control connection (a page server may even share its port).
+    port = None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign)
+    return Measured(run, folder, outcome, failure.reason, attempts, port, tables)
+
+
+def finish_run(campaign: Campaign, m: Measured) -> RunRecord:
+    """Analyses a measured run (off the testbed: the next run's test may be running) and
+    makes its record; an analysis that fails makes the run `failed` with the reason."""
+    run, outcome, phases = m.run, m.outcome, m.outcome.phases
+    tables, analysis, reason = m.tables, {}, m.reason
+    if not run.simulated and m.folder is not None:  # (a run the cluster lost has no folder)
+        with recorded_failure(m.folder, m.folder.parent.parent) as failure:
+            with phases.timed("radio_log"):
+                if campaign.radio_log.kind == "csv":
+                    cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, m.folder / "radio.csv")
+            if reason is None:
+                with phases.timed("analysis"):
+                    tables, analysis = _analyse(campaign, run, m.folder, outcome, m.control_port)
+        reason = reason or failure.reason
     tables = tables if not reason else {}
-    if attempts:
-        tables["run_attempts"] = pl.DataFrame(attempts)
+    if m.attempts:
+        tables["run_attempts"] = pl.DataFrame(m.attempts)
     row = {
         "run_id": run.run_id, "network": run.network.name, "scenario": run.scenario, "test": run.test.name,
         "test_type": run.test.type, "direction": run.options.get("direction"), "repetition": run.repetition,
@@ -124,60 +179,36 @@ def execute_run(campaign: Campaign, run: RunSpec, store: Store, testbed, stop: t
         "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
         "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
         "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
-        "analysis": analysis or None,
+        "analysis": analysis or None, "phases": phases.rounded(),
     }
-    return RunRecord(row, tables, folder)
+    return RunRecord(row, tables, m.folder)
 
 
-def _attempt(campaign: Campaign, run: RunSpec, store: Store, testbed) -> tuple[Path, Outcome, dict, dict, str | None]:
-    """One attempt at a run in a fresh staging folder: (folder, outcome, tables, analysis, failure reason)."""
-    folder = store.staging_dir(f"{run.run_id}-{os.getpid()}")
-    started = time.time()
-    outcome = Outcome(started, started)
-    tables: dict = {}
-    analysis: dict = {}
-    with recorded_failure(folder, store.root) as failure:
-        if run.simulated:
-            from cellperf.campaign.simulated import simulate_run
-
-            outcome, tables = simulate_run(run, folder)
-        else:
-            outcome, tables, analysis = _measure(campaign, run, folder, testbed)
-        failure.reason = outcome.error
-    if failure.reason and os.strerror(errno.ENOSPC) in failure.reason:
-        # A child (capture, emulator, probe) ran out of space: every later run would too.
-        raise disk_full(store.root)
-    return folder, outcome, tables, analysis, failure.reason
+def execute_run(campaign: Campaign, run: RunSpec, runs_dir: Path, testbed, stop: threading.Event) -> RunRecord:
+    """One whole run: its test, then its analysis."""
+    return finish_run(campaign, measure_run(campaign, run, runs_dir, testbed, stop))
 
 
-def _measure(campaign: Campaign, run: RunSpec, folder: Path, testbed) -> tuple[Outcome, dict, dict]:
-    """Runs a measured test on the testbed and analyses what it captured."""
-    tables: dict = {}
-    analysis: dict = {}
-    outcome = testbed.run(run, folder)
-    if campaign.radio_log.kind == "csv":
-        cut_csv(campaign.radio_log.path, outcome.started_at, outcome.ended_at, folder / "radio.csv")
-    if outcome.error is None:
-        tables, analysis = analyse_run(
-            run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr,
-            clocks_synced=outcome.clocks_synced,
-            # A page load has no agents' control connection (a page server may even share its port).
-            control_port=None if run.test.type == "web" else getattr(testbed, "port", None) or _port(campaign),
-            ports=member_ports(run, outcome.result), mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
-        analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
-        if run.test.type == "web":
-            from cellperf.campaign.web import web_tables
+def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, control_port: int | None) -> tuple[dict, dict]:
+    """The analysis of a measured run's captures, and its application's tables."""
+    tables, analysis = analyse_run(
+        run, folder, interval_s=campaign.interval_s, mn_addr=outcome.mn_addr, clocks_synced=outcome.clocks_synced,
+        control_port=control_port, ports=member_ports(run, outcome.result),
+        mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
+    analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+    if run.test.type == "web":
+        from cellperf.campaign.web import web_tables
 
-            tables.update(web_tables(run, outcome.result, folder))
-        elif run.test.type == "stream":
-            from cellperf.campaign.apps import stream_tables
+        tables.update(web_tables(run, outcome.result, folder))
+    elif run.test.type == "stream":
+        from cellperf.campaign.apps import stream_tables
 
-            tables.update(stream_tables(run, outcome.result))
-        elif run.test.type == "interactive":
-            from cellperf.campaign.apps import interactive_tables
+        tables.update(stream_tables(run, outcome.result))
+    elif run.test.type == "interactive":
+        from cellperf.campaign.apps import interactive_tables
 
-            tables.update(interactive_tables(run, outcome.result, folder))
-    return outcome, tables, analysis
+        tables.update(interactive_tables(run, outcome.result, folder))
+    return tables, analysis
 
 
 def _port(campaign: Campaign) -> int | None:
@@ -188,12 +219,16 @@ def _port(campaign: Campaign) -> int | None:
     return int(tail.rsplit(":", 1)[1]) if tail.count(":") == 1 and tail.rsplit(":", 1)[1].isdigit() else 5250
 
 
-def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | None = None,
+def run_campaign(campaign: Campaign, out_dir: Path, *, workers: int | None = None, cluster: str | None = None,
+                 on_progress: Callable[[Progress], None] | None = None,
                  on_run: Callable[[RunStatus, int, int], None] | None = None) -> Summary:
-    """Runs every unfinished run of `campaign` into the store at `out_dir`.
+    """Runs every unfinished run of `campaign` into the store at `out_dir`: on this host
+    (`campaign.parallel` runs at a time, each analysed beside the next runs' tests), or on a
+    Dask cluster (`cluster`: a scheduler's address; `workers`: a local cluster of that many
+    processes), whose workers run whole runs while this process alone writes the store.
 
-    `on_progress(done_s, total_s, running)` is called about twice a second with planned
-    seconds done (for an ETA); `on_run(status, index, count)` after each commit."""
+    `on_progress(progress)` is called about twice a second; `on_run(status, index, count)`
+    after each commit."""
     with Store.open(out_dir, create=True) as store:
         stored = store.campaign()
         if stored is not None and stored["name"] != campaign.name:
@@ -216,37 +251,75 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, on_progress: Callable | N
                 todo.append(run)
         if not todo:
             return summary
-        planned = {r.run_id: r.planned_s for r in todo}
-        total_s = sum(planned.values())
-        done_s = 0.0
-        running: dict[Future, tuple[RunSpec, float]] = {}
-        pending = list(todo)
-        stop = threading.Event()  # no run is tried again once the campaign is interrupted
-        # Simulated runs need no testbed (nor root): it is set up only for measured runs.
-        measured = any(not r.simulated for r in todo)
-        with (testbed_for(campaign, out_dir) if measured else contextlib.nullcontext()) as testbed, \
-                ThreadPoolExecutor(campaign.parallel) as pool:
-            try:
-                while pending or running:
-                    while pending and len(running) < campaign.parallel:
-                        run = pending.pop(0)
-                        running[pool.submit(execute_run, campaign, run, store, testbed, stop)] = (run, time.time())
-                    finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        run, t0 = running.pop(fut)
-                        record = fut.result()
-                        store.commit_run(record)
-                        done_s += planned[run.run_id]
-                        status = RunStatus(run.run_id, record.row["status"], record.row["reason"], time.time() - t0)
-                        summary.finished.append(status)
-                        if on_run:
-                            on_run(status, summary.skipped + len(summary.finished), summary.total)
-                    if on_progress:
-                        now = time.time()
-                        partial = sum(min(now - t0, planned[r.run_id]) for r, t0 in running.values())
-                        on_progress(done_s + partial, total_s, [r.run_id for r, _ in running.values()])
-            except BaseException:
-                stop.set()
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+        progress = Progress(todo, slots=campaign.parallel if not (workers or cluster) else workers or 1)
+        if workers or cluster:
+            from cellperf.campaign.cluster import local_resources, on_cluster
+            from cellperf.campaign.corpus import _dask_client
+
+            with _dask_client(workers or 0, cluster, store.root / ".dask-workers.log", local_resources(campaign),
+                              "cellperf.campaign.runner") as client:
+                if cluster:
+                    progress.slots = max(1, len(client.scheduler_info()["workers"]))
+                _commit_all(store, on_cluster(client, campaign, todo, store.runs_dir), summary, progress,
+                            on_progress, on_run)
+        else:
+            _commit_all(store, _on_this_host(campaign, todo, store.runs_dir, progress), summary, progress,
+                        on_progress, on_run)
         return summary
+
+
+def _commit_all(store: Store, finished, summary: Summary, progress: Progress, on_progress, on_run) -> None:
+    """Commits the runs as they come from `finished` (lists of (run, record, seconds) that
+    finished together, one transaction each; an empty list every half second while nothing
+    finished) and reports the progress."""
+    for batch in finished:
+        if batch:
+            t0 = time.monotonic()
+            store.commit_runs([record for _, record, _ in batch])
+            commit_s = round((time.monotonic() - t0) / len(batch), 4)  # each run's share
+            for run, record, seconds in batch:
+                status = RunStatus(run.run_id, record.row["status"], record.row["reason"], seconds,
+                                   dict(record.row.get("phases") or {}, commit=commit_s), record.row.get("host"))
+                summary.finished.append(status)
+                progress.finished(run, status)
+                if on_run:
+                    on_run(status, summary.skipped + len(summary.finished), summary.total)
+        if on_progress:
+            on_progress(progress)
+
+
+def _on_this_host(campaign: Campaign, todo: list[RunSpec], runs_dir: Path, progress: Progress):
+    """The runs on this host: `parallel` tests at a time on the testbed, each run's analysis
+    in a pool beside them (the next run's link comes up while the last one is analysed), at
+    most `parallel` analyses waiting. Yields lists of (run, record, seconds) of the runs
+    finished since the last (empty every half second while none finished)."""
+    pending = list(todo)
+    testing: dict[Future, tuple[RunSpec, float]] = {}
+    analysing: dict[Future, tuple[RunSpec, float]] = {}
+    stop = threading.Event()  # no run is tried again once the campaign is interrupted
+    # Simulated runs need no testbed (nor root): it is set up only for measured runs.
+    measured = any(not r.simulated for r in todo)
+    n = campaign.parallel
+    with (testbed_for(campaign, runs_dir.parent) if measured else contextlib.nullcontext()) as testbed, \
+            ThreadPoolExecutor(n) as tests, ThreadPoolExecutor(n) as analyses:
+        try:
+            while pending or testing or analysing:
+                while pending and len(testing) < n and len(analysing) <= n:
+                    run = pending.pop(0)
+                    testing[tests.submit(measure_run, campaign, run, runs_dir, testbed, stop)] = (run, time.time())
+                    progress.started(run)
+                done, _ = wait([*testing, *analysing], timeout=0.5, return_when=FIRST_COMPLETED)
+                finished = []
+                for fut in done:
+                    if fut in testing:
+                        run, t0 = testing.pop(fut)
+                        analysing[analyses.submit(finish_run, campaign, fut.result())] = (run, t0)
+                    else:
+                        run, t0 = analysing.pop(fut)
+                        finished.append((run, fut.result(), time.time() - t0))
+                yield finished
+        except BaseException:
+            stop.set()
+            tests.shutdown(wait=False, cancel_futures=True)
+            analyses.shutdown(wait=False, cancel_futures=True)
+            raise

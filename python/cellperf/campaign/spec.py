@@ -712,7 +712,7 @@ def _tests(c: _Checker, tests_doc: list, kind: str, path: Path, n_runs_each: int
 #: `cellperf emulate` options a network's `[networks.link]` may give (key = option without
 #: the dashes, `_` for `-`); users and the scheduler come from a group's `cell`.
 LINK_KEYS = ("downlink", "uplink", "delay", "jitter", "delay_wander", "loss", "queue", "downlink_arq", "uplink_arq",
-             "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology")
+             "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology", "mtu", "pmtu_discovery")
 
 
 class _ArgError(Exception):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cellperf.campaign.argv import command_argv
+from cellperf.campaign.phases import Phases, emulated_phases
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
 from cellperf.errors import UserError, os_reason
@@ -50,6 +51,7 @@ class Outcome:
     cn_addr: str | None = None
     warnings: list[str] = field(default_factory=list)
     clocks_synced: bool = False
+    phases: Phases = field(default_factory=Phases)  # seconds per phase (cellperf.campaign.phases)
 
 
 #: Run inside the emulated MN after the probe: wait (at most 5 s) until none of the run's TCP
@@ -149,8 +151,10 @@ class EmulatedTestbed:
         return self._emulate(run, folder, self._probe(exe, run.test.type, run.options, folder / "agent.parquet"))
 
     def _probe(self, exe: str, test_type: str, options: dict, log: Path) -> list[str]:
+        # Both ends run on this host's clock: no clock exchange (8 round trips, 1.7 s of a
+        # UMTS run, for an offset that is zero).
         return [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", test_type, *probe_args(options, test_type),
-                "--token-file", str(self.token_file), "--json", "--log", str(log)]
+                "--clock-samples", "0", "--token-file", str(self.token_file), "--json", "--log", str(log)]
 
     def _run_web(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
         from cellperf.campaign import web
@@ -205,10 +209,14 @@ class EmulatedTestbed:
         # The file names are arguments of the script, never part of its text: a run folder named
         # `o$(touch x)` or holding a `"` must stay a name (the runner is root). The launcher's
         # files are per emulated user (a shared cell runs it once per user).
+        # Each user's shell also notes when its command started and ended and when the drain
+        # ended (`marks.USER`: the run's phases).
         names = ('out=$1.$CELLPERF_USER err=$2.$CELLPERF_USER' if inside else 'out=$1 err=$2')
         outputs = ("inside.out", "inside.err") if inside else ("probe.json", "probe.err")
-        cmd += ["--", "sh", "-c", f'{names}; shift 2; "$@" >"$out" 2>"$err"; rc=$?; {DRAIN_SH}; exit $rc',
-                "sh", str(folder / outputs[0]), str(folder / outputs[1]), *command]
+        cmd += ["--", "sh", "-c", f'{names} marks=$3.$CELLPERF_USER; shift 3; t0=$(date +%s.%N); '
+                f'"$@" >"$out" 2>"$err"; rc=$?; t1=$(date +%s.%N); {DRAIN_SH}; '
+                'echo "$t0 $t1 $(date +%s.%N)" >"$marks"; exit $rc',
+                "sh", str(folder / outputs[0]), str(folder / outputs[1]), str(folder / "marks"), *command]
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
@@ -216,6 +224,7 @@ class EmulatedTestbed:
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
         out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True)
+        out.phases = emulated_phases(started, _marks(folder), out.ended_at)
         try:
             stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
         except ValueError:
@@ -228,6 +237,20 @@ class EmulatedTestbed:
             texts = [e.read_text() for e in errs if e.exists()]
             out.error = _last_error_line(*texts, p.stderr) or f"cellperf emulate exited {p.returncode}"
         return out
+
+
+def _marks(folder: Path) -> list[tuple[float, float, float]]:
+    """Each user's (command start, command end, drain end), read and removed."""
+    marks = []
+    for f in sorted(folder.glob("marks.*")):
+        try:
+            t = tuple(float(x) for x in f.read_text().split())
+        except (OSError, ValueError):
+            t = ()
+        if len(t) == 3:
+            marks.append(t)
+        f.unlink(missing_ok=True)
+    return marks
 
 
 def inside_plan(run: RunSpec, folder: Path, probe_argv, host_netns: str | None) -> Path:
@@ -301,7 +324,7 @@ class RealTestbed:
                     except OSError as e:
                         raise UserError(f"testbed.cn_capture: cannot start {argv[0]!r} ({os_reason(e)})") from None
                 procs.append((cn, True))
-                time.sleep(1.0)  # no portable "ready" signal from a remote capture
+                _wait_for_pcap_header(folder / "cn.pcap", cn)
                 if cn.poll() is not None:
                     err = cn.stderr.read().decode(errors="replace")
                     raise UserError(f"testbed.cn_capture: the command exited ({cn.returncode}): "
@@ -335,7 +358,9 @@ class RealTestbed:
         # A web run talks to its pages' hosts (resolved now, as the browser is about to), the
         # others to the server's.
         peers = _web_hosts(run) if run.test.type == "web" else [self.server_ip]
-        procs = self._start_captures(folder, peers) if c.capture else []
+        phases = Phases()
+        with phases.timed("captures_start"):
+            procs = self._start_captures(folder, peers) if c.capture else []
         poller = None
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
@@ -355,15 +380,17 @@ class RealTestbed:
         else:
             cmd = self._probe_argv(run.test.type, run.options, folder / "agent.parquet", folder)
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
-                               preexec_fn=die_with_parent)
+            with phases.timed("test"):
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
+                                   preexec_fn=die_with_parent)
             error = None if p.returncode == 0 else (_last_error_line(p.stderr) or f"cellperf {cmd[1]} exited {p.returncode}")
             stdout = p.stdout
         except subprocess.TimeoutExpired:
             error, stdout = f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s", ""
         finally:
-            self._stop_captures(procs)
-        out = Outcome(started, time.time(), error=error)
+            with phases.timed("captures_stop"):
+                self._stop_captures(procs)
+        out = Outcome(started, time.time(), error=error, phases=phases)
         if not inside:
             (folder / "probe.json").write_text(stdout)
         out.result = inside_result(run, folder)
@@ -402,6 +429,27 @@ class RealTestbed:
             # received and when), fetched over the control connection, stands in for it.
             cmd += ["--server-log", str(log.with_name(log.name.replace("agent", "server", 1)))]
         return cmd
+
+
+#: A pcap file's global header: a capture writes it once it has opened its device (tcpdump
+#: `-U -w -` flushes it then), which is the capture's "ready".
+PCAP_HEADER_BYTES = 24
+#: How long a capture command may take to start (ssh's connection and login included).
+CAPTURE_START_S = 10.0
+
+
+def _wait_for_pcap_header(path: Path, proc: subprocess.Popen) -> None:
+    """Returns once `proc` has written a pcap header to `path` (or has exited, or
+    CAPTURE_START_S passed: a command that holds its header back until the first packet is
+    then taken as started)."""
+    deadline = time.monotonic() + CAPTURE_START_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if path.stat().st_size >= PCAP_HEADER_BYTES:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
 
 
 def _resolve(host: str, what: str) -> list[str]:

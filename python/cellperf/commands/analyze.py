@@ -49,9 +49,11 @@ def _fmt_ms(summary: dict | None, key: str = "median") -> str:
 def _retx(r: dict | None) -> str:
     if not r:
         return "-"
+    # Re-segmented resends (004 §V.B), named only when there are some.
+    reseg = f" re-segmented {r['merged']}+{r['split']}" if r.get("merged") or r.get("split") else ""
     if r["method"] == "two-sided":
-        return f"{r['total']} (N {r['normal']} S {r['spurious']} U {r['unavoidable']} M {r['serial']})"
-    return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']})*"
+        return f"{r['total']} (N {r['normal']} S {r['spurious']} U {r['unavoidable']} M {r['serial']}{reseg})"
+    return f"{r['total']} (fast {r['fast']} rto {r['rto']} spur {r['spurious']}{reseg})*"
 
 
 def _loss(f: dict) -> str:
@@ -164,7 +166,8 @@ def _print_human(report: dict, console: Console) -> None:
     notes = ["dir: up = MN→CN; '?' = guessed from the connection's initiator (use --mn-addr)"]
     if any((f.get("retransmissions") or {}).get("method") == "one-sided" for f in report["flows"]):
         notes.append("* one capture: sender-side heuristics, not the two-capture classes")
-    notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial (docs/methods.md §4)")
+    notes.append("retransmissions: N normal, S spurious, U unavoidable, M serial; re-segmented merged+split "
+                 "(docs/methods.md §4)")
     if any(f.get("control") for f in report["flows"]):
         notes.append("ctl: a control connection of cellperf's agents (never among the competing flows)")
     for c in report.get("concurrent", []):

@@ -64,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Write the uplink bottleneck's events here, in mahimahi's link-log format (mm-throughput-graph reads it).")
     parser.add_argument("--downlink-log", metavar="FILE", type=file_path(),
                         help="Write the downlink bottleneck's events here (mahimahi format).")
+    parser.add_argument("--mtu", metavar="BYTES", type=number_arg(lo=68, hi=65535, integer=True),
+                        help="The link's MTU at both ends (default 1500; below 1280 the link carries no IPv6).")
+    parser.add_argument("--pmtu-discovery", choices=["on", "off"],
+                        help="Path-MTU discovery in the MN's namespace (default on; off: its packets leave without DF "
+                             "and are fragmented on the way where too big).")
     parser.add_argument("--technology", metavar="NAME", help="Technology name written to the radio log.")
     parser.add_argument("--seed", metavar="N", type=number_arg(lo=0, hi=2**64 - 1, integer=True), help="Seed of every random element (same seed, same link).")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the run's statistics as one JSON document on stdout.")
@@ -146,6 +151,10 @@ def build_config(args: argparse.Namespace):
         changes["technology"] = args.technology
     if args.seed is not None:
         changes["seed"] = args.seed
+    if args.mtu is not None:
+        changes["mtu"] = args.mtu
+    if args.pmtu_discovery is not None:
+        changes["pmtu_discovery"] = args.pmtu_discovery == "on"
     return cfg.with_(**changes)
 
 

@@ -146,6 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--owd", metavar="KIND",
                         help="One-way delay reported: raw, excess, offset (raw with the measured clock offset "
                              "removed), half-rtt (echo tests' default).")
+    parser.add_argument("--clock-samples", type=number_arg(lo=0, hi=64, integer=True), metavar="N",
+                        help="Round trips of the clock exchange before the test (default 8); 0 skips it where "
+                             "both ends share a clock (cellperf run's emulated testbed): no clock_offset then.")
     parser.add_argument("--log", dest="log_path", metavar="FILE", type=file_path(Path),
                         help="Per-packet log of both ends, merged (.parquet or .csv).")
     parser.add_argument("--server-log", dest="server_log_path", metavar="FILE", type=file_path(Path),
@@ -166,6 +169,7 @@ def run(args: argparse.Namespace) -> None:
         ("direction", args.direction), ("payload", args.payload), ("duration_s", args.duration),
         ("congestion", args.congestion), ("mss", args.mss), ("streams", args.streams), ("codec", args.codec),
         ("count", args.count), ("interval_s", args.interval), ("timeout_s", args.timeout), ("owd", args.owd),
+        ("clock_samples", args.clock_samples),
     ):
         if value is not None:
             options[key] = value

@@ -4,12 +4,15 @@ Every test of a campaign: capture both ends, collect the radio log, analyse each
 finishes and commit it to OUT/results.duckdb (per-packet tables as Parquet in OUT/runs/). Kill
 it at any moment and start it again: finished runs are kept and skipped, failed ones are tried
 again. Exit status 3 when a run failed. Tests of type "simulate" run `cellperf simulate`'s
-scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md.
+scenario in virtual time instead (no capture, no root). The campaign format is in docs/campaigns.md;
+running a campaign on several testbed hosts (Dask workers) in docs/scale.md.
 
 Examples:
   sudo cellperf run campaign.toml --out results/
   cellperf run campaign.toml --check
   sudo cellperf run campaign.toml --out results/ --json > summary.json
+  cellperf run grid.toml --out results/ --workers 2            # a local Dask cluster
+  sudo cellperf run campaign.toml --out /shared/results/ --cluster tcp://HOST:8786
   cellperf report results/ -o report.html
 """
 
@@ -21,6 +24,7 @@ import sys
 from pathlib import Path
 
 from cellperf.cli import file_path, folder_path
+from cellperf.validate import number_arg
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -45,10 +49,11 @@ def print_summary(summary: Summary, console: Console) -> None:
     console.print(f"results: {summary.out_dir / 'results.duckdb'}")
 
 
-def execute(campaign_file: Path, out_dir: Path | None, as_json: bool) -> Summary:
+def execute(campaign_file: Path, out_dir: Path | None, as_json: bool, workers: int | None = None,
+            cluster: str | None = None) -> Summary:
     """Loads, runs and reports a campaign (shared with `cellperf demo`)."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cellperf.campaign import load_campaign, run_campaign
 
@@ -57,22 +62,22 @@ def execute(campaign_file: Path, out_dir: Path | None, as_json: bool) -> Summary
     err = Console(stderr=True)
     live = err.is_terminal and not as_json
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[runs]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err,
-                        disable=not live)
-    task = progress.add_task(f"{campaign.name}", total=None, runs="")
+                        TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=err, disable=not live)
+    task = progress.add_task(f"{campaign.name}", total=None, runs="", eta="-")
 
-    def on_progress(done_s, total_s, running):
-        progress.update(task, completed=done_s, total=total_s)
+    def on_progress(p):
+        eta = int(p.eta_s())
+        progress.update(task, completed=p.done + p.failed, total=p.total, eta=f"{eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}",
+                        runs=f"{p.done} done, {p.failed} failed, {p.left} left")
 
     def on_run(status, index, count):
         mark = "[green]ok[/]" if status.status == "ok" else f"[red]failed[/]: {status.reason}"
-        progress.update(task, runs=f"{index}/{count} runs")
         if not as_json:
             progress.console.print(f"[{index}/{count}] {status.run_id} {mark} ({status.seconds:.1f} s)",
                                    highlight=False)
 
     with progress:
-        summary = run_campaign(campaign, out, on_progress=on_progress, on_run=on_run)
+        summary = run_campaign(campaign, out, workers=workers, cluster=cluster, on_progress=on_progress, on_run=on_run)
     return summary
 
 
@@ -82,6 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Results folder (default: the campaign's name). Run again with the same folder to resume.")
     parser.add_argument("--check", action="store_true", help="Validate the campaign file (also against this host's kernel: congestion controls, MSS, windows) and list its runs; run nothing.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the summary as one JSON document.")
+    parser.add_argument("--workers", type=number_arg(lo=1, hi=512, integer=True, unit="workers"), metavar="N",
+                        help="Run the runs on a local Dask cluster of N worker processes (docs/scale.md).")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="Run the runs on the Dask cluster whose scheduler is at ADDRESS, e.g. tcp://HOST:8786; "
+                             "each worker runs whole runs, this process alone writes the store (docs/scale.md).")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -89,11 +99,15 @@ def run(args: argparse.Namespace) -> None:
         from cellperf.campaign import load_campaign
 
         campaign = load_campaign(args.campaign_file)
+        from cellperf.campaign.progress import planned_wall_s
+
         measured = sum(r.duration_s for r in campaign.runs if not r.simulated)
         simulated = sum(r.duration_s for r in campaign.runs if r.simulated)
+        slots = args.workers or campaign.parallel
+        wall = planned_wall_s(campaign.runs, slots)
         if args.as_json:
             print(json.dumps({"name": campaign.name, "runs": [r.run_id for r in campaign.runs],
-                              "planned_s": measured, "simulated_s": simulated}))
+                              "planned_s": measured, "simulated_s": simulated, "planned_wall_s": wall}))
         else:
             import textwrap
 
@@ -103,9 +117,10 @@ def run(args: argparse.Namespace) -> None:
                        f"{measured:.0f} s of tests" + (f", {simulated:.0f} s simulated in virtual time (no root "
                                                         "needed for those)" if simulated else ""))
             print("\n".join(textwrap.wrap(verdict, terminal_width(), break_long_words=False, break_on_hyphens=False)))
+            print(f"planned wall time: {_hms(wall)} with set-up and analysis, {slots} run(s) at a time")
             _print_plan(campaign.runs)
         return
-    summary = execute(args.campaign_file, args.out_dir, args.as_json)
+    summary = execute(args.campaign_file, args.out_dir, args.as_json, args.workers, args.cluster)
     if args.as_json:
         print(json.dumps(summary.to_json()))
     else:
@@ -114,6 +129,11 @@ def run(args: argparse.Namespace) -> None:
         print_summary(summary, Console())
     if summary.failed:
         sys.exit(3)
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 #: Lines of `run --check`'s plan before it groups the rest.

@@ -150,8 +150,9 @@ def create_netns(users: list[UserNet]) -> None:
         raise
 
 
-def configure(users: list[UserNet]) -> None:
-    """Addresses and routes (IPv4 and IPv6) once the emulator has created the TUN devices.
+def configure(users: list[UserNet], *, mtu: int | None = None, pmtu_discovery: bool = True) -> None:
+    """Addresses and routes (IPv4 and IPv6) once the emulator has created the TUN devices;
+    the link's `mtu` at both ends, and path-MTU discovery in the MN's namespace.
 
     Only the link's own traffic should appear in the captures. The devices get no IPv6
     link-local address (`addrgenmode none`): without one the kernel sends no router
@@ -162,10 +163,21 @@ def configure(users: list[UserNet]) -> None:
         return [f"link set {dev} addrgenmode none", f"addr add {local} peer {peer}/32 dev {dev}",
                 f"link set {dev} up", f"addr add {local6}/64 dev {dev} nodad"]
 
-    ip_batch([c for u in users for c in device(u.cn_tun, u.cn_addr, u.mn_addr, u.cn_addr6)])
+    # The MTU comes last: below 1280 the kernel takes IPv6 off the device, and with it the
+    # IPv6 address and route set before (an IPv4-only link, as the option says).
+    def sized(dev: str) -> list[str]:
+        return [f"link set {dev} mtu {mtu}"] if mtu is not None else []
+
+    ip_batch([c for u in users for c in (*device(u.cn_tun, u.cn_addr, u.mn_addr, u.cn_addr6), *sized(u.cn_tun))])
     for u in users:
         ip_batch(["link set lo up", *device(u.mn_tun, u.mn_addr, u.cn_addr, u.mn_addr6),
-                  f"route add default dev {u.mn_tun}", f"route add ::/0 dev {u.mn_tun}"], u.netns)
+                  f"route add default dev {u.mn_tun}", f"route add ::/0 dev {u.mn_tun}", *sized(u.mn_tun)], u.netns)
+        if not pmtu_discovery:
+            # A namespace's own setting: the host's stays as it is.
+            p = subprocess.run(["ip", "netns", "exec", u.netns, "sysctl", "-qw", "net.ipv4.ip_no_pmtu_disc=1"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise UserError(f"cannot turn path-MTU discovery off in {u.netns}: {p.stderr.strip() or 'sysctl failed'}")
 
 
 #: How long processes left in a namespace get to end after SIGTERM (and after SIGKILL).

@@ -114,7 +114,7 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
                 emulator = _native.LinkEmulator(config.spec_json([u.spec() for u in users]))
             except _native.InputError as e:
                 raise UserError(str(e)) from None
-            netns.configure(users)
+            netns.configure(users, mtu=config.mtu, pmtu_discovery=config.pmtu_discovery)
 
         def forward():
             try:

@@ -74,6 +74,10 @@ class EmulationConfig:
     downlink_log: str | None = None
     # One downlink rate source per user (a shared cell's users each have their own channel).
     user_downlink_rates: list[dict] | None = None
+    # The link's MTU (both ends' TUN devices; None: the kernel's default, 1500) and whether
+    # the MN's namespace does path-MTU discovery (seed 004 §II.A; set in `netns.configure`).
+    mtu: int | None = None
+    pmtu_discovery: bool = True
 
     def with_(self, **changes) -> EmulationConfig:
         return replace(self, **changes)

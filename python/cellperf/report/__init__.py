@@ -20,12 +20,17 @@ from pathlib import Path
 from cellperf import __version__
 from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
+from cellperf.report.cells import serving_cells
+from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figure_html import figure_div, page_scripts
 from cellperf.report.figures import SECTIONS, Item
-from cellperf.report.cells import serving_cells
+from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
 from cellperf.report.maps import route_maps
+from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
 from cellperf.report.tables import html_table
+from cellperf.report.throughput_peaks import SECTIONS as PEAK_SECTIONS
+from cellperf.report.variants import tcp_variants
 from cellperf.store import Store
 
 __all__ = ["Item", "build_report", "collect_items", "export_figures"]
@@ -43,7 +48,8 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 
 
 def _all_sections() -> tuple:
-    return (*SECTIONS, *STUDY_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+    return (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), *PEAK_SECTIONS, *RESEGMENTED_SECTIONS,
+            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
 
 
 def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:

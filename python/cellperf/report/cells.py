@@ -1,8 +1,9 @@
 """The serving base station over time (seed 002 Fig. 7 right): from each run's radio log, the
 base station and sector serving the mobile node at every sample, one step line per run and
 user, so that runs of the same route on different days (or users of one cell) show where they
-were handed over and how long each cell served them. One figure per network and scenario that
-saw more than one cell; a run with a single cell adds nothing to it.
+were handed over and how long each cell served them. One figure per network that
+saw more than one cell, whatever the runs' scenarios (the run ids name them); a run with a
+single cell adds nothing to it.
 
 Time is from each run's first radio sample, so the runs overlay. At campaign scale a figure
 keeps the `MAX_LINES` runs with the most cell changes and says how many it left out.
@@ -20,12 +21,12 @@ from cellperf.store import Store
 MAX_LINES = 12
 
 _SAMPLES = """
-    SELECT s.run_id, r.network, r.scenario, coalesce(s."user", 0) AS "user",
+    SELECT s.run_id, r.network, coalesce(s."user", 0) AS "user",
            s.time_s - min(s.time_s) OVER (PARTITION BY s.run_id) AS t,
            s.bs_id || coalesce('/' || s.sector_id, '') AS cell
     FROM radio_samples s JOIN runs r USING (run_id)
     WHERE r.status = 'ok' AND s.bs_id IS NOT NULL
-    ORDER BY r.network, r.scenario, s.run_id, "user", s.time_s"""
+    ORDER BY r.network, s.run_id, "user", s.time_s"""
 
 
 def cell_changes(samples: pl.DataFrame) -> pl.DataFrame:
@@ -60,7 +61,7 @@ def serving_cells(store: Store) -> list[Item]:
         return []
     samples = store.frame(_SAMPLES)
     items = []
-    for (network, scenario), s in samples.group_by("network", "scenario", maintain_order=True):
+    for (network,), s in samples.group_by("network", maintain_order=True):
         changes = cell_changes(s)
         moved = changes.filter(pl.col("cells") > 1).sort("changes", "run_id", descending=[True, False])
         if moved.is_empty():
@@ -69,7 +70,7 @@ def serving_cells(store: Store) -> list[Item]:
         n = moved.height - lines.height
         left = f" Left out: {n} other run{'s' * (n > 1)} with cell changes." if n else ""
         items.append(Item(
-            f"cells-{network}-{scenario}", f"Serving base station over time: {network}, {scenario}",
+            f"cells-{network}", f"Serving base station over time: {network}",
             f"The base station (and sector) serving the mobile node at each radio-log sample, one step line per "
             f"run and user ({lines.height} runs with the most cell changes, {int(lines['changes'].max())} at most); "
             f"seed 002 Fig. 7 right.{left}",

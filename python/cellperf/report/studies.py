@@ -50,16 +50,16 @@ def _probe_doc(result, member: str | None) -> dict:
     return (doc.get("members") or {}).get(member) or {} if member else doc
 
 
-def tcp_flows(store: Store) -> list[Item]:
-    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow, in the
-    direction(s) its probe ran (a download's data connection also carries the probe's few
-    bytes up: not a flow of the study), with the congestion control the probe reports (a
-    group member's own), else the one the campaign asked for."""
+def tcp_study_flows(store: Store) -> pl.DataFrame:
+    """The TCP test flows of the studies (002 §7), in the direction(s) its probe ran (a
+    download's data connection also carries the probe's few bytes up: not a flow of the
+    study), with the congestion control the probe reports (a group member's own), else the one
+    the campaign asked for."""
     df = store.frame("""
         SELECT r.network, r.scenario, r.test, r.run_id, f.flow_id, f.direction, f.member, r.result,
                coalesce(json_extract_string(r.config, '$.options.congestion'), '–') AS congestion,
-               f.goodput_bps, f.utilisation, f.mean_capacity_bps, f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms,
-               f.owd_kind, f.share, f.jain
+               f.goodput_bps, f.utilisation, f.mean_capacity_bps, f.capacity_std_bps, f.loss_rate,
+               f.owd_mean_ms, f.owd_std_ms, f.owd_p95_ms, f.owd_kind, f.share, f.jain
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND f.proto = 'tcp' AND f.role = 'data' AND f.goodput_bps > 0
           AND (f.owd_mean_ms IS NOT NULL OR f.utilisation IS NOT NULL)
@@ -69,7 +69,12 @@ def tcp_flows(store: Store) -> list[Item]:
         doc = _probe_doc(r["result"], r["member"])
         keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
         congestion.append(doc.get("congestion") or r["congestion"])
-    df = df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
+    return df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
+
+
+def tcp_flows(store: Store) -> list[Item]:
+    """002 Figs. 7-10: utilisation and excess delay (mean ± std) of each TCP test flow."""
+    df = tcp_study_flows(store)
     if df.height == 0:
         return []
     head = ["network", "scenario", "test", "congestion", "direction", "goodput kbit/s", "utilisation",

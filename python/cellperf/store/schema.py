@@ -166,8 +166,44 @@ ALTER TABLE flows ADD COLUMN loss_before_capture DOUBLE;
 ALTER TABLE flows ADD COLUMN loss_between_captures DOUBLE;
 """
 
+#: Version 10: where each run's wall time went, seconds per phase (link up, test, drain,
+#: teardown, analysis ...: cellperf.campaign.phases, issue 34).
+_V10 = """
+ALTER TABLE runs ADD COLUMN phases JSON;
+"""
+
+#: Version 11: the time-weighted standard deviation of the channel capacity over each flow's
+#: lifetime (radio log rates), beside its mean: 002 Fig. 9 right (issue 32).
+_V11 = """
+ALTER TABLE flows ADD COLUMN capacity_std_bps DOUBLE;
+"""
+
+#: Version 12 (seed 004, issue 32): each flow's per-interval throughput as mean, standard
+#: deviation and maximum over its full intervals (Table V); its retransmissions that re-segmented
+#: the data, merged or split (§V.B); its IP fragmentation at the receiver (§II.A); the peak
+#: rate each data flow reached at its receiver in the 5 s after each handoff (§IV.B,
+#: `cellperf.handoffs.bursts`); and every delay spike of the UDP streams, near a handoff or not
+#: (seed 000 ch. 5).
+_V12 = """
+ALTER TABLE flows ADD COLUMN frag_datagrams UBIGINT;
+ALTER TABLE flows ADD COLUMN frag_fragments UBIGINT;
+ALTER TABLE flows ADD COLUMN frag_incomplete UBIGINT;
+ALTER TABLE flows ADD COLUMN retx_merged UBIGINT;
+ALTER TABLE flows ADD COLUMN retx_split UBIGINT;
+ALTER TABLE flows ADD COLUMN interval_mean_bps DOUBLE;
+ALTER TABLE flows ADD COLUMN interval_std_bps DOUBLE;
+ALTER TABLE flows ADD COLUMN interval_max_bps DOUBLE;
+CREATE TABLE delay_spikes (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, start_ts TIMESTAMPTZ, duration_ms DOUBLE,
+    packets UBIGINT, peak_ms DOUBLE, near_handoff BOOLEAN, handoff_offset_s DOUBLE);
+CREATE TABLE handoff_bursts (
+    run_id VARCHAR NOT NULL, flow_id UINTEGER NOT NULL, direction VARCHAR, handoff_s DOUBLE NOT NULL,
+    window_s DOUBLE, bin_s DOUBLE, window_bytes UBIGINT, peak_bps DOUBLE, peak_after_s DOUBLE,
+    flow_bps DOUBLE, peak_ratio DOUBLE);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -179,4 +215,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps", "run_attempts")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes")

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Benchmark of a campaign's cost per run: where a run's wall time goes, and how a campaign
+spreads over Dask workers (issue 34).
+
+`overhead` (needs root): a campaign of short tests on the emulated testbed (`--profile`,
+default umts: UDP CBR down, TCP bulk down, VoIP, `--seconds` each, `--repetitions` times, with
+captures) and a simulated test; prints per test the median seconds of each phase as the runs
+stored them (`runs.phases`: link and namespaces up, the test, the drain of its connections,
+teardown, radio log, analysis; the commit from `--json`), each run's own wall time (test start
+to analysis done), and the campaign's wall time per run (what a long campaign pays: the
+analysis and the commit of a run overlap the next run's test).
+
+`grid`: a `--grid`-run simulated campaign with `--workers 1` and with `--workers 2` (a local
+Dask cluster; its start-up given apart), and the speed-up.
+
+`parallel` (needs root): the overhead campaign's emulated runs with `parallel = 2` on this
+host against `--workers 2`.
+
+The load average is printed beside each figure: on a shared machine compare figures measured
+together.
+
+    sudo .venv/bin/python bench/campaign.py [--sections overhead,grid,parallel] [--profile umts]
+        [--seconds 2] [--repetitions 3] [--grid 200] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# The campaigns are the tests' (tests/campaign/test_overhead.py, test_cluster.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.campaign.test_cluster import simulated_grid  # noqa: E402
+from tests.campaign.test_overhead import short_tests  # noqa: E402
+
+CELLPERF = str(Path(sys.executable).with_name("cellperf"))
+SECTIONS = ("overhead", "grid", "parallel")
+PHASES = ("link_up", "test", "drain", "teardown", "radio_log", "analysis", "simulate", "commit")
+
+
+def emulated_campaign(profile: str, seconds: float, repetitions: int, parallel: int = 1, simulate: bool = True) -> str:
+    """The tests' UDP CBR and TCP bulk downloads, a VoIP call and (with `simulate`) a
+    300-s simulated cell."""
+    text = short_tests(profile, seconds, repetitions, parallel) + '\n[[tests]]\ntype = "voip"\n'
+    if simulate:
+        text += '\n[[tests]]\nname = "cell"\ntype = "simulate"\nusers = 3\nduration = 300\n'
+    return text
+
+
+def load() -> str:
+    return "load %.2f %.2f %.2f" % os.getloadavg()
+
+
+def run(spec: Path, out: Path, *extra: str) -> tuple[dict, float]:
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    p = subprocess.run([CELLPERF, "run", str(spec), "--out", str(out), "--json", *extra], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode not in (0, 3):
+        sys.exit(f"cellperf run {spec} failed: {p.stderr.strip()}")
+    return json.loads(p.stdout), wall
+
+
+def test_of(run_id: str) -> str:
+    return run_id.split(".")[2]
+
+
+def print_phases(summary: dict, wall: float) -> None:
+    by_test: dict[str, list[dict]] = {}
+    for r in summary["runs"]:
+        by_test.setdefault(test_of(r["run_id"]), []).append(r)
+    cols = [p for p in PHASES if any(p in (r["phases"] or {}) for r in summary["runs"])]
+    print(f"{'test':<16}{'runs':>5}" + "".join(f"{c:>10}" for c in cols) + f"{'run s':>9}")
+    for test, rs in by_test.items():
+        med = [statistics.median((r["phases"] or {}).get(c, 0.0) for r in rs) for c in cols]
+        print(f"{test:<16}{len(rs):>5}" + "".join(f"{m:>10.3f}" for m in med)
+              + f"{statistics.median(r['seconds'] for r in rs):>9.2f}")
+    failed = summary["runs_failed"]
+    print(f"campaign: {len(summary['runs'])} runs in {wall:.1f} s ({wall / max(1, len(summary['runs'])):.2f} s a run, "
+          f"start-up included), {len(failed)} failed; {load()}")
+    for f in failed:
+        print(f"  failed {f['run_id']}: {f['reason']}")
+
+
+def overhead(work: Path, a) -> None:
+    spec = work / "overhead.toml"
+    spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions))
+    print(f"== overhead: {a.profile}, {a.seconds:g}-s tests x {a.repetitions}, captures on ({load()})")
+    summary, wall = run(spec, work / "overhead")
+    print_phases(summary, wall)
+
+
+def grid(work: Path, a) -> None:
+    spec = work / "grid.toml"
+    # 001's cell for 60 s of virtual time: a CPU-bound run of about 0.2 s.
+    spec.write_text(simulated_grid(a.grid, 60))
+    print(f"== grid: {a.grid} simulated runs ({load()})")
+    walls = {}
+    for n in (1, 2):
+        summary, wall = run(spec, work / f"grid-{n}", "--workers", str(n))
+        busy = sum(r["seconds"] for r in summary["runs"])
+        walls[n] = wall
+        print(f"--workers {n}: {wall:.1f} s wall (cluster start-up included), {busy:.1f} s of runs in the workers, "
+              f"{len(summary['runs_failed'])} failed; {load()}")
+    print(f"2 workers over 1: {walls[1] / walls[2]:.2f}x")
+
+
+def parallel(work: Path, a) -> None:
+    print(f"== parallel: emulated runs, parallel = 2 against --workers 2 ({load()})")
+    spec = work / "parallel.toml"
+    spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions, parallel=2, simulate=False))
+    for label, extra in (("parallel = 2", ()), ("--workers 2", ("--workers", "2"))):
+        summary, wall = run(spec, work / label.replace(" ", "").replace("=", ""), *extra)
+        print(f"{label}: ", end="")
+        print_phases(summary, wall)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sections", default="overhead,grid")
+    ap.add_argument("--profile", default="umts")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--grid", type=int, default=200)
+    ap.add_argument("--keep", type=Path, help="Keep the stores in DIR.")
+    a = ap.parse_args()
+    sections = a.sections.split(",")
+    if unknown := set(sections) - set(SECTIONS):
+        ap.error(f"--sections: unknown {', '.join(sorted(unknown))} (choose from {', '.join(SECTIONS)})")
+    work = a.keep or Path(tempfile.mkdtemp(prefix="cellperf-bench-campaign-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for name in sections:
+            globals()[name](work, a)
+    finally:
+        if a.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
