@@ -117,3 +117,10 @@ def test_more_commands_fit_80_columns(tmp_path, big_store, monkeypatch, capsys):
     for name, lines in outputs.items():
         assert lines, name
         assert_fits(lines)
+
+
+def test_query_prints_floats_in_full(big_store, monkeypatch, capsys):
+    lines = _in_process(monkeypatch, capsys, "query", big_store,
+                        "SELECT 1808300.4::DOUBLE AS goodput_bps, 0.00001::DOUBLE AS loss_rate")
+    row = next(line for line in lines if "1808300 " in line)  # 6 significant digits
+    assert "0.00001" in row and "e6" not in "\n".join(lines)

@@ -11,6 +11,10 @@ than the store's own; --upgrade migrates an older store first. Ctrl-C stops a ru
 a damaged Parquet file is refused, naming the file; the rest of the store answers as usual
 (`cellperf check` lists the damage).
 
+On a terminal the answer is a table, floats to 6 significant digits; a result too wide for
+it shows the columns that fit and names the others (a few rows: one block per row); --csv
+and --json give every column and digit.
+
 Examples:
   cellperf query results/ --tables
   cellperf query results/ "SELECT network, scenario, median(throughput_bps) FROM intervals JOIN runs USING (run_id) GROUP BY ALL"
@@ -117,11 +121,15 @@ def format_frame(frame, width: int) -> str:
     blocks was 330 lines), so that a wide row never wraps into columns a few characters wide."""
     import polars as pl
 
-    shown = frame.head(MAX_ROWS)
+    import polars.selectors as cs
+
+    # Floats to 6 significant digits, written out (1808340, 0.00001) rather than as 1.80834e6:
+    # read at a glance; --csv and --json keep every digit.
+    shown = frame.head(MAX_ROWS).with_columns(cs.float().round_sig_figs(6))
     more = "" if frame.height <= MAX_ROWS else f"\n({frame.height - MAX_ROWS} more rows: use --csv or --json)"
 
     def table(columns: list[str]) -> str | None:
-        with pl.Config(tbl_rows=MAX_ROWS, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=10_000):
+        with pl.Config(tbl_rows=MAX_ROWS, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=10_000, fmt_float="full"):
             text = str(shown.select(columns))
         return text if max(map(len, text.splitlines())) <= width else None
 
