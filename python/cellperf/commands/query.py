@@ -2,10 +2,9 @@
 
 Tables of the store in STORE_DIR: campaign, runs, run_attempts, flows, intervals,
 tcp_retransmissions, ack_compression, voip_windows, handoffs, channel_stats, page_loads,
-positions, streams, terminal_sessions, gaps; per-packet views over the runs' Parquet files:
-packets, udp_packets, rtt, agent_log, server_log, page_objects, keystrokes, radio_samples,
-sim_cwnd, sim_rtt. Schema: docs/store.md. The SQL runs
-read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
+positions, streams, terminal_sessions, gaps, delay_spikes, handoff_bursts; per-packet views
+over the runs' Parquet files: packets, udp_packets, rtt, agent_log, server_log, page_objects,
+keystrokes, radio_samples, sim_cwnd, sim_rtt. Schema: docs/store.md. The SQL runs read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
 than the store's own; --upgrade migrates an older store first. Ctrl-C stops a running query
 (exit 130); --timeout stops it after that many seconds (exit 1). A query that reads a view over
 a damaged Parquet file is refused, naming the file; the rest of the store answers as usual
