@@ -17,7 +17,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`analyze --json` stays lean)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 def _clock(seconds: float) -> str:

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from pathlib import Path
 
 from cellperf.agent_logs import analyze_agent_log, is_agent_log
 from cellperf.analysis import analyze
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> None:
                         "directions and says how its delays were measured")
     from cellperf.progress import Progress
 
-    inputs = ", ".join(Path(p).name for p in (capture, args.mn, args.cn) if p is not None)
+    inputs = ", ".join(os.path.basename(p) for p in (capture, args.mn, args.cn) if p is not None)
     # One call into the Rust core (it releases the GIL): a bar without a total, the time so far.
     with Progress("analyze", enabled=not args.as_json) as progress:
         progress.update(0, detail=inputs)
