@@ -124,3 +124,11 @@ def test_query_prints_floats_in_full(big_store, monkeypatch, capsys):
                         "SELECT 1808300.4::DOUBLE AS goodput_bps, 0.00001::DOUBLE AS loss_rate")
     row = next(line for line in lines if "1808300 " in line)  # 6 significant digits
     assert "0.00001" in row and "e6" not in "\n".join(lines)
+
+
+def test_analyze_labels_each_one_way_delay_figure():
+    from cellperf.commands.analyze import _facts
+
+    flow = {"packets": 10, "duration_s": 1.0, "goodput_bps": 8e4,
+            "owd_ms": {"median": 13.6, "mean": 14.0, "std": 2.0, "kind": "excess"}}
+    assert "OWD median 13.6 ms, mean 14.0 ± 2.0 ms (excess)" in _facts(flow)

@@ -92,7 +92,7 @@ def _table(report: dict):
 
     t = Table(show_lines=False, header_style="bold")
     for col in ("id", "proto", "dir", "flow (sender → receiver)", "pkts", "time s", "goodput",
-                "RTT ms", "retransmissions", "ACK comp", "loss", "jitter ms", "OWD ms"):
+                "RTT ms", "retransmissions", "ACK comp", "loss", "jitter ms", "OWD median ms"):
         t.add_column(col, overflow="fold")
     for f in report["flows"]:
         ac, owd = f.get("ack_compression"), f.get("owd_ms")
@@ -123,7 +123,7 @@ def _facts(f: dict) -> list[str]:
         out.append(f"jitter {_fmt_ms(f['jitter_ms'])} ms")
     if f.get("owd_ms"):
         o = f["owd_ms"]
-        out.append(f"OWD {o['median']:.1f} ms, mean {o['mean']:.1f} ± {o['std']:.1f} ({o['kind']})")
+        out.append(f"OWD median {o['median']:.1f} ms, mean {o['mean']:.1f} ± {o['std']:.1f} ms ({o['kind']})")
     if (f.get("channel") or {}).get("utilisation") is not None:
         out.append(f"utilisation {f['channel']['utilisation']:.2f}")
     if f.get("capture_duplicates"):
