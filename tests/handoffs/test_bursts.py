@@ -26,12 +26,12 @@ def test_peak_rate_after_each_handoff():
     burst = [(1, 6.51 + k * 0.005, 1000) for k in range(15)]
     # Flow 2 ends before the second handoff (12 s, 14.5 s): only the first concerns it.
     other = [(2, k / 10 + 0.05, 500) for k in range(100)]
-    # Flow 1's other direction: a hello, no full interval (left out), arriving at 5.1 s.
+    # Flow 1's other direction: a hello, no data in a full interval (left out), at 5.1 s.
     hello = [(1, 5.1, 60)]
     arrivals = pl.concat([_arrivals(steady + burst), _arrivals(other, "uplink"), _arrivals(hello, "uplink")])
     flows = pl.DataFrame({"flow_id": [1, 2, 1], "direction": ["downlink", "uplink", "uplink"], "start_s": [T0] * 3,
                           "end_s": [T0 + 19.95, T0 + 9.95, T0 + 5.1], "throughput_bps": [80_000.0, 40_000.0, 9.4],
-                          "interval_max_bps": [88_000.0, 40_000.0, None]}, schema_overrides={"flow_id": pl.UInt32})
+                          "interval_max_bps": [88_000.0, 40_000.0, 0.0]}, schema_overrides={"flow_id": pl.UInt32})
     out = handoff_bursts(arrivals, flows, [T0 + 5.0, T0 + 12.0, T0 + 14.5])
     rows = {(r["flow_id"], round(r["handoff_s"] - T0, 3)): r for r in out.iter_rows(named=True)}
     assert sorted(rows) == [(1, 5.0), (1, 12.0), (1, 14.5), (2, 5.0)]

@@ -3,9 +3,9 @@ held during the gap arrive together, so the rate a receiver sees right after it 
 the link carries (004: peaks of about 1.2 Mb/s on a 384-kb/s bearer).
 
 For each handoff h and each data flow direction active at h that carried a sustained stream
-(at least one full interval: not a request or a probe's hello), its packets at its *receiver's*
-capture (the CN's for uplink, the MN's for downlink) arriving in [h, h + window) are binned in
-`bin_s` bins starting at h; the peak rate is the fullest bin's IP bytes × 8 / `bin_s`, beside
+(data in at least one full interval: not a request, a probe's hello or a download's ACKs),
+its packets at its *receiver's* capture (the CN's for uplink, the MN's for downlink) arriving
+in [h, h + window) are binned in `bin_s` bins starting at h; the peak rate is the fullest bin's IP bytes × 8 / `bin_s`, beside
 the flow's mean throughput (`flows.throughput_bps`) as a ratio.
 **Choice**: 200-ms bins (short enough to see a driver's burst, long enough to hold several
 packets of a 100-kb/s stream) over the 5 s after the handoff (the thesis' ±5-s window, §6); a
@@ -44,15 +44,15 @@ def handoff_bursts(arrivals: pl.DataFrame, flows: pl.DataFrame, handoff_s, *, wi
     [start_s, end_s]): the bytes that arrived in the window after the handoff, the peak rate
     over `bin_s` bins and when its bin began (s after the handoff), the flow's mean rate and
     the ratio (see the module). `arrivals` are `receiver_packets` rows; `flows` has flow_id,
-    direction, start_s, end_s, throughput_bps and interval_max_bps (null: no full interval,
-    left out)."""
+    direction, start_s, end_s, throughput_bps and interval_max_bps (null or 0: no data in a
+    full interval, left out)."""
     h = np.sort(np.asarray(handoff_s, dtype=np.float64))
     if h.size == 0 or flows.height == 0:
         return pl.DataFrame(schema=BURST_SCHEMA)
     ends = np.append(h[1:], np.inf)
     marks = pl.DataFrame({"handoff_s": h, "_until": np.minimum(h + window_s, ends)})
     key = ["flow_id", "direction"]
-    sustained = flows.filter(pl.col("interval_max_bps").is_not_null()).join(arrivals.select(key).unique(), on=key)
+    sustained = flows.filter(pl.col("interval_max_bps") > 0).join(arrivals.select(key).unique(), on=key)
     pairs = sustained.select(*key, "start_s", "end_s", flow_bps="throughput_bps").join(marks, how="cross").filter(
         (pl.col("handoff_s") >= pl.col("start_s")) & (pl.col("handoff_s") <= pl.col("end_s")))
     # Each arrival belongs to the last handoff before it, if within that handoff's window.
