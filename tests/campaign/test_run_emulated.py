@@ -112,6 +112,21 @@ def test_campaign_end_to_end(e2e_store):
         near = s.frame("""SELECT r.scenario, bool_or(i.near_handoff) AS any_near FROM intervals i JOIN runs r USING (run_id)
                           GROUP BY 1""")
         assert dict(near.iter_rows()) == {"mobile": True, "stationary": False}
+        # Issue 32: each data flow's interval throughput has its maximum beside mean and std (004
+        # Table V); the mobile runs' data flows have a burst row per handoff in their lifetime
+        # (004 §IV.B), the stationary ones none; delay spikes lie near the handoffs (000 ch. 5).
+        spread = s.frame("""SELECT count(*) AS n, count(*) FILTER (WHERE interval_max_bps < interval_mean_bps
+                                                        OR interval_std_bps < 0) AS bad
+                            FROM flows WHERE role = 'data' AND interval_max_bps IS NOT NULL""")
+        assert spread["n"][0] >= 12 and spread["bad"][0] == 0
+        bursts = s.frame("""SELECT r.scenario, count(b.handoff_s) AS n, max(b.peak_ratio) AS ratio
+                            FROM runs r LEFT JOIN handoff_bursts b USING (run_id) WHERE r.status = 'ok' GROUP BY 1""")
+        by = {row["scenario"]: row for row in bursts.iter_rows(named=True)}
+        assert by["stationary"]["n"] == 0 and by["mobile"]["n"] >= 6, by
+        assert by["mobile"]["ratio"] > 1.0, by
+        spikes = s.frame("""SELECT r.scenario, bool_and(d.near_handoff) AS near FROM delay_spikes d JOIN runs r USING (run_id)
+                            GROUP BY 1""")
+        assert dict(spikes.iter_rows()).get("mobile") in (None, True), spikes
         # VoIP: windows per direction, R in the range of an unimpaired G.711 call on WiBro.
         v = s.frame("""SELECT direction, count(*) AS n, median(r) AS r FROM voip_windows
                        WHERE run_id = 'WiBro.stationary.voip.1' GROUP BY 1 ORDER BY 1""")

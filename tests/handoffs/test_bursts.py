@@ -12,10 +12,10 @@ from cellperf.handoffs.bursts import handoff_bursts, receiver_packets
 T0 = 1_700_000_000.0
 
 
-def _arrivals(times_bytes):
-    return pl.DataFrame({"flow_id": [f for f, _, _ in times_bytes], "t": [T0 + t for _, t, _ in times_bytes],
-                         "ip_len": [b for _, _, b in times_bytes]}, schema={"flow_id": pl.UInt32, "t": pl.Float64,
-                                                                             "ip_len": pl.UInt64})
+def _arrivals(times_bytes, direction="downlink"):
+    return pl.DataFrame({"flow_id": [f for f, _, _ in times_bytes], "direction": direction,
+                         "t": [T0 + t for _, t, _ in times_bytes], "ip_len": [b for _, _, b in times_bytes]},
+                        schema={"flow_id": pl.UInt32, "direction": pl.String, "t": pl.Float64, "ip_len": pl.UInt64})
 
 
 def test_peak_rate_after_each_handoff():
@@ -26,10 +26,12 @@ def test_peak_rate_after_each_handoff():
     burst = [(1, 6.51 + k * 0.005, 1000) for k in range(15)]
     # Flow 2 ends before the second handoff (12 s, 14.5 s): only the first concerns it.
     other = [(2, k / 10 + 0.05, 500) for k in range(100)]
-    arrivals = _arrivals(steady + burst + other)
-    flows = pl.DataFrame({"flow_id": [1, 2], "direction": ["downlink", "uplink"], "start_s": [T0, T0],
-                          "end_s": [T0 + 19.95, T0 + 9.95], "throughput_bps": [80_000.0, 40_000.0]},
-                         schema_overrides={"flow_id": pl.UInt32})
+    # Flow 1's other direction: a hello, no data in a full interval (left out), at 5.1 s.
+    hello = [(1, 5.1, 60)]
+    arrivals = pl.concat([_arrivals(steady + burst), _arrivals(other, "uplink"), _arrivals(hello, "uplink")])
+    flows = pl.DataFrame({"flow_id": [1, 2, 1], "direction": ["downlink", "uplink", "uplink"], "start_s": [T0] * 3,
+                          "end_s": [T0 + 19.95, T0 + 9.95, T0 + 5.1], "throughput_bps": [80_000.0, 40_000.0, 9.4],
+                          "interval_max_bps": [88_000.0, 40_000.0, 0.0]}, schema_overrides={"flow_id": pl.UInt32})
     out = handoff_bursts(arrivals, flows, [T0 + 5.0, T0 + 12.0, T0 + 14.5])
     rows = {(r["flow_id"], round(r["handoff_s"] - T0, 3)): r for r in out.iter_rows(named=True)}
     assert sorted(rows) == [(1, 5.0), (1, 12.0), (1, 14.5), (2, 5.0)]
@@ -48,13 +50,15 @@ def test_peak_rate_after_each_handoff():
     assert rows[(2, 5.0)]["direction"] == "uplink"
     # No handoffs, no rows; a flow never seen at its receiver gets none either.
     assert handoff_bursts(arrivals, flows, []).height == 0
-    assert handoff_bursts(arrivals.filter(pl.col("flow_id") == 1), flows, [T0 + 5.0])["flow_id"].to_list() == [1]
+    only_1 = handoff_bursts(arrivals.filter(pl.col("flow_id") == 1), flows, [T0 + 5.0])
+    assert only_1.select("flow_id", "direction").rows() == [(1, "downlink")]
 
 
 def test_a_flow_silent_after_the_handoff_peaks_at_zero():
     arrivals = _arrivals([(1, 0.0, 1000), (1, 9.0, 1000)])
     flows = pl.DataFrame({"flow_id": [1], "direction": ["downlink"], "start_s": [T0], "end_s": [T0 + 9.0],
-                          "throughput_bps": [1_000.0]}, schema_overrides={"flow_id": pl.UInt32})
+                          "throughput_bps": [1_000.0], "interval_max_bps": [8_000.0]},
+                         schema_overrides={"flow_id": pl.UInt32})
     (row,) = handoff_bursts(arrivals, flows, [T0 + 2.0]).iter_rows(named=True)
     assert (row["window_bytes"], row["peak_bps"], row["peak_after_s"]) == (0, 0.0, None)
 
@@ -66,5 +70,5 @@ def test_receiver_packets_keep_each_direction_at_its_receiving_end():
                            schema_overrides={"capture": pl.UInt8, "flow_id": pl.UInt32, "ip_len": pl.UInt32})
     got = receiver_packets(packets, [{"side": "mn"}, {"side": "cn"}])
     # Uplink arrives at the CN's capture (index 1), downlink at the MN's (index 0).
-    assert got.select("flow_id", "ip_len").rows() == [(1, 100), (2, 200)]
+    assert got.select("flow_id", "direction", "ip_len").rows() == [(1, "uplink", 100), (2, "downlink", 200)]
     assert got["t"].to_list() == [T0 + 1, T0 + 2]
