@@ -183,9 +183,11 @@ def test_the_campaign_keeps_its_own_name_with_several_tests_and_a_sweep(tmp_path
     assert doc["runs"] == ["EV-DO.stationary.udp-cbr-down.1", "EV-DO.stationary.grid-mss536.1",
                            "EV-DO.stationary.grid-mss1460.1", "EV-DO.stationary.voip.1"]
     text = cellperf("run", path, "--check").stdout
-    assert text.startswith(f"{path}: campaign my-drive valid; 4 runs"), text
+    # (the first line is wrapped to the terminal's width)
+    assert " ".join(text.split()).startswith(f"{path}: campaign my-drive valid; 4 runs"), text
     # Then the runs, one line each: network, scenario, test, repetition, test seconds.
     lines = text.splitlines()
-    assert lines[1].split() == ["network", "scenario", "test", "run", "test", "s"]
-    assert [line.split()[:4] for line in lines[2:]] == [["EV-DO", "stationary", t, "1"] for t in (
+    head = next(k for k, line in enumerate(lines) if line.startswith("network"))
+    assert lines[head].split() == ["network", "scenario", "test", "run", "test", "s"]
+    assert [line.split()[:4] for line in lines[head + 1:]] == [["EV-DO", "stationary", t, "1"] for t in (
         "udp-cbr-down", "grid-mss536", "grid-mss1460", "voip")]

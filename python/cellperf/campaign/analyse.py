@@ -499,7 +499,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
             tables[name] = pl.concat([tables[name], part], how="diagonal_relaxed") if name in tables else part
         mine = pl.col("flow_id").is_in([f["flow_id"] for f in report["flows"]])
         per_packet["packets"].append(packets.filter(mine) if user is not None else packets)
-        arrivals.append(receiver_packets(packets.filter(keep), report["captures"]))
+        arrivals.append(receiver_packets(packets, report["captures"]).filter(keep))
         per_packet["rtt"].append(_with_direction(table("rtt")).filter(mine if user is not None else pl.lit(True)))
         per_packet["udp_packets"].append(_with_direction(table("udp_packets")).filter(mine if user is not None else pl.lit(True)))
     # Per-packet tables: Parquet beside the database, with the run id in every row.
