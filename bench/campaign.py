@@ -119,7 +119,7 @@ def parallel(work: Path, a) -> None:
     spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions, parallel=2, simulate=False))
     for label, extra in (("parallel = 2", ()), ("--workers 2", ("--workers", "2"))):
         summary, wall = run(spec, work / label.replace(" ", "").replace("=", ""), *extra)
-        print(f"{label}: ", end="")
+        print(f"-- {label}")
         print_phases(summary, wall)
 
 

@@ -35,8 +35,8 @@ repetitions = {runs}
 """
 
 
-#: 6 runs of about a second each (a 400-s cell of 3 users in virtual time).
-CAMPAIGN = simulated_grid(6, 400)
+#: 6 runs of about half a second each (a 250-s cell of 3 users in virtual time).
+CAMPAIGN = simulated_grid(6, 250)
 
 EMULATED = """\
 [campaign]
@@ -115,4 +115,4 @@ def test_bad_worker_counts_are_usage_errors(tmp_path, argv):
     spec = tmp_path / "grid.toml"
     spec.write_text(CAMPAIGN)
     p = cellperf("run", spec, "--out", tmp_path / "out", *argv, check=False)
-    assert p.returncode == 2 and "--workers" in p.stderr
+    assert p.returncode == 2 and "argument --workers: expected a whole number of workers" in p.stderr

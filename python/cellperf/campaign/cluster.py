@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -56,7 +57,9 @@ def _testbed(campaign: Campaign):
     with _LOCK:
         testbed = _TESTBEDS.get(campaign.sha256)
         if testbed is None:
-            testbed = testbed_for(campaign, Path(tempfile.mkdtemp(prefix="cellperf-worker-"))).__enter__()
+            work = tempfile.mkdtemp(prefix="cellperf-worker-")
+            atexit.register(shutil.rmtree, work, True)  # (atexit runs last first: after the testbed's close)
+            testbed = testbed_for(campaign, Path(work)).__enter__()
             atexit.register(testbed.__exit__, None, None, None)
             _TESTBEDS[campaign.sha256] = testbed
         return testbed
