@@ -110,6 +110,48 @@ impl Bundle {
         }
     }
 
+    /// What the bundle holds, for `cellperf record --check` and `cellperf replay check`.
+    pub fn summary(&self) -> serde_json::Value {
+        let mut directions = serde_json::Map::new();
+        for (name, trace) in [("downlink", &self.downlink), ("uplink", &self.uplink)] {
+            if let Some(t) = trace {
+                directions.insert(name.into(), t.summary());
+            }
+        }
+        serde_json::json!({
+            "path": self.path.display().to_string(),
+            "kind": match self.kind { BundleKind::Cellperf => FORMAT, BundleKind::CellReplay => "cellreplay" },
+            "duration_s": self.duration_ms / 1000.0,
+            "complete": self.complete,
+            "directions": directions,
+        })
+    }
+
+    /// Writes one direction's heavy opportunities to `target` as a mahimahi trace (one
+    /// millisecond per line, what `mm-link` reads), whole or not at all.
+    pub fn write_heavy(&self, direction: &str, target: &str) -> Result<(), LinkError> {
+        use std::io::Write;
+        let trace = self.direction(direction).ok_or_else(|| {
+            LinkError::file(
+                &self.path.display().to_string(),
+                format!("the recording has no {direction}"),
+            )
+        })?;
+        let partial = format!("{target}.partial");
+        let write = || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+            for ms in &trace.heavy_ms {
+                writeln!(out, "{ms}")?;
+            }
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&partial, target)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            LinkError::file(target, format!("cannot write ({e})"))
+        })
+    }
+
     pub fn direction(&self, name: &str) -> Option<&DirectionTrace> {
         match name {
             "downlink" => self.downlink.as_ref(),
@@ -229,6 +271,28 @@ impl Bundle {
 }
 
 impl DirectionTrace {
+    fn summary(&self) -> serde_json::Value {
+        let bases = self.light.iter().map(|t| t.base_delay_ms);
+        let heavy_s = self.heavy_ms.last().copied().unwrap_or(0) as f64 / 1000.0;
+        serde_json::json!({
+            "trains": self.light.len(),
+            "light_opportunities": self.light.iter().map(|t| t.pdo_ms.len()).sum::<usize>(),
+            "heavy_opportunities": self.heavy_ms.len(),
+            "heavy_mbps": if heavy_s > 0.0 { self.heavy_ms.len() as f64 * 1500.0 * 8.0 / heavy_s / 1e6 } else { 0.0 },
+            "base_delay_ms": {
+                "min": bases.clone().fold(f64::INFINITY, f64::min),
+                "mean": bases.clone().sum::<f64>() / self.light.len().max(1) as f64,
+                "max": bases.fold(f64::NEG_INFINITY, f64::max),
+            },
+            "offset_sizes": self.offset.len(),
+            "loss_windows": self.loss.len(),
+            "sent": self.loss.iter().map(|w| w.sent).sum::<u64>(),
+            "lost": self.loss.iter().map(|w| w.lost).sum::<u64>(),
+            "outages": self.outages.len(),
+            "outage_s": self.outages.iter().map(|(s, e)| e - s).sum::<f64>() / 1000.0,
+        })
+    }
+
     /// The last time any series of this direction mentions.
     fn period_hint_ms(&self) -> f64 {
         let light = self
@@ -606,6 +670,11 @@ pub(crate) mod tests {
         assert_eq!(d.loss_probability(1500.0), 0.0);
         assert_eq!(d.outage_end_ms(3500.0), Some(4000.0));
         assert_eq!(d.outage_end_ms(4000.0), None);
+        let summary = b.summary();
+        assert_eq!(summary["directions"]["downlink"]["light_opportunities"], 5);
+        assert_eq!(summary["directions"]["downlink"]["lost"], 1);
+        assert_eq!(summary["directions"]["downlink"]["outage_s"], 1.0);
+        assert_eq!(summary["kind"], "cellperf-recording");
     }
 
     #[test]

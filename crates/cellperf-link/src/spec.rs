@@ -651,6 +651,11 @@ pub fn cell_user(
     plan: &OutagePlan,
     seed: u64,
 ) -> Result<CellUser, LinkError> {
+    if let RateSpec::Replay { .. } = spec.rate {
+        return Err(LinkError::spec(
+            "a replay is one user's whole link and cannot share a scheduled cell",
+        ));
+    }
     Ok(CellUser::new(
         meter(source, plan),
         Queue::new(queue_spec(&spec.queue)?),
