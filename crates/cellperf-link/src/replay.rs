@@ -104,7 +104,6 @@ pub struct Replay {
     /// The opportunity being consumed: time, bytes left, source.
     current: Option<(Nanos, f64, Source)>,
     last_departure: Nanos,
-    last_due: Nanos,
     held: DueQueue,
 }
 
@@ -148,7 +147,6 @@ impl Replay {
             train: None,
             current: None,
             last_departure: 0,
-            last_due: 0,
             held: DueQueue::default(),
         })
     }
@@ -306,11 +304,8 @@ impl Element for Replay {
         match self.due_time(packet.time, packet.len()) {
             None => self.drops.add(packet.len()),
             Some(due) => {
-                // A radio link delivers in order (RLC): a packet never overtakes the one ahead.
-                let due = due.max(self.last_due);
-                self.last_due = due;
                 packet.time = due;
-                self.held.push(packet);
+                self.held.push_in_order(packet);
             }
         }
     }

@@ -374,6 +374,21 @@ impl Series {
         LinkError::file(&self.name, format!("line {line}: {problem}"))
     }
 
+    /// Refuses a time earlier than the line before's.
+    fn in_order<T: PartialOrd + std::fmt::Debug>(
+        &self,
+        line: usize,
+        t: T,
+        previous: Option<T>,
+    ) -> Result<(), LinkError> {
+        match previous {
+            Some(p) if t < p => {
+                Err(self.error(line, format!("times go backwards ({t:?} after {p:?})")))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn empty(&self, what: &str) -> LinkError {
         LinkError::file(&self.name, format!("the {what} series is empty"))
     }
@@ -461,14 +476,7 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
             ));
         }
         let at_ms = s.non_negative(*line, &f[0], "time")?;
-        if let Some(prev) = out.last() {
-            if at_ms < prev.at_ms {
-                return Err(s.error(
-                    *line,
-                    format!("times go backwards ({at_ms:.1} after {:.1})", prev.at_ms),
-                ));
-            }
-        }
+        s.in_order(*line, at_ms, out.last().map(|t| t.at_ms))?;
         let base_delay_ms = s.non_negative(*line, &f[1], "base delay")?;
         let mut pdo_ms = Vec::with_capacity(f.len() - 2);
         for field in &f[2..] {
@@ -503,11 +511,7 @@ fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
             return Err(s.error(*line, format!("negative time ({})", f[0])));
         }
         let ms = s.count(*line, &f[0], "time (ms)")?;
-        if let Some(&prev) = out.last() {
-            if ms < prev {
-                return Err(s.error(*line, format!("times go backwards ({ms} after {prev})")));
-            }
-        }
+        s.in_order(*line, ms, out.last().copied())?;
         out.push(ms);
     }
     match out.last() {
@@ -544,17 +548,7 @@ fn parse_loss(s: &Series) -> Result<Vec<LossWindow>, LinkError> {
     for (line, f) in &s.lines {
         s.fields(*line, f, 3, "start_ms sent lost")?;
         let start_ms = s.non_negative(*line, &f[0], "window start")?;
-        if let Some(prev) = out.last() {
-            if start_ms < prev.start_ms {
-                return Err(s.error(
-                    *line,
-                    format!(
-                        "times go backwards ({start_ms:.1} after {:.1})",
-                        prev.start_ms
-                    ),
-                ));
-            }
-        }
+        s.in_order(*line, start_ms, out.last().map(|w| w.start_ms))?;
         let sent = s.count(*line, &f[1], "sent")?;
         let lost = s.count(*line, &f[2], "lost")?;
         if lost > sent {
