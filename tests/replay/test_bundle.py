@@ -128,3 +128,17 @@ def test_a_campaign_network_replays_a_bundle_relative_to_its_file(tmp_path):
     p = cellperf("run", tmp_path / "c.toml", "--check", check=False)
     assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
     assert "uplink.heavy: line 2: times go backwards (2 after 3)" in p.stderr
+
+
+def test_the_simulator_runs_on_a_replayed_link(tmp_path):
+    # No wired hops: the round trip is the bundle's 30 + 20 ms base delays (a segment and its
+    # ACK each take the first opportunity of a light train when the link is idle); the
+    # recording (10 s) loops under a 20-s run; the saturator offers 12 Mb/s.
+    b = write_bundle(tmp_path / "b")
+    out = json.loads(cellperf("simulate", "--users", "1", "--scheduler", "none", "--wired-hops", "0",
+                              "--channel", f"replay:{b}", "--uplink", f"replay:{b}", "--duration", "20", "--json").stdout)
+    (flow,) = out["runs"][0]["flows"]
+    assert 50e-3 <= flow["rtt_min_s"] < 50.1e-3, flow
+    assert 0 < flow["goodput_bps"] <= 12e6, flow
+    p = cellperf("simulate", "--users", "2", "--channel", f"replay:{b}", "--duration", "5", check=False)
+    assert p.returncode == 1 and "a replay is one user's whole link and cannot share a scheduled cell" in p.stderr, p.stderr

@@ -273,7 +273,7 @@ impl Replay {
         if !self.admits(t, bytes) {
             return None;
         }
-        let delay = match self.mode {
+        let due = match self.mode {
             ReplayMode::Heavy => {
                 let (departure, _) = self.serve(start.max(self.last_departure), bytes as f64);
                 self.last_departure = departure;
@@ -295,7 +295,7 @@ impl Replay {
         };
         self.queued.push_back((self.last_departure, bytes));
         self.queued_bytes += bytes;
-        Some(delay)
+        Some(due)
     }
 }
 
