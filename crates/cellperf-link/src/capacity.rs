@@ -90,6 +90,18 @@ impl MahimahiTrace {
         })
     }
 
+    /// A trace from its opportunities (ms, non-decreasing, the last > 0), e.g. a replay
+    /// bundle's heavy series.
+    pub fn from_millis(times_ms: Vec<u64>) -> Self {
+        let period_ms = times_ms.last().copied().unwrap_or(1).max(1);
+        MahimahiTrace {
+            times_ms: times_ms.into(),
+            period_ms,
+            index: 0,
+            loops: 0,
+        }
+    }
+
     /// Mean capacity over one period of the trace.
     pub fn mean_bits_per_sec(&self) -> f64 {
         self.times_ms.len() as f64 * MAHIMAHI_OPPORTUNITY_BYTES * 8.0

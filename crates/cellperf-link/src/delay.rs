@@ -62,7 +62,6 @@ pub struct Delay {
     jitter: Nanos,
     rng: SeededRng,
     wander: Option<WanderState>,
-    last_due: Nanos,
     held: DueQueue,
 }
 
@@ -73,7 +72,6 @@ impl Delay {
             jitter,
             rng: SeededRng::new(seed),
             wander: None,
-            last_due: 0,
             held: DueQueue::default(),
         }
     }
@@ -96,11 +94,9 @@ impl Element for Delay {
         if self.jitter > 0 {
             delay = (delay + self.jitter as f64 * standard_normal(&mut self.rng)).max(0.0);
         }
-        // A radio link delivers in order (RLC), so jitter may bunch packets but not reorder them.
-        let due = (packet.time + delay.round() as Nanos).max(self.last_due);
-        self.last_due = due;
-        packet.time = due;
-        self.held.push(packet);
+        // Jitter may bunch packets but not reorder them.
+        packet.time += delay.round() as Nanos;
+        self.held.push_in_order(packet);
     }
 
     fn release(&mut self, now: Nanos, out: &mut Vec<Packet>) {

@@ -113,6 +113,16 @@ impl DueQueue {
         self.0.push_back(packet);
     }
 
+    /// Queues `packet` to leave at `packet.time`, or with the packet ahead if that leaves
+    /// later: a radio link delivers in order (RLC), so a shorter delay bunches packets but
+    /// never reorders them. (A packet already released left no later than this one's arrival.)
+    pub fn push_in_order(&mut self, mut packet: Packet) {
+        if let Some(back) = self.0.back() {
+            packet.time = packet.time.max(back.time);
+        }
+        self.0.push_back(packet);
+    }
+
     /// Moves the packets due by `now` to `out`, in order.
     pub fn release_into(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         while self.0.front().is_some_and(|p| p.time <= now) {

@@ -22,6 +22,8 @@ pub mod loss;
 pub mod outage;
 pub mod queue;
 pub mod random;
+pub mod replay;
+pub mod replay_bundle;
 pub mod server;
 pub mod spec;
 
@@ -32,4 +34,6 @@ pub use error::LinkError;
 pub use loss::{Loss, LossSpec};
 pub use outage::{Handoff, HandoffSchedule, OutageClipped, OutageMode, OutagePlan};
 pub use queue::{Queue, QueueSpec};
+pub use replay::{Replay, ReplayMode};
+pub use replay_bundle::Bundle;
 pub use server::RateServer;

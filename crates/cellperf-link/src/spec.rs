@@ -114,6 +114,16 @@ pub enum RateSpec {
         #[serde(default)]
         model: Option<serde_json::Value>,
     },
+    /// One direction of a recorded link (a bundle folder, `replay.rs`): it replaces the
+    /// bottleneck, loss, outages and delay; the queue applies to its heavy stretches.
+    Replay {
+        bundle: String,
+        direction: String,
+        #[serde(default = "full_replay")]
+        mode: String,
+        #[serde(default)]
+        outage_mode: ModeJson,
+    },
     /// Seed 001's two-state channel: Good/Bad rates, transition rates per second.
     GilbertElliott {
         good_bps: f64,
@@ -122,6 +132,10 @@ pub enum RateSpec {
         bad_to_good_per_s: f64,
         slot_s: f64,
     },
+}
+
+fn full_replay() -> String {
+    "full".into()
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -232,6 +246,9 @@ impl RateSource {
         Ok(match spec {
             RateSpec::Constant { bps } => RateSource::Slots(SlotRates::constant(*bps)?),
             RateSpec::Mahimahi { path } => RateSource::Mahimahi(MahimahiTrace::from_file(path)?),
+            RateSpec::Replay {
+                bundle, direction, ..
+            } => RateSource::Mahimahi(crate::replay::heavy_trace(bundle, direction)?),
             RateSpec::Slots {
                 path,
                 rates_bps,
@@ -634,6 +651,11 @@ pub fn cell_user(
     plan: &OutagePlan,
     seed: u64,
 ) -> Result<CellUser, LinkError> {
+    if let RateSpec::Replay { .. } = spec.rate {
+        return Err(LinkError::spec(
+            "a replay is one user's whole link and cannot share a scheduled cell",
+        ));
+    }
     Ok(CellUser::new(
         meter(source, plan),
         Queue::new(queue_spec(&spec.queue)?),
@@ -664,6 +686,16 @@ pub fn link_elements(
     seed: u64,
     record_events: bool,
 ) -> Result<(Vec<Box<dyn Element>>, RateSource), LinkError> {
+    if let RateSpec::Replay { .. } = spec.rate {
+        if !outages.is_empty() || record_events {
+            return Err(LinkError::spec("a replay has its recorded outages and no event log: scheduled or random outages, handoffs and mahimahi logs do not apply"));
+        }
+        let (replay, heavy) =
+            crate::replay::replay_link(&spec.rate, queue_spec(&spec.queue)?, seed)?;
+        let mut elements: Vec<Box<dyn Element>> = vec![Box::new(replay)];
+        elements.extend(after_bottleneck(spec, seed)?);
+        return Ok((elements, RateSource::Mahimahi(heavy)));
+    }
     let source = RateSource::load(&spec.rate, seed)?;
     let queue = Queue::new(queue_spec(&spec.queue)?);
     let mut server = if outages.is_empty() {

@@ -22,7 +22,9 @@ struct LinkEmulator {
 impl LinkEmulator {
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
-        let inner = py.detach(|| Emulator::new(spec_json)).map_err(input_error)?;
+        let inner = py
+            .detach(|| Emulator::new(spec_json))
+            .map_err(input_error)?;
         Ok(LinkEmulator { inner })
     }
 
@@ -41,11 +43,31 @@ impl LinkEmulator {
 /// creating anything; returns its mean capacity in bit/s when the rate source has one.
 #[pyfunction]
 fn check_link_spec(py: Python<'_>, spec_json: &str) -> PyResult<Option<f64>> {
-    py.detach(|| cellperf_link::spec::check_link(spec_json)).map_err(input_error)
+    py.detach(|| cellperf_link::spec::check_link(spec_json))
+        .map_err(input_error)
+}
+
+/// Reads and checks a recording bundle (or a CellReplay trace folder); returns its summary
+/// as JSON text (directions, duration, trains, opportunities, loss, outages).
+#[pyfunction]
+fn check_replay_bundle(py: Python<'_>, path: &str) -> PyResult<String> {
+    let bundle = py
+        .detach(|| cellperf_link::Bundle::load(path))
+        .map_err(input_error)?;
+    Ok(bundle.summary().to_string())
+}
+
+/// Writes one direction's heavy (saturator) opportunities to `target` in mahimahi's format.
+#[pyfunction]
+fn export_replay_heavy(py: Python<'_>, path: &str, direction: &str, target: &str) -> PyResult<()> {
+    py.detach(|| cellperf_link::Bundle::load(path)?.write_heavy(direction, target))
+        .map_err(input_error)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LinkEmulator>()?;
     m.add_function(wrap_pyfunction!(check_link_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(check_replay_bundle, m)?)?;
+    m.add_function(wrap_pyfunction!(export_replay_heavy, m)?)?;
     Ok(())
 }

@@ -712,7 +712,8 @@ def _tests(c: _Checker, tests_doc: list, kind: str, path: Path, n_runs_each: int
 #: `cellperf emulate` options a network's `[networks.link]` may give (key = option without
 #: the dashes, `_` for `-`); users and the scheduler come from a group's `cell`.
 LINK_KEYS = ("downlink", "uplink", "delay", "jitter", "delay_wander", "loss", "queue", "downlink_arq", "uplink_arq",
-             "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology", "mtu", "pmtu_discovery")
+             "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology", "mtu", "pmtu_discovery",
+             "replay", "replay_mode")
 
 
 class _ArgError(Exception):
@@ -740,6 +741,8 @@ def _link(c: _Checker, where: tuple, doc, profile: str | None, path: Path) -> tu
                 c.fail(where + (key,), "must be a string or a number, as given to `cellperf emulate`")
             v = str(v)
             if key in ("downlink", "uplink") and (path.parent / v).is_file():
+                v = str((path.parent / v).resolve())
+            if key == "replay" and (path.parent / v).is_dir():
                 v = str((path.parent / v).resolve())
             pairs.append((key, v))
 

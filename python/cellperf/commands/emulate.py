@@ -14,6 +14,8 @@ Examples:
   sudo cellperf emulate --downlink 10mbit --uplink 2mbit --queue packets=100 --loss 1%
   sudo cellperf emulate --downlink Verizon-LTE-short.down --uplink 5mbit --downlink-log down.log \\
        -- iperf3 -c '$CELLPERF_CN' -R -t 10;  mm-throughput-graph 500 down.log > down.svg
+  sudo cellperf emulate --replay home-lte/ --pcap-dir run1 -- ping -c 20 '$CELLPERF_CN'
+  sudo cellperf emulate --replay home-lte/ --replay-mode heavy -- iperf3 -c '$CELLPERF_CN' -R
   sudo cellperf emulate --users 2 --scheduler pf --downlink ge:good=1mbit,bad=100kbit,switch=1 \\
        --uplink 1mbit -- sh -c 'iperf3 -c $CELLPERF_CN -p $((5201+CELLPERF_USER)) -R -t 20'
 """
@@ -37,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Once per user for a shared cell with different channels. Downlink rate: 10mbit, a mahimahi "
                         "trace file, slots:FILE,slot=1.667ms[,states=drc], markov:MODEL.json, ge:good=1mbit,bad=100kbit,switch=1.")
     parser.add_argument("--uplink", metavar="SPEC", help="Uplink rate (same forms as --downlink).")
+    parser.add_argument("--replay", metavar="BUNDLE", type=folder_path(),
+                        help="Replay a recorded link in both directions: a `cellperf record` bundle or a CellReplay trace folder "
+                        "(docs/emulator.md). Replaces --profile, --downlink, --uplink, --delay, --jitter, --delay-wander, --loss, "
+                        "ARQ, frames and outages; the replay loops if it outlasts the recording.")
+    parser.add_argument("--replay-mode", choices=["full", "heavy"],
+                        help="full (default): the recorded base delay series, light delivery opportunities for light demand and "
+                        "the saturator's for heavy demand, the size offset, losses and outages. heavy: the mahimahi way, the "
+                        "saturator's opportunities with the smallest recorded base delay.")
     parser.add_argument("--delay", metavar="MS", help="One-way delay added in each direction (ms unless a unit is given).")
     parser.add_argument("--jitter", metavar="MS", help="Standard deviation of normal jitter on the delay; packets are never reordered.")
     parser.add_argument("--delay-wander", metavar="SPEC", help="Slow variation of the base delay, both directions: "
@@ -53,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--outage", dest="outages", metavar="START:DUR", action="append", default=[],
                         help="Scheduled connectivity gap, e.g. 10s:2s (repeatable).")
     parser.add_argument("--random-outages", metavar="every=T,duration=T", help="Random gaps (exponential interval and duration).")
-    parser.add_argument("--outage-mode", choices=["buffer", "drop"], help="In a gap, queue packets (buffer) or lose arrivals (drop).")
+    parser.add_argument("--outage-mode", choices=["buffer", "drop"], help="In a gap (scheduled, random or a replay's recorded one), queue packets (buffer) or lose arrivals (drop).")
     parser.add_argument("--handoffs", dest="handoffs_file", metavar="FILE", help="Handoff schedule CSV: time_s,bs_id,sector_id[,outage_ms].")
     parser.add_argument("--users", metavar="N", type=number_arg(lo=1, hi=63, integer=True), default=1, help="Users, each in its own namespace; with --scheduler they share one cell.")
     parser.add_argument("--scheduler", choices=["pf", "rr"], help="Shared-cell downlink scheduler: proportional fair or round robin.")
@@ -74,6 +84,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the run's statistics as one JSON document on stdout.")
     parser.add_argument("command", metavar="COMMAND", nargs="*",
                         help="The command to run behind the link, after '--' (default: $SHELL, interactive).")
+    parser.set_defaults(usage_error=parser.error)
+
+
+#: Options that describe the link a replay brings itself (dest, option).
+REPLAY_REPLACES = (("profile_name", "--profile"), ("downlink", "--downlink"), ("uplink", "--uplink"), ("delay", "--delay"),
+                   ("jitter", "--jitter"), ("delay_wander", "--delay-wander"), ("loss", "--loss"),
+                   ("downlink_arq", "--downlink-arq"), ("uplink_arq", "--uplink-arq"), ("uplink_frames", "--uplink-frames"),
+                   ("outages", "--outage"), ("random_outages", "--random-outages"), ("handoffs_file", "--handoffs"),
+                   ("scheduler", "--scheduler"), ("uplink_log", "--uplink-log"), ("downlink_log", "--downlink-log"))
+
+
+def replay_conflict(args: argparse.Namespace) -> str | None:
+    """Why the options cannot go with --replay (or --replay-mode without it), else None."""
+    if not args.replay:
+        return "--replay-mode: needs --replay BUNDLE" if args.replay_mode else None
+    given = [option for dest, option in REPLAY_REPLACES if getattr(args, dest) not in (None, [], "")]
+    if given:
+        return f"--replay: the recording is the link; it cannot be combined with {', '.join(given)}"
+    return None
+
+
 
 
 def build_config(args: argparse.Namespace):
@@ -92,11 +123,19 @@ def build_config(args: argparse.Namespace):
         parse_random_outages,
         parse_wander,
         read_handoffs,
+        replay_link,
     )
     from cellperf.emulate.units import parse_duration
 
+    conflict = replay_conflict(args)
+    if conflict:
+        raise UserError(conflict)
     rates = [parse_link(d, "--downlink") for d in args.downlink]
-    if args.profile_name:
+    if args.replay:
+        down, up = (DirectionConfig(rate=replay_link(args.replay, d, args.replay_mode or "full", args.outage_mode or "buffer"))
+                    for d in ("downlink", "uplink"))
+        cfg = EmulationConfig(downlink=down, uplink=up)
+    elif args.profile_name:
         cfg = profile(args.profile_name)
     elif not rates or not args.uplink:
         raise UserError("give --profile NAME, or both --downlink and --uplink")
@@ -161,6 +200,9 @@ def build_config(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> None:
     from cellperf.emulate.runner import run_emulation
 
+    conflict = replay_conflict(args)
+    if conflict:
+        args.usage_error(conflict)
     cfg = build_config(args)
     interactive = not args.command
     argv = args.command or [os.environ.get("SHELL", "/bin/sh")]

@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "its reported rate) [default: backlog].")
     cell.add_argument("--channel", metavar="SPEC", action="append",
                       help="Downlink channel, once or once per user; the forms of 'cellperf emulate --downlink' "
-                      "(ge:good=..,bad=..,switch=PER_S, a mahimahi trace, slots:FILE, markov:MODEL.json, a rate) "
+                      "(ge:good=..,bad=..,switch=PER_S, a mahimahi trace, slots:FILE, markov:MODEL.json, a rate, "
+                      "replay:BUNDLE with --scheduler none) "
                       "[default: ge:good=1mbit,bad=100kbit,switch=1].")
     cell.add_argument("--uplink", metavar="SPEC", help="Each user's uplink (same forms) [default: 100mbit].")
     cell.add_argument("--queue", metavar="SPEC", help="Base-station queue per user: packets=N, bytes=N, codel, unbounded [default: packets=10].")

@@ -128,16 +128,26 @@ class EmulationConfig:
             raise UserError(f"{option}: a mahimahi event log describes one link; it needs --users 1")
         downlinks = [self._downlink(i) for i in range(self.users if self.user_downlink_rates else 1)]
         for name, d in [("--downlink", d) for d in downlinks] + [("--uplink", self.uplink)]:
+            if d.rate.get("kind") == "replay":
+                name = "--replay"
             try:
                 _native.check_link_spec(json.dumps(d.to_json()))
             except _native.InputError as e:
                 raise UserError(f"{name}: {e}") from None
 
 
+def replay_link(bundle: str, direction: str, mode: str = "full", outage_mode: str = "buffer") -> dict:
+    """One direction of a recorded link (crates/cellperf-link/src/replay.rs): it brings its
+    own delay, loss and outages."""
+    return {"kind": "replay", "bundle": os.path.abspath(bundle), "direction": direction, "mode": mode,
+            "outage_mode": outage_mode}
+
+
 def parse_link(text: str, what: str) -> dict:
     """A rate source: `10mbit`, `constant:10mbit`, a mahimahi trace path (or `mahimahi:PATH`),
     `slots:PATH,slot=1.667ms[,states=drc]`, `markov:MODEL.json`,
-    `ge:good=1mbit,bad=100kbit,switch=1[,slot=1.667ms]`."""
+    `ge:good=1mbit,bad=100kbit,switch=1[,slot=1.667ms]`, `replay:BUNDLE[,mode=heavy]` (the
+    bundle's uplink for an uplink option, else its downlink)."""
     kind, sep, rest = text.partition(":")
     if not sep:
         if os.path.isfile(text):
@@ -152,6 +162,12 @@ def parse_link(text: str, what: str) -> dict:
         return {"kind": "mahimahi", "path": rest}
     if kind == "markov":
         return {"kind": "markov", "path": rest}
+    if kind == "replay":
+        path, _, opts = rest.partition(",")
+        kv = key_values(opts, what)
+        if set(kv) - {"mode"} or kv.get("mode", "full") not in ("full", "heavy"):
+            raise UserError(f"{what}: expected replay:BUNDLE[,mode=full|heavy]")
+        return replay_link(path, "uplink" if what.lstrip("-").endswith("uplink") else "downlink", kv.get("mode", "full"))
     if kind == "slots":
         path, _, opts = rest.partition(",")
         kv = key_values(opts, what)
@@ -189,7 +205,7 @@ def parse_link(text: str, what: str) -> dict:
             "bad_to_good_per_s": per_s("b2g"),
             "slot_s": parse_duration(kv.get("slot", "1.667ms"), what, least=1e-4),
         }
-    raise UserError(f"{what}: unknown link kind {kind!r} (constant, mahimahi, slots, markov, ge)")
+    raise UserError(f"{what}: unknown link kind {kind!r} (constant, mahimahi, slots, markov, ge, replay)")
 
 
 def parse_queue(text: str, what: str = "--queue") -> dict:

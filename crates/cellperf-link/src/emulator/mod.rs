@@ -234,6 +234,12 @@ fn describe_rate(rate: &crate::spec::RateSpec) -> String {
         RateSpec::Slots { slot_s, .. } => format!("inline slot rates, slot {slot_s} s"),
         RateSpec::Markov { path: Some(p), .. } => format!("Markov model {p}"),
         RateSpec::Markov { .. } => "inline Markov model".into(),
+        RateSpec::Replay {
+            bundle,
+            direction,
+            mode,
+            ..
+        } => format!("replay of {bundle} ({direction}, {mode})"),
         RateSpec::GilbertElliott {
             good_bps, bad_bps, ..
         } => format!("Gilbert-Elliott {good_bps}/{bad_bps} bit/s"),

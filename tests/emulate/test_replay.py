@@ -1,0 +1,37 @@
+"""Real pings through `cellperf emulate --replay` in network namespaces (issue 29): the round
+trip is the crafted bundle's uplink + downlink base delay in `full` mode, and the smallest
+recorded base delays in `heavy` mode (mahimahi's fixed minimum)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from tests.emulate.conftest import emulate
+from tests.replay.crafted import write_bundle
+
+pytestmark = [pytest.mark.netns, pytest.mark.usefixtures("nothing_left_behind")]
+
+
+def pings(bundle, mode: str) -> list[float]:
+    p = emulate("--replay", str(bundle), "--replay-mode", mode, "--", "ping", "-c", "8", "-i", "0.2", "$CELLPERF_CN")
+    assert p.returncode == 0, p.stderr
+    times = [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+    assert len(times) == 8, p.stdout
+    return times
+
+
+def test_pings_see_the_recorded_base_delays(tmp_path):
+    # Downlink 30 ms, uplink 20 ms; the last downlink train (at 9.8 s) recorded 10 ms, so the
+    # series' minimum is 10 ms while the first 1.6 s replay 30 ms.
+    bundle = write_bundle(tmp_path / "b", low_down_base_ms=10.0)
+    full = pings(bundle, "full")
+    # A lone 84-byte echo takes its train's first opportunity at once: RTT = 20 + 30 ms plus
+    # the offset of its size (below 100 bytes: 0) and the path outside the link (< 1 ms;
+    # a busy CI host's stalls: the margin).
+    assert min(full) >= 50.0 and statistics.median(full) < 51.5, full
+    heavy = pings(bundle, "heavy")
+    # heavy: the next 1-ms opportunity (0-1 ms each way) + 20 + 10 ms.
+    assert min(heavy) >= 30.0 and statistics.median(heavy) < 33.0, heavy
