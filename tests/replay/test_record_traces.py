@@ -8,7 +8,7 @@ import pytest
 
 from cellperf.errors import UserError
 from cellperf.replay import record_traces as t
-from cellperf.replay.record import Phase, on_this_host, plan_phases
+from cellperf.replay.record import Phase, on_probe_clock, on_this_host, plan_phases
 
 MS = 1e6
 NAN = np.nan
@@ -27,12 +27,19 @@ def test_light_lines_give_send_time_base_delay_and_delivery_offsets():
     train, place = t.train_index(seq, [3])
     send = np.array([100, 100, 100, 300, 300, 300]) * MS
     recv = np.array([120, 121.5, 123, NAN, 330.25, 331]) * MS
-    lines = t.light_lines(train, place, send, recv, 0, 0.0)
+    lines = t.light_lines(train, place, send, recv, 0)
     assert lines == ["100.000 20.000 0.000 1.500 3.000", "300.000 30.250 0.000 0.750"]
-    # The clock correction moves the base delay only; never below 0.
-    assert t.light_lines(train, place, send, recv, 0, -25 * MS)[0] == "100.000 0.000 0.000 1.500 3.000"
+    # A delay below 0 (a clock offset known within its uncertainty) is 0.
+    assert t.light_lines(train, place, send + 25 * MS, recv, 0)[0] == "125.000 0.000 0.000 1.500 3.000"
     # A train with nothing delivered has no line; nothing at all, no lines.
-    assert t.light_lines(train, place, send, np.full(6, NAN), 0, 0.0) == []
+    assert t.light_lines(train, place, send, np.full(6, NAN), 0) == []
+
+
+def test_times_go_on_the_mobile_nodes_clock():
+    # The server's clock is 5 ms ahead: it stamps a downlink packet's send, an uplink packet's receive.
+    c = {"send": np.array([105.0]) * MS, "recv": np.array([125.0]) * MS}
+    assert on_probe_clock(c, "downlink", 5 * MS)["send"].tolist() == [100 * MS]
+    assert on_probe_clock(c, "uplink", 5 * MS)["recv"].tolist() == [120 * MS]
 
 
 def test_opportunities_come_every_1500_bytes_delivered():

@@ -169,6 +169,7 @@ class Recorder:
         self.rates: dict[str, float] = {}
         self.error: str | None = None
         self.interrupted = False
+        self._pending: str | None = None
         self.started = time.monotonic()
 
     # -- running -----------------------------------------------------------------------------
@@ -179,8 +180,9 @@ class Recorder:
         try:
             for i, phase in enumerate(self.phases):
                 left = total - done
-                self.say(f"phase {i + 1}/{len(self.phases)}: {phase.kind} {phase.seconds:.1f} s "
-                         f"({_clock(left)} of recording left)")
+                # Said once the phase runs (a refusing server gives its one line alone).
+                self._pending = (f"phase {i + 1}/{len(self.phases)}: {phase.kind} {phase.seconds:.1f} s "
+                                 f"({_clock(left)} of recording left)")
                 ok = self._phase(i, phase)
                 done += phase.seconds
                 if not ok:
@@ -219,9 +221,10 @@ class Recorder:
         try:
             first = list(runs)[0]
             results[first] = self._probe(number, "saturate", "udp-cbr", runs[first], stop=stop)
+        except BaseException:
+            stop.set()
+            raise
         finally:
-            if self.interrupted or self.error:
-                stop.set()
             for t in others:
                 t.join()
         for d, opts in runs.items():
@@ -231,9 +234,12 @@ class Recorder:
     def _probe(self, number: int, kind: str, test: str, options: dict, stop: threading.Event | None = None) -> bool:
         """One probe run; keeps its records. False when the recording must stop."""
         def progress(_p: dict) -> bool:
+            self._announce()
             return not (stop is not None and stop.is_set())
 
         result = run_probe(self.opts.server, self.opts.token, test, options, progress)
+        if result.error is None:
+            self._announce()
         self.recorded.add(kind, number, result.log, result.document)
         if result.error == "interrupted":
             self.interrupted = True
@@ -242,6 +248,11 @@ class Recorder:
         if stop is not None and (self.interrupted or self.error):
             stop.set()
         return not (self.interrupted or self.error)
+
+    def _announce(self) -> None:
+        line, self._pending = self._pending, None
+        if line:
+            self.say(line)
 
     # -- saturating rates --------------------------------------------------------------------
     def _train_rate(self, d: str) -> float:
@@ -299,9 +310,7 @@ class Recorder:
         out: dict[str, list[str]] = {}
         outages: list[str] = []
         for d in o.directions:
-            # Server clock minus the probe's: a downlink packet is sent on the server's clock.
-            shift = offset_ns if d == "downlink" else -offset_ns
-            parts = self.recorded.columns[d]
+            parts = [on_probe_clock(c, d, offset_ns) for c in self.recorded.columns[d]]
             trains = [c for c in parts if c["kind"] == "trains"]
             tr = [traces.train_index(c["seq"], list(o.lengths)) for c in trains]
             # Train numbers of successive phases kept apart.
@@ -310,7 +319,7 @@ class Recorder:
             train = np.concatenate([t + b for (t, _), b in zip(tr, base)]) if tr else np.zeros(0, np.int64)
             place = np.concatenate([p for _, p in tr]) if tr else np.zeros(0, np.int64)
             send, recv = cat("send", trains), cat("recv", trains)
-            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0, shift)
+            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0)
             out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
             sizes = [c for c in parts if c["kind"] == "sizes"]
             out[f"{d}.offset"] = traces.offset_lines(cat("bytes", sizes).astype(np.int64) + wire_extra,
@@ -366,6 +375,14 @@ def write_bundle(out: Path, manifest: dict, files: dict[str, list[str]], radio_c
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UserError(f"{out}: cannot write the bundle ({os_reason(e)})") from None
+
+
+def on_probe_clock(c: dict, direction: str, offset_ns: float) -> dict:
+    """One phase's packets with every time on the MN's clock: `offset_ns` is the server's
+    clock minus the MN's, and the server stamps a downlink packet's send and an uplink
+    packet's receive."""
+    key = "send" if direction == "downlink" else "recv"
+    return {**c, key: c[key] - offset_ns}
 
 
 def _clock(seconds: float) -> str:

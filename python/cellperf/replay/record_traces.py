@@ -44,13 +44,13 @@ def ms_text(values_ms: np.ndarray) -> pa.Array:
     return pc.binary_join_element_wise(pa.array(sign), whole, ".", frac, "")
 
 
-def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray, t0_ns: int,
-                owd_shift_ns: float) -> list[str]:
-    """`t_ms base_delay_ms pdo_0 ... pdo_k` per train with a delivered packet, in time order.
-    `t_ms`: the train's first packet's send time from `t0_ns`; the base delay: the one-way
-    delay of its first delivered packet (receive − send + `owd_shift_ns`, the clock
-    correction; never below 0); `pdo_i`: the delivered packets' receive times after that
-    packet's, sorted (a lost packet is simply absent)."""
+def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray,
+                t0_ns: int) -> list[str]:
+    """`t_ms base_delay_ms pdo_0 ... pdo_k` per train with a delivered packet, in time order
+    (times on one clock). `t_ms`: the train's first packet's send time from `t0_ns`; the base
+    delay: the one-way delay of its first delivered packet (never below 0: a clock offset
+    known only within its uncertainty may make it so); `pdo_i`: the delivered packets'
+    receive times after that packet's, sorted (a lost packet is simply absent)."""
     if len(train) == 0:
         return []
     first_send = np.full(int(train.max()) + 1, np.nan)
@@ -66,7 +66,7 @@ def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_
     trains = tr[starts]
     # A train whose first packet's record is missing (cut short) starts at its first delivered one's send.
     t_send = np.where(np.isnan(first_send[trains]), tx[starts], first_send[trains])
-    base = np.maximum((rx[starts] - tx[starts] + owd_shift_ns) / 1e6, 0.0)
+    base = np.maximum((rx[starts] - tx[starts]) / 1e6, 0.0)
     pdo = (rx - np.repeat(rx[starts], np.diff(np.r_[starts, len(rx)]))) / 1e6
     lists = pa.ListArray.from_arrays(pa.array(np.r_[starts, len(rx)].astype(np.int32)), ms_text(pdo))
     head = pc.binary_join_element_wise(ms_text((t_send - t0_ns) / 1e6), ms_text(base), " ")
