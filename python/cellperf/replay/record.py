@@ -299,7 +299,7 @@ class Recorder:
             return {"method": "synced", "offset_ms": 0.0, "uncertainty_ms": 0.0}
         c = self.recorded.clock_offset or {}
         return {"method": "rtt-half", "offset_ms": float(c.get("offset_ms", 0.0)),
-                "uncertainty_ms": float(c.get("uncertainty_ms", float("nan")))}
+                "uncertainty_ms": float(c.get("uncertainty_ms", 0.0))}
 
     def files(self, clock: dict) -> dict[str, list[str]]:
         """The bundle's series (file name → lines)."""
@@ -308,7 +308,7 @@ class Recorder:
         wire_extra = traces.HEADERS[ip_version(o.server)]
         end_ms = int(self.recorded.seconds * 1000)
         out: dict[str, list[str]] = {}
-        outages: list[str] = []
+        outages: list[tuple[float, str, float]] = []
         for d in o.directions:
             parts = [on_probe_clock(c, d, offset_ns) for c in self.recorded.columns[d]]
             trains = [c for c in parts if c["kind"] == "trains"]
