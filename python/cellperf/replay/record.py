@@ -170,6 +170,7 @@ class Recorder:
         self.error: str | None = None
         self.interrupted = False
         self._pending: str | None = None
+        self.warned: set[str] = set()
         self.started = time.monotonic()
 
     # -- running -----------------------------------------------------------------------------
@@ -199,9 +200,12 @@ class Recorder:
                 "lengths": [1], "period_s": SIZES_PERIOD_S, "payload": phase.payload, "duration_s": phase.seconds,
                 "direction": direction, "timeout_s": 1.0})
         if phase.kind == "trains":
-            return self._probe(number, phase.kind, "trains", {
+            ok = self._probe(number, phase.kind, "trains", {
                 "lengths": list(o.lengths), "period_s": o.period_s, "payload": o.payload,
                 "duration_s": phase.seconds, "direction": direction, "timeout_s": 2.0})
+            for d in o.directions:
+                self._check_period(d)
+            return ok
         return self._saturate(number, phase)
 
     def _saturate(self, number: int, phase: Phase) -> bool:
@@ -255,29 +259,47 @@ class Recorder:
             self.say(line)
 
     # -- saturating rates --------------------------------------------------------------------
-    def _train_rate(self, d: str) -> float:
-        """The delivery rate of the last trains phase's longer trains in `d` (90th percentile
-        over trains; bit/s on the wire), 0 when none was delivered."""
+    def _train_spans(self, d: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per train of the last trains phase in `d`: packets delivered, first and last
+        arrival (ns)."""
         phases = [c for c in self.recorded.columns[d] if c["kind"] == "trains"]
         if not phases:
-            return 0.0
+            return np.zeros(0), np.zeros(0), np.zeros(0)
         c = phases[-1]
         train, _ = traces.train_index(c["seq"], list(self.opts.lengths))
         got = ~np.isnan(c["recv"])
         tr, rx = train[got], c["recv"][got]
-        if len(tr) == 0:
-            return 0.0
-        counts = np.bincount(tr)
+        counts = np.bincount(tr, minlength=int(train.max()) + 1 if len(train) else 0)
         first = np.full(len(counts), np.inf)
         last = np.full(len(counts), -np.inf)
         np.minimum.at(first, tr, rx)
         np.maximum.at(last, tr, rx)
+        return counts, first, last
+
+    def _train_rate(self, d: str) -> float:
+        """The delivery rate of the last trains phase's trains in `d` (90th percentile over
+        trains of 5 packets or more; bit/s on the wire), 0 when none was delivered."""
+        counts, first, last = self._train_spans(d)
         ok = (counts >= 5) & (last > first)
         if not ok.any():
             return 0.0
         wire = self.opts.payload + traces.HEADERS[ip_version(self.opts.server)]
         rates = (counts[ok] - 1) * wire * 8 / ((last[ok] - first[ok]) / 1e9)
         return float(np.percentile(rates, 90))
+
+    def _check_period(self, d: str) -> None:
+        """Warns (once per direction) when the longest trains take longer to arrive than the
+        period: the train after one then queues behind its tail, and its base delay with it."""
+        counts, first, last = self._train_spans(d)
+        ok = counts >= 2
+        if d in self.warned or not ok.any():
+            return
+        took_ms = float(np.median(last[ok & (counts == counts.max())] - first[ok & (counts == counts.max())])) / 1e6
+        if took_ms > self.opts.period_s * 1e3:
+            self.warned.add(d)
+            self.say(f"warning: {d} trains of {int(counts.max())} take {took_ms:.0f} ms to arrive, longer than "
+                     f"--period {self.opts.period_s * 1e3:g} ms: the next train queues behind them (a longer --period "
+                     f"keeps the trains apart)")
 
     def _next_rate(self, d: str, sent_bps: float, number: int) -> None:
         """The next saturating rate of `d` from what this phase delivered: OVERDRIVE × that,
