@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::wire::{Direction, Trains, TcpSpec, UdpSpec, MAX_TRAIN_LENGTHS};
+use crate::wire::{Direction, TcpSpec, Trains, UdpSpec, MAX_TRAIN_LENGTHS};
 
 /// Which one-way delay the result reports (docs/methods.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,13 +119,27 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
     ("interval", &["ping-sweep", "sparse"]),
     (
         "timeout",
-        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse", "trains"],
+        &[
+            "udp-cbr",
+            "voip",
+            "min-delay",
+            "ping-sweep",
+            "sparse",
+            "trains",
+        ],
     ),
     ("windows", &["window-sweep"]),
     ("mss-values", &["window-sweep"]),
     (
         "owd",
-        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse", "trains"],
+        &[
+            "udp-cbr",
+            "voip",
+            "min-delay",
+            "ping-sweep",
+            "sparse",
+            "trains",
+        ],
     ),
     ("lengths", &["trains"]),
     ("period", &["trains"]),
@@ -478,7 +492,10 @@ fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
         .sum();
     let count = whole.saturating_mul(cycle).saturating_add(rest);
     if count > crate::server::MAX_PACKETS {
-        return Err(format!("--duration: {d} s of trains is {count} packets, over the limit of {}", crate::server::MAX_PACKETS));
+        return Err(format!(
+            "--duration: {d} s of trains is {count} packets, over the limit of {}",
+            crate::server::MAX_PACKETS
+        ));
     }
     Ok(UdpSpec {
         direction,
@@ -763,14 +780,41 @@ mod tests {
             panic!("trains are UDP")
         };
         // 5 trains: 10, 100, 10, 100, 10.
-        assert_eq!((p.direction, s.count, s.payload_bytes), (Direction::Both, 230, 1400));
+        assert_eq!(
+            (p.direction, s.count, s.payload_bytes),
+            (Direction::Both, 230, 1400)
+        );
         assert_eq!(s.trains.as_ref().unwrap().period_ns, 200_000_000);
         assert_eq!(s.duration_ns(), 1_000_000_000);
         for (o, why) in [
-            (Options { lengths: Some(vec![]), ..Default::default() }, "--lengths: give 1.."),
-            (Options { lengths: Some(vec![0]), ..Default::default() }, "--lengths: 0 outside"),
-            (Options { period_s: Some(0.0), ..Default::default() }, "--period: must be positive"),
-            (Options { rate_bps: Some(1e6), ..Default::default() }, "--rate does not apply to --test trains"),
+            (
+                Options {
+                    lengths: Some(vec![]),
+                    ..Default::default()
+                },
+                "--lengths: give 1..",
+            ),
+            (
+                Options {
+                    lengths: Some(vec![0]),
+                    ..Default::default()
+                },
+                "--lengths: 0 outside",
+            ),
+            (
+                Options {
+                    period_s: Some(0.0),
+                    ..Default::default()
+                },
+                "--period: must be positive",
+            ),
+            (
+                Options {
+                    rate_bps: Some(1e6),
+                    ..Default::default()
+                },
+                "--rate does not apply to --test trains",
+            ),
         ] {
             let e = plan("trains", &o).unwrap_err();
             assert!(e.starts_with(why), "{e}");

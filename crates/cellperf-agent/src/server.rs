@@ -477,9 +477,8 @@ impl Session {
                 ctl.clone(),
             )
         });
-        let over_time = start
-            + spec.duration_ns() as i64
-            + (spec.drain_ms as i64 + 10_000) * 1_000_000;
+        let over_time =
+            start + spec.duration_ns() as i64 + (spec.drain_ms as i64 + 10_000) * 1_000_000;
 
         let mut sender = sender;
         let mut sent_out: Option<udp::SendOutcome> = None;
@@ -840,7 +839,11 @@ fn validate_trains(t: &Trains, interval_ns: u64) -> Result<(), String> {
             t.lengths.len()
         ));
     }
-    if let Some(l) = t.lengths.iter().find(|&&l| l == 0 || l as u64 > MAX_PACKETS) {
+    if let Some(l) = t
+        .lengths
+        .iter()
+        .find(|&&l| l == 0 || l as u64 > MAX_PACKETS)
+    {
         return Err(format!("train length {l} outside 1..{MAX_PACKETS}"));
     }
     let longest = *t.lengths.iter().max().unwrap_or(&1) as u64;
@@ -978,7 +981,10 @@ mod tests {
             trains: Some(Trains { lengths, period_ns }),
         };
         // 100 packets of 1000 B per 0.5 s: 1.6 Mb/s on average.
-        assert_eq!(validate_udp(&spec(vec![100], 500_000_000, 1000), &cfg), Ok(()));
+        assert_eq!(
+            validate_udp(&spec(vec![100], 500_000_000, 1000), &cfg),
+            Ok(())
+        );
         let refusals = [
             (spec(vec![100], 200_000_000, 1000), "rate 4000000 bit/s"),
             (spec(vec![], 500_000_000, 10), "0 train lengths"),

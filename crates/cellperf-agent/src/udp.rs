@@ -660,9 +660,15 @@ mod tests {
         };
         let ctl = ReceiveControl::new();
         let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
-        let sent = spawn_sender(a, spec.clone(), None, mono_ns(), Arc::new(AtomicBool::new(false)))
-            .join()
-            .unwrap();
+        let sent = spawn_sender(
+            a,
+            spec.clone(),
+            None,
+            mono_ns(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
         assert_eq!((sent.records.len(), sent.error), (19, None));
         ctl.peer_done(19, 1000);
         assert_eq!(rx.join().unwrap().received.len(), 19);
@@ -672,7 +678,10 @@ mod tests {
             let gap_ms = (t(w[1]) - t(w[0])) as f64 / 1e6;
             assert!((25.0..35.0).contains(&gap_ms), "train {k}: {gap_ms} ms");
             // Inside a train: all within a millisecond of its first packet.
-            assert!((w[0]..w[1]).all(|i| t(i) - t(w[0]) < 1_000_000), "train {k}");
+            assert!(
+                (w[0]..w[1]).all(|i| t(i) - t(w[0]) < 1_000_000),
+                "train {k}"
+            );
         }
     }
 

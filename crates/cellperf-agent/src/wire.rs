@@ -170,7 +170,9 @@ impl UdpSpec {
             Some(t) => {
                 let last = self.send_offset_ns(self.count.saturating_sub(1));
                 let period = t.period_ns;
-                (last / period.max(1)).saturating_add(1).saturating_mul(period)
+                (last / period.max(1))
+                    .saturating_add(1)
+                    .saturating_mul(period)
             }
         }
     }
