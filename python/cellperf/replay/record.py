@@ -389,7 +389,8 @@ def write_bundle(out: Path, manifest: dict, files: dict[str, list[str]], radio_c
         tmp.mkdir(parents=True)
         header = f"# cellperf recording {manifest['recorded_at']} from {manifest['server']}\n"
         for name, lines in files.items():
-            (tmp / name).write_text(header + "".join(f"{line}\n" for line in lines))
+            # A heavy trace is read by mahimahi's mm-link too, which takes no comments.
+            (tmp / name).write_text(("" if name.endswith(".heavy") else header) + "".join(f"{line}\n" for line in lines))
         if radio_csv is not None:
             shutil.copyfile(radio_csv, tmp / "radio.csv")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
