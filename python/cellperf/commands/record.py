@@ -49,13 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "behind `cellperf emulate`) or rtt-half (offset from the least round trip).")
     parser.add_argument("--out", metavar="BUNDLE", type=Path, help="The bundle folder to create.")
     parser.add_argument("--check", metavar="BUNDLE", type=Path, help="Validate a bundle instead of recording.")
+    parser.set_defaults(usage_error=parser.error)
 
 
 def run(args: argparse.Namespace) -> None:
     if args.check is not None:
         return check(args.check)
     if args.server is None or args.out is None:
-        raise UserError("give SERVER and --out BUNDLE (or --check BUNDLE)")
+        args.usage_error("give SERVER and --out BUNDLE, or --check BUNDLE")
     from cellperf.agents import parse_count_list, read_token
     from cellperf.campaign.spec import parse_duration as parse_minutes
     from cellperf.emulate.units import parse_duration
