@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import numpy as np
-import pyarrow.parquet as pq
+import polars as pl
 import pytest
 
 from cellperf.replay.record_traces import train_index
@@ -35,13 +35,13 @@ def test_trains_send_each_length_in_turn_at_the_period_both_ways(server, tmp_pat
     doc = json.loads(p.stdout)
     # 10 trains: 3, 7, 3, 7, ... = 50 packets each way, all delivered on loopback.
     assert (doc["packets_sent"], doc["packets_received"]) == (100, 100)
-    t = pq.read_table(log).to_pandas()
+    t = pl.read_parquet(log)
     for direction in ("up", "down"):
-        d = t[t.direction == direction].sort_values("seq")
-        assert d.seq.tolist() == list(range(50)) and (d.bytes == 1400).all() and not d.lost.any()
-        train, place = train_index(d.seq.to_numpy(), [3, 7])
+        d = t.filter(pl.col("direction") == direction).sort("seq")
+        assert d["seq"].to_list() == list(range(50)) and (d["bytes"] == 1400).all() and not d["lost"].any()
+        train, place = train_index(d["seq"].to_numpy(), [3, 7])
         assert np.bincount(train).tolist() == [3, 7] * 5
-        send = d.send_ts.astype("int64").to_numpy()
+        send = d["send_ts"].dt.epoch("ns").to_numpy()
         first = send[place == 0]
         # Trains start 100 ms apart (absolute deadlines: no drift), within 10 ms on a busy host.
         gaps_ms = np.diff(first) / 1e6
