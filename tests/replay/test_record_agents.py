@@ -124,7 +124,10 @@ def test_a_wrong_token_is_one_line_and_leaves_nothing(server, tmp_path):
     assert not out.exists() and not list(tmp_path.glob(".rec*"))
 
 
-def test_bad_options_are_one_line(server, tmp_path):
+def test_bad_options_are_one_line(server, tmp_path, capsys):
+    """In-process (the real CLI's main): each a line, exit 1, before anything is sent."""
+    from cellperf.cli import main
+
     (tmp_path / "there").mkdir()
     for args, text in [
         (["--out", str(tmp_path / "there")], "already exists"),
@@ -132,9 +135,10 @@ def test_bad_options_are_one_line(server, tmp_path):
         (["--out", str(tmp_path / "x"), "--lengths", "10,0"], "--lengths: '0' is not a whole number"),
         (["--out", str(tmp_path / "x"), "--radio-log", str(tmp_path / "none.csv")], "no such file"),
     ]:
-        p = subprocess.run([*CELLPERF, "record", server.address, "--token-file", str(server.token_file), *args],
-                           capture_output=True, text=True, timeout=30)
-        assert p.returncode == 1 and len(p.stderr.splitlines()) == 1 and text in p.stderr, (args, p.stderr)
+        with pytest.raises(SystemExit) as exit:
+            main(["record", server.address, "--token-file", str(server.token_file), *args])
+        err = capsys.readouterr().err
+        assert exit.value.code == 1 and len(err.splitlines()) == 1 and text in err, (args, err)
     assert not (tmp_path / "x").exists()
 
 
