@@ -806,7 +806,7 @@ mod tests {
                     period_s: Some(0.0),
                     ..Default::default()
                 },
-                "--period: must be positive",
+                "--period: must be a positive number",
             ),
             (
                 Options {
@@ -917,6 +917,8 @@ mod tests {
             windows: Some(vec![]),
             mss_values: Some(vec![]),
             owd: Some("x".into()),
+            lengths: Some(vec![]),
+            period_s: Some(1.0),
         };
         let names = given(&all);
         assert_eq!(names.len(), OPTION_TESTS.len());
