@@ -101,7 +101,7 @@ def test_payload_for_min_delay_is_one_line_exit_1(tmp_path):
     r = cellperf("run", str(p), "--check", check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().count("\n") == 0
-    assert f"{p}:8: tests[0].payload: does not apply to test type min-delay (only udp-cbr, sparse)" in r.stderr
+    assert f"{p}:8: tests[0].payload: does not apply to test type min-delay (only udp-cbr, sparse, trains)" in r.stderr
 
 
 GRID = """\

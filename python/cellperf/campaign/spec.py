@@ -814,7 +814,8 @@ def _test_options(c: _Checker, where: tuple, ttype: str, opts: dict) -> dict:
 
 
 #: Campaign keys whose probe option (JSON) is named otherwise.
-_PROBE_JSON = {"rate": "rate_bps", "duration": "duration_s", "interval": "interval_s", "timeout": "timeout_s"}
+_PROBE_JSON = {"rate": "rate_bps", "duration": "duration_s", "interval": "interval_s", "timeout": "timeout_s",
+               "period": "period_s"}
 
 
 def _kernel(c: _Checker, where: tuple, ttype: str, options: dict, testbed: str, sweep_keys: set = frozenset()) -> None:
