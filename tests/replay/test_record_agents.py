@@ -85,15 +85,16 @@ def _consistent(bundle, complete: bool):
 
 
 def test_ctrl_c_keeps_a_consistent_bundle_marked_incomplete(server, tmp_path):
-    proc, out = _start_record(server, tmp_path, "--duration", "30", "--lengths", "5,20")
-    _wait_for_phase(proc, "phase 5/")  # the first trains phase
-    time.sleep(1.5)
+    # Sizes 4 × 0.5 s, trains 2.7 s, saturate 1.3 s: Ctrl-C in the saturate phase.
+    proc, out = _start_record(server, tmp_path, "--duration", "6", "--lengths", "5,20", "--period", "100ms")
+    _wait_for_phase(proc, "phase 6/6: saturate")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "kept" in err and "complete: false" in err
     m, light = _consistent(out, complete=False)
-    assert m["duration_s"] < 15 and m["clock"]["method"] == "synced"
+    assert m["duration_s"] < 15 and m["clock"]["method"] == "synced" and m["directions"] == ["downlink", "uplink"]
+    assert len(light) == 27
     # Trains of 5 and 20 in turn; on loopback every packet arrives.
     assert {len(l) - 2 for l in light} == {5, 20}
     offsets = [l.split() for l in (out / "uplink.offset").read_text().splitlines()[1:]]
@@ -101,15 +102,32 @@ def test_ctrl_c_keeps_a_consistent_bundle_marked_incomplete(server, tmp_path):
 
 
 def test_a_lost_server_keeps_what_was_recorded(server, tmp_path):
-    proc, out = _start_record(server, tmp_path, "--duration", "30")
-    _wait_for_phase(proc, "phase 5/")
-    time.sleep(1.5)
+    # Sizes 4 × 0.5 s, trains 4 s, saturate 2 s; the server dies 1 s into the saturate phase.
+    proc, out = _start_record(server, tmp_path, "--duration", "8", "--period", "100ms")
+    _wait_for_phase(proc, "phase 6/6: saturate")
     server.proc.kill()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     last = err.strip().splitlines()[-1]
-    assert re.fullmatch(rf"cellperf: error: server .*; kept [0-9.]+ s in {re.escape(str(out))} \(complete: false\)", last), err
-    _consistent(out, complete=False)
+    assert re.fullmatch(rf"cellperf: error: server .*: control connection lost at .*; kept [0-9.]+ s in "
+                        rf"{re.escape(str(out))} \(complete: false\)", last), err
+    # The uplink's saturated arrivals were the server's to report: without them the uplink is
+    # left out (said), the downlink kept.
+    assert "warning: uplink left out of the bundle" in err
+    m = _manifest(out)
+    assert m["directions"] == ["downlink"] and m["complete"] is False
+    assert {p.name for p in out.iterdir()} == {"manifest.json", "outages", "downlink.light", "downlink.heavy",
+                                              "downlink.offset", "downlink.loss"}
+
+
+def test_cut_short_before_a_saturated_stretch_keeps_nothing(server, tmp_path):
+    """A bundle without heavy opportunities could not be replayed: nothing is written."""
+    proc, out = _start_record(server, tmp_path, "--duration", "6", "--period", "100ms")
+    _wait_for_phase(proc, "phase 5/6: trains")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "no direction had light trains delivered and a saturated stretch: nothing kept" in err
+    assert not out.exists() and not list(tmp_path.glob(".rec*"))
 
 
 def test_a_wrong_token_is_one_line_and_leaves_nothing(server, tmp_path):

@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock", choices=("auto", "synced", "rtt-half"), default="auto",
                         help="One-way delays: synced (the ends share a clock; auto: the server is on this host or "
                              "behind `cellperf emulate`) or rtt-half (offset from the least round trip).")
+    parser.add_argument("--max-rate", default="100M", metavar="RATE",
+                        help="The server's --max-rate (bit/s, k/M/G): the saturator asks for at most this; a link faster "
+                             "than it needs a server started with a higher one.")
     parser.add_argument("--out", metavar="BUNDLE", type=Path, help="The bundle folder to create.")
     parser.add_argument("--check", metavar="BUNDLE", type=Path, help="Validate a bundle instead of recording.")
     parser.set_defaults(usage_error=parser.error)
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> None:
         return check(args.check)
     if args.server is None or args.out is None:
         args.usage_error("give SERVER and --out BUNDLE, or --check BUNDLE")
-    from cellperf.agents import parse_count_list, read_token
+    from cellperf.agents import parse_count_list, parse_rate, read_token
     from cellperf.campaign.spec import parse_duration as parse_minutes
     from cellperf.emulate.units import parse_duration
     from cellperf.replay.record import DIRECTIONS, Recorder, RecordOptions, write_bundle
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> None:
         server=args.server, token=read_token(args.token_file), duration_s=duration,
         directions=DIRECTIONS if args.direction == "both" else (args.direction,),
         lengths=tuple(parse_count_list(args.lengths, "--lengths")), period_s=parse_duration(args.period, "--period"),
-        payload=args.size, labels=labels, clock=args.clock)
+        payload=args.size, labels=labels, clock=args.clock, max_rate_bps=parse_rate(args.max_rate, "--max-rate"))
     radio = _radio(args.radio_log, out)
     recorder = Recorder(opts, say=lambda line: print(f"cellperf record: {line}", file=sys.stderr, flush=True))
     if radio is not None:
@@ -100,6 +103,17 @@ def run(args: argparse.Namespace) -> None:
     complete = not (recorder.interrupted or recorder.error)
     clock = recorder.clock()
     files = recorder.files(clock)
+    missing = [d for d in recorder.opts.directions if d not in recorder.usable]
+    if not recorder.usable:
+        nothing = (f"after {recorder.recorded.seconds:.1f} s no direction had light trains delivered and a saturated "
+                   f"stretch: nothing kept")
+        if recorder.interrupted:
+            print(f"cellperf record: {nothing}", file=sys.stderr)
+            raise KeyboardInterrupt
+        raise UserError(f"{recorder.error or 'the link delivered too little'}; {nothing}")
+    if missing:
+        print(f"cellperf record: warning: {', '.join(missing)} left out of the bundle (no light trains delivered "
+              f"or no saturated stretch yet)", file=sys.stderr)
     write_bundle(out, recorder.manifest(clock, complete, "radio.csv" if radio_csv else None), files, radio_csv)
     if radio_csv is not None:
         radio_csv.unlink(missing_ok=True)
@@ -125,7 +139,7 @@ def check(path: Path) -> None:
 def _summary(out: Path, recorder, files: dict[str, list[str]]) -> str:
     seconds = max(recorder.recorded.seconds, 1e-9)
     parts = []
-    for d in recorder.opts.directions:
+    for d in recorder.usable:
         heavy = len(files[f"{d}.heavy"]) * 1500 * 8 / seconds / 1e6
         parts.append(f"{d}: {len(files[f'{d}.light'])} trains, heavy {heavy:.2f} Mb/s")
     return f"recorded {seconds:.1f} s into {out}: " + "; ".join(parts)

@@ -33,6 +33,8 @@ from cellperf.errors import UserError, os_reason
 from cellperf.replay import record_traces as traces
 
 DIRECTIONS = ("downlink", "uplink")
+#: The series every direction of a bundle has.
+SERIES = ("light", "heavy", "offset", "loss")
 #: The probe's name of a direction.
 PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
 #: One train/saturate cycle lasts at most this long (s): the heavy trace repeats a saturated
@@ -70,6 +72,8 @@ class RecordOptions:
     payload: int = 1400
     labels: dict = field(default_factory=dict)
     clock: str = "auto"  # auto | synced | rtt-half
+    #: The server's --max-rate (its default): no saturating stream asks for more.
+    max_rate_bps: float = 100e6
 
 
 @dataclass
@@ -171,6 +175,8 @@ class Recorder:
         self.interrupted = False
         self._pending: str | None = None
         self.warned: set[str] = set()
+        #: The directions with every series, once `files` has made them.
+        self.usable: list[str] = []
         self.started = time.monotonic()
 
     # -- running -----------------------------------------------------------------------------
@@ -214,6 +220,8 @@ class Recorder:
         runs = {}
         for d in self.opts.directions:
             rate = self.rates.get(d) or self._train_rate(d) * 1.5 or FALLBACK_RATE_BPS
+            # The server refuses a test over its --max-rate.
+            rate = min(rate, self.opts.max_rate_bps)
             runs[d] = {"rate_bps": rate, "payload": self.opts.payload, "duration_s": phase.seconds,
                        "direction": PROBE_DIRECTION[d], "timeout_s": min(30.0, max(2.0, phase.seconds))}
         stop = threading.Event()
@@ -242,13 +250,17 @@ class Recorder:
             return not (stop is not None and stop.is_set())
 
         result = run_probe(self.opts.server, self.opts.token, test, options, progress)
-        if result.error is None:
+        # A control connection lost mid-test is no probe error (the step keeps what it
+        # measured, marked partial), but the recording cannot go on without its server.
+        partial = result.document.get("partial")
+        error = result.error or (partial and f"server {self.opts.server}: {partial}")
+        if error is None:
             self._announce()
         self.recorded.add(kind, number, result.log, result.document)
-        if result.error == "interrupted":
+        if error == "interrupted":
             self.interrupted = True
-        elif result.error is not None and not (stop is not None and stop.is_set()):
-            self.error = self.error or result.error
+        elif error and not (stop is not None and stop.is_set()):
+            self.error = self.error or error
         if stop is not None and (self.interrupted or self.error):
             stop.set()
         return not (self.interrupted or self.error)
@@ -355,7 +367,11 @@ class Recorder:
             spans = traces.silent_spans(cat("send", parts), cat("recv", parts), 2 * o.period_s * 1e9)
             for a, b in traces.merge_spans(spans + self.recorded.no_path[d]):
                 outages.append((a, d, b))
-        out["outages"] = [f"{d} {a / 1e6:.3f} {b / 1e6:.3f}" for a, d, b in sorted(outages)]
+        # A direction cut short before it had every series (no saturated stretch yet, say) is
+        # left out: a replay needs them all, and the manifest lists only what has files.
+        self.usable = [d for d in o.directions if all(out[f"{d}.{k}"] for k in SERIES)]
+        out = {name: lines for name, lines in out.items() if name.split(".")[0] in self.usable}
+        out["outages"] = [f"{d} {a / 1e6:.3f} {b / 1e6:.3f}" for a, d, b in sorted(outages) if d in self.usable]
         return out
 
     def manifest(self, clock: dict, complete: bool, radio: str | None) -> dict:
@@ -369,7 +385,7 @@ class Recorder:
             "duration_s": round(self.recorded.seconds, 3),
             "complete": complete,
             "server": o.server,
-            "directions": list(o.directions),
+            "directions": list(self.usable),
             "train_lengths": list(o.lengths), "train_period_ms": o.period_s * 1e3, "packet_size": o.payload,
             "clock": clock,
             "labels": dict(o.labels),
