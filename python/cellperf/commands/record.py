@@ -1,4 +1,4 @@
-"""Record a link for replay: light packet trains and a saturator, both ways, into a bundle.
+"""Record a link for replay: light trains and a saturator, both ways.
 
 Runs at the mobile node against `cellperf server` at the CN (no root needed) and writes a
 recording bundle (docs/formats.md "Recording bundle"): the base delay and light delivery
