@@ -26,6 +26,7 @@ VALUES = {
     "codec": ("g729", "codec", "g729"), "sizes": (["128", "256"], "sizes", [128, 256]), "count": (5, "count", 5),
     "interval": (0.5, "interval_s", 0.5), "timeout": (2, "timeout_s", 2.0), "windows": (["16K"], "windows", [16384]),
     "mss_values": (["536"], "mss_values", [536]), "owd": ("excess", "owd", "excess"),
+    "lengths": ([10, 100], "lengths", [10, 100]), "period": (0.2, "period_s", 0.2),
 }
 
 
@@ -100,7 +101,7 @@ def test_payload_for_min_delay_is_one_line_exit_1(tmp_path):
     r = cellperf("run", str(p), "--check", check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().count("\n") == 0
-    assert f"{p}:8: tests[0].payload: does not apply to test type min-delay (only udp-cbr, sparse)" in r.stderr
+    assert f"{p}:8: tests[0].payload: does not apply to test type min-delay (only udp-cbr, sparse, trains)" in r.stderr
 
 
 GRID = """\

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::wire::{Direction, TcpSpec, UdpSpec};
+use crate::wire::{Direction, TcpSpec, Trains, UdpSpec, MAX_TRAIN_LENGTHS};
 
 /// Which one-way delay the result reports (docs/methods.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +72,14 @@ pub struct Options {
     pub windows: Option<Vec<u32>>,
     pub mss_values: Option<Vec<u32>>,
     pub owd: Option<String>,
+    pub lengths: Option<Vec<u32>>,
+    pub period_s: Option<f64>,
     /// A testbed's setting, not a test's (so not in [`OPTION_TESTS`]): 0 skips the clock
     /// exchange where both ends run on one host's clock (the emulated testbed).
     pub clock_samples: Option<u32>,
 }
 
-pub const TESTS: [&str; 7] = [
+pub const TESTS: [&str; 8] = [
     "udp-cbr",
     "tcp-bulk",
     "voip",
@@ -85,6 +87,7 @@ pub const TESTS: [&str; 7] = [
     "ping-sweep",
     "sparse",
     "window-sweep",
+    "trains",
 ];
 
 /// Voice codecs: (name, payload bytes, packet interval in ms) — 000 §4.3.
@@ -97,10 +100,10 @@ pub const CODECS: [(&str, u32, u64); 2] = [("g711", 160, 20), ("g729", 20, 20)];
 pub const OPTION_TESTS: &[(&str, &[&str])] = &[
     (
         "direction",
-        &["udp-cbr", "tcp-bulk", "sparse", "window-sweep"],
+        &["udp-cbr", "tcp-bulk", "sparse", "window-sweep", "trains"],
     ),
     ("rate", &["udp-cbr"]),
-    ("payload", &["udp-cbr", "sparse"]),
+    ("payload", &["udp-cbr", "sparse", "trains"]),
     (
         "duration",
         &[
@@ -110,6 +113,7 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
             "min-delay",
             "sparse",
             "window-sweep",
+            "trains",
         ],
     ),
     ("bytes", &["tcp-bulk"]),
@@ -123,14 +127,30 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
     ("interval", &["ping-sweep", "sparse"]),
     (
         "timeout",
-        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse"],
+        &[
+            "udp-cbr",
+            "voip",
+            "min-delay",
+            "ping-sweep",
+            "sparse",
+            "trains",
+        ],
     ),
     ("windows", &["window-sweep"]),
     ("mss-values", &["window-sweep"]),
     (
         "owd",
-        &["udp-cbr", "voip", "min-delay", "ping-sweep", "sparse"],
+        &[
+            "udp-cbr",
+            "voip",
+            "min-delay",
+            "ping-sweep",
+            "sparse",
+            "trains",
+        ],
     ),
+    ("lengths", &["trains"]),
+    ("period", &["trains"]),
 ];
 
 /// Whether option `name` (CLI name) applies to `test`, after [`OPTION_TESTS`].
@@ -307,6 +327,8 @@ fn given(o: &Options) -> Vec<&'static str> {
     add(o.windows.is_some(), "windows");
     add(o.mss_values.is_some(), "mss-values");
     add(o.owd.is_some(), "owd");
+    add(o.lengths.is_some(), "lengths");
+    add(o.period_s.is_some(), "period");
     v
 }
 
@@ -349,6 +371,7 @@ impl Options {
                     "interval_s" => "interval",
                     "timeout_s" => "timeout",
                     "mss_values" => "mss-values",
+                    "period_s" => "period",
                     k => k,
                 };
                 return Err(if e.to_string().starts_with("unknown field") {
@@ -433,6 +456,62 @@ fn stream(
         interval_ns,
         count,
         drain_ms,
+        trains: None,
+    })
+}
+
+/// Packet trains (docs/agents.md "trains"): trains of each length in turn, one every
+/// `--period`, their packets back to back, for `--duration`.
+fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
+    let lengths = o.lengths.clone().unwrap_or_else(|| vec![10, 100]);
+    if lengths.is_empty() || lengths.len() > MAX_TRAIN_LENGTHS {
+        return Err(format!(
+            "--lengths: give 1..{MAX_TRAIN_LENGTHS} train lengths"
+        ));
+    }
+    if let Some(l) = lengths
+        .iter()
+        .find(|&&l| l == 0 || l as u64 > crate::server::MAX_PACKETS)
+    {
+        return Err(format!(
+            "--lengths: {l} outside 1..{}",
+            crate::server::MAX_PACKETS
+        ));
+    }
+    let period = seconds("period", o.period_s.unwrap_or(0.2))?;
+    let d = seconds("duration", o.duration_s.unwrap_or(10.0))?;
+    let period_ns = (period * 1e9).round() as u64;
+    // Back to back: each packet is due 1 ns after the one before, so the sender hands a train
+    // to the kernel in as few system calls as it can (GSO batches).
+    let interval_ns = 1;
+    let longest = *lengths.iter().max().unwrap_or(&1) as u64;
+    if longest * interval_ns >= period_ns {
+        return Err(format!(
+            "--period: {period} s is too short for a train of {longest}"
+        ));
+    }
+    let n_trains = ((d / period).round() as u64).max(1);
+    let cycle: u64 = lengths.iter().map(|&l| l as u64).sum();
+    let whole = n_trains / lengths.len() as u64;
+    let rest: u64 = lengths
+        .iter()
+        .take((n_trains % lengths.len() as u64) as usize)
+        .map(|&l| l as u64)
+        .sum();
+    let count = whole.saturating_mul(cycle).saturating_add(rest);
+    if count > crate::server::MAX_PACKETS {
+        return Err(format!(
+            "--duration: {d} s of trains is {count} packets, over the limit of {}",
+            crate::server::MAX_PACKETS
+        ));
+    }
+    Ok(UdpSpec {
+        direction,
+        payload_bytes: payload(o, 1400)?,
+        interval_ns,
+        count,
+        drain_ms: drain_ms(o, 2.0)?,
+        trains: Some(Trains { lengths, period_ns }),
     })
 }
 
@@ -630,6 +709,10 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 steps,
             })
         }
+        "trains" => {
+            let dir = direction(o, Direction::Both, true)?;
+            Ok(single(Step::Udp(trains(o, dir)?), dir))
+        }
         "tcp-bulk" => {
             let dir = direction(o, Direction::Up, true)?;
             Ok(single(Step::Tcp(tcp_spec(o, dir, o.window, o.mss)?), dir))
@@ -703,6 +786,60 @@ mod tests {
             (1460, 1_168_000, 2568)
         );
         assert_eq!(s.direction, Direction::Up);
+    }
+
+    #[test]
+    fn trains_cycle_their_lengths_over_the_duration() {
+        let o = Options {
+            lengths: Some(vec![10, 100]),
+            period_s: Some(0.2),
+            duration_s: Some(1.0),
+            ..Default::default()
+        };
+        let p = plan("trains", &o).unwrap();
+        let Step::Udp(s) = &p.steps[0].step else {
+            panic!("trains are UDP")
+        };
+        // 5 trains: 10, 100, 10, 100, 10.
+        assert_eq!(
+            (p.direction, s.count, s.payload_bytes),
+            (Direction::Both, 230, 1400)
+        );
+        assert_eq!(s.trains.as_ref().unwrap().period_ns, 200_000_000);
+        assert_eq!(s.duration_ns(), 1_000_000_000);
+        for (o, why) in [
+            (
+                Options {
+                    lengths: Some(vec![]),
+                    ..Default::default()
+                },
+                "--lengths: give 1..",
+            ),
+            (
+                Options {
+                    lengths: Some(vec![0]),
+                    ..Default::default()
+                },
+                "--lengths: 0 outside",
+            ),
+            (
+                Options {
+                    period_s: Some(0.0),
+                    ..Default::default()
+                },
+                "--period: must be a positive number",
+            ),
+            (
+                Options {
+                    rate_bps: Some(1e6),
+                    ..Default::default()
+                },
+                "--rate does not apply to --test trains",
+            ),
+        ] {
+            let e = plan("trains", &o).unwrap_err();
+            assert!(e.starts_with(why), "{e}");
+        }
     }
 
     #[test]
@@ -801,6 +938,8 @@ mod tests {
             windows: Some(vec![]),
             mss_values: Some(vec![]),
             owd: Some("x".into()),
+            lengths: Some(vec![]),
+            period_s: Some(1.0),
             clock_samples: None,
         };
         let names = given(&all);

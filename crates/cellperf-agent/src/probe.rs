@@ -317,10 +317,7 @@ fn run_udp_step(
         .probe_sends()
         .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
     let over_time = start_mono
-        + spec
-            .count
-            .saturating_mul(spec.interval_ns)
-            .min(i64::MAX as u64 / 2) as i64
+        + spec.duration_ns().min(i64::MAX as u64 / 2) as i64
         + (spec.drain_ms as i64 + 15_000) * 1_000_000;
     let mut ticker = Ticker::new();
     let mut server_counts = (0u64, 0u64);
@@ -360,9 +357,7 @@ fn run_udp_step(
             server_counts.1
         };
         if let Some((elapsed_s, rate_bps)) = ticker.due(bytes) {
-            let expected = ((elapsed_s * 1e9 / spec.interval_ns as f64) as u64)
-                .min(spec.count)
-                .max(1);
+            let expected = spec.due_by((elapsed_s * 1e9) as u64).max(1);
             let got = if spec.direction.server_sends() {
                 ctl.packets_received.load(Ordering::Relaxed)
             } else {
@@ -373,7 +368,7 @@ fn run_udp_step(
                     let seq = ctl.last_seq.load(Ordering::Relaxed);
                     let rx = ctl.last_recv_ns.load(Ordering::Relaxed);
                     (rx > 0)
-                        .then(|| (rx - start_real - (seq * spec.interval_ns) as i64) as f64 / 1e6)
+                        .then(|| (rx - start_real - spec.send_offset_ns(seq) as i64) as f64 / 1e6)
                 })
                 .flatten();
             let p = Progress {

@@ -477,9 +477,8 @@ impl Session {
                 ctl.clone(),
             )
         });
-        let over_time = start
-            + (spec.count * spec.interval_ns) as i64
-            + (spec.drain_ms as i64 + 10_000) * 1_000_000;
+        let over_time =
+            start + spec.duration_ns() as i64 + (spec.drain_ms as i64 + 10_000) * 1_000_000;
 
         let mut sender = sender;
         let mut sent_out: Option<udp::SendOutcome> = None;
@@ -826,6 +825,32 @@ fn frame_name(f: &Frame) -> String {
     }
 }
 
+/// A train schedule must be one a sender can keep: lengths within 1..=[`MAX_PACKETS`], at
+/// most [`MAX_TRAIN_LENGTHS`] of them, and each train over before the next one starts.
+fn validate_trains(t: &Trains, interval_ns: u64) -> Result<(), String> {
+    if t.lengths.is_empty() || t.lengths.len() > MAX_TRAIN_LENGTHS {
+        return Err(format!(
+            "{} train lengths outside 1..{MAX_TRAIN_LENGTHS}",
+            t.lengths.len()
+        ));
+    }
+    if let Some(l) = t
+        .lengths
+        .iter()
+        .find(|&&l| l == 0 || l as u64 > MAX_PACKETS)
+    {
+        return Err(format!("train length {l} outside 1..{MAX_PACKETS}"));
+    }
+    let longest = *t.lengths.iter().max().unwrap_or(&1) as u64;
+    if t.period_ns == 0 || longest.saturating_mul(interval_ns) >= t.period_ns {
+        return Err(format!(
+            "a train of {longest} packets {interval_ns} ns apart does not fit in the {} ns period",
+            t.period_ns
+        ));
+    }
+    Ok(())
+}
+
 /// The limits a UDP request must respect; the reason names the field and the limit.
 pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
     if spec.payload_bytes < cellperf_capture::probe_header::CELLPERF_HEADER_LEN as u32
@@ -852,7 +877,10 @@ pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
     } else {
         1.0
     };
-    let rate = ways * spec.payload_bytes as f64 * 8e9 / spec.interval_ns as f64;
+    if let Some(t) = &spec.trains {
+        validate_trains(t, spec.interval_ns)?;
+    }
+    let rate = ways * spec.mean_rate_bps();
     if rate > cfg.max_rate_bps {
         return Err(format!(
             "rate {:.0} bit/s{} is over the server's --max-rate {:.0} bit/s (per test, all directions)",
@@ -861,7 +889,7 @@ pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
             cfg.max_rate_bps
         ));
     }
-    let duration_s = spec.count as f64 * spec.interval_ns as f64 / 1e9;
+    let duration_s = spec.duration_ns() as f64 / 1e9;
     if duration_s > cfg.max_duration_s {
         return Err(format!(
             "duration {duration_s:.1} s is over the server's --max-duration {} s",
@@ -921,4 +949,47 @@ pub fn validate_tcp(spec: &TcpSpec, cfg: &ServerConfig) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A train request is held to the server's limits by its schedule: impossible trains are
+    /// refused, and --max-rate caps the mean rate (a train's packets go back to back).
+    #[test]
+    fn train_requests_are_checked_against_the_limits() {
+        let cfg = ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token: b"t".to_vec(),
+            max_rate_bps: 2e6,
+            max_duration_s: 60.0,
+            max_tests: 1,
+            log_dir: None,
+        };
+        let spec = |lengths: Vec<u32>, period_ns: u64, count: u64| UdpSpec {
+            direction: Direction::Down,
+            payload_bytes: 1000,
+            interval_ns: 1,
+            count,
+            drain_ms: 0,
+            trains: Some(Trains { lengths, period_ns }),
+        };
+        // 100 packets of 1000 B per 0.5 s: 1.6 Mb/s on average.
+        assert_eq!(
+            validate_udp(&spec(vec![100], 500_000_000, 1000), &cfg),
+            Ok(())
+        );
+        let refusals = [
+            (spec(vec![100], 200_000_000, 1000), "rate 4000000 bit/s"),
+            (spec(vec![], 500_000_000, 10), "0 train lengths"),
+            (spec(vec![0, 5], 500_000_000, 10), "train length 0"),
+            (spec(vec![10], 5, 10), "a train of 10 packets"),
+            (spec(vec![1], 1_000_000_000, 100), "duration 100.0 s"),
+        ];
+        for (s, why) in refusals {
+            let e = validate_udp(&s, &cfg).unwrap_err();
+            assert!(e.starts_with(why), "{e}");
+        }
+    }
 }

@@ -130,8 +130,8 @@ pub fn is_no_path(e: &io::Error) -> bool {
     )
 }
 
-/// Sends `spec.count` datagrams paced at `spec.interval_ns` from `start_mono_ns`, until done
-/// or `stop` is set. Runs in its own thread.
+/// Sends `spec.count` datagrams on the spec's schedule (every `spec.interval_ns`, or in
+/// trains) from `start_mono_ns`, until done or `stop` is set. Runs in its own thread.
 ///
 /// A packet leaves at its deadline, alone. When the sender is behind (a rate above what one
 /// datagram per system call can reach), all packets already due leave in one system call
@@ -147,7 +147,8 @@ pub fn spawn_sender(
 ) -> JoinHandle<SendOutcome> {
     std::thread::spawn(move || {
         tighten_timer_slack();
-        if spec.interval_ns >= REALTIME_MIN_INTERVAL_NS {
+        // On average: a train's packets go back to back, then the sender sleeps.
+        if spec.duration_ns() / spec.count.max(1) >= REALTIME_MIN_INTERVAL_NS {
             try_realtime_priority();
         }
         let mut out = SendOutcome {
@@ -159,9 +160,11 @@ pub fn spawn_sender(
         // A rate above what the host can send must not stretch the test: stop at the
         // planned end (plus a little for a sender that is only momentarily late).
         let interval = spec.interval_ns as i64;
-        let deadline_of =
-            |seq: u64| start_mono_ns.saturating_add((seq as i64).saturating_mul(interval));
-        let planned_end = deadline_of(spec.count);
+        let deadline_of = |seq: u64| {
+            start_mono_ns.saturating_add(spec.send_offset_ns(seq).min(i64::MAX as u64) as i64)
+        };
+        let planned_end =
+            start_mono_ns.saturating_add(spec.duration_ns().min(i64::MAX as u64) as i64);
         let give_up = planned_end.saturating_add(OVERRUN_GRACE_NS);
         let payload = spec.payload_bytes as usize;
         let max_batch = MAX_SEGMENTS.min(MAX_DATAGRAM / payload).max(1);
@@ -182,13 +185,14 @@ pub fn spawn_sender(
             if now > give_up {
                 break;
             }
-            // Every packet whose deadline has passed goes now.
-            let due = if gso && lateness >= interval {
-                (lateness / interval.max(1)) as u64 + 1
-            } else {
-                1
-            };
-            let n = due.min(max_batch as u64).min(spec.count - seq) as usize;
+            // Every packet whose deadline has passed goes now (a train's packets, or an even
+            // stream's when the sender is behind).
+            let batch = if gso { max_batch as u64 } else { 1 };
+            let last = spec.count.min(seq.saturating_add(batch));
+            let n = (seq + 1..last)
+                .take_while(|&s| deadline_of(s) <= now)
+                .count()
+                + 1;
             let send_ns = realtime_ns();
             for (i, segment) in buf.chunks_exact_mut(payload).take(n).enumerate() {
                 write_cellperf(segment, seq + i as u64, send_ns, false);
@@ -615,6 +619,7 @@ mod tests {
             interval_ns: 2_000_000,
             count: 150,
             drain_ms: 0,
+            trains: None,
         };
         let start = mono_ns();
         let sender = spawn_sender(sock, spec, None, start, Arc::new(AtomicBool::new(false)));
@@ -637,6 +642,49 @@ mod tests {
         assert_eq!(back.recv(&mut buf).unwrap(), 100);
     }
 
+    /// Trains of 3 and 5 packets in turn, one every 30 ms: each train leaves at its period's
+    /// start, back to back, and every packet arrives once.
+    #[test]
+    fn trains_leave_together_at_each_period() {
+        let (a, b) = pair();
+        let spec = UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 1400,
+            interval_ns: 1,
+            count: 3 + 5 + 3 + 5 + 3,
+            drain_ms: 500,
+            trains: Some(crate::wire::Trains {
+                lengths: vec![3, 5],
+                period_ns: 30_000_000,
+            }),
+        };
+        let ctl = ReceiveControl::new();
+        let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
+        let sent = spawn_sender(
+            a,
+            spec.clone(),
+            None,
+            mono_ns(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
+        assert_eq!((sent.records.len(), sent.error), (19, None));
+        ctl.peer_done(19, 1000);
+        assert_eq!(rx.join().unwrap().received.len(), 19);
+        let firsts = [0usize, 3, 8, 11, 16];
+        let t = |i: usize| sent.records[i].send_ns.unwrap();
+        for (k, w) in firsts.windows(2).enumerate() {
+            let gap_ms = (t(w[1]) - t(w[0])) as f64 / 1e6;
+            assert!((25.0..35.0).contains(&gap_ms), "train {k}: {gap_ms} ms");
+            // Inside a train: all within a millisecond of its first packet.
+            assert!(
+                (w[0]..w[1]).all(|i| t(i) - t(w[0]) < 1_000_000),
+                "train {k}"
+            );
+        }
+    }
+
     #[test]
     fn sender_and_echoing_receiver_exchange_every_packet_once() {
         let (a, b) = pair();
@@ -646,6 +694,7 @@ mod tests {
             interval_ns: 200_000,
             count: 200,
             drain_ms: 500,
+            trains: None,
         };
         let back = ReceiveControl::new();
         let back_rx = spawn_receiver(
@@ -725,6 +774,7 @@ mod tests {
             interval_ns: 1,
             count: 3000,
             drain_ms: 2000,
+            trains: None,
         };
         let ctl = ReceiveControl::new();
         let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
@@ -839,6 +889,7 @@ mod tests {
             interval_ns: 100_000,
             count: 50,
             drain_ms: 500,
+            trains: None,
         };
         let ctl = ReceiveControl::new();
         let echo = spawn_receiver(b, spec.count, token, true, ctl.clone());

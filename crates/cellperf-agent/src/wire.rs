@@ -111,7 +111,8 @@ impl Direction {
     }
 }
 
-/// A paced UDP stream: `count` packets of `payload_bytes` every `interval_ns`.
+/// A paced UDP stream: `count` packets of `payload_bytes` every `interval_ns`, or, with
+/// `trains`, in packet trains.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSpec {
@@ -121,6 +122,83 @@ pub struct UdpSpec {
     pub count: u64,
     /// How long a receiver waits for stragglers after the sender says it is done.
     pub drain_ms: u64,
+    /// Packet trains instead of an even stream (absent on the wire for an even stream, so
+    /// those requests read as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trains: Option<Trains>,
+}
+
+/// Trains of these lengths in turn, one train starting every `period_ns`; inside a train the
+/// packets go `interval_ns` apart (the spec's), so a train's packets are numbered on from the
+/// last train's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trains {
+    pub lengths: Vec<u32>,
+    pub period_ns: u64,
+}
+
+/// Most train lengths one test cycles through (the request stays one small frame).
+pub const MAX_TRAIN_LENGTHS: usize = 64;
+
+impl UdpSpec {
+    /// When packet `seq` is due, ns after the test's start: `seq·interval` for an even stream;
+    /// for trains, its train's start plus its place in the train times the interval.
+    pub fn send_offset_ns(&self, seq: u64) -> u64 {
+        let Some(t) = &self.trains else {
+            return seq.saturating_mul(self.interval_ns);
+        };
+        let cycle: u64 = t.lengths.iter().map(|&l| l as u64).sum::<u64>().max(1);
+        let (mut train, mut place) = ((seq / cycle) * t.lengths.len() as u64, seq % cycle);
+        for &l in &t.lengths {
+            if place < l as u64 {
+                break;
+            }
+            place -= l as u64;
+            train += 1;
+        }
+        train
+            .saturating_mul(t.period_ns)
+            .saturating_add(place.saturating_mul(self.interval_ns))
+    }
+
+    /// How long the sender's schedule lasts (ns): to the last packet's deadline plus one
+    /// interval, or for trains to the end of the last train's period.
+    pub fn duration_ns(&self) -> u64 {
+        match &self.trains {
+            None => self.count.saturating_mul(self.interval_ns),
+            Some(t) => {
+                let last = self.send_offset_ns(self.count.saturating_sub(1));
+                let period = t.period_ns;
+                (last / period.max(1))
+                    .saturating_add(1)
+                    .saturating_mul(period)
+            }
+        }
+    }
+
+    /// Packets due in the first `elapsed_ns` of the schedule (for progress: loss so far).
+    pub fn due_by(&self, elapsed_ns: u64) -> u64 {
+        if self.trains.is_none() {
+            return (elapsed_ns / self.interval_ns.max(1)).min(self.count);
+        }
+        // The schedule is monotonic in the sequence number: bisect it.
+        let (mut lo, mut hi) = (0u64, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.send_offset_ns(mid) < elapsed_ns {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The average payload rate of the schedule, bit/s one way.
+    pub fn mean_rate_bps(&self) -> f64 {
+        self.count as f64 * self.payload_bytes as f64 * 8e9 / self.duration_ns().max(1) as f64
+    }
 }
 
 /// A bulk TCP transfer.
@@ -556,6 +634,41 @@ mod tests {
     }
 
     #[test]
+    fn train_schedules_place_each_packet_in_its_train() {
+        let spec = UdpSpec {
+            direction: Direction::Down,
+            payload_bytes: 1400,
+            interval_ns: 10,
+            count: 25,
+            drain_ms: 0,
+            trains: Some(Trains {
+                lengths: vec![2, 10],
+                period_ns: 1_000,
+            }),
+        };
+        // Trains: 0-1 at 0, 2-11 at 1000, 12-13 at 2000, 14-23 at 3000, 24 at 4000.
+        let offsets: Vec<u64> = [0, 1, 2, 11, 12, 14, 23, 24]
+            .iter()
+            .map(|&s| spec.send_offset_ns(s))
+            .collect();
+        assert_eq!(offsets, [0, 10, 1000, 1090, 2000, 3000, 3090, 4000]);
+        assert_eq!(spec.duration_ns(), 5000);
+        assert_eq!(
+            [0, 1, 1001, 2995, 5000].map(|e| spec.due_by(e)),
+            [0, 1, 3, 14, 25]
+        );
+        // An even stream keeps its old schedule, and its request its old JSON.
+        let even = UdpSpec {
+            trains: None,
+            ..spec.clone()
+        };
+        assert_eq!((even.send_offset_ns(7), even.duration_ns()), (70, 250));
+        assert!(!serde_json::to_string(&even).unwrap().contains("trains"));
+        let back: UdpSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(back, spec);
+    }
+
+    #[test]
     fn messages_round_trip_and_split_reads_reassemble() {
         let msgs = [
             Message::Hello {
@@ -569,6 +682,7 @@ mod tests {
                     interval_ns: 20_000_000,
                     count: 50,
                     drain_ms: 500,
+                    trains: None,
                 },
             },
             Message::SendDone { packets_sent: 3 },

@@ -92,6 +92,7 @@ fn far_sequence_numbers_do_not_grow_the_server() {
         interval_ns: 8_000,
         count: MAX_PACKETS,
         drain_ms: 0,
+        trains: None,
     };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
     let Message::Accepted { data_port, cookie } =

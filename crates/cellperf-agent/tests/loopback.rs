@@ -295,6 +295,7 @@ fn udp_hello_from_a_third_address_is_refused_and_nothing_is_sent_there() {
         interval_ns: 1_000_000,
         count: 500,
         drain_ms: 100,
+        trains: None,
     };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
     let Message::Accepted { data_port, cookie } =
@@ -498,6 +499,7 @@ fn forged_datagrams_without_the_token_are_not_counted() {
         interval_ns: 1_000_000,
         count: 20,
         drain_ms: 200,
+        trains: None,
     };
     send_message(&mut c, &Message::StartUdp { spec }).unwrap();
     let Message::Accepted { data_port, cookie } =

@@ -24,7 +24,7 @@ from cellperf.errors import UserError
 if TYPE_CHECKING:  # pyarrow costs ~0.15 s to import: every `cellperf probe`/`server` would pay it
     import pyarrow as pa
 
-TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep")
+TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep", "trains")
 DEFAULT_PORT = 5250
 TOKEN_ENV = "CELLPERF_TOKEN"
 
@@ -40,8 +40,9 @@ _PROBE_OPTIONS = {
     "rate_bps": "--rate", "duration_s": "--duration", "interval_s": "--interval", "timeout_s": "--timeout",
     "payload": "--payload", "mss": "--mss", "streams": "--streams", "window": "--window", "count": "--count",
     "bytes": "--bytes", "sizes": "--sizes", "windows": "--windows", "mss_values": "--mss-values",
+    "lengths": "--lengths", "period_s": "--period",
 }
-_U32_OPTIONS = {"payload", "mss", "streams", "window", "sizes", "windows", "mss_values"}
+_U32_OPTIONS = {"payload", "mss", "streams", "window", "sizes", "windows", "mss_values", "lengths"}
 _BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -86,6 +87,17 @@ def parse_list(text: str, option: str, parse=parse_size) -> list[int]:
     if not items:
         raise UserError(f"{option}: give a comma-separated list, e.g. 16K,64K,256K")
     return [parse(t, option) for t in items]
+
+
+def parse_count_list(text: str, option: str) -> list[int]:
+    """`10,100` → [10, 100]: whole numbers from 1 to 2^32 − 1 (train lengths)."""
+
+    def one(t: str, o: str) -> int:
+        if not t.strip().isdigit() or not 1 <= int(t) <= 2**32 - 1:
+            raise UserError(f"{o}: '{t.strip()}' is not a whole number from 1 to 4294967295")
+        return int(t)
+
+    return parse_list(text, option, parse=one)
 
 
 def read_token(token_file: Path | None) -> bytes:

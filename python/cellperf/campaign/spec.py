@@ -313,6 +313,12 @@ def _size_list(value, where):
     return [_size(v, where) for v in value]
 
 
+def _count_list(value, where):
+    if not isinstance(value, list) or not value:
+        raise ValueError("must be a list of whole numbers, e.g. [10, 100]")
+    return [_count(v, where) for v in value]
+
+
 def _choice(*allowed):
     def check(value, where):
         if value not in allowed:
@@ -421,6 +427,8 @@ TEST_OPTIONS = {
     "windows": ("--windows", _size_list, ()),
     "mss_values": ("--mss-values", _size_list, ()),
     "owd": ("--owd", _choice("raw", "excess", "offset", "half-rtt"), ()),
+    "lengths": ("--lengths", _count_list, ()),
+    "period": ("--period", parse_duration, ()),
     # TCP settings (runner, not probe): TCP_SETTINGS.
     "sack": (None, _on_off, (*TCP_TESTS, GROUP)),
     "timestamps": (None, _on_off, (*TCP_TESTS, GROUP)),
@@ -809,7 +817,8 @@ def _test_options(c: _Checker, where: tuple, ttype: str, opts: dict) -> dict:
 
 
 #: Campaign keys whose probe option (JSON) is named otherwise.
-_PROBE_JSON = {"rate": "rate_bps", "duration": "duration_s", "interval": "interval_s", "timeout": "timeout_s"}
+_PROBE_JSON = {"rate": "rate_bps", "duration": "duration_s", "interval": "interval_s", "timeout": "timeout_s",
+               "period": "period_s"}
 
 
 def _kernel(c: _Checker, where: tuple, ttype: str, options: dict, testbed: str, sweep_keys: set = frozenset()) -> None:

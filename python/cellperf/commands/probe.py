@@ -2,7 +2,9 @@
 
 SERVER is HOST[:PORT], default port 5250. Tests (docs/methods.md §2): udp-cbr, tcp-bulk, voip (echoed,
 per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per
-100 ms: gaps and delay periods), window-sweep (TCP throughput vs window or MSS, BDP).
+100 ms: gaps and delay periods), window-sweep (TCP throughput vs window or MSS, BDP), trains
+(packet trains of each --lengths in turn, one every --period, both ways: what `cellperf record`
+sends for a replay's light delivery opportunities).
 
 Examples:
   cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
@@ -11,6 +13,7 @@ Examples:
   cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
   cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
   cellperf probe cn -t ping-sweep --count 20 --interval 0.5
+  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 --direction both --log t.parquet
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import json
 import sys
 from pathlib import Path
 
-from cellperf.agents import MAX_DURATION_S, TESTS, check_log_path, parse_list, parse_rate, parse_size, read_token, run_probe, write_log
+from cellperf.agents import (MAX_DURATION_S, TESTS, check_log_path, parse_count_list, parse_list, parse_rate, parse_size,
+                             read_token, run_probe, write_log)
 from cellperf.cli import file_path
+from cellperf.emulate.units import parse_duration
 from cellperf.validate import number_arg
 from cellperf.errors import UserError
 from cellperf.units import format_rate
@@ -127,7 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("server", metavar="SERVER", help="The server, HOST[:PORT] (default port 5250).")
     parser.add_argument("-t", "--test", required=True, metavar="TEST", help=f"One of: {', '.join(TESTS)}.")
     parser.add_argument("--token-file", metavar="FILE", type=file_path(Path), help="Shared token (else $CELLPERF_TOKEN).")
-    parser.add_argument("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk).")
+    parser.add_argument("--direction", help="up (MN→CN), down, or both (udp-cbr, tcp-bulk, trains).")
     parser.add_argument("--rate", help="udp-cbr payload rate, bit/s (k/M/G). Default 1M.")
     parser.add_argument("--payload", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="UDP payload bytes (default 1460; the header takes 20).")
     parser.add_argument("--duration", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds (default 10; voip/min-delay 30, sparse 60).")
@@ -143,6 +148,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
     parser.add_argument("--windows", metavar="LIST", help="window-sweep windows (default 16K..1024K).")
     parser.add_argument("--mss-values", metavar="LIST", help="window-sweep MSS values instead of windows.")
+    parser.add_argument("--lengths", metavar="LIST", help="trains: packets per train, in turn (default 10,100).")
+    parser.add_argument("--period", metavar="TIME", help="trains: time from one train's start to the next (default 200ms).")
     parser.add_argument("--owd", metavar="KIND",
                         help="One-way delay reported: raw, excess, offset (raw with the measured clock offset "
                              "removed), half-rtt (echo tests' default).")
@@ -177,6 +184,7 @@ def run(args: argparse.Namespace) -> None:
         ("rate_bps", args.rate, "--rate", parse_rate), ("bytes", args.nbytes, "--bytes", parse_size),
         ("window", args.window, "--window", parse_size), ("sizes", args.sizes, "--sizes", parse_list),
         ("windows", args.windows, "--windows", parse_list), ("mss_values", args.mss_values, "--mss-values", parse_list),
+        ("lengths", args.lengths, "--lengths", parse_count_list), ("period_s", args.period, "--period", parse_duration),
     ):
         if text is not None:
             options[key] = parse(text, option)

@@ -1,0 +1,429 @@
+"""`cellperf record`: records a link for a faithful replay (issue 29; method in docs/record.md,
+bundle in docs/formats.md "Recording bundle").
+
+The recorder runs the agents' tests against a `cellperf server`, one phase after another:
+1. sizes: sparse single packets of a few sizes (the latency offset per packet size);
+2. then, repeatedly, trains (light trains of each length in turn, one every period: base
+   delay, light delivery opportunities, loss) and saturate (a UDP stream just above what the
+   link delivers, per direction: heavy delivery opportunities).
+Per-packet records come from the agents (Rust); `record_traces` turns them into the bundle's
+series with numpy and pyarrow. The bundle is written into a temporary folder beside BUNDLE
+and renamed, so BUNDLE is never half-written; a recording cut short (Ctrl-C, a lost server)
+keeps what it recorded with `complete: false`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from cellperf.agents import DEFAULT_PORT, run_probe
+from cellperf.errors import UserError, os_reason
+from cellperf.replay import record_traces as traces
+
+DIRECTIONS = ("downlink", "uplink")
+#: The series every direction of a bundle has.
+SERIES = ("light", "heavy", "offset", "loss")
+#: The probe's name of a direction.
+PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
+#: One train/saturate cycle lasts at most this long (s): the heavy trace repeats a saturated
+#: stretch over the trains phase next to it, so cycles are kept short.
+CYCLE_S = 15.0
+#: Share of a cycle that the light trains take; the saturator has the rest.
+TRAINS_SHARE = 2 / 3
+#: Sizes phase: one packet every SIZES_PERIOD_S at each size.
+SIZES_PERIOD_S = 0.05
+#: Saturating rate over what the link last delivered: the queue grows by this share of the
+#: link's rate while a phase lasts (bounded, drained before the next trains), never empties.
+OVERDRIVE = 1.25
+#: A saturate phase that delivered more than this share of what it sent did not saturate:
+#: the next one sends at twice the delivered rate.
+UNSATURATED = 0.9
+#: First saturating rate when the trains gave no estimate (bit/s).
+FALLBACK_RATE_BPS = 10e6
+
+
+@dataclass
+class Phase:
+    kind: str  # sizes | trains | saturate
+    seconds: float
+    payload: int = 0
+
+
+@dataclass
+class RecordOptions:
+    server: str
+    token: bytes
+    duration_s: float = 300.0
+    directions: tuple[str, ...] = DIRECTIONS
+    lengths: tuple[int, ...] = (10, 100)
+    period_s: float = 0.2
+    payload: int = 1400
+    labels: dict = field(default_factory=dict)
+    clock: str = "auto"  # auto | synced | rtt-half
+    #: The server's --max-rate (its default): no saturating stream asks for more.
+    max_rate_bps: float = 100e6
+
+
+@dataclass
+class Recorded:
+    """What the probe runs gave, per direction: arrays of every phase, times relative to the
+    recording's start (ns, float; NaN = not received), and the phase of each packet."""
+
+    t0_ns: int
+    columns: dict = field(default_factory=lambda: {d: [] for d in DIRECTIONS})
+    no_path: dict = field(default_factory=lambda: {d: [] for d in DIRECTIONS})
+    clock_offset: dict | None = None
+    seconds: float = 0.0
+
+    def add(self, kind: str, number: int, log, document: dict) -> None:
+        """Keeps one probe run's merged per-packet log (pyarrow table) and its no-path gaps."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if document.get("clock_offset") and self.clock_offset is None:
+            self.clock_offset = document["clock_offset"]
+        for gap in document.get("no_path") or []:
+            d = {"up": "uplink", "down": "downlink"}[gap["direction"]]
+            self.no_path[d].append((gap["start_ns"] - self.t0_ns, gap["end_ns"] - self.t0_ns))
+        if log is None or log.num_rows == 0:
+            return
+
+        def rel(name: str) -> np.ndarray:
+            ns = pc.subtract(log.column(name).cast(pa.int64()), self.t0_ns)
+            return ns.to_numpy(zero_copy_only=False).astype(np.float64)
+
+        direction = log.column("direction").to_numpy(zero_copy_only=False)
+        seq = log.column("seq").to_numpy().astype(np.int64)
+        size = log.column("bytes").to_numpy().astype(np.int64)
+        send, recv = rel("send_ts"), rel("recv_ts")
+        for d in DIRECTIONS:
+            m = direction == PROBE_DIRECTION[d]
+            if m.any():
+                self.columns[d].append({"kind": kind, "phase": number, "seq": seq[m], "send": send[m],
+                                        "recv": recv[m], "bytes": size[m]})
+
+
+def plan_phases(duration_s: float, period_s: float, payload: int) -> list[Phase]:
+    """The phases of a recording of `duration_s`: sizes first (a few % of it, 2-8 s), then
+    cycles of trains and saturate of at most CYCLE_S each; the last cycle takes what is left."""
+    sizes = offset_sizes(payload)
+    per_size = min(2.0, max(0.5, 0.0075 * duration_s))
+    phases = [Phase("sizes", per_size, s) for s in sizes]
+    left = duration_s - per_size * len(sizes)
+    if left < 4 * period_s:
+        raise UserError(f"--duration: {duration_s:g} s is too short (at least {per_size * len(sizes) + 4 * period_s:g} s "
+                        f"with --period {period_s:g} s)")
+    while left > 1e-9:
+        cycle = left if left < 1.5 * CYCLE_S else CYCLE_S
+        trains = max(round(cycle * TRAINS_SHARE / period_s), 2) * period_s
+        phases.append(Phase("trains", min(trains, left), payload))
+        if left - trains > 0.5:
+            phases.append(Phase("saturate", left - trains if cycle == left else cycle - trains, payload))
+        left -= cycle
+    return phases
+
+
+def offset_sizes(payload: int) -> list[int]:
+    """Packet payloads whose delays give the latency offset: up to the trains' own size."""
+    return [s for s in (100, 400, 800) if s < payload] + [payload]
+
+
+def on_this_host(server: str) -> bool:
+    """Whether the server's clock is this host's: it runs here (a local address) or at the
+    host side of `cellperf emulate` ($CELLPERF_CN, $CELLPERF_CN6), whose command runs in a
+    namespace of this same kernel."""
+    host = server.rsplit(":", 1)[0] if server.count(":") == 1 or server.startswith("[") else server
+    host = host.strip("[]")
+    if host in {os.environ.get("CELLPERF_CN"), os.environ.get("CELLPERF_CN6")} - {None}:
+        return True
+    try:
+        addrs = {ipaddress.ip_address(a[4][0].split("%")[0]) for a in socket.getaddrinfo(host, None)}
+    except (OSError, ValueError):
+        return False
+    return all(a.is_loopback for a in addrs)
+
+
+def ip_version(server: str) -> int:
+    host = server.rsplit(":", 1)[0] if server.count(":") == 1 or server.startswith("[") else server
+    try:
+        return 6 if socket.getaddrinfo(host.strip("[]"), DEFAULT_PORT)[0][0] == socket.AF_INET6 else 4
+    except OSError:
+        return 4
+
+
+class Recorder:
+    """One recording: runs the phases, keeps what they gave, writes the bundle."""
+
+    def __init__(self, opts: RecordOptions, say: Callable[[str], None]):
+        self.opts, self.say = opts, say
+        self.phases = plan_phases(opts.duration_s, opts.period_s, opts.payload)
+        self.recorded = Recorded(t0_ns=time.time_ns())
+        self.rates: dict[str, float] = {}
+        self.error: str | None = None
+        self.interrupted = False
+        self._pending: str | None = None
+        self.warned: set[str] = set()
+        #: The directions with every series, once `files` has made them.
+        self.usable: list[str] = []
+        self.started = time.monotonic()
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self) -> None:
+        """Runs every phase until done, interrupted or failed (then `error` says why)."""
+        total = sum(p.seconds for p in self.phases)
+        done = 0.0
+        try:
+            for i, phase in enumerate(self.phases):
+                left = total - done
+                # Said once the phase runs (a refusing server gives its one line alone).
+                self._pending = (f"phase {i + 1}/{len(self.phases)}: {phase.kind} {phase.seconds:.1f} s "
+                                 f"({_clock(left)} of recording left)")
+                ok = self._phase(i, phase)
+                done += phase.seconds
+                if not ok:
+                    break
+        except KeyboardInterrupt:
+            self.interrupted = True
+        self.recorded.seconds = (time.time_ns() - self.recorded.t0_ns) / 1e9
+
+    def _phase(self, number: int, phase: Phase) -> bool:
+        o = self.opts
+        direction = "both" if len(o.directions) == 2 else PROBE_DIRECTION[o.directions[0]]
+        if phase.kind == "sizes":
+            return self._probe(number, phase.kind, "trains", {
+                "lengths": [1], "period_s": SIZES_PERIOD_S, "payload": phase.payload, "duration_s": phase.seconds,
+                "direction": direction, "timeout_s": 1.0})
+        if phase.kind == "trains":
+            ok = self._probe(number, phase.kind, "trains", {
+                "lengths": list(o.lengths), "period_s": o.period_s, "payload": o.payload,
+                "duration_s": phase.seconds, "direction": direction, "timeout_s": 2.0})
+            for d in o.directions:
+                self._check_period(d)
+            return ok
+        return self._saturate(number, phase)
+
+    def _saturate(self, number: int, phase: Phase) -> bool:
+        """Each direction its own UDP stream at its own rate, at the same time (an uplink
+        several times slower than the downlink is not buried under the downlink's rate)."""
+        runs = {}
+        for d in self.opts.directions:
+            rate = self.rates.get(d) or self._train_rate(d) * 1.5 or FALLBACK_RATE_BPS
+            # The server refuses a test over its --max-rate.
+            rate = min(rate, self.opts.max_rate_bps)
+            runs[d] = {"rate_bps": rate, "payload": self.opts.payload, "duration_s": phase.seconds,
+                       "direction": PROBE_DIRECTION[d], "timeout_s": min(30.0, max(2.0, phase.seconds))}
+        stop = threading.Event()
+        results: dict[str, bool] = {}
+        others = [threading.Thread(target=lambda d=d: results.__setitem__(d, self._probe(
+            number, "saturate", "udp-cbr", runs[d], stop=stop)), daemon=True) for d in list(runs)[1:]]
+        for t in others:
+            t.start()
+        try:
+            first = list(runs)[0]
+            results[first] = self._probe(number, "saturate", "udp-cbr", runs[first], stop=stop)
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            for t in others:
+                t.join()
+        for d, opts in runs.items():
+            self._next_rate(d, opts["rate_bps"], number)
+        return all(results.values())
+
+    def _probe(self, number: int, kind: str, test: str, options: dict, stop: threading.Event | None = None) -> bool:
+        """One probe run; keeps its records. False when the recording must stop."""
+        def progress(_p: dict) -> bool:
+            self._announce()
+            return not (stop is not None and stop.is_set())
+
+        result = run_probe(self.opts.server, self.opts.token, test, options, progress)
+        # A control connection lost mid-test is no probe error (the step keeps what it
+        # measured, marked partial), but the recording cannot go on without its server.
+        partial = result.document.get("partial")
+        error = result.error or (partial and f"server {self.opts.server}: {partial}")
+        if error is None:
+            self._announce()
+        self.recorded.add(kind, number, result.log, result.document)
+        if error == "interrupted":
+            self.interrupted = True
+        elif error and not (stop is not None and stop.is_set()):
+            self.error = self.error or error
+        if stop is not None and (self.interrupted or self.error):
+            stop.set()
+        return not (self.interrupted or self.error)
+
+    def _announce(self) -> None:
+        line, self._pending = self._pending, None
+        if line:
+            self.say(line)
+
+    # -- saturating rates --------------------------------------------------------------------
+    def _train_spans(self, d: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per train of the last trains phase in `d`: packets delivered, first and last
+        arrival (ns)."""
+        phases = [c for c in self.recorded.columns[d] if c["kind"] == "trains"]
+        if not phases:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        c = phases[-1]
+        train, _ = traces.train_index(c["seq"], list(self.opts.lengths))
+        got = ~np.isnan(c["recv"])
+        tr, rx = train[got], c["recv"][got]
+        counts = np.bincount(tr, minlength=int(train.max()) + 1 if len(train) else 0)
+        first = np.full(len(counts), np.inf)
+        last = np.full(len(counts), -np.inf)
+        np.minimum.at(first, tr, rx)
+        np.maximum.at(last, tr, rx)
+        return counts, first, last
+
+    def _train_rate(self, d: str) -> float:
+        """The delivery rate of the last trains phase's trains in `d` (90th percentile over
+        trains of 5 packets or more; bit/s on the wire), 0 when none was delivered."""
+        counts, first, last = self._train_spans(d)
+        ok = (counts >= 5) & (last > first)
+        if not ok.any():
+            return 0.0
+        wire = self.opts.payload + traces.HEADERS[ip_version(self.opts.server)]
+        rates = (counts[ok] - 1) * wire * 8 / ((last[ok] - first[ok]) / 1e9)
+        return float(np.percentile(rates, 90))
+
+    def _check_period(self, d: str) -> None:
+        """Warns (once per direction) when the longest trains take longer to arrive than the
+        period: the train after one then queues behind its tail, and its base delay with it."""
+        counts, first, last = self._train_spans(d)
+        ok = counts >= 2
+        if d in self.warned or not ok.any():
+            return
+        took_ms = float(np.median(last[ok & (counts == counts.max())] - first[ok & (counts == counts.max())])) / 1e6
+        if took_ms > self.opts.period_s * 1e3:
+            self.warned.add(d)
+            self.say(f"warning: {d} trains of {int(counts.max())} take {took_ms:.0f} ms to arrive, longer than "
+                     f"--period {self.opts.period_s * 1e3:g} ms: the next train queues behind them (a longer --period "
+                     f"keeps the trains apart)")
+
+    def _next_rate(self, d: str, sent_bps: float, number: int) -> None:
+        """The next saturating rate of `d` from what this phase delivered: OVERDRIVE × that,
+        or twice it when this phase did not saturate the link."""
+        c = next((c for c in reversed(self.recorded.columns[d]) if c["phase"] == number), None)
+        if c is None:
+            return
+        rx = np.sort(c["recv"][~np.isnan(c["recv"])])
+        if len(rx) < 10 or rx[-1] <= rx[0]:
+            return
+        delivered = (len(rx) - 1) * self.opts.payload * 8 / ((rx[-1] - rx[0]) / 1e9)
+        self.rates[d] = delivered * (2.0 if delivered > UNSATURATED * sent_bps else OVERDRIVE)
+
+    # -- the bundle --------------------------------------------------------------------------
+    def clock(self) -> dict:
+        o = self.opts
+        method = o.clock if o.clock != "auto" else ("synced" if on_this_host(o.server) else "rtt-half")
+        if method == "synced":
+            return {"method": "synced", "offset_ms": 0.0, "uncertainty_ms": 0.0}
+        c = self.recorded.clock_offset or {}
+        return {"method": "rtt-half", "offset_ms": float(c.get("offset_ms", 0.0)),
+                "uncertainty_ms": float(c.get("uncertainty_ms", 0.0))}
+
+    def files(self, clock: dict) -> dict[str, list[str]]:
+        """The bundle's series (file name → lines)."""
+        o = self.opts
+        offset_ns = clock["offset_ms"] * 1e6
+        wire_extra = traces.HEADERS[ip_version(o.server)]
+        end_ms = int(self.recorded.seconds * 1000)
+        out: dict[str, list[str]] = {}
+        outages: list[tuple[float, str, float]] = []
+        for d in o.directions:
+            parts = [on_probe_clock(c, d, offset_ns) for c in self.recorded.columns[d]]
+            trains = [c for c in parts if c["kind"] == "trains"]
+            tr = [traces.train_index(c["seq"], list(o.lengths)) for c in trains]
+            # Train numbers of successive phases kept apart.
+            base = np.cumsum([0] + [int(t.max()) + 1 if len(t) else 0 for t, _ in tr[:-1]])
+            cat = lambda key, ps: np.concatenate([p[key] for p in ps]) if ps else np.zeros(0)  # noqa: E731
+            train = np.concatenate([t + b for (t, _), b in zip(tr, base)]) if tr else np.zeros(0, np.int64)
+            place = np.concatenate([p for _, p in tr]) if tr else np.zeros(0, np.int64)
+            send, recv = cat("send", trains), cat("recv", trains)
+            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0)
+            out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
+            sizes = [c for c in parts if c["kind"] == "sizes"]
+            out[f"{d}.offset"] = traces.offset_lines(cat("bytes", sizes).astype(np.int64) + wire_extra,
+                                                     cat("recv", sizes) - cat("send", sizes))
+            stretches = []
+            for c in (c for c in parts if c["kind"] == "saturate"):
+                opps = traces.opportunities_ms(c["recv"], c["bytes"] + wire_extra, 0)
+                if len(opps):
+                    stretches.append((opps, int(opps[0]), int(opps[-1]) + 1))
+            out[f"{d}.heavy"] = [str(v) for v in traces.heavy_ms(stretches, end_ms).tolist()]
+            spans = traces.silent_spans(cat("send", parts), cat("recv", parts), 2 * o.period_s * 1e9)
+            for a, b in traces.merge_spans(spans + self.recorded.no_path[d]):
+                outages.append((a, d, b))
+        # A direction cut short before it had every series (no saturated stretch yet, say) is
+        # left out: a replay needs them all, and the manifest lists only what has files.
+        self.usable = [d for d in o.directions if all(out[f"{d}.{k}"] for k in SERIES)]
+        out = {name: lines for name, lines in out.items() if name.split(".")[0] in self.usable}
+        out["outages"] = [f"{d} {a / 1e6:.3f} {b / 1e6:.3f}" for a, d, b in sorted(outages) if d in self.usable]
+        return out
+
+    def manifest(self, clock: dict, complete: bool, radio: str | None) -> dict:
+        from cellperf import __version__
+
+        o = self.opts
+        return {
+            "format": "cellperf-recording", "version": 1,
+            "recorded_at": dt.datetime.fromtimestamp(self.recorded.t0_ns / 1e9, dt.timezone.utc)
+            .strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "duration_s": round(self.recorded.seconds, 3),
+            "complete": complete,
+            "server": o.server,
+            "directions": list(self.usable),
+            "train_lengths": list(o.lengths), "train_period_ms": o.period_s * 1e3, "packet_size": o.payload,
+            "clock": clock,
+            "labels": dict(o.labels),
+            "radio_log": radio,
+            "cellperf_version": __version__,
+        }
+
+    def has_data(self) -> bool:
+        return any(c for c in self.recorded.columns.values())
+
+
+def write_bundle(out: Path, manifest: dict, files: dict[str, list[str]], radio_csv: Path | None) -> None:
+    """Writes the bundle into a temporary folder beside `out`, then renames it to `out`."""
+    tmp = out.with_name(f".{out.name}.part-{os.getpid()}")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        header = f"# cellperf recording {manifest['recorded_at']} from {manifest['server']}\n"
+        for name, lines in files.items():
+            # A heavy trace is read by mahimahi's mm-link too, which takes no comments.
+            (tmp / name).write_text(("" if name.endswith(".heavy") else header) + "".join(f"{line}\n" for line in lines))
+        if radio_csv is not None:
+            shutil.copyfile(radio_csv, tmp / "radio.csv")
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        os.rename(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError(f"{out}: cannot write the bundle ({os_reason(e)})") from None
+
+
+def on_probe_clock(c: dict, direction: str, offset_ns: float) -> dict:
+    """One phase's packets with every time on the MN's clock: `offset_ns` is the server's
+    clock minus the MN's, and the server stamps a downlink packet's send and an uplink
+    packet's receive."""
+    key = "send" if direction == "downlink" else "recv"
+    return {**c, key: c[key] - offset_ns}
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s // 60}:{s % 60:02d}"

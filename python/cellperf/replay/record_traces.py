@@ -1,0 +1,170 @@
+"""From the agents' per-packet records to a recording bundle's series (docs/formats.md
+"Recording bundle"): light delivery opportunities and base delay per train, heavy delivery
+opportunities, latency offset per size, loss per window, outages.
+
+Every function takes one direction's packets as numpy arrays (ns since the Unix epoch; a lost
+packet's receive time is NaN) and returns the lines of one file. Per-packet work is numpy or
+pyarrow compute, never a Python loop over packets; the loops here run over phases or
+intervals (a few per minute of recording).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: mahimahi's delivery opportunity: one MTU-sized packet.
+MTU_BYTES = 1500
+#: Window of the loss series (ms).
+LOSS_WINDOW_MS = 1000
+#: Bytes in front of a UDP payload on the link: IPv4 20 + UDP 8 (IPv6: 40 + 8).
+HEADERS = {4: 28, 6: 48}
+
+
+def train_index(seq: np.ndarray, lengths: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(train number, place in the train) of each sequence number of a trains test whose
+    trains take `lengths` in turn (the agents' schedule, `UdpSpec::send_offset_ns`)."""
+    seq = np.asarray(seq, dtype=np.int64)
+    cycle = int(sum(lengths))
+    ends = np.cumsum(lengths)
+    within = seq % cycle
+    k = np.searchsorted(ends, within, side="right")
+    starts = np.concatenate([[0], ends[:-1]])
+    return (seq // cycle) * len(lengths) + k, within - starts[k]
+
+
+def ms_text(values_ms: np.ndarray) -> pa.Array:
+    """Milliseconds as text with µs resolution (`12.345`), without a per-value Python call."""
+    us = np.round(np.asarray(values_ms, dtype=np.float64) * 1000).astype(np.int64)
+    sign = np.where(us < 0, "-", "")
+    us = np.abs(us)
+    whole = pc.cast(pa.array(us // 1000), pa.string())
+    frac = pc.utf8_lpad(pc.cast(pa.array(us % 1000), pa.string()), 3, "0")
+    return pc.binary_join_element_wise(pa.array(sign), whole, ".", frac, "")
+
+
+def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray,
+                t0_ns: int) -> list[str]:
+    """`t_ms base_delay_ms pdo_0 ... pdo_k` per train with a delivered packet, in time order
+    (times on one clock). `t_ms`: the train's first packet's send time from `t0_ns`; the base
+    delay: the one-way delay of its first delivered packet (never below 0: a clock offset
+    known only within its uncertainty may make it so); `pdo_i`: the delivered packets'
+    receive times after that packet's, sorted (a lost packet is simply absent)."""
+    if len(train) == 0:
+        return []
+    first_send = np.full(int(train.max()) + 1, np.nan)
+    heads = place == 0
+    first_send[train[heads]] = send_ns[heads]
+    got = ~np.isnan(recv_ns)
+    tr, tx, rx = train[got], send_ns[got], recv_ns[got]
+    order = np.lexsort((rx, tr))
+    tr, tx, rx = tr[order], tx[order], rx[order]
+    if len(tr) == 0:
+        return []
+    starts = np.flatnonzero(np.r_[True, tr[1:] != tr[:-1]])
+    trains = tr[starts]
+    # A train whose first packet's record is missing (cut short) starts at its first delivered one's send.
+    t_send = np.where(np.isnan(first_send[trains]), tx[starts], first_send[trains])
+    base = np.maximum((rx[starts] - tx[starts]) / 1e6, 0.0)
+    pdo = (rx - np.repeat(rx[starts], np.diff(np.r_[starts, len(rx)]))) / 1e6
+    lists = pa.ListArray.from_arrays(pa.array(np.r_[starts, len(rx)].astype(np.int32)), ms_text(pdo))
+    head = pc.binary_join_element_wise(ms_text((t_send - t0_ns) / 1e6), ms_text(base), " ")
+    lines = pc.binary_join_element_wise(head, pc.binary_join(lists, " "), " ")
+    keep = np.argsort(t_send, kind="stable")
+    return pc.take(lines, pa.array(keep)).to_pylist()
+
+
+def opportunities_ms(recv_ns: np.ndarray, wire_bytes: np.ndarray, t0_ns: int) -> np.ndarray:
+    """Delivery opportunities of MTU-sized packets (integer ms from `t0_ns`) from the arrivals
+    of one saturated stretch: one each time the bytes delivered pass another 1500."""
+    got = ~np.isnan(recv_ns)
+    rx, size = recv_ns[got], wire_bytes[got]
+    order = np.argsort(rx, kind="stable")
+    rx, cum = rx[order], np.cumsum(size[order])
+    if len(rx) == 0:
+        return np.zeros(0, dtype=np.int64)
+    marks = np.arange(1, int(cum[-1] // MTU_BYTES) + 1) * MTU_BYTES
+    return np.floor((rx[np.searchsorted(cum, marks)] - t0_ns) / 1e6).astype(np.int64)
+
+
+def heavy_ms(stretches: list[tuple[np.ndarray, int, int]], end_ms: int) -> np.ndarray:
+    """One heavy trace over the whole recording from the saturated stretches, each (its
+    opportunities, first ms, end ms), in time order. Between stretches (while the light
+    trains ran: one device cannot saturate a direction and measure light trains in it at
+    once) the stretch before is repeated, shifted in time; before the first, the first."""
+    kept = [(o, a, b) for o, a, b in stretches if len(o) and b > a]
+    pieces, cursor = [], 0
+    for i, (opps, start, stop) in enumerate(kept):
+        if cursor < start:
+            pieces.append(_tile(*kept[max(i - 1, 0)], cursor, start))
+        pieces.append(opps[(opps >= max(start, cursor)) & (opps < stop)])
+        cursor = max(cursor, stop)
+    if kept and cursor < end_ms:
+        pieces.append(_tile(*kept[-1], cursor, end_ms))
+    return np.sort(np.concatenate(pieces)) if pieces else np.zeros(0, dtype=np.int64)
+
+
+def _tile(opps: np.ndarray, s0: int, s1: int, a: int, b: int) -> np.ndarray:
+    """The opportunities of [s0, s1) repeated to cover [a, b)."""
+    pattern = opps[(opps >= s0) & (opps < s1)] - s0
+    length = s1 - s0
+    copies = -(-(b - a) // length)
+    tiled = (pattern[None, :] + a + length * np.arange(copies)[:, None]).ravel()
+    return tiled[tiled < b]
+
+
+def offset_lines(size: np.ndarray, owd_ns: np.ndarray) -> list[str]:
+    """`size_bytes offset_ms` per size: the least one-way delay at each size over the least at
+    the smallest, never decreasing with the size (a larger packet is never faster; what would
+    be is noise of the minimum)."""
+    got = ~np.isnan(owd_ns)
+    size, owd = size[got], owd_ns[got]
+    if len(size) == 0:
+        return []
+    sizes, inverse = np.unique(size, return_inverse=True)
+    least = np.full(len(sizes), np.inf)
+    np.minimum.at(least, inverse, owd)
+    offset = np.maximum.accumulate(np.maximum((least - least[0]) / 1e6, 0.0))
+    return [f"{s} {o}" for s, o in zip(sizes.tolist(), ms_text(offset).to_pylist())]
+
+
+def loss_lines(send_ns: np.ndarray, recv_ns: np.ndarray, t0_ns: int) -> list[str]:
+    """`start_ms sent lost` per window of LOSS_WINDOW_MS that had light packets sent."""
+    if len(send_ns) == 0:
+        return []
+    window = ((send_ns - t0_ns) // (LOSS_WINDOW_MS * 1e6)).astype(np.int64)
+    window = np.maximum(window, 0)
+    sent = np.bincount(window)
+    lost = np.bincount(window, weights=np.isnan(recv_ns).astype(np.int64), minlength=len(sent)).astype(np.int64)
+    w = np.flatnonzero(sent)
+    return [f"{a} {s} {l}" for a, s, l in zip((w * LOSS_WINDOW_MS).tolist(), sent[w].tolist(), lost[w].tolist())]
+
+
+def silent_spans(send_ns: np.ndarray, recv_ns: np.ndarray, least_ns: float) -> list[tuple[float, float]]:
+    """[start, end) (ns) in which nothing was delivered for at least `least_ns` while packets
+    were being sent: from a delivery (or the first send) to the next delivery (or, when the
+    recording ended without one, the last send), when at least two packets were sent between
+    them at least `least_ns` before it ended (so a gap between phases, with nothing sent, is
+    not one)."""
+    if len(send_ns) == 0:
+        return []
+    rx = np.sort(recv_ns[~np.isnan(recv_ns)])
+    tx = np.sort(send_ns)
+    edges = np.r_[tx[0], rx, max(tx[-1], rx[-1] if len(rx) else tx[-1])]
+    a, b = edges[:-1], edges[1:]
+    long = np.flatnonzero(b - a >= least_ns)
+    sent_inside = np.searchsorted(tx, b[long] - least_ns / 2) - np.searchsorted(tx, a[long], side="right")
+    long = long[sent_inside >= 2]
+    return list(zip(a[long].tolist(), b[long].tolist()))
+
+
+def merge_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping or touching spans as one."""
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]

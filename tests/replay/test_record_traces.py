@@ -1,0 +1,109 @@
+"""The recorder's per-packet records → bundle series (cellperf.replay.record_traces), on
+crafted packets whose every value is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cellperf.errors import UserError
+from cellperf.replay import record_traces as t
+from cellperf.replay.record import Phase, on_probe_clock, on_this_host, plan_phases
+
+MS = 1e6
+NAN = np.nan
+
+
+def test_sequence_numbers_map_to_their_train_and_place():
+    train, place = t.train_index(np.arange(25), [2, 10])
+    assert train.tolist() == [0, 0] + [1] * 10 + [2, 2] + [3] * 10 + [4]
+    assert place.tolist() == [0, 1, *range(10), 0, 1, *range(10), 0]
+
+
+def test_light_lines_give_send_time_base_delay_and_delivery_offsets():
+    # Two trains of 3: the first sent at 100 ms, delivered at +20, +21.5, +23 ms; the
+    # second sent at 300 ms, its first packet lost, the others at +30.25 and +31 ms.
+    seq = np.arange(6)
+    train, place = t.train_index(seq, [3])
+    send = np.array([100, 100, 100, 300, 300, 300]) * MS
+    recv = np.array([120, 121.5, 123, NAN, 330.25, 331]) * MS
+    lines = t.light_lines(train, place, send, recv, 0)
+    assert lines == ["100.000 20.000 0.000 1.500 3.000", "300.000 30.250 0.000 0.750"]
+    # A delay below 0 (a clock offset known within its uncertainty) is 0.
+    assert t.light_lines(train, place, send + 25 * MS, recv, 0)[0] == "125.000 0.000 0.000 1.500 3.000"
+    # A train with nothing delivered has no line; nothing at all, no lines.
+    assert t.light_lines(train, place, send, np.full(6, NAN), 0) == []
+
+
+def test_times_go_on_the_mobile_nodes_clock():
+    # The server's clock is 5 ms ahead: it stamps a downlink packet's send, an uplink packet's receive.
+    c = {"send": np.array([105.0]) * MS, "recv": np.array([125.0]) * MS}
+    assert on_probe_clock(c, "downlink", 5 * MS)["send"].tolist() == [100 * MS]
+    assert on_probe_clock(c, "uplink", 5 * MS)["recv"].tolist() == [120 * MS]
+
+
+def test_opportunities_come_every_1500_bytes_delivered():
+    # 10 packets of 750 B on the wire, one per ms from 5 ms: an opportunity every second one.
+    recv = (5 + np.arange(10.0)) * MS
+    opps = t.opportunities_ms(recv, np.full(10, 750), 0)
+    assert opps.tolist() == [6, 8, 10, 12, 14]
+    # A lost packet delivers nothing.
+    recv[1] = NAN
+    assert t.opportunities_ms(recv, np.full(10, 750), 0).tolist() == [7, 9, 11, 13]
+
+
+def test_heavy_trace_fills_the_gaps_between_saturated_stretches():
+    a = (np.arange(10, 20), 10, 20)       # one per ms in [10, 20)
+    b = (np.arange(40, 50, 2), 40, 50)    # one per 2 ms in [40, 50)
+    heavy = t.heavy_ms([a, b], 60)
+    # [0, 10): the first stretch's pattern; [20, 40): the stretch before, twice; [50, 60): the last.
+    assert heavy.tolist() == [*range(0, 10), *range(10, 20), *range(20, 40), *range(40, 50, 2), *range(50, 60, 2)]
+    assert t.heavy_ms([], 60).tolist() == []
+
+
+def test_offsets_are_least_delays_over_the_smallest_size_never_decreasing():
+    size = np.array([128, 128, 428, 428, 828, 1428])
+    owd = np.array([20.5, 20.0, 20.4, 21.0, 19.9, 22.0]) * MS
+    assert t.offset_lines(size, owd) == ["128 0.000", "428 0.400", "828 0.400", "1428 2.000"]
+
+
+def test_loss_counts_per_second_of_sending():
+    send = np.array([0, 500, 999, 1000, 2500, 2600]) * MS
+    recv = np.array([10, NAN, 1010, NAN, NAN, 2610]) * MS
+    assert t.loss_lines(send, recv, 0) == ["0 3 1", "1000 1 1", "2000 2 1"]
+
+
+def test_silent_spans_need_packets_sent_into_them():
+    # One packet every 10 ms for 1 s; nothing arrives between 300 and 700 ms.
+    send_ms = np.arange(0, 1000, 10.0)
+    recv_ms = np.where((send_ms >= 280) & (send_ms < 680), NAN, send_ms + 20)
+    assert t.silent_spans(send_ms * MS, recv_ms * MS, 400 * MS) == [(290 * MS, 700 * MS)]
+    # A pause in sending (between phases) is no outage.
+    send2 = np.r_[np.arange(0, 200, 10.0), np.arange(900, 1000, 10.0)] * MS
+    assert t.silent_spans(send2, send2 + 20 * MS, 400 * MS) == []
+    assert t.merge_spans([(5, 9), (0, 3), (2, 4)]) == [(0, 4), (5, 9)]
+
+
+def test_ms_text_keeps_microseconds_and_sign():
+    assert t.ms_text(np.array([0.0, 1.2345, -0.5, 1234.5678])).to_pylist() == ["0.000", "1.234", "-0.500", "1234.568"]
+
+
+def test_phases_cover_the_duration_sizes_first_then_trains_and_saturate():
+    phases = plan_phases(60.0, 0.2, 1400)
+    assert [p.kind for p in phases[:4]] == ["sizes"] * 4
+    assert [p.payload for p in phases[:4]] == [100, 400, 800, 1400]
+    rest = phases[4:]
+    assert [p.kind for p in rest] == ["trains", "saturate"] * (len(rest) // 2)
+    assert sum(p.seconds for p in phases) == pytest.approx(60.0)
+    assert all(p.seconds <= 15.0 for p in rest)
+    assert plan_phases(8.0, 0.2, 1400)[4:] == [Phase("trains", 4.0, 1400), Phase("saturate", 2.0, 1400)]
+    with pytest.raises(UserError, match="--duration: 2 s is too short"):
+        plan_phases(2.0, 0.2, 1400)
+
+
+def test_the_clock_is_shared_with_a_server_on_this_host_or_behind_the_emulator(monkeypatch):
+    monkeypatch.delenv("CELLPERF_CN", raising=False)
+    assert on_this_host("127.0.0.1:5250") and on_this_host("[::1]:5250") and on_this_host("localhost")
+    assert not on_this_host("192.0.2.1:5250")
+    monkeypatch.setenv("CELLPERF_CN", "192.0.2.1")
+    assert on_this_host("192.0.2.1:5250")
