@@ -166,8 +166,6 @@ def test_bad_options_are_one_line(server, tmp_path, capsys):
 
 def test_check_calls_the_bundle_reader(tmp_path):
     """`record --check` is the bundle reader's check: a wrong version is one line, exit 1."""
-    pytest.importorskip("cellperf.replay.bundle", reason="the bundle reader (cellperf.replay.bundle) is h-replay's "
-                                                         "and not on this branch until the lead merges both")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "manifest.json").write_text(json.dumps({"format": "cellperf-recording", "version": 2}))
     p = subprocess.run([*CELLPERF, "record", "--check", str(tmp_path / "b")], capture_output=True, text=True)

@@ -31,6 +31,8 @@ def test_light_lines_give_send_time_base_delay_and_delivery_offsets():
     assert lines == ["100.000 20.000 0.000 1.500 3.000", "300.000 30.250 0.000 0.750"]
     # A delay below 0 (a clock offset known within its uncertainty) is 0.
     assert t.light_lines(train, place, send + 25 * MS, recv, 0)[0] == "125.000 0.000 0.000 1.500 3.000"
+    # The trains' packets' size offset comes off: the base delay is the smallest size's.
+    assert t.light_lines(train, place, send, recv, 0, 1.5)[0] == "100.000 18.500 0.000 1.500 3.000"
     # A train with nothing delivered has no line; nothing at all, no lines.
     assert t.light_lines(train, place, send, np.full(6, NAN), 0) == []
 
@@ -64,7 +66,10 @@ def test_heavy_trace_fills_the_gaps_between_saturated_stretches():
 def test_offsets_are_least_delays_over_the_smallest_size_never_decreasing():
     size = np.array([128, 128, 428, 428, 828, 1428])
     owd = np.array([20.5, 20.0, 20.4, 21.0, 19.9, 22.0]) * MS
-    assert t.offset_lines(size, owd) == ["128 0.000", "428 0.400", "828 0.400", "1428 2.000"]
+    sizes, offsets = t.size_offsets(size, owd)
+    assert t.offset_lines(sizes, offsets) == ["128 0.000", "428 0.400", "828 0.400", "1428 2.000"]
+    # Between sizes linear, beyond them the end values (as the replay reads them).
+    assert [t.offset_at(sizes, offsets, s) for s in (84, 628, 1128, 1500)] == pytest.approx([0.0, 0.4, 1.2, 2.0])
 
 
 def test_loss_counts_per_second_of_sending():

@@ -353,11 +353,14 @@ class Recorder:
             train = np.concatenate([t + b for (t, _), b in zip(tr, base)]) if tr else np.zeros(0, np.int64)
             place = np.concatenate([p for _, p in tr]) if tr else np.zeros(0, np.int64)
             send, recv = cat("send", trains), cat("recv", trains)
-            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0)
-            out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
             sizes = [c for c in parts if c["kind"] == "sizes"]
-            out[f"{d}.offset"] = traces.offset_lines(cat("bytes", sizes).astype(np.int64) + wire_extra,
-                                                     cat("recv", sizes) - cat("send", sizes))
+            size_ms = traces.size_offsets(cat("bytes", sizes).astype(np.int64) + wire_extra,
+                                          cat("recv", sizes) - cat("send", sizes))
+            out[f"{d}.offset"] = traces.offset_lines(*size_ms)
+            # The base delay is the smallest size's: the trains' larger packets carry their offset.
+            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0,
+                                                   traces.offset_at(*size_ms, o.payload + wire_extra))
+            out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
             stretches = []
             for c in (c for c in parts if c["kind"] == "saturate"):
                 opps = traces.opportunities_ms(c["recv"], c["bytes"] + wire_extra, 0)

@@ -45,12 +45,15 @@ def ms_text(values_ms: np.ndarray) -> pa.Array:
 
 
 def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray,
-                t0_ns: int) -> list[str]:
+                t0_ns: int, size_offset_ms: float = 0.0) -> list[str]:
     """`t_ms base_delay_ms pdo_0 ... pdo_k` per train with a delivered packet, in time order
     (times on one clock). `t_ms`: the train's first packet's send time from `t0_ns`; the base
-    delay: the one-way delay of its first delivered packet (never below 0: a clock offset
-    known only within its uncertainty may make it so); `pdo_i`: the delivered packets'
-    receive times after that packet's, sorted (a lost packet is simply absent)."""
+    delay: the one-way delay of its first delivered packet less `size_offset_ms`, the offset of
+    the trains' packet size over the smallest recorded size, so that it is the base delay of
+    the offsets' smallest packet, to which a replay adds each packet's own size offset (never
+    below 0: a clock offset known only within its uncertainty may make it so); `pdo_i`: the
+    delivered packets' receive times after that packet's, sorted (a lost packet is simply
+    absent)."""
     if len(train) == 0:
         return []
     first_send = np.full(int(train.max()) + 1, np.nan)
@@ -66,7 +69,7 @@ def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_
     trains = tr[starts]
     # A train whose first packet's record is missing (cut short) starts at its first delivered one's send.
     t_send = np.where(np.isnan(first_send[trains]), tx[starts], first_send[trains])
-    base = np.maximum((rx[starts] - tx[starts]) / 1e6, 0.0)
+    base = np.maximum((rx[starts] - tx[starts]) / 1e6 - size_offset_ms, 0.0)
     pdo = (rx - np.repeat(rx[starts], np.diff(np.r_[starts, len(rx)]))) / 1e6
     lists = pa.ListArray.from_arrays(pa.array(np.r_[starts, len(rx)].astype(np.int32)), ms_text(pdo))
     head = pc.binary_join_element_wise(ms_text((t_send - t0_ns) / 1e6), ms_text(base), " ")
@@ -114,19 +117,29 @@ def _tile(opps: np.ndarray, s0: int, s1: int, a: int, b: int) -> np.ndarray:
     return tiled[tiled < b]
 
 
-def offset_lines(size: np.ndarray, owd_ns: np.ndarray) -> list[str]:
-    """`size_bytes offset_ms` per size: the least one-way delay at each size over the least at
-    the smallest, never decreasing with the size (a larger packet is never faster; what would
-    be is noise of the minimum)."""
+def size_offsets(size: np.ndarray, owd_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes, offset ms): the least one-way delay at each size over the least at the smallest,
+    never decreasing with the size (a larger packet is never faster; what would be is noise of
+    the minimum). Empty arrays without a delivered packet."""
     got = ~np.isnan(owd_ns)
     size, owd = size[got], owd_ns[got]
     if len(size) == 0:
-        return []
+        return np.zeros(0, np.int64), np.zeros(0)
     sizes, inverse = np.unique(size, return_inverse=True)
     least = np.full(len(sizes), np.inf)
     np.minimum.at(least, inverse, owd)
-    offset = np.maximum.accumulate(np.maximum((least - least[0]) / 1e6, 0.0))
-    return [f"{s} {o}" for s, o in zip(sizes.tolist(), ms_text(offset).to_pylist())]
+    return sizes, np.maximum.accumulate(np.maximum((least - least[0]) / 1e6, 0.0))
+
+
+def offset_at(sizes: np.ndarray, offsets: np.ndarray, size: int) -> float:
+    """The offset of a packet of `size` bytes as a replay takes it (linear between the recorded
+    sizes, the end values beyond them); 0 without offsets."""
+    return float(np.interp(size, sizes, offsets)) if len(sizes) else 0.0
+
+
+def offset_lines(sizes: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """`size_bytes offset_ms` per recorded size (`size_offsets`)."""
+    return [f"{s} {o}" for s, o in zip(sizes.tolist(), ms_text(offsets).to_pylist())]
 
 
 def loss_lines(send_ns: np.ndarray, recv_ns: np.ndarray, t0_ns: int) -> list[str]:
