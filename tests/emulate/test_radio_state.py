@@ -32,14 +32,14 @@ def _rtts_ms(path) -> list[float]:
     return [float(t) for t in re.findall(r"time=([0-9.]+) ms", path.read_text())]
 
 
-def _echo_requests(records, src: str) -> dict[int, float]:
-    """ICMP echo requests from `src`: sequence number → capture time."""
+def _echo_requests(records, src: str) -> dict[tuple[int, int], float]:
+    """ICMP echo requests from `src`: (identifier, sequence number) → capture time."""
     out = {}
     for t, packet in records:
         version, source, _, _, proto = ip_fields(packet)
         ihl = (packet[0] & 0x0F) * 4
         if version == 4 and proto == 1 and source == src and packet[ihl] == 8:
-            out[struct.unpack_from("!H", packet, ihl + 6)[0]] = t
+            out[struct.unpack_from("!HH", packet, ihl + 4)] = t
     return out
 
 
@@ -47,12 +47,12 @@ def test_promotion_tail_drx_and_paging_through_the_emulator(tmp_path):
     cn_ns = f"/proc/{os.getpid()}/ns/net"
     out = tmp_path
     # From the MN: warm pings; after idle longer than the tail (2.2 s) one that must be
-    # promoted; after idle within the tail (1.8 s) one that must not. From the host (the CN,
+    # promoted; after idle within the tail (1.7 s) one that must not. From the host (the CN,
     # whose network namespace is this test's): pings every 0.3 s that meet the terminal in
     # DRX, then after 2.5 s of idle one that meets it idle.
     script = (
         f"ping -n -c 2 -i 0.2 $CELLPERF_CN > {out}/warm.txt; sleep 2.2; "
-        f"ping -n -c 1 -W 3 $CELLPERF_CN > {out}/idle.txt; sleep 1.8; "
+        f"ping -n -c 1 -W 3 $CELLPERF_CN > {out}/idle.txt; sleep 1.7; "
         f"ping -n -c 1 -W 3 $CELLPERF_CN > {out}/tail.txt; sleep 0.6; "
         f"nsenter --net={cn_ns} ping -n -c 6 -i 0.3 $CELLPERF_MN > {out}/drx.txt; sleep 2.5; "
         f"nsenter --net={cn_ns} ping -n -c 1 -W 3 $CELLPERF_MN > {out}/paged.txt; echo $CELLPERF_MN $CELLPERF_CN > {out}/addr"
@@ -62,7 +62,7 @@ def test_promotion_tail_drx_and_paging_through_the_emulator(tmp_path):
     assert p.returncode == 0, p.stderr
     warm, idle, within = _rtts_ms(out / "warm.txt"), _rtts_ms(out / "idle.txt"), _rtts_ms(out / "tail.txt")
     drx, paged = _rtts_ms(out / "drx.txt"), _rtts_ms(out / "paged.txt")
-    print(f"\nRTT ms: warm {warm}, after 2.2 s idle {idle}, after 1.8 s {within}, DRX {drx}, idle from the CN {paged}")
+    print(f"\nRTT ms: warm {warm}, after 2.2 s idle {idle}, after 1.7 s {within}, DRX {drx}, idle from the CN {paged}")
     assert len(warm) == 2 and len(idle) == 1 and len(within) == 1 and len(drx) == 6 and len(paged) == 1
     base = min(warm)
     # Promotion after the tail, within 10 % of the documented 260 ms.
@@ -82,18 +82,23 @@ def test_promotion_tail_drx_and_paging_through_the_emulator(tmp_path):
     # Each request left the radio gate (5 ms before it reached the MN) at the start of a 40-ms
     # long DRX cycle's 1-ms on-duration (cycles start at multiples of 40 ms on the emulator's
     # clock), or at once if it came during one; the waits spread over the cycle.
-    seqs = sorted(sent)
+    # (A margin of 2 ms for the write's lateness on a loaded host.)
+    order = sorted(sent, key=sent.get)
     waits = []
-    for s in seqs[:6]:
-        gate_out = delivered[s] - zero - DELAY_S
+    for key in order[:6]:
+        gate_out = delivered[key] - zero - DELAY_S
         phase = gate_out % LONG_DRX_S
-        assert phase < 0.0015 or phase > LONG_DRX_S - 0.0005, (s, gate_out, phase)
-        waits.append(delivered[s] - sent[s] - DELAY_S)
-    assert all(-0.0005 < w < LONG_DRX_S + 0.0015 for w in waits), waits
+        assert phase < 0.003 or phase > LONG_DRX_S - 0.0005, (key, gate_out, phase)
+        waits.append(delivered[key] - sent[key] - DELAY_S)
+    print("DRX waits ms:", [round(w * 1e3, 2) for w in waits])
+    assert all(-0.0005 < w < LONG_DRX_S + 0.003 for w in waits), waits
     assert max(waits) > 0.010, waits
     # Idle: the request waited for the next paging occasion (multiples of 1.28 s), then the
     # promotion: it left the gate 260 ms after a paging occasion.
-    gate_out = delivered[seqs[6]] - zero - DELAY_S
+    paged_key = order[6]
+    gate_out = delivered[paged_key] - zero - DELAY_S
     after_paging = gate_out % PAGING_S
-    assert abs(after_paging - PROMOTION_S) < 0.002, (gate_out, after_paging)
-    assert PROMOTION_S - 0.002 < delivered[seqs[6]] - sent[seqs[6]] - DELAY_S < PAGING_S + PROMOTION_S + 0.002
+    wait = delivered[paged_key] - sent[paged_key] - DELAY_S
+    print(f"idle downlink: left the gate {after_paging * 1e3:.2f} ms after a paging occasion, waited {wait * 1e3:.1f} ms")
+    assert -0.0005 < after_paging - PROMOTION_S < 0.003, (gate_out, after_paging)
+    assert PROMOTION_S - 0.0005 < wait < PAGING_S + PROMOTION_S + 0.003
