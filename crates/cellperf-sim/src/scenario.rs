@@ -514,3 +514,25 @@ impl Scenario {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    #[test]
+    fn the_radio_gates_sit_before_the_air_links_and_share_one_state() {
+        let json = r#"{"users": [{"downlink": {"rate": {"kind": "constant", "bps": 1e9}},
+                                   "uplink": {"rate": {"kind": "constant", "bps": 1e9}}}],
+                       "duration_s": 10, "radio_states": {"promotion_s": 1.0, "tail_s": 2.0}}"#;
+        let mut net = Scenario::from_json(json).unwrap().network().unwrap();
+        // An ACK at 5 s (idle since 2 s) waits for the promotion, to 6 s.
+        net.up.accept(0, Packet::new(vec![0; 100], 5 * S));
+        assert_eq!(net.up.next_event(), Some(6 * S));
+        // Data for the user at 5.5 s joins the same promotion: one state for both directions.
+        net.wired_down
+            .accept(0, Packet::new(vec![0; 100], 5 * S + S / 2));
+        assert_eq!(net.wired_down.next_event(), Some(6 * S));
+    }
+}
