@@ -135,11 +135,7 @@ fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_the_minimum_rtt() {
     for k in 1..=400u64 {
         c.on_delivered(1, Some(rtt), k * MS);
     }
-    assert!(
-        (c.bandwidth_estimate() - 1000.0).abs() < 1e-6,
-        "{}",
-        c.bandwidth_estimate()
-    );
+    assert!((c.bandwidth_estimate() - 1000.0).abs() < 1e-6, "{}", c.bandwidth_estimate());
     assert!((c.ssthresh_after_loss(120.0, 120.0, 400 * MS) - 100.0).abs() < 1e-6);
 }
 
@@ -161,9 +157,5 @@ fn westwood_filters_a_rate_change_and_halves_before_its_first_estimate() {
         c.on_delivered(1, Some(rtt), (102 + 2 * k) * MS);
     }
     let expected = 0.875 * 1000.0 + 0.125 * (0.875 * 1000.0 + 0.125 * 500.0);
-    assert!(
-        (c.bandwidth_estimate() - expected).abs() < 1.0,
-        "{}",
-        c.bandwidth_estimate()
-    );
+    assert!((c.bandwidth_estimate() - expected).abs() < 1.0, "{}", c.bandwidth_estimate());
 }
