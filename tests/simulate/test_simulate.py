@@ -84,7 +84,7 @@ def test_toml_scenario_and_options_override_it(tmp_path):
 @pytest.mark.parametrize("text,needle", [
     ('users = 2\nschedular = "pf"\n', ":2: schedular: unknown key"),
     ('users = 2\nqueue = "fifo"\n', ":2: queue:"),
-    ('profile = "lte-mobile"\n', ":1: profile: unknown profile 'lte-mobile'"),
+    ('profile = "gprs-mobile"\n', ":1: profile: unknown profile 'gprs-mobile'"),  # (lte-mobile is a profile since issue 30)
     ('users = 2\nscheduler = "wfq"\n', ":2: scheduler: unknown scheduler 'wfq'"),
     ('tcp = "bbr"\n', ":1: tcp: unknown TCP variant 'bbr'"),
     ('seed = "one"\n', ":1: seed:"),

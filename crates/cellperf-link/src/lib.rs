@@ -21,6 +21,7 @@ pub mod frames;
 pub mod loss;
 pub mod outage;
 pub mod queue;
+pub mod radio_state;
 pub mod random;
 pub mod replay;
 pub mod replay_bundle;

@@ -11,6 +11,7 @@ use crate::tcp::{RtoEstimator, RtoTimer, TcpConfig, TimeoutRecovery};
 use cellperf_link::cell::{MultiUserLink, SharedCell};
 use cellperf_link::element::{secs_to_nanos, Drops, Element, Nanos, Packet, Pipeline};
 use cellperf_link::outage::OutageMode;
+use cellperf_link::radio_state::{gates, RadioStatesJson};
 use cellperf_link::spec::{
     build_link, cell_scheduler, cell_user, handoff_schedule, link_elements, outage_plan, user_seed,
     CellSpec, HandoffsJson, LinkSpec, OutagesJson, QueueJson, RateSpec,
@@ -38,6 +39,9 @@ pub struct Scenario {
     /// Record cwnd and RTT over time (the tables of `--out`).
     #[serde(default)]
     pub record: bool,
+    /// Each user's radio state machine, as `cellperf emulate` has it.
+    #[serde(default)]
+    pub radio_states: Option<RadioStatesJson>,
 }
 
 /// One user's air interface, each direction as `cellperf emulate` describes it.
@@ -467,19 +471,29 @@ impl Scenario {
             }
             Ok(elements)
         };
+        let radio_params = self.radio_states.as_ref().map(|r| r.params()).transpose()?;
         let mut wired_down = Vec::new();
         let mut own_down = Vec::new();
         let mut cell_users = Vec::new();
         let mut up = Vec::new();
         for (i, u) in self.users.iter().enumerate() {
             let (down_seed, up_seed) = (user_seed(self.seed, i, 0), user_seed(self.seed, i, 1));
-            wired_down.push(Pipeline::new(wired(down_seed ^ 0x7769_7265)?));
+            let mut to_air = wired(down_seed ^ 0x7769_7265)?;
             let (down, source) = build_link(&u.downlink, &plan, mode, down_seed, false)?;
             match &self.cell {
                 Some(_) => cell_users.push(cell_user(&u.downlink, &source, &plan, down_seed)?),
                 None => own_down.push(down),
             }
-            let (mut back, _) = link_elements(&u.uplink, &plan, mode, up_seed, false)?;
+            let (air_up, _) = link_elements(&u.uplink, &plan, mode, up_seed, false)?;
+            let mut back: Vec<Box<dyn Element>> = Vec::new();
+            // The radio's gates sit where the emulator has them: before each air bottleneck.
+            if let Some(params) = radio_params {
+                let (down_gate, up_gate, _) = gates(params);
+                to_air.push(Box::new(down_gate));
+                back.push(Box::new(up_gate));
+            }
+            wired_down.push(Pipeline::new(to_air));
+            back.extend(air_up);
             back.extend(wired(up_seed ^ 0x7769_7265)?);
             up.push(Pipeline::new(back));
         }
@@ -498,5 +512,27 @@ impl Scenario {
             air_down,
             up: Links::new(up),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    #[test]
+    fn the_radio_gates_sit_before_the_air_links_and_share_one_state() {
+        let json = r#"{"users": [{"downlink": {"rate": {"kind": "constant", "bps": 1e9}},
+                                   "uplink": {"rate": {"kind": "constant", "bps": 1e9}}}],
+                       "duration_s": 10, "radio_states": {"promotion_s": 1.0, "tail_s": 2.0}}"#;
+        let mut net = Scenario::from_json(json).unwrap().network().unwrap();
+        // An ACK at 5 s (idle since 2 s) waits for the promotion, to 6 s.
+        net.up.accept(0, Packet::new(vec![0; 100], 5 * S));
+        assert_eq!(net.up.next_event(), Some(6 * S));
+        // Data for the user at 5.5 s joins the same promotion: one state for both directions.
+        net.wired_down
+            .accept(0, Packet::new(vec![0; 100], 5 * S + S / 2));
+        assert_eq!(net.wired_down.next_event(), Some(6 * S));
     }
 }

@@ -198,7 +198,8 @@ class EmulatedTestbed:
         if run.test.cell:
             cmd += ["--users", str(len(run.test.members)), "--scheduler", run.test.cell]
         if not run.network.radio_mechanisms:
-            cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off", "--delay-wander", "off"]
+            cmd += ["--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off", "--delay-wander", "off",
+                    "--radio-states", "off"]
         if c.capture:
             cmd += ["--pcap-dir", str(folder)]
         if c.radio_log.kind == "emulator":

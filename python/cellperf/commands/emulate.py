@@ -60,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uplink-arq", metavar="SPEC", help="The same for the uplink.")
     parser.add_argument("--uplink-frames", metavar="SPEC",
                         help="Uplink sent only in granted frames: frame=T[,grant=T][,bytes=N], or off.")
+    parser.add_argument("--radio-states", metavar="SPEC",
+                        help="The radio state machine (promotion after idle, tails, DRX; docs/emulator.md): off, or changes "
+                        "to the profile's as KEY=VALUE pairs, e.g. tail=2s,promotion=300ms (keys: promotion, tail, paging, "
+                        "low=fach|inactive|none, low-tail, low-promotion, fach-rate, fach-up, fach-down, drx-inactivity, "
+                        "drx-on, drx-short, drx-short-cycles, drx-long; ms unless a unit is given).")
     parser.add_argument("--outage", dest="outages", metavar="START:DUR", action="append", default=[],
                         help="Scheduled connectivity gap, e.g. 10s:2s (repeatable).")
     parser.add_argument("--random-outages", metavar="every=T,duration=T", help="Random gaps (exponential interval and duration).")
@@ -120,6 +125,7 @@ def build_config(args: argparse.Namespace):
         parse_loss,
         parse_outage,
         parse_queue,
+        parse_radio_states,
         parse_random_outages,
         parse_wander,
         read_handoffs,
@@ -164,6 +170,9 @@ def build_config(args: argparse.Namespace):
         up = DirectionConfig(**{**up.__dict__, "wander": wander})
     if args.uplink_frames is not None:
         up = DirectionConfig(**{**up.__dict__, "frames": parse_frames(args.uplink_frames, "--uplink-frames")})
+    radio_states = cfg.radio_states
+    if args.radio_states is not None:
+        radio_states = parse_radio_states(args.radio_states, radio_states)
     if args.loss is not None:
         lost = parse_loss(args.loss)
         down = DirectionConfig(**{**down.__dict__, "loss": lost})
@@ -179,7 +188,7 @@ def build_config(args: argparse.Namespace):
         raise UserError("--scheduler needs --users 2 or more (a shared cell)")
     changes = {"downlink": down, "uplink": up, "outages": outage_spec, "users": args.users, "scheduler": args.scheduler,
                "pcap_dir": args.pcap_dir, "radio_log": args.radio_log, "uplink_log": args.uplink_log,
-               "downlink_log": args.downlink_log}
+               "downlink_log": args.downlink_log, "radio_states": radio_states}
     if len(rates) > 1:
         changes["user_downlink_rates"] = rates
     if args.handoffs_file:

@@ -1,13 +1,17 @@
-"""Built-in link profiles `evdo`, `hsdpa`, `wibro`, `umts`, each `-stationary` and `-mobile`.
+"""Built-in link profiles `evdo`, `hsdpa`, `wibro`, `umts`, `lte`, `nr`, `nr-mmwave`, each
+`-stationary` and `-mobile`.
 
-Every number comes from the seed papers or is marked as a choice; docs/emulator.md has the
-table with sources. Seeds: 000 = KAIST thesis (EV-DO, HSDPA, WiBro), 002 = Liu et al.
-(EV-DO DRC), 003 = WiBro best case, 004 = Catalan et al. (UMTS).
+Every number comes from the seed papers or a cited measurement or standard, or is marked as a
+choice; docs/emulator.md has the tables with sources. Seeds: 000 = KAIST thesis (EV-DO, HSDPA,
+WiBro), 002 = Liu et al. (EV-DO DRC), 003 = WiBro best case, 004 = Catalan et al. (UMTS).
+Radio states (docs/emulator.md "Radio states"): Huang et al., MobiSys 2012 (LTE); Qian et al.,
+IMC 2010 (UMTS); 3GPP TS 36.321 / 38.321 (DRX).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from cellperf.emulate.spec import EVDO_SLOT_S, DirectionConfig, EmulationConfig, drc_rates_bps
 from cellperf.errors import UserError
@@ -87,6 +91,37 @@ STATIONARY_FADES = (10.0, 0.6)
 MOBILE_FADES = (5.0, 0.9)
 
 
+def _radio(promotion_s: float, tail_s: float, **more) -> dict:
+    """The radio states' JSON (docs/emulator.md "Radio states"); `more` as its keys."""
+    return {"promotion_s": promotion_s, "tail_s": tail_s, **more}
+
+
+# UMTS (HSDPA's too): Qian et al., "Characterizing Radio Resource Allocation for 3G Networks",
+# IMC 2010, inferred on a commercial UMTS network: IDLE→DCH 2 s, FACH→DCH 1.5 s, DCH→FACH after
+# 5 s, FACH→IDLE after 12 s, RLC buffer thresholds for FACH→DCH 540 B up / 475 B down. FACH's
+# rate 32 kb/s is a choice (a shared low-rate common channel; the paper gives no figure).
+UMTS_RADIO = _radio(2.0, 5.0, low_state="fach", low_tail_s=12.0, low_promotion_s=1.5, fach_rate_bps=32_000,
+                    fach_up_bytes=540, fach_down_bytes=475)
+# EV-DO dormancy (000 §2 names dormant mode, without timings): the traffic channel is released
+# after 10 s without data and set up again in 1 s (choice, of the order of the 3G promotions
+# Qian et al. measured).
+EVDO_RADIO = _radio(1.0, 10.0)
+# WiBro (802.16e idle mode and network re-entry): 10-s inactivity, 0.5-s re-entry (choice).
+WIBRO_RADIO = _radio(0.5, 10.0)
+# LTE: Huang et al., "A Close Examination of Performance and Power Characteristics of 4G LTE
+# Networks", MobiSys 2012 (AT&T): promotion 260 ms, RRC inactivity (tail) 11.576 s, idle paging
+# cycle 1.28 s, DRX inactivity 100 ms, 1-ms on-durations, short cycle 20 ms, long cycle 40 ms;
+# two short cycles before the long ones (choice within TS 36.331's drxShortCycleTimer 1–16).
+LTE_DRX = {"drx_inactivity_s": 0.100, "drx_on_s": 0.001, "drx_short_cycle_s": 0.020, "drx_short_cycles": 2,
+           "drx_long_cycle_s": 0.040}
+LTE_RADIO = _radio(0.260, 11.576, paging_cycle_s=1.28, **LTE_DRX)
+# NR (38.321 DRX as LTE's, choice): RRC_CONNECTED → RRC_INACTIVE after 10 s (choice), →
+# RRC_IDLE after 60 s more (choice). Resume from RRC_INACTIVE 30 ms, setup from RRC_IDLE 100 ms
+# (choices between 3GPP TR 38.913 §7.5's 10-ms control-plane target and LTE's measured 260 ms).
+NR_RADIO = _radio(0.100, 10.0, paging_cycle_s=1.28, low_state="inactive", low_tail_s=60.0, low_promotion_s=0.030,
+                  **LTE_DRX)
+
+
 def _evdo(mobile: bool) -> EmulationConfig:
     # Downlink: DRC chain. Stationary: dominant state near the 2 Mb/s CDG stationary average
     # (000 §2), rate held for a few hundred ms (002 §1). Mobile: ~600 kb/s average (000 §2),
@@ -108,7 +143,7 @@ def _evdo(mobile: bool) -> EmulationConfig:
     # one frame, three on the move (choice, calibrated to 000 §4.2's ACK compression).
     up = DirectionConfig(rate={"kind": "constant", "bps": 153_600}, queue={"kind": "droptail", "bytes": 64 * KB}, delay_s=0.050,
                          frames={"frame_s": 0.02667, "grant_s": 0.08 if mobile else 0.02667})
-    cfg = EmulationConfig(downlink=down, uplink=up, technology="EV-DO")
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="EV-DO", radio_states=EVDO_RADIO)
     if mobile:
         # Sector hand-offs every 20–30 s at 50–60 mph (002 §1, §6); fast cell switching makes
         # inter-sector ones seamless; inter-BS outage 100 ms is a choice.
@@ -136,7 +171,7 @@ def _hsdpa(mobile: bool) -> EmulationConfig:
     # 000 §4.2's ACK compression).
     up = DirectionConfig(rate={"kind": "constant", "bps": 350_000}, queue={"kind": "droptail", "packets": 100}, delay_s=0.040,
                          frames={"frame_s": 0.010, "grant_s": 0.030 if mobile else 0.010})
-    cfg = EmulationConfig(downlink=down, uplink=up, technology="HSDPA")
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="HSDPA", radio_states=UMTS_RADIO)
     if mobile:
         cfg = cfg.with_(handoffs=_random_handoffs(30.0, 1 / 3, 0.200, 0.050))
     return cfg
@@ -156,7 +191,7 @@ def _wibro(mobile: bool) -> EmulationConfig:
     # code, then a grant): one frame, four on the move (choice, calibrated to 000 §4.2).
     up = DirectionConfig(rate={"kind": "constant", "bps": 2_500_000}, queue={"kind": "droptail", "bytes": 137 * KB}, delay_s=0.100,
                          frames={"frame_s": 0.005, "grant_s": 0.020 if mobile else 0.005})
-    cfg = EmulationConfig(downlink=down, uplink=up, technology="WiBro")
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="WiBro", radio_states=WIBRO_RADIO)
     if mobile:
         # 17 handoffs in the ~3000 s mobile VoIP runs (000 §4.3): one per ~176 s; delay spikes
         # above 400 ms near handoffs (000 §4.3) → 300 ms outage (choice). WiBro's handoff is a
@@ -181,7 +216,7 @@ def _umts(mobile: bool) -> EmulationConfig:
                            arq=rlc)
     up = DirectionConfig(rate={"kind": "constant", "bps": 64_000}, queue={"kind": "droptail", "bytes": 64 * KB}, loss=loss, delay_s=0.093,
                          frames={"frame_s": 0.010})
-    cfg = EmulationConfig(downlink=down, uplink=up, technology="UMTS")
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="UMTS", radio_states=UMTS_RADIO)
     if mobile:
         # Hard handovers without macrodiversity give connectivity gaps of several seconds with
         # packets lost (004 §IV.B.2: 12.89 s example, up to 20 s pedestrian): 4 s dropping gaps
@@ -190,7 +225,84 @@ def _umts(mobile: bool) -> EmulationConfig:
     return cfg
 
 
-_FAMILIES = {"evdo": _evdo, "hsdpa": _hsdpa, "wibro": _wibro, "umts": _umts}
+TRACES = Path(__file__).parent / "traces"
+
+
+def _slot_trace(name: str) -> dict:
+    """A shipped per-slot rate trace (kbit/s per 100 ms, derived from a mahimahi trace by
+    scripts/derive_slot_trace.py; the file's header names its source)."""
+    text = (TRACES / f"{name}.kbps").read_text()
+    rates = [int(line) * 1000 for line in text.split("\n") if line and not line.startswith("#")]
+    return {"kind": "slots", "rates_bps": rates, "slot_s": 0.1}
+
+
+def _lte(mobile: bool) -> EmulationConfig:
+    # Rates: Verizon LTE (stationary) and AT&T LTE while driving (mobile), 100-ms slots of the
+    # mahimahi traces (Winstein et al., NSDI 2013): 5.0 / 5.9 and 4.6 / 1.9 Mb/s mean.
+    trace = "ATT-LTE-driving-2016" if mobile else "Verizon-LTE-short"
+    # 1-ms subframes (TS 36.211). HARQ: 8 processes, 8-ms round trip (FDD, TS 36.213), 10 %
+    # first-transmission BLER (the usual link-adaptation target), up to 3 retransmissions at
+    # 30 % (choice); RLC AM status round 40 ms (choice of the order of t-StatusProhibit), 8
+    # rounds. Base-station buffer 1 MB (choice: LTE's deep per-user buffers; Jiang et al.,
+    # "Tackling bufferbloat in 3G/4G networks", IMC 2012). One-way delay 20 ms (choice: Huang et
+    # al. 2012 report LTE RTTs of 60–70 ms median, and HARQ and grants add ~10 ms each way).
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
+    down = DirectionConfig(rate=_slot_trace(f"{trace}.down"), queue={"kind": "droptail", "bytes": 1000 * KB}, delay_s=0.020,
+                           arq=_arq(0.10, 3, 0.008, 0.30, 8, 0.040, *fades))
+    # Uplink: sent in 1-ms subframes; an idle terminal waits for its scheduling request
+    # opportunity (10-ms period: 5 ms on average), the grant 4 ms later and the PUSCH 4 ms after
+    # that (TS 36.213 n+4 timing), then sends its buffer status report with the first data:
+    # 13 ms (derived), twice that on the move (choice: SR retries).
+    up = DirectionConfig(rate=_slot_trace(f"{trace}.up"), queue={"kind": "droptail", "bytes": 1000 * KB}, delay_s=0.020,
+                         arq=_arq(0.10, 3, 0.008, 0.30, 8, 0.040, *fades),
+                         frames={"frame_s": 0.001, "grant_s": 0.026 if mobile else 0.013})
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="LTE", slot_s=0.001, radio_states=LTE_RADIO)
+    if mobile:
+        # X2 handovers every 30 s (choice) interrupting 50 ms, data forwarded, not lost (LTE's
+        # 30–60 ms handover interruption; TS 36.133 bounds it near 50 ms).
+        cfg = cfg.with_(handoffs=_random_handoffs(30.0, 1.0, 0.050, 0.050))
+    return cfg
+
+
+def _nr(mobile: bool, mmwave: bool) -> EmulationConfig:
+    # Numerology (TS 38.211): FR1 30 kHz, 0.5-ms slots; mmWave 120 kHz, 0.125-ms slots.
+    slot = 0.000125 if mmwave else 0.0005
+    # Rates (choice, of the order of public 5G statistics: mid-band medians of a few hundred
+    # Mb/s down, tens up; mmWave above 1 Gb/s down in line of sight, Narayanan et al., "A
+    # Variegated Look at 5G in the Wild", SIGCOMM 2021). Two-state channels (seed 001's model);
+    # on the move more often in the bad state's lower rate.
+    if mmwave:
+        good, bad, up_bps = 1_500_000_000, 200_000_000, 100_000_000
+    else:
+        good, bad, up_bps = 400_000_000, 80_000_000, 50_000_000
+    switch = 0.5 if mobile else 0.05
+    # HARQ round trip 4 slots (choice within TS 38.214's K1 and processing capability 1): 2 ms
+    # FR1, 0.5 ms mmWave; 10 % first-transmission BLER, 3 retransmissions at 30 %; RLC status
+    # round 10 ms, 8 rounds (choice). Buffer 4 MB (choice). One-way delay 10 / 8 ms (choice:
+    # 5G core RTTs of 20–30 ms in the cited measurements).
+    harq_rtt = 4 * slot
+    fades = MOBILE_FADES if mobile else STATIONARY_FADES
+    delay = 0.008 if mmwave else 0.010
+    down = DirectionConfig(rate=_two_state(good, bad, switch, slot * 8), queue={"kind": "droptail", "bytes": 4000 * KB},
+                           delay_s=delay, arq=_arq(0.10, 3, harq_rtt, 0.30, 8, 0.010, *fades))
+    # Uplink in slots; SR period 2 ms on FR1, 0.5 ms mmWave (mean wait half of it), grant and
+    # PUSCH 2 slots each (K2, choice): 3 ms / 0.75 ms, doubled on the move.
+    grant = (0.00075 if mmwave else 0.003) * (2 if mobile else 1)
+    up = DirectionConfig(rate={"kind": "constant", "bps": up_bps}, queue={"kind": "droptail", "bytes": 4000 * KB},
+                         delay_s=delay, arq=_arq(0.10, 3, harq_rtt, 0.30, 8, 0.010, *fades),
+                         frames={"frame_s": slot, "grant_s": grant})
+    cfg = EmulationConfig(downlink=down, uplink=up, technology="NR mmWave" if mmwave else "NR", slot_s=slot,
+                          radio_states=NR_RADIO)
+    if mobile:
+        # Handovers every 30 s interrupting 30 ms (choice: NR's make-before-break targets are
+        # shorter than LTE's); mmWave: every 10 s, 200 ms, blockage and beam recovery (choice).
+        cfg = cfg.with_(handoffs=_random_handoffs(10.0, 1.0, 0.200, 0.200) if mmwave
+                        else _random_handoffs(30.0, 1.0, 0.030, 0.030))
+    return cfg
+
+
+_FAMILIES = {"evdo": _evdo, "hsdpa": _hsdpa, "wibro": _wibro, "umts": _umts, "lte": _lte,
+             "nr": lambda mobile: _nr(mobile, False), "nr-mmwave": lambda mobile: _nr(mobile, True)}
 PROFILE_NAMES = [f"{f}-{m}" for f in _FAMILIES for m in ("stationary", "mobile")]
 
 
@@ -211,7 +323,7 @@ def _with_wander(cfg: EmulationConfig, mobile: bool) -> EmulationConfig:
 
 
 def profile(name: str) -> EmulationConfig:
-    family, _, mobility = name.lower().partition("-")
+    family, _, mobility = name.lower().rpartition("-")
     if family not in _FAMILIES or mobility not in ("stationary", "mobile"):
         raise UserError(f"--profile: unknown profile {name!r} (choose from {', '.join(PROFILE_NAMES)})")
     mobile = mobility == "mobile"

@@ -78,6 +78,8 @@ class EmulationConfig:
     # the MN's namespace does path-MTU discovery (seed 004 §II.A; set in `netns.configure`).
     mtu: int | None = None
     pmtu_discovery: bool = True
+    #: Each user's radio state machine (promotion, tails, DRX; docs/emulator.md), or None.
+    radio_states: dict | None = None
 
     def with_(self, **changes) -> EmulationConfig:
         return replace(self, **changes)
@@ -97,6 +99,8 @@ class EmulationConfig:
             spec["cell"] = {"scheduler": self.scheduler, "alpha": self.alpha, "slot_s": self.slot_s}
         if self.handoffs:
             spec["handoffs"] = self.handoffs
+        if self.radio_states:
+            spec["radio_states"] = self.radio_states
         if self.pcap_dir:
             spec["pcap_dir"] = self.pcap_dir
         if self.radio_log:
@@ -315,6 +319,60 @@ def parse_wander(text: str, what: str) -> dict | None:
     out = {"wander_s": _bounded_seconds(kv["sd"], f"{what} sd", "ms", MAX_RADIO_DELAY_S)}
     if "tau" in kv:
         out["wander_tau_s"] = parse_duration(kv["tau"], f"{what} tau", least=0.1)
+    return out
+
+
+#: `--radio-states` keys: (JSON key, kind); durations take ms unless a unit is given.
+RADIO_STATE_KEYS = {
+    "promotion": ("promotion_s", "s"), "tail": ("tail_s", "s"), "paging": ("paging_cycle_s", "s"),
+    "low": ("low_state", "name"), "low-tail": ("low_tail_s", "s"), "low-promotion": ("low_promotion_s", "s"),
+    "fach-rate": ("fach_rate_bps", "rate"), "fach-up": ("fach_up_bytes", "size"), "fach-down": ("fach_down_bytes", "size"),
+    "drx-inactivity": ("drx_inactivity_s", "s"), "drx-on": ("drx_on_s", "s"), "drx-short": ("drx_short_cycle_s", "s"),
+    "drx-short-cycles": ("drx_short_cycles", "count"), "drx-long": ("drx_long_cycle_s", "s"),
+}
+#: The longest radio-state timer accepted (an hour).
+MAX_RADIO_TIMER_S = 3600.0
+
+
+def parse_radio_states(text: str, base: dict | None, what: str = "--radio-states") -> dict | None:
+    """`off`, or KEY=VALUE pairs (RADIO_STATE_KEYS) changing `base` (the profile's radio
+    states), e.g. `tail=2s,promotion=300ms`; without a base, promotion= and tail= are needed.
+    `drx-long=0` turns DRX off, `low=none` the state between connected and idle."""
+    if text.strip().lower() == "off":
+        return None
+    kv = key_values(text, what)
+    unknown = set(kv) - set(RADIO_STATE_KEYS)
+    if unknown or not kv:
+        raise UserError(f"{what}: expected off or KEY=VALUE pairs of {', '.join(RADIO_STATE_KEYS)}"
+                        + (f" (unknown {', '.join(sorted(unknown))})" if unknown else ""))
+    out = dict(base or {})
+    for key, value in kv.items():
+        name, kind = RADIO_STATE_KEYS[key]
+        label = f"{what} {key}"
+        if kind == "s":
+            out[name] = _bounded_seconds(value, label, "ms", MAX_RADIO_TIMER_S)
+        elif kind == "rate":
+            out[name] = parse_rate(value, label)
+        elif kind == "size":
+            out[name] = parse_size(value, label)
+        elif kind == "count":
+            if not value.isdigit() or int(value) > 16:
+                raise UserError(f"{label}: {value!r} is not a count from 0 to 16")
+            out[name] = int(value)
+        elif value.lower() == "none":
+            out.pop(name, None)
+        elif value.lower() in ("fach", "inactive"):
+            out[name] = value.lower()
+        else:
+            raise UserError(f"{label}: {value!r} is not fach, inactive or none")
+    if "promotion_s" not in out or "tail_s" not in out:
+        raise UserError(f"{what}: the link has no radio states to change: give promotion= and tail=")
+    if out.get("low_state") == "fach" and not out.get("fach_rate_bps"):
+        raise UserError(f"{what}: low=fach needs fach-rate=RATE")
+    if out.get("drx_long_cycle_s"):
+        on, short, long_ = out.get("drx_on_s", 0), out.get("drx_short_cycle_s", 0), out["drx_long_cycle_s"]
+        if not (0 < on <= long_) or (out.get("drx_short_cycles") and not on <= short <= long_):
+            raise UserError(f"{what}: DRX needs 0 < drx-on <= drx-short <= drx-long")
     return out
 
 

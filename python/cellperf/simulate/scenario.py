@@ -196,6 +196,7 @@ def build(options: dict, label=None) -> Scenario:
             raise UserError(f"{name('profile')}: {str(e).split(': ', 1)[1]}") from None
         downlinks = [cfg.downlink] * users
         uplink = cfg.uplink
+        radio_states = cfg.radio_states
     else:
         channels = o["channel"]
         if len(channels) not in (1, users):
@@ -204,6 +205,7 @@ def build(options: dict, label=None) -> Scenario:
         downlinks = [DirectionConfig(rate=parse_link(str(c), name("channel")), queue=queue) for c in channels]
         downlinks = downlinks * users if len(downlinks) == 1 else downlinks
         uplink = DirectionConfig(rate=parse_link(str(o["uplink"]), name("uplink")))
+        radio_states = None
     packet = parse_packet(o["packet"], name("packet"))
     tcp = {
         "variant": variants[0],
@@ -229,6 +231,7 @@ def build(options: dict, label=None) -> Scenario:
         },
         "tcp": tcp,
         "duration_s": duration,
+        **({"radio_states": radio_states} if radio_states else {}),
     }
     scheduling = str(o["scheduling"]).lower()
     if scheduling not in SCHEDULINGS:

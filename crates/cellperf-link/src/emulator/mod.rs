@@ -19,6 +19,7 @@ use crate::cell::{Independent, MultiUserLink, SharedCell};
 use crate::element::{secs_to_nanos, LinkEvent, Nanos};
 use crate::error::LinkError;
 use crate::outage::OutageMode;
+use crate::radio_state::{gates, Gated, RadioStatesJson};
 use crate::spec::{
     build_link, cell_scheduler, cell_user, handoff_schedule, meter, outage_plan, user_seed,
     CellSpec, HandoffsJson, LinkSpec, OutagesJson,
@@ -56,6 +57,9 @@ pub struct EmulatorSpec {
     pub uplink_log: Option<String>,
     #[serde(default)]
     pub downlink_log: Option<String>,
+    /// Each user's radio state machine (promotion, tails, DRX), shared by its two directions.
+    #[serde(default)]
+    pub radio_states: Option<RadioStatesJson>,
 }
 
 fn default_technology() -> String {
@@ -331,6 +335,16 @@ impl Emulator {
             down_links.push(down);
             up_links.push(up);
         }
+        let radio_params = spec.radio_states.as_ref().map(|r| r.params()).transpose()?;
+        let (mut down_gates, mut up_gates) = (Vec::new(), Vec::new());
+        for user in radio_users.iter_mut() {
+            if let Some(params) = radio_params {
+                let (down, up, radio) = gates(params);
+                down_gates.push(down);
+                up_gates.push(up);
+                user.radio = Some(radio);
+            }
+        }
         let (downlink, cell_slots): (Box<dyn MultiUserLink>, _) = match &spec.cell {
             None => (Box::new(Independent::new(down_links)), None),
             Some(c) => {
@@ -356,6 +370,13 @@ impl Emulator {
             mn_fds.push(mn);
             cn_fds.push(cn);
         }
+        let mut uplink: Box<dyn MultiUserLink> = Box::new(Independent::new(up_links));
+        let downlink = if radio_params.is_some() {
+            uplink = Box::new(Gated::new(up_gates, uplink));
+            Box::new(Gated::new(down_gates, downlink))
+        } else {
+            downlink
+        };
         let dup = |fds: &[OwnedFd]| {
             fds.iter()
                 .map(|f| f.try_clone())
@@ -383,7 +404,7 @@ impl Emulator {
         let uplink = Direction {
             inputs: dup(&downlink.outputs).map_err(dup_err)?,
             outputs: dup(&downlink.inputs).map_err(dup_err)?,
-            link: Box::new(Independent::new(up_links)),
+            link: uplink,
             capture_in: vec![None; n],
             capture_out: vec![None; n],
             radio_log: None,

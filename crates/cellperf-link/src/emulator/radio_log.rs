@@ -2,18 +2,23 @@
 //!
 //! Columns: `time_s` (Unix epoch seconds), `bs_id`, `sector_id`, `technology`, `rate_bps`
 //! (downlink capacity offered over the interval ending at `time_s`, 0 in an outage), `state`
-//! (`up` or `outage`). With several users a last column `user` (0-based) is added. One row per
+//! (`up` or `outage`), and with radio states `radio_state` (`idle`, `promoting`, `connected`,
+//! `drx`, `fach`, `inactive`: `radio_state::State`). With several users a last column `user` (0-based) is added. One row per
 //! user every interval, and one at each handoff (the cell that the row names is the new one).
 use crate::capacity::CapacityMeter;
 use crate::element::Nanos;
 use crate::error::LinkError;
 use crate::outage::{Handoff, HandoffSchedule, OutagePlan};
+use crate::radio_state::RadioState;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::sync::Arc;
 
 pub struct UserRadio {
     pub meter: CapacityMeter,
     pub outages: OutagePlan,
+    /// The user's radio state machine, when the link has one.
+    pub radio: Option<Arc<RadioState>>,
     last_rate_bps: f64,
 }
 
@@ -22,6 +27,7 @@ impl UserRadio {
         UserRadio {
             meter,
             outages,
+            radio: None,
             last_rate_bps: 0.0,
         }
     }
@@ -54,11 +60,15 @@ impl RadioLog {
         let file = File::create(path)
             .map_err(|e| LinkError::file(path, format!("cannot create the radio log ({e})")))?;
         let mut out = BufWriter::new(file);
-        let header = if users.len() > 1 {
-            "time_s,bs_id,sector_id,technology,rate_bps,state,user\n"
-        } else {
-            "time_s,bs_id,sector_id,technology,rate_bps,state\n"
-        };
+        let header = format!(
+            "time_s,bs_id,sector_id,technology,rate_bps,state{}{}\n",
+            if users.iter().any(|u| u.radio.is_some()) {
+                ",radio_state"
+            } else {
+                ""
+            },
+            if users.len() > 1 { ",user" } else { "" }
+        );
         out.write_all(header.as_bytes())
             .map_err(|e| LinkError::file(path, format!("cannot write ({e})")))?;
         let next_handoff = handoffs.as_mut().and_then(|h| h.next_handoff());
@@ -122,9 +132,13 @@ impl RadioLog {
                 "up"
             };
             let user = if many { format!(",{i}") } else { String::new() };
+            let radio = match &u.radio {
+                Some(r) => format!(",{}", r.state_at(t).name()),
+                None => String::new(),
+            };
             writeln!(
                 self.out,
-                "{epoch:.6},{},{},{},{:.0},{state}{user}",
+                "{epoch:.6},{},{},{},{:.0},{state}{radio}{user}",
                 self.bs_id, self.sector_id, self.technology, u.last_rate_bps
             )
             .map_err(|e| LinkError::file(&self.path, format!("cannot write ({e})")))?;

@@ -1,0 +1,69 @@
+"""The radio states and the LTE / NR profiles as configuration (no root needed): every profile
+has its technology's radio states with the documented numbers, `--radio-states` changes or
+removes them, a campaign network without radio mechanisms runs without them, and each bad value
+is one line naming the option."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cellperf.emulate.profiles import PROFILE_NAMES, profile
+from cellperf.emulate.spec import parse_radio_states
+from cellperf.errors import UserError
+from tests.conftest import cellperf
+
+NEW = [f"{f}-{m}" for f in ("lte", "nr", "nr-mmwave") for m in ("stationary", "mobile")]
+
+
+def test_every_profile_has_radio_states_and_the_new_ones_exist():
+    assert set(NEW) <= set(PROFILE_NAMES)
+    for name in PROFILE_NAMES:
+        cfg = profile(name)
+        spec = json.loads(cfg.spec_json([{"mn_netns": "/run/netns/x", "mn_tun": "a", "cn_tun": "b"}]))
+        assert spec["radio_states"]["promotion_s"] > 0 and spec["radio_states"]["tail_s"] > 0, name
+        cfg.check()
+
+
+def test_the_documented_numbers():
+    lte = profile("lte-stationary").radio_states
+    # Huang et al., MobiSys 2012.
+    assert (lte["promotion_s"], lte["tail_s"], lte["paging_cycle_s"]) == (0.260, 11.576, 1.28)
+    assert (lte["drx_inactivity_s"], lte["drx_short_cycle_s"], lte["drx_long_cycle_s"]) == (0.1, 0.02, 0.04)
+    # Qian et al., IMC 2010.
+    umts = profile("umts-mobile").radio_states
+    assert (umts["promotion_s"], umts["tail_s"], umts["low_tail_s"], umts["low_promotion_s"]) == (2.0, 5.0, 12.0, 1.5)
+    assert (umts["low_state"], umts["fach_up_bytes"], umts["fach_down_bytes"]) == ("fach", 540, 475)
+    assert profile("nr-stationary").radio_states["low_state"] == "inactive"
+    # Numerology: 1 ms, 0.5 ms, 0.125 ms slots; HARQ 8 ms for LTE.
+    for name, slot in (("lte-mobile", 0.001), ("nr-mobile", 0.0005), ("nr-mmwave-mobile", 0.000125)):
+        cfg = profile(name)
+        assert cfg.slot_s == slot and cfg.uplink.frames["frame_s"] == slot and cfg.handoffs, name
+    assert profile("lte-stationary").downlink.arq["harq_rtt_s"] == 0.008
+    # The LTE rates come from the shipped trace: 5.03 Mb/s mean for Verizon LTE (mahimahi).
+    rates = profile("lte-stationary").downlink.rate["rates_bps"]
+    assert abs(sum(rates) / len(rates) / 1e6 - 5.03) < 0.05
+
+
+def test_radio_states_option_changes_or_removes_them():
+    base = profile("lte-stationary").radio_states
+    assert parse_radio_states("off", base) is None
+    changed = parse_radio_states("tail=2s,promotion=300,drx-long=0", base)
+    assert (changed["tail_s"], changed["promotion_s"], changed["drx_long_cycle_s"]) == (2.0, 0.3, 0.0)
+    assert base["tail_s"] == 11.576  # the profile's own dict is not changed
+    assert parse_radio_states("promotion=1s,tail=5s,low=fach,fach-rate=32kbit", None)["fach_rate_bps"] == 32_000
+    assert "low_state" not in parse_radio_states("low=none", profile("nr-mobile").radio_states)
+
+
+@pytest.mark.parametrize("text", ["tail=-1s", "tail=2h", "promotion=fast", "colour=red", "low=pch",
+                                  "drx-short-cycles=99", "low=fach", "drx-on=50ms", ""])
+def test_bad_radio_states_are_one_line(text):
+    with pytest.raises(UserError) as e:
+        parse_radio_states(text, profile("lte-stationary").radio_states)
+    assert str(e.value).startswith("--radio-states") and "\n" not in str(e.value)
+
+
+def test_without_a_profile_promotion_and_tail_are_needed():
+    p = cellperf("emulate", "--downlink", "10mbit", "--uplink", "1mbit", "--radio-states", "tail=2s", "--", "true", check=False)
+    assert p.returncode == 1 and p.stderr.strip().count("\n") == 0 and "--radio-states" in p.stderr, p.stderr
