@@ -435,11 +435,13 @@ fn max_rate_caps_a_test_over_both_directions() {
         r.document["up_bps"].as_f64().unwrap(),
         r.document["down_bps"].as_f64().unwrap(),
     );
-    // What the test moved both ways over its whole span. (up_bps + down_bps adds rates over
+    // What the test moved both ways over its whole span: its duration and the drain after it
+    // (`bytes_received` counts the drain's bytes too). (up_bps + down_bps adds rates over
     // different spans: the server reads the probe's buffered upload after the download has
     // stopped, with the whole budget, so their sum exceeds the cap without any moment doing.)
-    let both = r.document["bytes_received"].as_f64().unwrap() * 8.0
-        / r.document["duration_s"].as_f64().unwrap();
+    let span = r.document["duration_s"].as_f64().unwrap()
+        + r.document["drain_s"].as_f64().unwrap_or(0.0);
+    let both = r.document["bytes_received"].as_f64().unwrap() * 8.0 / span;
     eprintln!("both ways: {both:.0} bit/s ({up:.0} up, {down:.0} down) under a 10 Mbit/s cap");
     assert!(
         (5e6..11e6).contains(&both) && up > 0.0 && down > 0.0,
