@@ -51,7 +51,7 @@ def _help_text(path: str) -> str:
 def test_commands_are_the_modules_of_the_package():
     assert COMMANDS == cli.command_names()
     assert {"analyze", "channel", "emulate", "import", "probe", "server", "version"} <= set(COMMANDS)
-    assert GROUPS == ["channel", "interop", "stream", "term", "web"]
+    assert GROUPS == ["channel", "interop", "replay", "stream", "term", "web"]
 
 
 def test_root_help_lists_every_command_with_its_summary():

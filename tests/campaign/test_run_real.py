@@ -109,7 +109,7 @@ def test_real_network_campaign_end_to_end(bed):
     tb, folder, server, token = bed
     work = folder / "ok"
     work.mkdir()
-    cn_capture = f"ip netns exec {tb.cn} tcpdump -i c0 -U -s 0 -w - host {tb.MN_ADDR}"
+    cn_capture = f"ip netns exec {tb.cn} tcpdump -i c0 -U --immediate-mode -s 0 -w - host {tb.MN_ADDR}"
     path = campaign(work, server, cn_capture=cn_capture, token=token, radio=folder / "mmcli.py", tests=TESTS)
     p = run_in_mn(tb, path, work / "out")
     assert p.returncode == 0, p.stderr

@@ -168,7 +168,8 @@ def test_paper_values_stand_beside_001s_scenario_only():
 
 
 def test_the_example_runs_as_shipped_and_the_report_draws_tables_2_3_and_figs_5_to_7(tmp_path):
-    assert "valid; 24 runs, 0 s of tests, 24000 s simulated" in cellperf("run", EXAMPLE, "--check").stdout
+    # (the first line is wrapped to the terminal's width)
+    assert "valid; 24 runs, 0 s of tests, 24000 s simulated" in " ".join(cellperf("run", EXAMPLE, "--check").stdout.split())
     # The shipped file, with 10-s runs and 2 repetitions, and one more set (Cubic, not 001's).
     text = EXAMPLE.read_text().replace('type = "simulate"\n', 'type = "simulate"\nduration = 10\n')
     text = re.sub(r"(?m)^repetitions = 4 ", "repetitions = 2 ", text)

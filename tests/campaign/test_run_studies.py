@@ -45,6 +45,12 @@ def rendered(report: str, tmp_path: Path, selectors: list[str]) -> list[int]:
         pytest.skip("needs Debian's chromium")
     errors: list[str] = []
     with report_page(report, tmp_path, errors) as page:
+        # Figures are drawn as they come near the view: all of them, as before printing.
+        page.wait_for_function("typeof Plotly !== 'undefined'")
+        page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+        n = page.locator('section[data-kind="figure"]').count()
+        page.wait_for_function(
+            f"document.querySelectorAll('section[data-kind=figure] .js-plotly-plot .main-svg').length >= {n}")
         counts = [page.locator(sel).count() for sel in selectors]
     assert errors == []
     return counts

@@ -39,7 +39,7 @@ def test_page_load_over_a_real_network(chromium, pages, tmp_path):
             [testbed]
             kind = "real"
             mn_interface = "m0"
-            cn_capture = "ip netns exec {tb.cn} tcpdump -i c0 -U -s 0 -w - host {tb.MN_ADDR}"
+            cn_capture = "ip netns exec {tb.cn} tcpdump -i c0 -U --immediate-mode -s 0 -w - host {tb.MN_ADDR}"
 
             [[networks]]
             name = "veth"

@@ -62,10 +62,16 @@ pub struct Bundle {
     pub uplink: Option<DirectionTrace>,
 }
 
+/// The manifest's format and version, read before the rest: a manifest of another format or
+/// version is refused as such, whatever else it holds or lacks.
 #[derive(Deserialize)]
-struct Manifest {
+struct Header {
     format: Option<serde_json::Value>,
     version: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Manifest {
     duration_s: f64,
     #[serde(default = "yes")]
     complete: bool,
@@ -164,16 +170,17 @@ impl Bundle {
         let manifest_path = dir.join("manifest.json");
         let name = manifest_path.display().to_string();
         let text = read(&manifest_path)?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             let problem = if e.is_eof() {
                 "truncated (the JSON ends early)".to_string()
             } else {
                 format!("not a bundle manifest ({e})")
             };
             LinkError::file(&name, problem)
-        })?;
-        let format = manifest.format.as_ref().and_then(|v| v.as_str());
-        let version = manifest.version.as_ref().and_then(|v| v.as_u64());
+        };
+        let header: Header = serde_json::from_str(&text).map_err(invalid)?;
+        let format = header.format.as_ref().and_then(|v| v.as_str());
+        let version = header.version.as_ref().and_then(|v| v.as_u64());
         if format != Some(FORMAT) || version != Some(VERSION) {
             let shown =
                 |v: &Option<serde_json::Value>| v.as_ref().map_or("none".into(), |v| v.to_string());
@@ -181,11 +188,12 @@ impl Bundle {
                 &name,
                 format!(
                     "format {} version {}: this cellperf reads format \"{FORMAT}\" version {VERSION}",
-                    shown(&manifest.format),
-                    shown(&manifest.version)
+                    shown(&header.format),
+                    shown(&header.version)
                 ),
             ));
         }
+        let manifest: Manifest = serde_json::from_str(&text).map_err(invalid)?;
         if !(manifest.duration_s.is_finite() && manifest.duration_s > 0.0) {
             return Err(LinkError::file(
                 &name,

@@ -307,7 +307,10 @@ class RealTestbed:
         procs: list[tuple[subprocess.Popen, bool]] = []
         try:
             if self.tb.mn_interface:
-                p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "-s", "0", "-w",
+                # --immediate-mode: each packet reaches the file as it comes (libpcap otherwise
+                # hands packets over in blocks, up to a second late, and the block being filled
+                # when the capture stops is lost: a run's last ~150 ms were missing).
+                p = subprocess.Popen(["tcpdump", "-i", self.tb.mn_interface, "-n", "-U", "--immediate-mode", "-s", "0", "-w",
                                       str(folder / "mn.pcap"), " or ".join(f"host {a}" for a in peers)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      preexec_fn=die_with_parent)

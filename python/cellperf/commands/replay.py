@@ -1,4 +1,4 @@
-"""Recorded links: what a bundle holds, and its saturator traces for mahimahi.
+"""Recorded links: a bundle's contents, its traces for mahimahi.
 
 A bundle is what `cellperf record` writes (docs/formats.md, "Recording bundle"); a folder of
 CellReplay's traces (up-delay-light-pdo, down-heavy-pdo, ...) is read too. Replay one with
