@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
-        else f"{seconds // 60}:{seconds % 60:02d}"
+def clock(seconds: float, *, hours: bool = False) -> str:
+    """`m:ss`, or `h:mm:ss` from an hour on (always with `hours`), of whole seconds (≥ 0)."""
+    s = max(0, round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if hours or s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 class Progress:
@@ -85,10 +85,10 @@ class Progress:
         parts = [f"{self.what}:"]
         if total:
             parts.append(f"{done:.0f}/{total:.0f}{unit} ({100 * min(done / total, 1):.0f} %),")
-        parts.append(f"{_clock(elapsed)} elapsed")
+        parts.append(f"{clock(elapsed)} elapsed")
         if total and done > 0 and done < total:
             parts[-1] += ","
-            parts.append(f"about {_clock(elapsed * (total - done) / done)} left")
+            parts.append(f"about {clock(elapsed * (total - done) / done)} left")
         if detail:
             parts.append(f"· {detail}")
         return " ".join(parts)

@@ -117,7 +117,9 @@ def run(args: argparse.Namespace) -> None:
                        f"{measured:.0f} s of tests" + (f", {simulated:.0f} s simulated in virtual time (no root "
                                                         "needed for those)" if simulated else ""))
             print("\n".join(textwrap.wrap(verdict, terminal_width(), break_long_words=False, break_on_hyphens=False)))
-            print(f"planned wall time: {_hms(wall)} with set-up and analysis, {slots} run(s) at a time")
+            from cellperf.progress import clock
+
+            print(f"planned wall time: {clock(wall, hours=True)} with set-up and analysis, {slots} run(s) at a time")
             _print_plan(campaign.runs)
         return
     summary = execute(args.campaign_file, args.out_dir, args.as_json, args.workers, args.cluster)
@@ -129,11 +131,6 @@ def run(args: argparse.Namespace) -> None:
         print_summary(summary, Console())
     if summary.failed:
         sys.exit(3)
-
-
-def _hms(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 #: Lines of `run --check`'s plan before it groups the rest.

@@ -30,6 +30,7 @@ import numpy as np
 
 from cellperf.agents import DEFAULT_PORT, run_probe
 from cellperf.errors import UserError, os_reason
+from cellperf.progress import clock
 from cellperf.replay import record_traces as traces
 
 DIRECTIONS = ("downlink", "uplink")
@@ -189,7 +190,7 @@ class Recorder:
                 left = total - done
                 # Said once the phase runs (a refusing server gives its one line alone).
                 self._pending = (f"phase {i + 1}/{len(self.phases)}: {phase.kind} {phase.seconds:.1f} s "
-                                 f"({_clock(left)} of recording left)")
+                                 f"({clock(left)} of recording left)")
                 ok = self._phase(i, phase)
                 done += phase.seconds
                 if not ok:
@@ -425,8 +426,3 @@ def on_probe_clock(c: dict, direction: str, offset_ns: float) -> dict:
     packet's receive."""
     key = "send" if direction == "downlink" else "recv"
     return {**c, key: c[key] - offset_ns}
-
-
-def _clock(seconds: float) -> str:
-    s = max(0, int(round(seconds)))
-    return f"{s // 60}:{s % 60:02d}"
