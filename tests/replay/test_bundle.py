@@ -29,7 +29,7 @@ def test_a_bundle_is_summarised(tmp_path):
     assert d["heavy_mbps"] == pytest.approx(12.0)
     assert check(b) == s
     text = cellperf("replay", "info", b).stdout
-    assert "downlink: 50 trains (500 light opportunities), base delay 30.0-30.0 ms" in text
+    assert "downlink: 50 trains, 500 light opportunities, base delay 30.0-30.0 ms" in text
 
 
 BAD = [

@@ -39,9 +39,11 @@ def info(args: argparse.Namespace) -> None:
     for name, d in summary["directions"].items():
         b = d["base_delay_ms"]
         loss = f"{d['lost']}/{d['sent']} lost" if d["sent"] else "no loss series"
-        print(f"  {name}: {d['trains']} trains ({d['light_opportunities']} light opportunities), "
-              f"base delay {b['min']:.1f}-{b['max']:.1f} ms; {d['heavy_opportunities']} heavy opportunities "
-              f"({d['heavy_mbps']:.2f} Mb/s); {loss}; {d['outages']} outages ({d['outage_s']:.1f} s)")
+        # Three short lines a direction: the listing fits 80 columns (a 0-s total prints 0.0, not -0.0).
+        print(f"  {name}: {d['trains']} trains, {d['light_opportunities']} light opportunities, "
+              f"base delay {b['min']:.1f}-{b['max']:.1f} ms")
+        print(f"    {d['heavy_opportunities']} heavy opportunities ({d['heavy_mbps']:.2f} Mb/s)")
+        print(f"    {loss}; {d['outages']} outages ({abs(d['outage_s']):.1f} s)")
 
 
 def export(args: argparse.Namespace) -> None:
