@@ -4,7 +4,7 @@ docs/methods.md §7, seed 002 §5. Formats and definitions: docs/channel.md.
 
 Examples:
   cellperf channel stats drc.csv --rate-table drc
-  cellperf channel stats Verizon-EVDO-driving.down --slot-ms 10 --json
+  cellperf channel stats evdo.down --slot-ms 10 --json
   cellperf channel fit drc.csv --rate-table drc -o model.json
   cellperf channel generate model.json --slots 2160000 --seed 1 -o synth.parquet --mahimahi synth.down
 """
@@ -119,7 +119,7 @@ def fit(args: argparse.Namespace) -> None:
 
     Examples:
       cellperf channel fit drc.csv --rate-table drc -o evdo.json
-      cellperf channel fit Verizon-EVDO-driving.down --slot-ms 10 --order 2 -o vz.json
+      cellperf channel fit evdo.down --slot-ms 10 --order 2 -o vz.json
     """
     from cellperf.channel import read_trace
     from cellperf.channel.analysis import describe_model, fit_model
