@@ -8,6 +8,7 @@ namespaces, a browser, files of the user's own) is not run: `why_not_run` says w
 the test keeps that list from growing unnoticed.
 """
 
+import functools
 import os
 import re
 import shlex
@@ -31,13 +32,19 @@ def _cellperf(*args: str, cwd: Path | None = None, timeout: float = 60) -> subpr
     return subprocess.run([*CELLPERF, *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=timeout)
 
 
+@functools.cache
+def _help(*command: str) -> str:
+    return _cellperf(*command, "--help").stdout
+
+
+@functools.cache
 def _commands() -> list[list[str]]:
     """Every command and sub-command, as `cellperf --help` and each group's help list them."""
     out = []
-    top = _cellperf("--help").stdout
+    top = _help()
     for name in re.findall(r"^  ([a-z]+)  ", top.split("Commands:", 1)[1], re.M):
         out.append([name])
-        text = _cellperf(name, "--help").stdout
+        text = _help(name)
         # A group's sub-commands: `{stats,fit,generate}` in its usage line.
         group = re.search(r"^Usage: cellperf " + name + r" \[-h\] \{([a-z0-9,-]+)\}", text, re.M)
         out += [[name, sub] for sub in group.group(1).split(",")] if group else []
@@ -48,7 +55,7 @@ def help_examples() -> list[str]:
     """The example lines of every help text (a line ending in a backslash joined with the next)."""
     examples = []
     for command in [[], *_commands()]:
-        text = _cellperf(*command, "--help").stdout
+        text = _help(*command)
         block = re.search(r"^Examples:\n(.*?)(?:\n\S|\Z)", text, re.M | re.S)
         if not block:
             continue
@@ -160,6 +167,14 @@ def test_query_help_names_every_table_and_view(tmp_path):
 
     with Store.open(tmp_path, create=True) as store:
         tables = [r[0] for r in store.con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
-    text = " ".join(_cellperf("query", "--help").stdout.split())
+    text = " ".join(_help("query").split())
     missing = [t for t in (*tables, *PARQUET_TABLES) if t != "schema_info" and not re.search(rf"\b{t}\b", text)]
     assert not missing, missing
+
+
+def test_every_help_text_fits_80_columns():
+    """Examples included (they are kept as written, so a long one is wrapped in the source
+    with a backslash, and a long comment goes on its own line above)."""
+    wide = [f"cellperf {' '.join(command)}: {line}" for command in [[], *_commands()]
+            for line in _help(*command).splitlines() if len(line) > 80]
+    assert not wide, "\n".join(wide)

@@ -12,7 +12,8 @@ Examples:
   cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
   cellperf analyze trace.pcapng --side cn --interval 1 --out results/
   cellperf analyze voip.parquet              # a probe's per-packet log
-  cellperf analyze --mn mn.pcap --cn cn.pcap --radio-log radio.csv   # + channel utilisation
+  # + channel utilisation
+  cellperf analyze --mn mn.pcap --cn cn.pcap --radio-log radio.csv
 
 With both captures, TCP data has a one-way delay too (each segment matched across them):
 excess (OWD − the flow's minimum) unless --synced-clocks. With --radio-log, each flow's

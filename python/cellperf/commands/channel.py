@@ -6,7 +6,8 @@ Examples:
   cellperf channel stats drc.csv --rate-table drc
   cellperf channel stats evdo.down --slot-ms 10 --json
   cellperf channel fit drc.csv --rate-table drc -o model.json
-  cellperf channel generate model.json --slots 2160000 --seed 1 -o synth.parquet --mahimahi synth.down
+  cellperf channel generate model.json --slots 2160000 --seed 1 \\
+       -o synth.parquet --mahimahi synth.down
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ file is cellperf/campaigns/demo.toml: copy it to start your own.
 Examples:
   sudo cellperf demo
   sudo cellperf demo --quick --out /tmp/demo
-  cellperf query cellperf-demo "SELECT network, scenario, test, status FROM runs"
+  cellperf query cellperf-demo \\
+       "SELECT network, scenario, test, status FROM runs"
 """
 
 from __future__ import annotations

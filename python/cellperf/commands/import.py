@@ -18,11 +18,14 @@ iperf3/D-ITG: one run per file, with flows, per-interval series and (D-ITG) the 
 Exit status: 0 all imported, 1 bad input (nothing stored), 3 some runs failed (the rest stored).
 
 Examples:
-  cellperf import results/ --captures drive-2024-05/ --network KT-HSDPA --scenario mobile
+  cellperf import results/ --captures drive-2024-05/ --network KT-HSDPA \\
+       --scenario mobile
   cellperf import results/ --captures runs.csv --workers 2
   cellperf import results/ --captures /nfs/corpus/ --cluster tcp://10.0.0.5:8786
-  cellperf import results/ --network SKT-WiBro --scenario mobile --iperf3 old/run-*.json
-  cellperf import results/ --network KT-HSDPA --ditg recv.txt --direction down --date 2009-05-14
+  cellperf import results/ --network SKT-WiBro --scenario mobile \\
+       --iperf3 old/run-*.json
+  cellperf import results/ --network KT-HSDPA --ditg recv.txt \\
+       --direction down --date 2009-05-14
   cellperf report results/
 """
 

@@ -6,7 +6,8 @@ campaigns measured with those tools analyse like cellperf's own.
 Examples:
   cellperf interop iperf3 run-17.json
   cellperf interop iperf3 run-17.json --json --out imported/run-17
-  cellperf interop ditg recv.txt --direction down --date 2009-05-14 --out imported/voip-3
+  cellperf interop ditg recv.txt --direction down --date 2009-05-14 \\
+       --out imported/voip-3
 """
 
 from __future__ import annotations

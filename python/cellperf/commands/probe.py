@@ -7,13 +7,16 @@ per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), sparse 
 sends for a replay's light delivery opportunities).
 
 Examples:
-  cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 --direction down
+  cellperf probe cn.example.net -t udp-cbr --rate 10M --duration 300 \\
+       --direction down
   cellperf probe cn.example.net -t voip --codec g729 --log voip.parquet --json
-  cellperf probe cn -t udp-cbr --direction both --log mn.parquet --server-log cn.parquet
+  cellperf probe cn -t udp-cbr --direction both --log mn.parquet \\
+       --server-log cn.parquet
   cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
   cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
   cellperf probe cn -t ping-sweep --count 20 --interval 0.5
-  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 --direction both --log t.parquet
+  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 \\
+       --direction both --log t.parquet
 """
 
 from __future__ import annotations

@@ -16,9 +16,12 @@ and --json give every column and digit.
 
 Examples:
   cellperf query results/ --tables
-  cellperf query results/ "SELECT network, scenario, median(throughput_bps) FROM intervals JOIN runs USING (run_id) GROUP BY ALL"
-  cellperf query results/ "SELECT run_id, reason FROM runs WHERE status = 'failed'" --json
-  cellperf query results/ "SELECT * FROM voip_windows WHERE near_handoff" --csv > near.csv
+  cellperf query results/ "SELECT network, scenario, median(throughput_bps) \\
+       FROM intervals JOIN runs USING (run_id) GROUP BY ALL"
+  cellperf query results/ --json \\
+       "SELECT run_id, reason FROM runs WHERE status = 'failed'"
+  cellperf query results/ "SELECT * FROM voip_windows WHERE near_handoff" \\
+       --csv > near.csv
   cellperf query results/ "SELECT count(*) FROM packets" --timeout 60
 """
 

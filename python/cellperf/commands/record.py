@@ -9,9 +9,12 @@ saturator take turns (one device cannot do both in one direction at once; docs/r
 Ctrl-C or a lost server keeps what was recorded, with "complete": false in the manifest.
 
 Examples:
-  cellperf record cn.example.net --token-file token --duration 5min --label network=home-lte --out home-lte
-  cellperf record cn --token-file token --direction downlink --lengths 10,100 --period 200ms --out dl
-  cellperf record cn --token-file token --radio-log 'mmcli:mmcli -m any --location-get -J' --out drive
+  cellperf record cn.example.net --token-file token --duration 5min \\
+       --label network=home-lte --out home-lte
+  cellperf record cn --token-file token --direction downlink --lengths 10,100 \\
+       --period 200ms --out dl
+  cellperf record cn --token-file token \\
+       --radio-log 'mmcli:mmcli -m any --location-get -J' --out drive
   cellperf record --check home-lte
 """
 

@@ -7,7 +7,8 @@ CellReplay's traces (up-delay-light-pdo, down-heavy-pdo, ...) is read too. Repla
 Examples:
   cellperf replay info home-lte/
   cellperf replay info traces/tmobile/driving --json
-  cellperf replay export home-lte/ --mahimahi mm/      # then: mm-delay D mm-link mm/uplink.trace mm/downlink.trace
+  # then: mm-delay D mm-link mm/uplink.trace mm/downlink.trace
+  cellperf replay export home-lte/ --mahimahi mm/
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ Examples:
   sudo cellperf run campaign.toml --out results/
   cellperf run campaign.toml --check
   sudo cellperf run campaign.toml --out results/ --json > summary.json
-  cellperf run grid.toml --out results/ --workers 2            # a local Dask cluster
-  sudo cellperf run campaign.toml --out /shared/results/ --cluster tcp://HOST:8786
+  cellperf run grid.toml --out results/ --workers 2  # a local Dask cluster
+  sudo cellperf run campaign.toml --out /shared/results/ \\
+       --cluster tcp://HOST:8786
   cellperf report results/ -o report.html
 """
 

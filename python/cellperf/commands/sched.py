@@ -6,7 +6,8 @@ handoffs (from --handoffs, from bs_id/sector_id columns in the traces, or --hand
 also the PF gain when each handoff resets the user's average, as a new sector would.
 
 Examples:
-  cellperf sched drc1.csv drc2.csv drc3.csv drc4.csv --rate-table drc --users 1..4
+  cellperf sched drc1.csv drc2.csv drc3.csv drc4.csv --rate-table drc \\
+       --users 1..4
   cellperf sched mobile.parquet --handoffs radio.csv --json
   cellperf sched synth.csv --handoff-interval 25 --repeats 10 --seed 1
 """

@@ -9,13 +9,18 @@ docs/simulate.md. A TOML scenario takes the long options' names as keys (`wired_
 options given on the command line override it.
 
 Examples:
-  cellperf simulate --users 3 --scheduler pf --channel ge:good=1mbit,bad=100kbit,switch=0.1 \\
+  cellperf simulate --users 3 --scheduler pf \\
+       --channel ge:good=1mbit,bad=100kbit,switch=0.1 \\
        --duration 1000 --seed 1
   cellperf simulate scenario.toml --repetitions 5 --json
-  cellperf simulate --scheduler rr --tcp cubic --out run1      # cwnd.parquet, rtt.parquet, flows.parquet
-  cellperf simulate --users 2 --tcp reno --tcp westwood         # one variant per user, in one cell
-  cellperf simulate --profile evdo-stationary --users 4 --wired-hops 0 --duration 60
-  cellperf simulate --seed001 --repetitions 4 --figures figs   # Tables 2/3 beside the paper, Figs. 5-7
+  # cwnd.parquet, rtt.parquet, flows.parquet
+  cellperf simulate --scheduler rr --tcp cubic --out run1
+  # one variant per user, in one cell
+  cellperf simulate --users 2 --tcp reno --tcp westwood
+  cellperf simulate --profile evdo-stationary --users 4 --wired-hops 0 \\
+       --duration 60
+  # Tables 2/3 beside the paper, Figs. 5-7
+  cellperf simulate --seed001 --repetitions 4 --figures figs
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ runner does both around the emulated link (docs/apps.md).
 Examples:
   cellperf stream serve --listen 0.0.0.0:5260 --token-file token
   sudo cellperf emulate --profile umts-stationary -- \\
-      cellperf stream play '$CELLPERF_CN:5260' --token-file token --rate 384k --buffer 2 --json
-  cellperf stream play cn.example.net:5260 --token-file token --transport tcp --rate 1M --log stream.parquet
+      cellperf stream play '$CELLPERF_CN:5260' --token-file token --rate 384k \\
+        --buffer 2 --json
+  cellperf stream play cn.example.net:5260 --token-file token --transport tcp \\
+       --rate 1M --log stream.parquet
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ latency distribution and the shares of keys above 100 and 200 ms. In a campaign
 
 Examples:
   sudo cellperf term serve --listen 10.0.0.1 --allow-from 10.0.0.2 --json
-  sudo cellperf emulate --profile umts-stationary -- cellperf term type '$CELLPERF_CN' \\
+  sudo cellperf emulate --profile umts-stationary \\
+       -- cellperf term type '$CELLPERF_CN' \\
       --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' --count 50 --json
 """
 

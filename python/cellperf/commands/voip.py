@@ -1,19 +1,22 @@
 """Voice quality (E-model R, MOS, G.109 band) from numbers or a stream.
 
 The ITU-T G.107 E-model (or its simplified form), in two modes:
-- numbers: one delay and one loss rate → R, MOS and the G.109 satisfaction band;
-- stream: a per-packet table (the `udp_packets` table of `cellperf analyze`, or an agent log with
-  the same columns) → R and MOS per window and per direction; with a radio log, handoffs and a
-  comparison of the windows near them with all others.
+- numbers: one delay and one loss rate → R, MOS and the G.109 satisfaction
+  band;
+- stream: a per-packet table (`udp_packets` of `cellperf analyze`, or an agent
+  log with the same columns) → R and MOS per window and direction; with a radio
+  log, handoffs and a comparison of the windows near them with all others.
 In stream mode each flow (direction) is cut into windows by sending time; a window with no
 packets is reported as no_data (R null), one where every packet was lost as all_lost (R 0).
 The models and their sources are in docs/voice.md.
 
 Examples:
-  cellperf voip --delay-ms 150 --loss 0.01                 # R 86.41 (simplified, G.711)
-  cellperf voip --delay-ms 150 --loss 0.02 --model g107 --codec g729a --burst-ratio 2 --json
+  cellperf voip --delay-ms 150 --loss 0.01  # R 86.41 (simplified, G.711)
+  cellperf voip --delay-ms 150 --loss 0.02 --model g107 --codec g729a \\
+       --burst-ratio 2 --json
   cellperf voip --stream udp_packets.parquet --window 5 --json
-  cellperf voip --stream echo.csv --half-rtt --radio-log radio.csv --clock-offset -0.25
+  cellperf voip --stream echo.csv --half-rtt --radio-log radio.csv \\
+       --clock-offset -0.25
   cellperf voip --stream udp_packets.parquet --out windows.parquet
 """
 

@@ -9,7 +9,8 @@ Examples:
   cellperf web pages pages/
   cellperf web serve pages/ --listen 0.0.0.0:8080 --compression on
   sudo cellperf emulate --profile umts-stationary -- \\
-      cellperf web load 'http://$CELLPERF_CN:8080/cnn/' --connections 2,10 --json
+      cellperf web load 'http://$CELLPERF_CN:8080/cnn/' --connections 2,10 \\
+        --json
   cellperf web load https://example.org/ --http 2        # a real network
 """
 
