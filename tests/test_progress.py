@@ -67,3 +67,15 @@ def _read(fd: int) -> bytes:
     import select
 
     return os.read(fd, 65536) if select.select([fd], [], [], 0.2)[0] else b""
+
+
+def test_seed001_advances_one_step_per_cell_and_names_it():
+    from cellperf.simulate import seed001
+
+    log = Log()
+    with Progress("seed 001", total=len(seed001.PAPER), unit="steps", stream=log, every_s=0.01) as progress:
+        seed001.reproduce({"duration": 2.0, "_from_file": set()}, progress=progress)
+    lines = log.getvalue().splitlines()
+    cells = len(seed001.PAPER)  # PF and RR at 0.1, 1 and 5 transitions/s
+    assert lines[-1].startswith(f"seed 001: {cells}/{cells} steps (100 %)") and lines[-1].endswith("· RR at 5 transitions/s")
+    assert any("· PF at 0.1 transitions/s" in line for line in lines)

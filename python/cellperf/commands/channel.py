@@ -47,7 +47,6 @@ def stats(args: argparse.Namespace) -> None:
     """
     from rich import box
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
     from cellperf.channel import read_trace
@@ -55,22 +54,26 @@ def stats(args: argparse.Namespace) -> None:
     from cellperf.channel.figures import channel_stats_items
     from cellperf.report import export_figures
     from cellperf.channel.traces import atomic_write
+    from cellperf.progress import Progress
 
     figures_dir = args.figures_dir
     results = []
-    stderr = Console(stderr=True)
-    # Only on a terminal: a non-interactive run's stderr keeps just the error line, if any.
-    with Progress(transient=True, console=stderr, disable=not stderr.is_terminal) as bar:
-        for path in bar.track(args.traces, description="channel statistics"):
+    # Each trace, then two files (PNG, PDF) per figure.
+    with Progress("channel stats", total=len(args.traces), unit="steps", enabled=not args.as_json) as progress:
+        for path in args.traces:
+            progress.advance(0, detail=Path(path).name)
             trace = read_trace(path, slot_ms=args.slot_ms, rate_table=args.rate_table)
             results.append(trace_stats(trace, window_s=args.window_s))
-    if figures_dir:
-        directory = Path(figures_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        tables = figure_tables(results)
-        for name, table in tables.items():
-            atomic_write(directory / f"{name}.csv", table.write_csv)
-        figures = export_figures(channel_stats_items(tables), directory)
+            progress.advance()
+        if figures_dir:
+            directory = Path(figures_dir)
+            directory.mkdir(parents=True, exist_ok=True)
+            tables = figure_tables(results)
+            for name, table in tables.items():
+                atomic_write(directory / f"{name}.csv", table.write_csv)
+            items = channel_stats_items(tables)
+            progress.set_total(len(args.traces) + 2 * len(items))
+            figures = export_figures(items, directory, progress=progress)
     if args.as_json:
         print(json.dumps({"traces": results}))
         return

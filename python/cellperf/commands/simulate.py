@@ -131,18 +131,24 @@ def _seed001(args: argparse.Namespace) -> None:
     if given or args.out:
         what = "--out" if args.out else given[0].replace("_", "-")
         raise UserError(f"--seed001 sets the users, scheduler and channel of each cell itself; drop {what}")
-    result = seed001.reproduce(options, record=bool(args.figures_dir))
-    if args.figures_dir:
-        import polars as pl
+    from cellperf.progress import Progress
 
-        from cellperf.channel.traces import atomic_write
-        from cellperf.report import export_figures
-        from cellperf.report.simulated import figure_items
+    # The cells, then two files (PNG, PDF) per figure.
+    with Progress("seed 001", total=len(seed001.PAPER), unit="steps", enabled=not args.as_json) as progress:
+        result = seed001.reproduce(options, record=bool(args.figures_dir), progress=progress)
+        if args.figures_dir:
+            import polars as pl
 
-        directory = Path(args.figures_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        atomic_write(directory / "seed001.csv", pl.DataFrame(seed001.table_rows(result)).write_csv)
-        export_figures(figure_items(result), directory)
+            from cellperf.channel.traces import atomic_write
+            from cellperf.report import export_figures
+            from cellperf.report.simulated import figure_items
+
+            directory = Path(args.figures_dir)
+            directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(directory / "seed001.csv", pl.DataFrame(seed001.table_rows(result)).write_csv)
+            items = figure_items(result)
+            progress.set_total(len(seed001.PAPER) + 2 * len(items))
+            export_figures(items, directory, progress=progress)
     if args.as_json:
         print(json.dumps({"cells": result["cells"], "verdicts": seed001.verdicts(result["cells"])}))
         return

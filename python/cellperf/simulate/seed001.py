@@ -71,14 +71,17 @@ def paper_kbps(options: dict) -> list[float] | None:
     return PAPER[options["scheduler"], rate] if same else None
 
 
-def reproduce(options: dict, record: bool = False) -> dict:
+def reproduce(options: dict, record: bool = False, progress=None) -> dict:
     """Runs the nine cells with `options` (not those of OWN_OPTIONS); returns {"cells":
     [...], "windows": {fig: {"scheduler", "transitions_per_s", "seed", "cwnd": polars frame of
-    the first seed's time_s, user, cwnd}}} (windows only with `record`)."""
+    the first seed's time_s, user, cwnd}}} (windows only with `record`). `progress`
+    (cellperf.progress.Progress) advances by one per cell."""
     import polars as pl
 
     cells, windows = [], {}
     for (scheduler, rate), paper in PAPER.items():
+        if progress is not None:
+            progress.advance(0, detail=f"{scheduler.upper()} at {rate:g} transitions/s")
         cell_options = {**options, "users": 3, "scheduler": scheduler, "channel": [channel(rate)]}
         recorded = record and (scheduler, rate) in WINDOW_FIGURES.values()
         outcome = runner.run(build(cell_options), record=recorded)
@@ -96,6 +99,8 @@ def reproduce(options: dict, record: bool = False) -> dict:
             seed = outcome.scenario.options["seed"]
             cwnd = pl.from_arrow(outcome.tables["cwnd"]).filter(pl.col("seed") == seed)
             windows[fig] = {"scheduler": scheduler, "transitions_per_s": rate, "seed": seed, "cwnd": cwnd}
+        if progress is not None:
+            progress.advance()
     return {"cells": cells, "windows": windows}
 
 
