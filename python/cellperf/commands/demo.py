@@ -41,13 +41,15 @@ def run(args: argparse.Namespace) -> None:
     from rich.console import Console
 
     from cellperf.commands.run import execute, print_summary
+    from cellperf.progress import Progress
     from cellperf.report import build_report
 
     spec = CAMPAIGNS / ("demo-quick.toml" if args.quick else "demo.toml")
     out = args.out_dir or Path("cellperf-demo-quick" if args.quick else "cellperf-demo")
     t0 = time.monotonic()
     summary = execute(spec, out, args.as_json)
-    report = build_report(out, out / "report.html")
+    with Progress("report", unit="steps", enabled=not args.as_json) as progress:
+        report = build_report(out, out / "report.html", progress=progress)
     elapsed = time.monotonic() - t0
     if args.as_json:
         print(json.dumps({**summary.to_json(), "report": report["report"], "elapsed_s": elapsed}))
