@@ -605,9 +605,11 @@ fn run_tcp_step(
         }
         if Instant::now() >= next_sample {
             next_sample += Duration::from_millis(100);
-            g.local
-                .received_samples
-                .push(received.load(Ordering::Relaxed));
+            tcp::sample_received(
+                &mut g.local,
+                received.load(Ordering::Relaxed),
+                mono_ns() - start,
+            );
             tcp::sample_senders(&info_socks, &mut g.local);
         }
         if let Some((elapsed_s, rate_bps)) =
@@ -1079,13 +1081,9 @@ fn test_and_drain(side: &TcpSide, duration_ms: u64) -> (u64, i64, u64, i64) {
     if side.receive_ns <= test_ns {
         return (side.bytes_received, side.receive_ns, 0, 0);
     }
-    // The cumulative count sampled every 100 ms from the start: the sample at the test's end.
-    let at_end = (duration_ms / 100) as usize;
-    let by_end = side
-        .received_samples
-        .get(at_end)
-        .or(side.received_samples.last())
-        .copied()
+    // The cumulative count, sampled every 100 ms (late on a busy host), at the test's end.
+    let by_end = tcp::received_by(side, test_ns)
+        .or(side.received_samples.last().copied())
         .unwrap_or(side.bytes_received)
         .min(side.bytes_received);
     (

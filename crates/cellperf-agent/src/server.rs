@@ -700,7 +700,11 @@ impl Session {
             }
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_millis(100);
-                side.received_samples.push(received.load(Ordering::Relaxed));
+                tcp::sample_received(
+                    &mut side,
+                    received.load(Ordering::Relaxed),
+                    mono_ns() - start,
+                );
                 tcp::sample_senders(&info_socks, &mut side);
             }
             if !receivers.is_empty() && Instant::now() >= next_progress {
