@@ -322,9 +322,9 @@ pub enum Message {
         data_port: u16,
         cookie: Cookie,
     },
-    /// The stream server's one request ([`crate::media`]).
+    /// The stream server's one request ([`crate::media`], [`crate::stream_request`]).
     StartStream {
-        request: crate::media::StreamRequest,
+        request: crate::stream_request::StreamRequest,
     },
     Ready {},
     /// The sender of this side finished; the peer may stop waiting after `packets_sent`.
