@@ -26,6 +26,7 @@ from cellperf.report.figure_html import figure_div, page_scripts
 from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
 from cellperf.report.maps import route_maps
+from cellperf.report.radio_states import SECTIONS as RADIO_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
 from cellperf.report.tables import html_table
@@ -49,7 +50,7 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 
 def _all_sections() -> tuple:
     return (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), *PEAK_SECTIONS, *RESEGMENTED_SECTIONS,
-            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
 
 
 def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:
