@@ -42,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -52,7 +53,16 @@ from pathlib import Path
 import numpy as np
 
 CELLPERF = str(Path(sys.executable).parent / "cellperf")
-PORT = 5399
+
+
+def _free_port() -> int:
+    """A TCP port nothing listens on now (a fixed one may be held by another program)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+PORT = _free_port()
 #: The issue-12 elements, with HSDPA-like ARQ (every packet drawn, 10 % retransmitted).
 RADIO = ("--downlink-arq", "bler=0.1,harq=3,harq-rtt=12ms,harq-bler=0.3,arq=6,arq-delay=150ms",
          "--uplink-arq", "bler=0.1,harq=3,harq-rtt=12ms,harq-bler=0.3,arq=6,arq-delay=150ms",

@@ -47,14 +47,19 @@ def rtts_ms(text: str) -> list[float]:
 
 
 class Iperf3Server:
+    """iperf3 servers on PORT (downloads) and PORT + 1 (uploads): one server is still busy
+    with a download's end for a moment after the client has its result."""
+
     def __enter__(self):
-        self.proc = subprocess.Popen(["iperf3", "-s", "-p", str(PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.3)
+        self.procs = [subprocess.Popen(["iperf3", "-s", "-p", str(port)], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) for port in (PORT, PORT + 1)]
+        time.sleep(1.0)
         return self
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        self.proc.wait()
+        for proc in self.procs:
+            proc.terminate()
+            proc.wait()
 
 
 def emulate(profile: str, script: str, *options: str) -> None:
@@ -64,16 +69,22 @@ def emulate(profile: str, script: str, *options: str) -> None:
         raise SystemExit(f"cellperf emulate --profile {profile} failed: {p.stderr.strip()}")
 
 
+def received_mbps(path: Path) -> float:
+    doc = json.loads(path.read_text())
+    if "error" in doc:
+        raise SystemExit(f"iperf3 ({path.name}) failed: {doc['error']}")
+    return doc["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
 def tcp_row(profile: str) -> str:
     with tempfile.TemporaryDirectory() as tmp, Iperf3Server():
         out = Path(tmp)
         script = (f"ping -n -c 10 -i 0.2 $CELLPERF_CN > {out}/idle.txt; "
                   f"ping -n -c 70 -i 0.2 $CELLPERF_CN > {out}/loaded.txt & "
                   f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t 15 -J > {out}/down.json; wait; "
-                  f"iperf3 -c $CELLPERF_CN -p {PORT} -t 10 -J > {out}/up.json")
+                  f"iperf3 -c $CELLPERF_CN -p {PORT + 1} -t 10 -J > {out}/up.json")
         emulate(profile, script)
-        down = json.loads((out / "down.json").read_text())["end"]["sum_received"]["bits_per_second"] / 1e6
-        up = json.loads((out / "up.json").read_text())["end"]["sum_received"]["bits_per_second"] / 1e6
+        down, up = (received_mbps(out / f"{d}.json") for d in ("down", "up"))
         idle, loaded = rtts_ms((out / "idle.txt").read_text()), rtts_ms((out / "loaded.txt").read_text())
     return (f"{profile:<22}{down:>9.1f}{up:>8.1f}{statistics.median(idle):>10.1f}{statistics.median(loaded):>10.1f}"
             f"{max(loaded):>9.0f}")
