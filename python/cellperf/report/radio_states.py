@@ -14,8 +14,10 @@ from cellperf.store import Store
 
 #: A packet sent after less idle than this is inside a stream, not the first after a silence.
 MIN_IDLE_S = 0.05
-#: Idle classes of the table (s): within every profile's tail, around the 3G tails, beyond them.
-IDLE_CLASSES = ((MIN_IDLE_S, 1.0), (1.0, 5.0), (5.0, 15.0), (15.0, None))
+#: Idle classes of the table (s), around the validation's idle times (0.2, 1, 5, 15 s: a sparse
+#: stream's idle is its interval less a delay): DRX, within every tail, UMTS's FACH, beyond the
+#: LTE and NR tails (11.6 and 10 s).
+IDLE_CLASSES = ((MIN_IDLE_S, 0.5), (0.5, 4.0), (4.0, 10.0), (10.0, None))
 
 #: Per network, scenario and direction, packets binned by their idle (10 bins per decade):
 #: median idle and median and 90th-percentile one-way delay of each bin.
