@@ -23,17 +23,18 @@ def test_the_example_is_valid_and_sweeps_the_idle_before_the_sparse_packets():
     assert sparse == [0.2, 1, 5, 15]
 
 
-@pytest.mark.parametrize("old, new, line, message", [
-    ('profile = "nr"', 'profile = "nr-stationary"', 19, "networks[1].profile: unknown profile 'nr-stationary'"),
-    ('profile = "lte"', 'profile = "5g"', 15, "networks[0].profile: unknown profile '5g'"),
-    ('profile = "nr"', 'profile = "nr"\nradio_mechanisms = "yes"', 20, "networks[1].radio_mechanisms: must be true or false"),
-    ('profile = "lte"', 'profile = "lte"\n[networks.link]\nuplink_frames = "frame=-1ms"', 17,
+@pytest.mark.parametrize("old, new, below, message", [  # below: the line named, counted from old's
+    ('profile = "nr"', 'profile = "nr-stationary"', 0, "networks[1].profile: unknown profile 'nr-stationary'"),
+    ('profile = "lte"', 'profile = "5g"', 0, "networks[0].profile: unknown profile '5g'"),
+    ('profile = "nr"', 'profile = "nr"\nradio_mechanisms = "yes"', 1, "networks[1].radio_mechanisms: must be true or false"),
+    ('profile = "lte"', 'profile = "lte"\n[networks.link]\nuplink_frames = "frame=-1ms"', 2,
      "networks[0].link.uplink_frames: '-1ms' is not a duration"),
-    ("interval = [0.2, 1, 5, 15]", "interval = [0.2, -1]", 40, "tests[3].sweep.interval: -1: expected a finite number > 0"),
+    ("interval = [0.2, 1, 5, 15]", "interval = [0.2, -1]", 0, "tests[3].sweep.interval: -1: expected a finite number > 0"),
 ])
-def test_bad_values_are_one_line_with_file_line_and_key(tmp_path, old, new, line, message):
+def test_bad_values_are_one_line_with_file_line_and_key(tmp_path, old, new, below, message):
     text = MODERN.read_text()
     assert old in text
+    line = text[:text.index(old)].count("\n") + 1 + below
     path = tmp_path / "modern.toml"
     path.write_text(text.replace(old, new, 1))
     with pytest.raises(UserError) as e:
