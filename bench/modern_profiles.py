@@ -36,9 +36,10 @@ AGREEMENT_S, SEED = 30, 3
 CITED = {
     "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract and §4): median downlink 13 Mb/s, "
            "uplink 6 Mb/s; the profile's comment cites LTE RTTs of 60-70 ms median",
-    "nr": "Narayanan et al., SIGCOMM 2021 / WWW 2020: mid-band 5G downlink of a few hundred Mb/s, "
-          "RTT of 20-30 ms to nearby servers (the profile's choices, docs/emulator.md)",
-    "nr-mmwave": "Narayanan et al., WWW 2020 / SIGCOMM 2021: mmWave downlink above 1 Gb/s in line of sight",
+    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): mid-band "
+          "downloads of the order of 100-200 Mb/s (as summarised; the paper's figures not checked here); the "
+          "profile's 400/80 Mb/s two-state channel and 10-ms one-way delay are choices (docs/emulator.md)",
+    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave downloads above 1 Gb/s in line of sight",
 }
 
 
