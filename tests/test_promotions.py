@@ -53,10 +53,9 @@ def test_a_delay_period_after_the_tail_is_a_promotion_and_the_others_keep_their_
     assert label_promotions(gaps, packets, None)["kind"].to_list() == gaps["kind"].to_list()
 
 
-def test_the_tail_comes_from_the_profile_the_link_options_and_radio_mechanisms():
-    assert radio_tail_s("lte-stationary", []) == LTE_TAIL_S
-    assert radio_tail_s("umts-mobile", []) == 5.0
-    assert radio_tail_s("lte-mobile", ["--delay", "20", "--radio-states", "tail=2s"]) == 2.0
-    assert radio_tail_s("nr-stationary", ["--radio-states", "off"]) is None
-    assert radio_tail_s("lte-stationary", [], radio_mechanisms=False) is None
-    assert radio_tail_s(None, []) is None
+def test_the_tail_comes_from_the_profile_unless_radio_mechanisms_are_off():
+    assert radio_tail_s("lte-stationary") == LTE_TAIL_S
+    assert radio_tail_s("umts-mobile") == 5.0
+    assert radio_tail_s("nr-mobile") == 10.0
+    assert radio_tail_s("lte-stationary", radio_mechanisms=False) is None
+    assert radio_tail_s(None) is None

@@ -16,8 +16,6 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from cellperf.emulate.spec import parse_radio_states
-
 #: Each received UDP packet of `udp_packets` with the idle before it (seconds; null for a run's
 #: first packet): its sending time less the latest end of the run's earlier-sent packets.
 IDLE_SQL = """
@@ -37,17 +35,15 @@ _GAP_IDLE_SQL = f"""
       ON g.flow_id = i.flow_id AND g.direction IS NOT DISTINCT FROM i.direction AND i.recv_ts > g.start_ts"""
 
 
-def radio_tail_s(profile: str | None, link_args: list[str], radio_mechanisms: bool = True) -> float | None:
-    """The inactivity timer of an emulated run's radio states: its profile's, changed by the
-    network's `radio_states` link option; None without radio states (no profile, `off`, or
-    `radio_mechanisms = false`)."""
-    if not radio_mechanisms:
+def radio_tail_s(profile: str | None, radio_mechanisms: bool = True) -> float | None:
+    """The inactivity timer of an emulated run's radio states: its profile's; None without
+    radio states (no profile, or `radio_mechanisms = false`). (A campaign network cannot change
+    a profile's radio states: `[networks.link]` has no `radio_states` key.)"""
+    if not radio_mechanisms or not profile:
         return None
     from cellperf.emulate.profiles import profile as profile_config
 
-    radio = profile_config(profile).radio_states if profile else None
-    if "--radio-states" in link_args:
-        radio = parse_radio_states(link_args[link_args.index("--radio-states") + 1], radio)
+    radio = profile_config(profile).radio_states
     return radio["tail_s"] if radio else None
 
 
