@@ -67,8 +67,9 @@ def first_packet_after_idle(store: Store) -> list[Item]:
                   f"{MIN_IDLE_S * 1e3:.0f} ms without traffic either way, against that idle time (median per bin, 10 "
                   "bins per decade; a sparse test with `sweep = { interval = [...] }` spreads the idle times). Beyond "
                   "the radio's inactivity timer (tail) the packet waits for the promotion: LTE 260 ms after 11.6 s "
-                  "(Huang et al., MobiSys 2012), UMTS 2 s, NR's resume from RRC_INACTIVE (docs/emulator.md "
-                  "\"Radio states\").", _layout(fig, 400))]
+                  "(Huang et al., MobiSys 2012), UMTS 2 s, NR's resume from RRC_INACTIVE; a downlink packet to an "
+                  "idle terminal first waits for its paging occasion (up to 1.28 s). Within the tail a downlink "
+                  "packet may wait for a DRX on-duration (docs/emulator.md \"Radio states\").", _layout(fig, 400))]
     classes = store.frame(CLASSES_SQL)
     head = ["network", "scenario", "direction"] + [f"{_class_name(lo, hi)} ms (packets)" for lo, hi in IDLE_CLASSES]
     rows = [[r["network"], r["scenario"], r["direction"],
