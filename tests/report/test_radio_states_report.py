@@ -56,3 +56,4 @@ def test_first_packet_after_idle_and_the_promotions(tmp_path):
     assert "<td>lte</td><td>stationary</td><td>downlink</td><td>1</td><td>15000</td>" in table
     gaps = {i.key: i for i in sections["Path studies"]}["gaps-table"].table_html
     assert "<td>promotion</td><td>lte</td>" in gaps
+
