@@ -164,7 +164,11 @@ def _box_by_scenario(df: pl.DataFrame, y_title: str) -> go.Figure:
         if d.height:
             box.add_trace(go.Box(x=d["network"], y=d["kbps"], name=scen, marker_color=_colour(scen, df),
                                  boxpoints="outliers"))
-    box.update_layout(boxmode="group", yaxis_title=y_title)
+    medians = df.group_by("network").agg(pl.col("kbps").median())["kbps"]
+    # Networks a generation apart (LTE's few Mb/s beside NR's hundreds) on a linear axis leave
+    # the slower ones a line at zero.
+    wide = medians.min() > 0 and medians.max() / medians.min() > 10
+    box.update_layout(boxmode="group", yaxis=dict(title=y_title, type="log" if wide else "linear"))
     return box
 
 

@@ -11,6 +11,7 @@ from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figures import channel_table, failed_table, summary_table, tcp, udp_throughput, voip
 from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
 from cellperf.report.maps import route_maps
+from cellperf.report.radio_states import SECTIONS as RADIO_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.simulated import seed001_section
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
@@ -23,5 +24,5 @@ SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_through
             ("TCP settings", (bdp_table, settings_table)), ("VoIP", (voip,)), ("Web", (pages_table, download_times)),
             ("Streaming", (stream_stalls,)), ("Remote terminal", (keystroke_latency,)), ("Radio", (channel_table,)),
             ("Simulated TCP (seed 001)", (seed001_section,)), *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)),
-            *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, ("Maps", (route_maps,)),
+            *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)),
             ("Serving cells", (serving_cells,)))

@@ -414,6 +414,7 @@ OUTAGE_INTERARRIVALS = 5
 GAPS_SQL = f"""
     SELECT DISTINCT r.network, r.scenario, r.test, g.run_id, g.direction,
            CASE WHEN g.kind = 'delay_period' THEN 'delay period'
+                WHEN g.kind = 'promotion' THEN 'promotion'  -- cellperf.promotions
                 WHEN f.packets IS NULL THEN 'gap'  -- no flow row to tell
                 WHEN g.duration_ms >= {OUTAGE_INTERARRIVALS} * 1e3 * f.duration_s / greatest(f.packets, 1) THEN 'outage'
                 ELSE 'overload' END AS class,
@@ -445,7 +446,7 @@ PID_TIMELINE_SQL = """
 
 #: The order classes are shown in: what a user came for first (`gap`: a gap whose flow has no
 #: row to tell an outage from overload).
-GAP_CLASSES = ("outage", "delay period", "gap", "overload")
+GAP_CLASSES = ("outage", "delay period", "promotion", "gap", "overload")
 
 
 def gaps(store: Store) -> list[Item]:
@@ -484,7 +485,9 @@ def gaps(store: Store) -> list[Item]:
     items = [Item("gaps-table", "Gaps and delay periods",
                   f"{scope}: gaps (a burst of lost packets, from the arrival before it to the one after) "
                   f"that are outages (at least {OUTAGE_INTERARRIVALS} of the flow's mean inter-arrival times), delay "
-                  "periods (an inter-arrival of at least 5 sending intervals with nothing lost), and the gaps of a "
+                  "periods (an inter-arrival of at least 5 sending intervals with nothing lost), promotions (a delay "
+                  "period ended by a packet sent after at least the radio's tail of idle: the radio set up again, "
+                  "nothing lost; cellperf.promotions), and the gaps of a "
                   "stream's overload (a queue dropping what the link could not carry, the link still delivering): "
                   + what, table_html=table)]
     items[-1].table_html += csv_download(["network", "scenario", "test", "run", "direction", "class", "start s",
