@@ -243,6 +243,19 @@ def _other(options: dict) -> str:
                      for k in _OTHER_SETTINGS if options.get(k) is not None)
 
 
+def sweep_steps(result: dict, options: dict, data: pl.DataFrame) -> tuple[str, list[tuple[dict, pl.DataFrame | None]]]:
+    """A window-sweep run's direction and steps, each with its own connections' flows: the
+    run's data flows (`data`, in the order they started) in the test's direction, `streams`
+    per step; None for every step when the flows do not split that way."""
+    wanted = _DIRECTIONS.get(result.get("direction"), ())
+    want = wanted[0] if len(wanted) == 1 else "downlink"
+    steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
+    mine = data.filter(pl.col("direction") == want)
+    streams = options.get("streams", 1)
+    split = mine.height == len(steps) * streams
+    return want, [(step, mine.slice(k * streams, streams) if split else None) for k, step in enumerate(steps)]
+
+
 def _window_points(store: Store) -> pl.DataFrame:
     """One row per (run or window-sweep step, direction): the window, the other settings, the
     TCP throughput (goodput of its data flows, from the captures) and the one-way delay of its
@@ -286,17 +299,13 @@ def _window_points(store: Store) -> pl.DataFrame:
                                                                                            maintain_order=True):
                 point(direction, options["window"], _other(options), fl)
             continue
-        steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
-        want = wanted[0] if len(wanted) == 1 else "downlink"
-        mine = data.filter(pl.col("direction") == want)
-        streams = options.get("streams", 1)
-        split = mine.height == len(steps) * streams
-        for k, step in enumerate(steps):
+        want, steps = sweep_steps(result, options, data)
+        for step, fl in steps:
             setting = _other({**options, "mss": step.get("mss") or options.get("mss")})
-            if split:
-                point(want, step["window_bytes"], setting, mine.slice(k * streams, streams))
+            if fl is not None:
+                point(want, step["window_bytes"], setting, fl)
             else:
-                point(want, step["window_bytes"], setting, mine.clear(), throughput=step.get("throughput_bps"))
+                point(want, step["window_bytes"], setting, data.clear(), throughput=step.get("throughput_bps"))
     return pl.DataFrame(rows, schema_overrides={"window_bytes": pl.Int64, "throughput_bps": pl.Float64,
                                                 "owd_mean_ms": pl.Float64, "owd_std_ms": pl.Float64,
                                                 "owd_p95_ms": pl.Float64, "owd_kind": pl.Utf8},
