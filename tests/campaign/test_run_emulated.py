@@ -151,6 +151,26 @@ def test_campaign_end_to_end(e2e_store):
         assert leftovers.height == 0, leftovers
 
 
+def test_soft_and_hard_handovers_side_by_side(e2e_store):
+    """004 §IV.B from real packets: WiBro's profile hands over hard (arrivals in the 200-ms
+    outage at 3 s are lost by the 4 Mb/s stream), EV-DO's soft (held, none lost)."""
+    from cellperf.report import collect_items
+    from cellperf.report.handover_modes import handover_table
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        per = handover_table(s)
+        items = {i.key for _, its in collect_items(s) for i in its}
+    assert {"handover-modes", "handover-modes-figure"} <= items
+    modes = per.group_by("network", "mode", "basis").agg(n=pl.len(), lost=pl.col("lost").sum(),
+                                                         gap=pl.col("interruption_ms").max())
+    by = {r["network"]: r for r in modes.iter_rows(named=True)}
+    assert set(modes["network"]) == {"WiBro", "EV-DO"} and modes.height == 2, modes
+    assert (by["WiBro"]["mode"], by["WiBro"]["basis"], by["EV-DO"]["mode"]) == ("hard", "link", "soft"), modes
+    assert by["WiBro"]["lost"] >= 20 and by["WiBro"]["gap"] >= 190, modes
+    assert by["EV-DO"]["lost"] == 0, modes
+
+
 def test_json_summary_lists_failures(e2e_store):
     _, proc = e2e_store
     summary = json.loads(proc.stdout)

@@ -25,6 +25,7 @@ from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figure_html import figure_div, page_scripts
 from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
+from cellperf.report.handover_modes import SECTIONS as HANDOVER_MODE_SECTIONS
 from cellperf.report.maps import route_maps
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
@@ -49,7 +50,8 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 
 def _all_sections() -> tuple:
     return (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), *PEAK_SECTIONS, *RESEGMENTED_SECTIONS,
-            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS, ("Maps", (route_maps,)),
+            ("Serving cells", (serving_cells,)))
 
 
 def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:
