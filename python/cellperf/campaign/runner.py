@@ -29,6 +29,7 @@ from typing import Callable
 import polars as pl
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run, member_ports
+from cellperf.campaign.clocks import min_one_way_delays
 from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.progress import Progress
 from cellperf.campaign.radio import cut_csv
@@ -168,6 +169,10 @@ def finish_run(campaign: Campaign, m: Measured) -> RunRecord:
                     tables, analysis = _analyse(campaign, run, m.folder, outcome, m.control_port)
         reason = reason or failure.reason
     tables = tables if not reason else {}
+    if not reason and outcome.result:
+        owd = min_one_way_delays(run.run_id, outcome.result, outcome.clocks_synced)
+        if owd.height:
+            tables["min_owd"] = owd
     if m.attempts:
         tables["run_attempts"] = pl.DataFrame(m.attempts)
     row = {
@@ -179,7 +184,7 @@ def finish_run(campaign: Campaign, m: Measured) -> RunRecord:
         "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
         "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
         "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
-        "analysis": analysis or None, "phases": phases.rounded(),
+        "analysis": analysis or None, "phases": phases.rounded(), "clock_sync": outcome.clock_sync,
     }
     return RunRecord(row, tables, m.folder)
 

@@ -27,6 +27,7 @@ from cellperf.report.figures import SECTIONS, Item
 from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
 from cellperf.report.handover_modes import SECTIONS as HANDOVER_MODE_SECTIONS
 from cellperf.report.maps import route_maps
+from cellperf.report.min_owd import SECTIONS as MIN_OWD_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
 from cellperf.report.tables import html_table
@@ -50,8 +51,8 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 
 def _all_sections() -> tuple:
     return (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), *PEAK_SECTIONS, *RESEGMENTED_SECTIONS,
-            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS, ("Maps", (route_maps,)),
-            ("Serving cells", (serving_cells,)))
+            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS, *MIN_OWD_SECTIONS,
+            ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
 
 
 def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:
