@@ -191,6 +191,27 @@ def test_least_one_way_delay_per_direction_on_one_clock(e2e_store):
     assert "<td>WiBro</td><td>stationary</td><td>voip</td><td>–</td><td>uplink</td><td>1</td>" in items["min-owd"].table_html
 
 
+def test_mobile_runs_are_drawn_on_a_synthetic_route_with_their_handoffs(e2e_store):
+    """000 Fig. 3.1 without GPS: each emulated mobile run's positions along the ring road at its
+    profile's speed (WiBro 38 km/h, EV-DO 88 km/h), its two handoffs marked on the map."""
+    from cellperf.report import collect_items
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        pos = s.frame("""SELECT r.network, r.scenario, count(*) AS n, any_value(p.source) AS source,
+                                any_value(p.speed_mps) AS v, min(p.time_s) AS t0, max(p.time_s) AS t1
+                         FROM positions p JOIN runs r USING (run_id) GROUP BY r.run_id, r.network, r.scenario""")
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    assert set(pos["scenario"]) == {"mobile"} and pos.height == 6 and set(pos["source"]) == {"synthetic"}, pos
+    speeds = {r["network"]: r["v"] for r in pos.iter_rows(named=True)}
+    assert speeds == {"WiBro": pytest.approx(38 / 3.6), "EV-DO": pytest.approx(88 / 3.6)}
+    assert ((pos["n"] - (pos["t1"] - pos["t0"]).ceil() - 1).abs() <= 1).all(), pos  # a fix a second
+    for network in ("WiBro", "EV-DO"):
+        fig = items[f"map-throughput-{network}-mobile"].figure
+        marked = sum(len(t.x) for t in fig.data if t.name and t.name.endswith("handoff"))
+        assert marked == 3 * 2, [t.name for t in fig.data]  # three runs, two handoffs each
+
+
 def test_json_summary_lists_failures(e2e_store):
     _, proc = e2e_store
     summary = json.loads(proc.stdout)

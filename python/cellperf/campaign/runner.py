@@ -201,6 +201,14 @@ def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, c
         control_port=control_port, ports=member_ports(run, outcome.result),
         mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
     analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+    if campaign.testbed.kind == "emulated" and run.mobile and "handoffs" in tables:
+        # No GPS on the emulated testbed: the route map's positions come from a synthetic drive
+        # over the radio log's span (cellperf.emulate.route).
+        from cellperf.emulate.route import speed_kmh, synthetic_route
+
+        times = pl.read_csv(folder / "radio.csv", columns=["time_s"])["time_s"]
+        tables["positions"] = synthetic_route(times.min(), times.max(), speed_kmh(run.profile)).with_columns(
+            run_id=pl.lit(run.run_id))
     if run.test.type == "web":
         from cellperf.campaign.web import web_tables
 
