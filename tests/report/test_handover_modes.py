@@ -58,6 +58,7 @@ def test_link_modes():
     assert link_mode('{"link": [["downlink", "1mbit"], ["outage_mode", "drop"]], "testbed": "emulated"}') == "hard"
     assert link_mode({"link": [["downlink", "1mbit"]], "testbed": "emulated"}) == "soft"  # the emulator's default
     assert link_mode({"testbed": "real"}) is None
+    assert link_mode({"profile": "gprs-mobile", "testbed": "emulated"}) is None  # a profile no longer known
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ import json
 
 import polars as pl
 
+from cellperf.errors import UserError
+
 #: Outage modes → handover modes.
 MODES = {"drop": "hard", "buffer": "soft"}
 
@@ -39,7 +41,10 @@ def link_mode(config) -> str | None:
     if config.get("profile"):
         from cellperf.emulate.profiles import profile
 
-        return MODES[profile(config["profile"]).outages.get("mode", "buffer")]
+        try:
+            return MODES[profile(config["profile"]).outages.get("mode", "buffer")]
+        except UserError:  # a profile this cellperf no longer has (an older store's)
+            return None
     return MODES["buffer"] if config.get("testbed") == "emulated" else None
 
 
