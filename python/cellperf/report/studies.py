@@ -204,14 +204,22 @@ def queue_size(store: Store) -> list[Item]:
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND f.role = 'data' AND f.queue_bytes IS NOT NULL AND r.test_type = 'udp-cbr'
         GROUP BY ALL ORDER BY ALL""")
+    # The probe's least one-way delay per direction (`min_owd`, docs/methods.md §1); runs stored
+    # before it have the probe's own figure only, half the least RTT, for both directions.
     m = store.frame("""
-        SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
-               any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
-        FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        SELECT r.network, r.scenario, m.direction, min(m.min_ms) AS min_owd_ms, any_value(m.kind) AS min_kind
+        FROM min_owd m JOIN runs r USING (run_id)
+        WHERE r.status = 'ok' AND r.test_type = 'min-delay' AND m.member IS NULL GROUP BY ALL""")
+    on = ["network", "scenario", "direction"]
+    if m.height == 0:
+        m = store.frame("""
+            SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
+                   any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
+            FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        on = ["network", "scenario"]
     if q.height == 0 and m.height == 0:
         return []
-    df = q.join(m, on=["network", "scenario"], how="full", coalesce=True) if q.height and m.height else (
-        q if q.height else m)
+    df = q.join(m, on=on, how="full", coalesce=True) if q.height and m.height else (q if q.height else m)
     rows = [[r["network"], r["scenario"], r.get("direction") or "–", _f(r.get("owd_max_ms")),
              _f(None if r.get("goodput_bps") is None else r["goodput_bps"] / 1e3, ".0f"),
              _f(None if r.get("queue_bytes") is None else r["queue_bytes"] / 1e3, ".0f"), r.get("kind") or "–",
@@ -219,7 +227,8 @@ def queue_size(store: Store) -> list[Item]:
     return [Item("queue-size", "Queue size under saturating UDP",
                  "Queue = max one-way delay × measured bandwidth of a saturating UDP CBR flow, per direction "
                  "(excess OWD: over the least delay seen; raw: including propagation), beside the least OWD of "
-                 "the min-delay probe (the path without queueing). Seed 003 slides 14-16 (WiBro down: "
+                 "the min-delay probe in that direction (the path without queueing; docs/methods.md §1; runs "
+                 "stored before it: half the least RTT). Seed 003 slides 14-16 (WiBro down: "
                  "961 ms × 9603 kbit/s = 1126 KB).",
                  table_html=html_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
                                     "OWD kind", "min-delay OWD ms", "its kind"], rows))]
