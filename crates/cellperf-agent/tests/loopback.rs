@@ -439,8 +439,8 @@ fn max_rate_caps_a_test_over_both_directions() {
     // (`bytes_received` counts the drain's bytes too). (up_bps + down_bps adds rates over
     // different spans: the server reads the probe's buffered upload after the download has
     // stopped, with the whole budget, so their sum exceeds the cap without any moment doing.)
-    let span = r.document["duration_s"].as_f64().unwrap()
-        + r.document["drain_s"].as_f64().unwrap_or(0.0);
+    let span =
+        r.document["duration_s"].as_f64().unwrap() + r.document["drain_s"].as_f64().unwrap_or(0.0);
     let both = r.document["bytes_received"].as_f64().unwrap() * 8.0 / span;
     eprintln!("both ways: {both:.0} bit/s ({up:.0} up, {down:.0} down) under a 10 Mbit/s cap");
     assert!(

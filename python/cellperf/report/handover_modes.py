@@ -10,7 +10,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from cellperf.handoffs.modes import handover_effects, link_mode
-from cellperf.report.figures import Item, _layout
+from cellperf.report.item import Item, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -76,7 +76,7 @@ def handover_modes(store: Store) -> list[Item]:
                "interruption = the longest gap or delay period, lost = the gaps' packets, spike = the highest peak. "
                "Seed 004 §IV.B (hard UMTS handovers: gaps of several seconds).")
     return [Item("handover-modes", "Soft and hard handovers", caption, table_html=table),
-            Item("handover-modes-figure", "Soft and hard handovers per handover", caption, _layout(fig))]
+            Item("handover-modes-figure", "Soft and hard handovers per handover", caption, layout(fig))]
 
 
 SECTIONS = (("Handover modes", (handover_modes,)),)

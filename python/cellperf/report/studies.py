@@ -15,7 +15,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from cellperf.report.figures import Item, _cdf_trace, _has_view, _layout
+from cellperf.report.item import Item, cdf_trace, has_view, layout
+from cellperf.report.probe_docs import DIRECTIONS, probe_doc, sweep_steps
 from cellperf.report.tables import MAX_ROWS, csv_download, html_table
 from cellperf.store import Store
 
@@ -41,15 +42,6 @@ def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, st
 
 
 #: A probe result's `direction` → the flows' directions of its data.
-_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
-               "echo": ("uplink", "downlink")}
-
-def _probe_doc(result, member: str | None) -> dict:
-    """The probe document of a run's test (its `result`), or of a group's `member`."""
-    doc = json.loads(result) if isinstance(result, str) else result or {}
-    return (doc.get("members") or {}).get(member) or {} if member else doc
-
-
 def tcp_study_flows(store: Store) -> pl.DataFrame:
     """The TCP test flows of the studies (002 §7), in the direction(s) its probe ran (a
     download's data connection also carries the probe's few bytes up: not a flow of the
@@ -66,8 +58,8 @@ def tcp_study_flows(store: Store) -> pl.DataFrame:
         ORDER BY r.network, r.scenario, r.test, r.run_id, f.flow_id""")
     keep, congestion = [], []
     for r in df.iter_rows(named=True):
-        doc = _probe_doc(r["result"], r["member"])
-        keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
+        doc = probe_doc(r["result"], r["member"])
+        keep.append(r["direction"] in DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
         congestion.append(doc.get("congestion") or r["congestion"])
     return df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
 
@@ -122,7 +114,7 @@ def tcp_flows(store: Store) -> list[Item]:
     items.append(Item("tcp-studies-figure", "Utilisation and excess delay per TCP flow",
                       "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation"
                       + ("" if per_flow else " (means over the flows of each network, scenario, congestion control "
-                         "and direction)") + ". Seed 002 Figs. 7-10.", _layout(fig)))
+                         "and direction)") + ". Seed 002 Figs. 7-10.", layout(fig)))
     return items
 
 
@@ -149,11 +141,11 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
             continue
         (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
-        bulk_doc, stream_doc = _probe_doc(first["result"], bname), _probe_doc(first["result"], sname)
+        bulk_doc, stream_doc = probe_doc(first["result"], bname), probe_doc(first["result"], sname)
         # Each member's direction(s) as its probe ran them (the stream's: the side the MN
         # receives when it has two, as a VoIP echo's).
-        bulk_dirs = _DIRECTIONS.get(bulk_doc.get("direction"), ())
-        stream_dirs = _DIRECTIONS.get(stream_doc.get("direction"), ())
+        bulk_dirs = DIRECTIONS.get(bulk_doc.get("direction"), ())
+        stream_dirs = DIRECTIONS.get(stream_doc.get("direction"), ())
         tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
         udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
                        & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
@@ -192,7 +184,7 @@ def stream_beside_tcp(store: Store) -> list[Item]:
                           "TCP variant")
     items.append(Item("stream-beside-tcp", "Stream delay and TCP throughput per TCP variant",
                       "Bars: the download's throughput; points: the stream's mean one-way delay with ± one standard "
-                      "deviation. Seed 002 Fig. 11.", _layout(fig)))
+                      "deviation. Seed 002 Fig. 11.", layout(fig)))
     return items
 
 
@@ -252,19 +244,6 @@ def _other(options: dict) -> str:
                      for k in _OTHER_SETTINGS if options.get(k) is not None)
 
 
-def sweep_steps(result: dict, options: dict, data: pl.DataFrame) -> tuple[str, list[tuple[dict, pl.DataFrame | None]]]:
-    """A window-sweep run's direction and steps, each with its own connections' flows: the
-    run's data flows (`data`, in the order they started) in the test's direction, `streams`
-    per step; None for every step when the flows do not split that way."""
-    wanted = _DIRECTIONS.get(result.get("direction"), ())
-    want = wanted[0] if len(wanted) == 1 else "downlink"
-    steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
-    mine = data.filter(pl.col("direction") == want)
-    streams = options.get("streams", 1)
-    split = mine.height == len(steps) * streams
-    return want, [(step, mine.slice(k * streams, streams) if split else None) for k, step in enumerate(steps)]
-
-
 def _window_points(store: Store) -> pl.DataFrame:
     """One row per (run or window-sweep step, direction): the window, the other settings, the
     TCP throughput (goodput of its data flows, from the captures) and the one-way delay of its
@@ -299,10 +278,10 @@ def _window_points(store: Store) -> pl.DataFrame:
                          **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
                          "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
 
-        result = _probe_doc(first["result"], None)
+        result = probe_doc(first["result"], None)
         # The test's direction(s) as the probe ran it (a download's data connection also
         # carries the probe's few bytes up).
-        wanted = _DIRECTIONS.get(result.get("direction"), ())
+        wanted = DIRECTIONS.get(result.get("direction"), ())
         if first["test_type"] == "tcp-bulk":
             for (direction,), fl in data.filter(pl.col("direction").is_in(wanted)).group_by(["direction"],
                                                                                            maintain_order=True):
@@ -364,7 +343,7 @@ def window_sweep(store: Store) -> list[Item]:
     items.append(Item("window-sweep", "TCP throughput and one-way delay vs window",
                       "Left: mean TCP throughput per window with ± one standard deviation over the runs; right: the "
                       "mean one-way delay of the TCP data with ± the flows' standard deviation. Seed 003 slides "
-                      "17-20, 004 Figs. 5-6.", _layout(fig)))
+                      "17-20, 004 Figs. 5-6.", layout(fig)))
     return items
 
 
@@ -398,7 +377,7 @@ def ping_sizes(store: Store) -> list[Item]:
                                      name=f"{n} {s} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
     fig.update_layout(xaxis_title="ping size (bytes)", yaxis_title="RTT (ms)")
     items.append(Item("ping-fit", "RTT vs packet size", "Mean ± std per size and the fit RTT = a + b·size of the "
-                      "median per size. Seed 004 Fig. 1.", _layout(fig)))
+                      "median per size. Seed 004 Fig. 1.", layout(fig)))
     return items
 
 
@@ -510,14 +489,14 @@ def gaps(store: Store) -> list[Item]:
                                          what=f"every gap and delay period ({len(detail):,})")
     fig = go.Figure()
     for cls in GAP_CLASSES:
-        trace = _cdf_trace(df.filter(pl.col("class") == cls)["duration_ms"].to_numpy(), cls)
+        trace = cdf_trace(df.filter(pl.col("class") == cls)["duration_ms"].to_numpy(), cls)
         if trace is not None:
             fig.add_trace(trace)
     # 0-ms gaps (two packets received back to back around a loss) have no place on a log axis.
     fig.update_layout(xaxis=dict(title="duration (ms)", type="log"), yaxis_title="fraction")
     items.append(Item("gaps-cdf", "Gap and delay-period durations", "Distribution (CDF) of the durations of each class "
-                      "over all runs. Seed 004 §IV.B.2.", _layout(fig, 360)))
-    if not _has_view(store, "udp_packets"):
+                      "over all runs. Seed 004 §IV.B.2.", layout(fig, 360)))
+    if not has_view(store, "udp_packets"):
         return items
     pid = store.frame(PID_TIMELINE_SQL, [PID_TIMELINE_BINS])
     if pid.height == 0:
@@ -529,7 +508,7 @@ def gaps(store: Store) -> list[Item]:
     items.append(Item("pid-timeline", "Packet inter-arrival timeline", "The longest inter-arrival of a received "
                       f"packet in each of {PID_TIMELINE_BINS} time bins of a series, for the streams with gaps or "
                       "delay periods (a spike is a gap). Every packet's is in the store: cellperf query DIR "
-                      "\"SELECT * FROM udp_packets\". Seed 004 Figs. 3-4.", _layout(fig)))
+                      "\"SELECT * FROM udp_packets\". Seed 004 Figs. 3-4.", layout(fig)))
     return items
 
 

@@ -10,7 +10,7 @@ import json
 
 import polars as pl
 
-from cellperf.report.studies import _DIRECTIONS, _probe_doc, sweep_steps
+from cellperf.report.probe_docs import DIRECTIONS, probe_doc, sweep_steps
 from cellperf.store import Store
 
 COLUMNS = {"run_id": pl.Utf8, "flow_id": pl.Int64, "direction": pl.Utf8, "network": pl.Utf8, "scenario": pl.Utf8,
@@ -39,19 +39,19 @@ def tcp_test_flows(store: Store) -> pl.DataFrame:
 
         if first["test_type"] == "tcp-bulk":
             # The run's own direction; imported captures (no direction) keep every flow.
-            wanted = _DIRECTIONS.get(first["test_direction"])
+            wanted = DIRECTIONS.get(first["test_direction"])
             add(g.filter(pl.col("direction").is_in(wanted)) if wanted else g, first["network"])
         elif first["test_type"] == "group":
             config = json.loads(first["config"]) if isinstance(first["config"], str) else first["config"] or {}
             for name, mtype, _ in config.get("members") or []:
                 if mtype != "tcp-bulk":
                     continue
-                wanted = _DIRECTIONS.get(_probe_doc(first["result"], name).get("direction"), ())
+                wanted = DIRECTIONS.get(probe_doc(first["result"], name).get("direction"), ())
                 add(g.filter((pl.col("member") == name) & pl.col("direction").is_in(wanted)),
                     f"{first['network']} {first['test']}:{name}")
         else:
             config = json.loads(first["config"]) if isinstance(first["config"], str) else first["config"] or {}
-            _, steps = sweep_steps(_probe_doc(first["result"], None), config.get("options") or {}, g)
+            _, steps = sweep_steps(probe_doc(first["result"], None), config.get("options") or {}, g)
             for step, fl in steps:
                 if fl is not None:
                     add(fl, f"{first['network']} window {step['window_bytes'] / 1024:g} KB")
