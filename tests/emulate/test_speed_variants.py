@@ -1,11 +1,10 @@
 """The 3G profiles at the speeds of seed 000 §3.1 (`evdo-car`, `evdo-train`, `wibro-subway`,
 ...: cellperf.emulate.mobility): handoff rate, fade rate and fade duration as straight lines
-through the `-stationary` and `-mobile` calibrations, depth unchanged; and one such link with
-real packets."""
+through the `-stationary` and `-mobile` calibrations, depth unchanged. With real packets, in a
+campaign: tests/campaign/test_speed_scenarios.py."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -13,7 +12,6 @@ import pytest
 
 from cellperf.emulate.mobility import JOURNEYS, REFERENCE_KMH
 from cellperf.emulate.profiles import SPEED_PROFILE_NAMES, profile
-from tests.emulate.conftest import emulate
 
 
 def test_every_speed_variant_passes_the_rust_checks():
@@ -76,19 +74,3 @@ def test_unknown_speed_variant_is_one_line():
     with pytest.raises(UserError, match="unknown profile 'lte-train'.*evdo-car") as e:
         profile("lte-train")
     assert "\n" not in str(e.value)
-
-
-@pytest.mark.netns
-def test_evdo_on_the_train_hands_off_every_few_seconds_with_real_pings(tmp_path):
-    # Seed 2 draws the KTX handoffs at 3.2, 4.0 and 7.2 s (mean 7.3 s; at -mobile's 25 s the
-    # same draws fall at 11, 14 and 24 s). EV-DO's handoffs buffer: no ping is lost.
-    log = tmp_path / "radio.csv"
-    p = emulate("--profile", "evdo-train", "--seed", "2", "--radio-log", str(log), "--",
-                "ping", "-c", "40", "-i", "0.2", "-q", "$CELLPERF_CN")
-    assert p.returncode == 0, p.stderr
-    assert " 0% packet loss" in p.stdout, p.stdout
-    rows = list(csv.DictReader(log.open()))
-    t0 = float(rows[0]["time_s"])
-    cells = [(float(r["time_s"]) - t0, r["bs_id"], r["sector_id"]) for r in rows]
-    changes = [t for (t, *c), (_, *before) in zip(cells[1:], cells) if c != before]
-    assert [round(t, 1) for t in changes[:3]] == [3.2, 4.0, 7.2], changes

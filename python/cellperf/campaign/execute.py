@@ -157,7 +157,7 @@ def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, c
         from cellperf.emulate.route import speed_kmh, synthetic_route
 
         times = pl.read_csv(folder / "radio.csv", columns=["time_s"])["time_s"]
-        tables["positions"] = synthetic_route(times.min(), times.max(), speed_kmh(run.profile)).with_columns(
+        tables["positions"] = synthetic_route(times.min(), times.max(), speed_kmh(run.profile, run.speed)).with_columns(
             run_id=pl.lit(run.run_id))
     if run.test.type == "web":
         from cellperf.campaign.web import web_tables

@@ -5,8 +5,9 @@ handoffs work without GPS: the mobile node drives a ring road around Daejeon (00
 **Choice**: the ring is a circle of RING_RADIUS_M around the city centre, driven clockwise from
 its western point at Unix time 0, so a run's positions are where a car that never stopped would
 be at the run's times: a campaign's runs follow one another along the road, as the thesis' sets
-did. The speed is the profile's (`evdo-train`: 300 km/h, mobility.JOURNEYS; a family's
-`-mobile`: the speed it was calibrated at, mobility.REFERENCE_KMH), else DEFAULT_KMH.
+did. The speed is the scenario's or the profile's (`speed = "train"`, `evdo-train`: 300 km/h,
+mobility.JOURNEYS; a family's `-mobile`: the speed it was calibrated at,
+mobility.REFERENCE_KMH), else DEFAULT_KMH.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ M_PER_DEG = 111_320.0
 STEP_S = 1.0
 
 
-def speed_kmh(profile: str | None) -> float:
+def speed_kmh(profile: str | None, journey: str | None = None) -> float:
+    """The speed of a run on `profile` in a scenario of `journey` (a campaign scenario's speed)."""
+    if journey in JOURNEYS:
+        return JOURNEYS[journey].kmh
     family, _, mobility = (profile or "").rpartition("-")
     if mobility in JOURNEYS:
         return JOURNEYS[mobility].kmh
