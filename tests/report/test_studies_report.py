@@ -119,8 +119,8 @@ def test_queue_size_beside_the_least_one_way_delay_of_its_direction(tmp_path):
     with Store.open(tmp_path, read_only=True) as s:
         items = {i.key: i for _, its in collect_items(s) for i in its}
     q = items["queue-size"].table_html
-    assert "<td>downlink</td><td>961.0</td><td>9603</td><td>1154</td><td>raw</td><td>14.2</td><td>raw</td>" in q
-    assert "<td>uplink</td><td>500.0</td><td>2000</td><td>125</td><td>raw</td><td>100.4</td><td>raw</td>" in q
+    assert "<td>downlink</td><td>961.0</td><td>9603</td><td>1154</td><td>raw</td><td>14.2 ± 0.000</td><td>raw</td>" in q
+    assert "<td>uplink</td><td>500.0</td><td>2000</td><td>125</td><td>raw</td><td>100.4 ± 0.000</td><td>raw</td>" in q
     assert "57.3" not in q
     assert "<td>uplink</td><td>1</td><td>100.40 ± 0.000</td>" in items["min-owd"].table_html
 

@@ -199,7 +199,8 @@ def queue_size(store: Store) -> list[Item]:
     # The probe's least one-way delay per direction (`min_owd`, docs/methods.md §1); runs stored
     # before it have the probe's own figure only, half the least RTT, for both directions.
     m = store.frame("""
-        SELECT r.network, r.scenario, m.direction, min(m.min_ms) AS min_owd_ms, any_value(m.kind) AS min_kind
+        SELECT r.network, r.scenario, m.direction, min(m.min_ms) AS min_owd_ms, any_value(m.kind) AS min_kind,
+               max(m.uncertainty_ms) AS min_owd_uncertainty_ms
         FROM min_owd m JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND r.test_type = 'min-delay' AND m.member IS NULL GROUP BY ALL""")
     on = ["network", "scenario", "direction"]
@@ -215,12 +216,14 @@ def queue_size(store: Store) -> list[Item]:
     rows = [[r["network"], r["scenario"], r.get("direction") or "–", _f(r.get("owd_max_ms")),
              _f(None if r.get("goodput_bps") is None else r["goodput_bps"] / 1e3, ".0f"),
              _f(None if r.get("queue_bytes") is None else r["queue_bytes"] / 1e3, ".0f"), r.get("kind") or "–",
-             _f(r.get("min_owd_ms")), r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
+             _f(r.get("min_owd_ms")) + ("" if r.get("min_owd_uncertainty_ms") is None
+                                        else f" ± {r['min_owd_uncertainty_ms']:.3f}"),
+             r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
     return [Item("queue-size", "Queue size under saturating UDP",
                  "Queue = max one-way delay × measured bandwidth of a saturating UDP CBR flow, per direction "
                  "(excess OWD: over the least delay seen; raw: including propagation), beside the least OWD of "
-                 "the min-delay probe in that direction (the path without queueing; docs/methods.md §1; runs "
-                 "stored before it: half the least RTT). Seed 003 slides 14-16 (WiBro down: "
+                 "the min-delay probe in that direction ± its clock offset's uncertainty (the path without "
+                 "queueing; docs/methods.md §1; runs stored before it: half the least RTT). Seed 003 slides 14-16 (WiBro down: "
                  "961 ms × 9603 kbit/s = 1126 KB).",
                  table_html=html_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
                                     "OWD kind", "min-delay OWD ms", "its kind"], rows))]
