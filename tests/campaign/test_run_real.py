@@ -153,10 +153,21 @@ def test_real_network_campaign_end_to_end(bed):
         assert h.rows()[:2] == [("inter-sector", "107187", "1", "107187", "2"), ("inter-BS", "107187", "2", "107204", "1")]
         assert s.frame("SELECT count(*) AS n FROM voip_windows")["n"][0] >= 6
         assert s.frame("SELECT bool_or(near_handoff) AS b FROM intervals")["b"][0]
+        # 003 slides 11-14: the least one-way delay each way, the probe's clock offset taken off
+        # (both namespaces share this host's clock: an offset within its uncertainty of 0), and
+        # how the MN host's clock was synchronised, read when the run started.
+        owd = s.frame("""SELECT r.test, m.direction, m.min_ms, m.kind, m.offset_ms, m.uncertainty_ms, r.clock_sync
+                         FROM min_owd m JOIN runs r USING (run_id) ORDER BY ALL""")
+        assert set(zip(owd["test"], owd["direction"])) == {("udp-cbr-down", "downlink"), ("voip", "downlink"),
+                                                          ("voip", "uplink")}, owd
+        assert set(owd["kind"]) == {"offset_corrected"}
+        assert ((owd["offset_ms"].abs() <= owd["uncertainty_ms"]) & (owd["uncertainty_ms"] < 5)).all(), owd
+        assert ((owd["min_ms"] > -owd["uncertainty_ms"]) & (owd["min_ms"] < 20)).all(), owd
+        assert all(json.loads(c)["summary"] for c in owd["clock_sync"])
     report = subprocess.run([CELLPERF, "report", str(work / "out"), "--json"], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     items = json.loads(report.stdout)["items"]
-    assert {"summary", "udp-series", "tcp-box", "tcp-retx", "voip-r-cdf", "voip-r-handoff"} <= set(items)
+    assert {"summary", "udp-series", "tcp-box", "tcp-retx", "voip-r-cdf", "voip-r-handoff", "min-owd"} <= set(items)
 
 
 def test_without_cn_capture_the_server_log_comes_over_the_control_connection(bed):

@@ -1,5 +1,6 @@
 """Built-in link profiles `evdo`, `hsdpa`, `wibro`, `umts`, `lte`, `nr`, `nr-mmwave`, each
-`-stationary` and `-mobile`.
+`-stationary` and `-mobile`; the 3G ones also at the speeds of seed 000 §3.1 (`evdo-car`,
+`evdo-train`, ...: mobility.py).
 
 Every number comes from the seed papers or a cited measurement or standard, or is marked as a
 choice; docs/emulator.md has the tables with sources. Seeds: 000 = KAIST thesis (EV-DO, HSDPA,
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from cellperf.emulate.mobility import JOURNEYS, REFERENCE_KMH, at_speed
 from cellperf.emulate.spec import EVDO_SLOT_S, DirectionConfig, EmulationConfig, drc_rates_bps
 from cellperf.errors import UserError
 
@@ -314,6 +316,8 @@ def _nr(mobile: bool, mmwave: bool) -> EmulationConfig:
 _FAMILIES = {"evdo": _evdo, "hsdpa": _hsdpa, "wibro": _wibro, "umts": _umts, "lte": _lte,
              "nr": lambda mobile: _nr(mobile, False), "nr-mmwave": lambda mobile: _nr(mobile, True)}
 PROFILE_NAMES = [f"{f}-{m}" for f in _FAMILIES for m in ("stationary", "mobile")]
+#: The 3G families' speed variants (mobility.py; docs/emulator.md "Speed variants").
+SPEED_PROFILE_NAMES = [f"{f}-{j}" for f in REFERENCE_KMH for j in JOURNEYS]
 
 
 # The base delay wanders (docs/emulator.md "Base-delay variation") with a standard deviation
@@ -334,7 +338,11 @@ def _with_wander(cfg: EmulationConfig, mobile: bool) -> EmulationConfig:
 
 def profile(name: str) -> EmulationConfig:
     family, _, mobility = name.lower().rpartition("-")
+    if family in REFERENCE_KMH and mobility in JOURNEYS:
+        moving = at_speed(family, _FAMILIES[family](False), _FAMILIES[family](True), JOURNEYS[mobility].kmh)
+        return _with_wander(moving, True)
     if family not in _FAMILIES or mobility not in ("stationary", "mobile"):
-        raise UserError(f"--profile: unknown profile {name!r} (choose from {', '.join(PROFILE_NAMES)})")
+        raise UserError(f"--profile: unknown profile {name!r} (choose from {', '.join(PROFILE_NAMES)}, "
+                        f"or a 3G family at a speed: {', '.join(SPEED_PROFILE_NAMES)})")
     mobile = mobility == "mobile"
     return _with_wander(_FAMILIES[family](mobile), mobile)

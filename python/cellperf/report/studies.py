@@ -16,6 +16,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from cellperf.report.item import Item, cdf_trace, has_view, layout
+from cellperf.report.probe_docs import DIRECTIONS, probe_doc, sweep_steps
 from cellperf.report.tables import MAX_ROWS, csv_download, html_table
 from cellperf.store import Store
 
@@ -41,15 +42,6 @@ def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, st
 
 
 #: A probe result's `direction` → the flows' directions of its data.
-_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
-               "echo": ("uplink", "downlink")}
-
-def _probe_doc(result, member: str | None) -> dict:
-    """The probe document of a run's test (its `result`), or of a group's `member`."""
-    doc = json.loads(result) if isinstance(result, str) else result or {}
-    return (doc.get("members") or {}).get(member) or {} if member else doc
-
-
 def tcp_study_flows(store: Store) -> pl.DataFrame:
     """The TCP test flows of the studies (002 §7), in the direction(s) its probe ran (a
     download's data connection also carries the probe's few bytes up: not a flow of the
@@ -66,8 +58,8 @@ def tcp_study_flows(store: Store) -> pl.DataFrame:
         ORDER BY r.network, r.scenario, r.test, r.run_id, f.flow_id""")
     keep, congestion = [], []
     for r in df.iter_rows(named=True):
-        doc = _probe_doc(r["result"], r["member"])
-        keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
+        doc = probe_doc(r["result"], r["member"])
+        keep.append(r["direction"] in DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
         congestion.append(doc.get("congestion") or r["congestion"])
     return df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
 
@@ -149,11 +141,11 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
             continue
         (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
-        bulk_doc, stream_doc = _probe_doc(first["result"], bname), _probe_doc(first["result"], sname)
+        bulk_doc, stream_doc = probe_doc(first["result"], bname), probe_doc(first["result"], sname)
         # Each member's direction(s) as its probe ran them (the stream's: the side the MN
         # receives when it has two, as a VoIP echo's).
-        bulk_dirs = _DIRECTIONS.get(bulk_doc.get("direction"), ())
-        stream_dirs = _DIRECTIONS.get(stream_doc.get("direction"), ())
+        bulk_dirs = DIRECTIONS.get(bulk_doc.get("direction"), ())
+        stream_dirs = DIRECTIONS.get(stream_doc.get("direction"), ())
         tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
         udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
                        & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
@@ -204,22 +196,34 @@ def queue_size(store: Store) -> list[Item]:
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND f.role = 'data' AND f.queue_bytes IS NOT NULL AND r.test_type = 'udp-cbr'
         GROUP BY ALL ORDER BY ALL""")
+    # The probe's least one-way delay per direction (`min_owd`, docs/methods.md §1); runs stored
+    # before it have the probe's own figure only, half the least RTT, for both directions.
     m = store.frame("""
-        SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
-               any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
-        FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        SELECT r.network, r.scenario, m.direction, min(m.min_ms) AS min_owd_ms, any_value(m.kind) AS min_kind,
+               max(m.uncertainty_ms) AS min_owd_uncertainty_ms
+        FROM min_owd m JOIN runs r USING (run_id)
+        WHERE r.status = 'ok' AND r.test_type = 'min-delay' AND m.member IS NULL GROUP BY ALL""")
+    on = ["network", "scenario", "direction"]
+    if m.height == 0:
+        m = store.frame("""
+            SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
+                   any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
+            FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        on = ["network", "scenario"]
     if q.height == 0 and m.height == 0:
         return []
-    df = q.join(m, on=["network", "scenario"], how="full", coalesce=True) if q.height and m.height else (
-        q if q.height else m)
+    df = q.join(m, on=on, how="full", coalesce=True) if q.height and m.height else (q if q.height else m)
     rows = [[r["network"], r["scenario"], r.get("direction") or "–", _f(r.get("owd_max_ms")),
              _f(None if r.get("goodput_bps") is None else r["goodput_bps"] / 1e3, ".0f"),
              _f(None if r.get("queue_bytes") is None else r["queue_bytes"] / 1e3, ".0f"), r.get("kind") or "–",
-             _f(r.get("min_owd_ms")), r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
+             _f(r.get("min_owd_ms")) + ("" if r.get("min_owd_uncertainty_ms") is None
+                                        else f" ± {r['min_owd_uncertainty_ms']:.3f}"),
+             r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
     return [Item("queue-size", "Queue size under saturating UDP",
                  "Queue = max one-way delay × measured bandwidth of a saturating UDP CBR flow, per direction "
                  "(excess OWD: over the least delay seen; raw: including propagation), beside the least OWD of "
-                 "the min-delay probe (the path without queueing). Seed 003 slides 14-16 (WiBro down: "
+                 "the min-delay probe in that direction ± its clock offset's uncertainty (the path without "
+                 "queueing; docs/methods.md §1; runs stored before it: half the least RTT). Seed 003 slides 14-16 (WiBro down: "
                  "961 ms × 9603 kbit/s = 1126 KB).",
                  table_html=html_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
                                     "OWD kind", "min-delay OWD ms", "its kind"], rows))]
@@ -277,26 +281,22 @@ def _window_points(store: Store) -> pl.DataFrame:
                          **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
                          "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
 
-        result = _probe_doc(first["result"], None)
+        result = probe_doc(first["result"], None)
         # The test's direction(s) as the probe ran it (a download's data connection also
         # carries the probe's few bytes up).
-        wanted = _DIRECTIONS.get(result.get("direction"), ())
+        wanted = DIRECTIONS.get(result.get("direction"), ())
         if first["test_type"] == "tcp-bulk":
             for (direction,), fl in data.filter(pl.col("direction").is_in(wanted)).group_by(["direction"],
                                                                                            maintain_order=True):
                 point(direction, options["window"], _other(options), fl)
             continue
-        steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
-        want = wanted[0] if len(wanted) == 1 else "downlink"
-        mine = data.filter(pl.col("direction") == want)
-        streams = options.get("streams", 1)
-        split = mine.height == len(steps) * streams
-        for k, step in enumerate(steps):
+        want, steps = sweep_steps(result, options, data)
+        for step, fl in steps:
             setting = _other({**options, "mss": step.get("mss") or options.get("mss")})
-            if split:
-                point(want, step["window_bytes"], setting, mine.slice(k * streams, streams))
+            if fl is not None:
+                point(want, step["window_bytes"], setting, fl)
             else:
-                point(want, step["window_bytes"], setting, mine.clear(), throughput=step.get("throughput_bps"))
+                point(want, step["window_bytes"], setting, data.clear(), throughput=step.get("throughput_bps"))
     return pl.DataFrame(rows, schema_overrides={"window_bytes": pl.Int64, "throughput_bps": pl.Float64,
                                                 "owd_mean_ms": pl.Float64, "owd_std_ms": pl.Float64,
                                                 "owd_p95_ms": pl.Float64, "owd_kind": pl.Utf8},
