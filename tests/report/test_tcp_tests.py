@@ -17,10 +17,10 @@ def _retx(data, total, n, s, u, m):
 
 
 def _commit(s: Store, run_id: str, test_type: str, flows: list[dict], kbps: dict, *, test=None, config=None,
-            result=None, direction=None):
+            result=None, direction=None, network="EV-DO"):
     """A run with its flows and, per (flow_id, direction), intervals of the given kb/s."""
     row = run_row(run_id) | {"test": test or test_type, "test_type": test_type, "scenario": "mobile",
-                             "network": "EV-DO", "direction": direction, "result": result or {},
+                             "network": network, "direction": direction, "result": result or {},
                              "config": {"interval_s": 5.0, **(config or {})}}
     intervals = pl.DataFrame([{"run_id": run_id, "flow_id": f, "direction": d, "interval": k, "bytes": 1,
                                "throughput_bps": v * 1e3} for (f, d), vs in kbps.items() for k, v in enumerate(vs)])
