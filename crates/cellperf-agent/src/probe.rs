@@ -86,13 +86,19 @@ pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
 }
 
 impl Client {
-    /// Connects and authenticates; a server busy with other handshakes is asked again
+    /// Connects and authenticates, with `first` (the first test's request, if given) sent
+    /// right behind the proof ([`handshake::prove`]: one round trip less; its answer is then
+    /// read with [`Client::accepted`]); a server busy with other handshakes is asked again
     /// ([`handshake::retrying_busy`]).
-    fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
-        handshake::retrying_busy(server, || Client::connect_once(server, token))
+    fn connect(server: SocketAddr, token: &[u8], first: Option<&Message>) -> Result<Client, String> {
+        handshake::retrying_busy(server, || Client::connect_once(server, token, first))
     }
 
-    fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
+    fn connect_once(
+        server: SocketAddr,
+        token: &[u8],
+        first: Option<&Message>,
+    ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
         ctrl.set_read_timeout(Some(Duration::from_millis(50)))
@@ -105,7 +111,7 @@ impl Client {
             reader: FrameReader::new(MAX_SERVER_FRAME),
             server,
         };
-        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT)?;
+        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT, first)?;
         Ok(c)
     }
 
@@ -142,8 +148,14 @@ impl Client {
         estimate_offset(&samples).ok_or_else(|| "clock exchange gave no usable sample".into())
     }
 
+    /// Asks for a test; its data port and cookie.
     fn start(&mut self, m: &Message) -> Result<(u16, Cookie), String> {
         self.send(m)?;
+        self.accepted()
+    }
+
+    /// The server's answer to a test request already sent.
+    fn accepted(&mut self) -> Result<(u16, Cookie), String> {
         match self.reply()? {
             Message::Accepted { data_port, cookie } => Ok((data_port, cookie)),
             other => Err(unexpected(&other)),
@@ -238,14 +250,24 @@ impl Ticker {
     }
 }
 
+/// The request that starts a step.
+fn start_message(step: &Step) -> Message {
+    match step {
+        Step::Udp(spec) => Message::StartUdp { spec: spec.clone() },
+        Step::Tcp(spec) => Message::StartTcp { spec: spec.clone() },
+    }
+}
+
+/// `accepted`: the server's answer to the step's request (sent by the caller).
 fn run_udp_step(
     c: &mut Client,
     spec: &UdpSpec,
+    accepted: Result<(u16, Cookie), String>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> UdpGathered {
     let mut g = UdpGathered::default();
-    let (port, cookie) = match c.start(&Message::StartUdp { spec: spec.clone() }) {
+    let (port, cookie) = match accepted {
         Ok(v) => v,
         Err(e) => {
             g.error = Some(e);
@@ -495,14 +517,16 @@ fn connect_data(
     Ok(s)
 }
 
+/// `accepted`: the server's answer to the step's request (sent by the caller).
 fn run_tcp_step(
     c: &mut Client,
     spec: &TcpSpec,
+    accepted: Result<(u16, Cookie), String>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> TcpGathered {
     let mut g = TcpGathered::default();
-    let (port, cookie) = match c.start(&Message::StartTcp { spec: spec.clone() }) {
+    let (port, cookie) = match accepted {
         Ok(v) => v,
         Err(e) => {
             g.error = Some(e);
@@ -696,7 +720,13 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
             }
         }
     };
-    let mut client = match Client::connect(addr, token) {
+    // Without a clock exchange the first test's request rides behind the proof.
+    let first = (plan.clock_samples == 0)
+        .then(|| plan.steps.first().map(|s| start_message(&s.step)))
+        .flatten();
+    // Whether the next step's request went out already (behind a connection's proof).
+    let mut sent_ahead = first.is_some();
+    let mut client = match Client::connect(addr, token, first.as_ref()) {
         Ok(c) => c,
         Err(e) => {
             return ProbeRun {
@@ -732,9 +762,14 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     if error.is_none() {
         for (i, step) in plan.steps.iter().enumerate() {
             let label = step.label.to_string();
+            let accepted = if std::mem::take(&mut sent_ahead) {
+                client.accepted()
+            } else {
+                client.start(&start_message(&step.step))
+            };
             let (mut out, step_error, lost_ns) = match &step.step {
                 Step::Udp(spec) => {
-                    let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
+                    let g = run_udp_step(&mut client, spec, accepted, (i, n, &label), progress);
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
                     data_ports.extend(g.local_port);
@@ -753,7 +788,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     )
                 }
                 Step::Tcp(spec) => {
-                    let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
+                    let g = run_tcp_step(&mut client, spec, accepted, (i, n, &label), progress);
                     let e = g.error.clone();
                     data_ports.extend(&g.local_ports);
                     (tcp_result(spec, &g), e, g.control_lost_ns)
@@ -769,9 +804,13 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 partial.get_or_insert(mark.clone());
                 out.partial = Some(mark);
                 steps_out.push((step.label, out));
-                if i + 1 < n {
-                    match Client::connect(addr, token) {
-                        Ok(c) => client = c,
+                if let Some(next) = plan.steps.get(i + 1) {
+                    let request = start_message(&next.step);
+                    match Client::connect(addr, token, Some(&request)) {
+                        Ok(c) => {
+                            client = c;
+                            sent_ahead = true;
+                        }
                         Err(e) => {
                             error = Some(e);
                             break;

@@ -359,7 +359,9 @@ impl Session {
                     Refusal::Other(_) => None,
                 };
                 counter.map(|c| c.fetch_add(1, Ordering::Relaxed));
-                return Err(self.fail(refusal.reason()));
+                let e = self.fail(refusal.reason());
+                handshake::discard_input(&mut self.ctrl);
+                return Err(e);
             }
         };
         // Authenticated clients are trusted with a generous cap of their own.

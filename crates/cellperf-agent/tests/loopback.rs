@@ -617,3 +617,163 @@ fn a_control_connection_lost_mid_test_keeps_the_partial_result_and_reconnects() 
     assert!((1..20).contains(&first), "{first}");
     assert_eq!(sweep[1]["packets_received"], 20);
 }
+
+/// A TCP relay to `to` that shows how many round trips a client's control messages need: it
+/// passes the client's bytes on at once, but holds the server's until the client has sent
+/// nothing for `quiet`, then hands them over in one go (a "flight"). Each message the client
+/// sent is returned with the number of server flights it had received before: what it sent
+/// without waiting shares its predecessor's number, each wait for an answer adds one.
+struct FlightRelay {
+    addr: SocketAddr,
+    sent: Arc<std::sync::Mutex<Vec<(usize, String)>>>,
+}
+
+fn flight_relay(to: SocketAddr, quiet: Duration) -> FlightRelay {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let log = sent.clone();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = l.accept() else { return };
+        let server = TcpStream::connect(to).unwrap();
+        // (bytes from the server not yet handed over, client's last send, flights so far)
+        let state = Arc::new(Mutex::new((Vec::<u8>::new(), Instant::now(), 0usize)));
+        let (st, mut from_server) = (state.clone(), server.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                st.lock().unwrap().0.extend_from_slice(&buf[..n]);
+            }
+        });
+        let (st, mut to_client) = (state.clone(), client.try_clone().unwrap());
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let mut s = st.lock().unwrap();
+            if !s.0.is_empty() && s.1.elapsed() >= quiet {
+                if to_client.write_all(&s.0).is_err() {
+                    return;
+                }
+                s.0.clear();
+                s.2 += 1;
+            }
+        });
+        let (mut from_client, mut to_server) = (client, server);
+        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
+        while let Ok(n @ 1..) = from_client.read(&mut buf) {
+            let flights = {
+                let mut s = state.lock().unwrap();
+                s.1 = Instant::now();
+                s.2
+            };
+            pending.extend_from_slice(&buf[..n]);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
+                if pending.len() < 4 + len {
+                    break;
+                }
+                let name = match decode(&pending[4..4 + len]) {
+                    Ok(Frame::Message(m)) => cellperf_agent::handshake::message_name(&m),
+                    _ => "?".into(),
+                };
+                log.lock().unwrap().push((flights, name));
+                pending.drain(..4 + len);
+            }
+            if to_server.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    });
+    FlightRelay { addr, sent }
+}
+
+/// The client's first messages and the server flights each waited for.
+fn flights_of(relay: &FlightRelay, n: usize) -> Vec<(usize, String)> {
+    relay.sent.lock().unwrap().iter().take(n).cloned().collect()
+}
+
+/// Issue 34: the test request rides behind the proof, so a test starts one round trip after
+/// the challenge (it took two: `auth`, wait for `auth_ok`, then the request), for UDP and
+/// TCP tests alike; the measurement is the same.
+#[test]
+fn the_test_request_is_pipelined_behind_the_proof() {
+    let srv = server(1e8, 4);
+    for (test, o) in [
+        (
+            "udp-cbr",
+            Options {
+                direction: Some("down".into()),
+                rate_bps: Some(1e5),
+                duration_s: Some(0.2),
+                clock_samples: Some(0),
+                ..Default::default()
+            },
+        ),
+        (
+            "tcp-bulk",
+            Options {
+                direction: Some("down".into()),
+                duration_s: Some(0.2),
+                clock_samples: Some(0),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let relay = flight_relay(srv.addr, Duration::from_millis(300));
+        let p = plan(test, &o).unwrap();
+        let r = probe::run(&relay.addr.to_string(), b"s3cret", &p, &mut |_| true);
+        assert_eq!(r.error, None, "{test}");
+        assert!(r.document["packets_received"].as_u64().unwrap() > 0, "{test}");
+        let start = if test == "udp-cbr" { "start_udp" } else { "start_tcp" };
+        assert_eq!(
+            flights_of(&relay, 3),
+            [(0, "hello".into()), (1, "auth".into()), (1, start.into())],
+            "{test}"
+        );
+    }
+}
+
+/// Issue 34: a receiver that has every packet of the test stops without waiting for the
+/// sender's `send_done` (half a round trip later): a probe that never sends it gets the
+/// server's report of its upload at once, complete (the server waited until its time ran out,
+/// duration + drain + 10 s, and reported the test over time).
+#[test]
+fn the_server_reports_as_soon_as_every_packet_is_in() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let spec = UdpSpec {
+        direction: Direction::Up,
+        payload_bytes: 100,
+        interval_ns: 1_000_000,
+        count: 20,
+        drain_ms: 3000,
+        trains: None,
+    };
+    send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
+    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect((srv.addr.ip(), data_port)).unwrap();
+    data.send(&udp::hello_datagram(&cookie)).unwrap();
+    assert!(matches!(
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+        Message::Ready {}
+    ));
+    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
+    let sent = udp::spawn_sender(data, spec, token, start, stop).join().unwrap();
+    assert_eq!(sent.records.len(), 20);
+    // No send_done: the report must come by itself, well before the test's deadline.
+    let report = loop {
+        match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
+            Frame::Message(Message::Report { report }) => break report,
+            _ => {}
+        }
+    };
+    assert_eq!((report.packets_received, report.error), (20, None));
+}

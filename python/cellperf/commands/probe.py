@@ -26,7 +26,6 @@ from pathlib import Path
 from cellperf.agents import (MAX_DURATION_S, TESTS, check_log_path, parse_count_list, parse_list, parse_rate, parse_size,
                              read_token, run_probe, write_log)
 from cellperf.cli import file_path
-from cellperf.emulate.units import parse_duration
 from cellperf.validate import number_arg
 from cellperf.errors import UserError
 from cellperf.units import format_rate
@@ -163,6 +162,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 
+def _parse_duration(text: str, option: str) -> float:
+    # Imported here: the cellperf.emulate package costs 40-70 ms of every probe's start-up
+    # (part of each campaign run's wall time), and only --period needs it.
+    from cellperf.emulate.units import parse_duration
+
+    return parse_duration(text, option)
+
+
 def run(args: argparse.Namespace) -> None:
     log_path, server_log_path, as_json = args.log_path, args.server_log_path, args.as_json
     for path, option in ((log_path, "--log"), (server_log_path, "--server-log")):
@@ -184,7 +191,7 @@ def run(args: argparse.Namespace) -> None:
         ("rate_bps", args.rate, "--rate", parse_rate), ("bytes", args.nbytes, "--bytes", parse_size),
         ("window", args.window, "--window", parse_size), ("sizes", args.sizes, "--sizes", parse_list),
         ("windows", args.windows, "--windows", parse_list), ("mss_values", args.mss_values, "--mss-values", parse_list),
-        ("lengths", args.lengths, "--lengths", parse_count_list), ("period_s", args.period, "--period", parse_duration),
+        ("lengths", args.lengths, "--lengths", parse_count_list), ("period_s", args.period, "--period", _parse_duration),
     ):
         if text is not None:
             options[key] = parse(text, option)
@@ -206,7 +213,9 @@ def run(args: argparse.Namespace) -> None:
         return True
 
     try:
-        result = run_probe(args.server, token, args.test, options, progress)
+        writers = {"pyarrow.parquet" if path.suffix.lower() == ".parquet" else "pyarrow.csv"
+                   for path in (log_path, server_log_path) if path is not None}
+        result = run_probe(args.server, token, args.test, options, progress, preload=tuple(sorted(writers)))
     finally:
         if status is not None:
             status.stop()
