@@ -269,6 +269,13 @@ fn run_udp_step(
     let mut g = UdpGathered::default();
     let (port, cookie) = match accepted {
         Ok(v) => v,
+        Err(e) if spec.direction == Direction::CnEcho && e.contains("unknown variant") => {
+            g.error = Some(format!(
+                "server {}: does not run pings from the server (cn-ping-sweep): an older cellperf server ({e})",
+                c.server
+            ));
+            return g;
+        }
         Err(e) => {
             g.error = Some(e);
             return g;
@@ -290,12 +297,13 @@ fn run_udp_step(
     g.local_port = sock.local_addr().ok().map(|a| a.port());
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let ctl = ReceiveControl::new();
+    // With pings from the server (cn_echo) the receiver returns each one at once.
     let receiver = spec.direction.server_sends().then(|| {
         udp::spawn_receiver(
             sock.try_clone().expect("clone UDP socket"),
             spec.count,
             token,
-            false,
+            spec.direction == Direction::CnEcho,
             ctl.clone(),
         )
     });
@@ -336,7 +344,7 @@ fn run_udp_step(
     let stop = Arc::new(AtomicBool::new(false));
     let mut sender = spec
         .direction
-        .probe_sends()
+        .probe_paces()
         .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
     let over_time = start_mono
         + spec.duration_ns().min(i64::MAX as u64 / 2) as i64
@@ -478,6 +486,10 @@ fn run_udp_step(
             g.received = out.received;
             g.duplicates = out.duplicates;
             g.spoofed = out.spoofed;
+            // The echoes this side returned are the uplink's packets.
+            if spec.direction == Direction::CnEcho {
+                g.sent = out.echoed;
+            }
         }
     }
     // Records count only with the report that closes them (a vanished server sends none).
@@ -1010,10 +1022,22 @@ fn udp_result(
         samples: s.samples,
     });
     // Round trips, on the probe's clock alone (echo tests).
+    // The direction of the returning echoes, whose log rows carry the round trip.
+    let returning = if spec.direction == Direction::CnEcho { "up" } else { "down" };
     // (sequence number, round trip) in the sender's order, which is by number.
+    // Pings from the server (cn_echo): on the server's clock alone, from its records of what it
+    // sent and of the echoes it got back.
     let mut rtt_by_seq: Vec<(u64, Option<f64>)> = Vec::new();
-    if spec.direction == Direction::Echo {
-        let back = merge(&g.sent, &g.received);
+    let pings = match spec.direction {
+        Direction::Echo => Some(merge(&g.sent, &g.received)),
+        Direction::CnEcho => g
+            .server_down
+            .as_ref()
+            .zip(g.server_up.as_ref())
+            .map(|(down, up)| merge(down, up)),
+        _ => None,
+    };
+    if let Some(back) = pings {
         rtt_by_seq = back
             .iter()
             .map(|p| {
@@ -1053,7 +1077,7 @@ fn udp_result(
                     lost: losses_known.then_some(p.recv_ns.is_none()),
                     owd_ms,
                     owd_kind,
-                    rtt_ms: if dir == "down" { rtt } else { None },
+                    rtt_ms: if dir == returning { rtt } else { None },
                     jitter_ms: p.jitter_ms,
                 });
             }

@@ -459,16 +459,15 @@ impl Session {
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
-        let sender =
-            (spec.direction == Direction::Down || spec.direction == Direction::Both).then(|| {
-                udp::spawn_sender(
-                    sock.try_clone().expect("clone UDP socket"),
-                    spec.clone(),
-                    token,
-                    start,
-                    stop.clone(),
-                )
-            });
+        let sender = spec.direction.server_paces().then(|| {
+            udp::spawn_sender(
+                sock.try_clone().expect("clone UDP socket"),
+                spec.clone(),
+                token,
+                start,
+                stop.clone(),
+            )
+        });
         let ctl = ReceiveControl::new();
         let receiver = spec.direction.probe_sends().then(|| {
             udp::spawn_receiver(
@@ -490,9 +489,12 @@ impl Session {
         loop {
             if sender.as_ref().is_some_and(|h| h.is_finished()) {
                 let out = sender.take().expect("checked").join().unwrap_or_default();
-                self.send(&Message::SendDone {
-                    packets_sent: out.records.len() as u64,
-                })?;
+                let n = out.records.len() as u64;
+                // Pings from here: the echoes of what was sent are what is left to wait for.
+                if spec.direction == Direction::CnEcho {
+                    ctl.peer_done(n, spec.drain_ms);
+                }
+                self.send(&Message::SendDone { packets_sent: n })?;
                 sent_out = Some(out);
             }
             if sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished()) {

@@ -777,3 +777,46 @@ fn the_server_reports_as_soon_as_every_packet_is_in() {
     };
     assert_eq!((report.packets_received, report.error), (20, None));
 }
+
+/// 004 Fig. 1: pings initiated by the CN. The server sends the probes, the probe returns each
+/// at once, and the round trips are the server's (its send and echo-receive times); the log
+/// has both directions, the round trip on the returning echoes' rows.
+#[test]
+fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
+    let srv = server(1e8, 4);
+    let o = Options {
+        sizes: Some(vec![100, 300]),
+        count: Some(10),
+        interval_s: Some(0.02),
+        ..Default::default()
+    };
+    let p = plan("cn-ping-sweep", &o).unwrap();
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| matches!(&s.step, cellperf_agent::plan::Step::Udp(u) if u.direction == Direction::CnEcho)));
+    let r = probe::run(&srv.addr.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    assert_eq!(d["direction"], "cn_echo");
+    let sweep = d["sweep"].as_array().unwrap();
+    assert_eq!(sweep.len(), 2);
+    for (row, size) in sweep.iter().zip([100, 300]) {
+        assert_eq!(row["size_bytes"], size);
+        assert_eq!((row["packets_sent"].as_u64(), row["packets_received"].as_u64()), (Some(10), Some(10)));
+        let rtt = row["rtt_ms"]["median"].as_f64().unwrap();
+        assert!(rtt > 0.0 && rtt < 50.0, "{rtt}");
+    }
+    // Per size: 10 requests down (server → probe) and their 10 echoes up, each echo with its
+    // round trip: the server's echo receive time minus its send time.
+    assert_eq!(r.log.len(), 40);
+    let up: Vec<_> = r.log.iter().filter(|row| row.direction == "up").collect();
+    assert_eq!(up.len(), 20);
+    assert!(up.iter().all(|row| row.rtt_ms.is_some_and(|x| x > 0.0) && row.lost == Some(false)));
+    assert!(r
+        .log
+        .iter()
+        .filter(|row| row.direction == "down")
+        .all(|row| row.rtt_ms.is_none() && row.lost == Some(false)));
+    assert_eq!(r.server_log.len(), 40);
+}

@@ -24,7 +24,7 @@ from cellperf.errors import UserError
 if TYPE_CHECKING:  # pyarrow costs ~0.15 s to import: every `cellperf probe`/`server` would pay it
     import pyarrow as pa
 
-TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep", "trains")
+TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "cn-ping-sweep", "sparse", "window-sweep", "trains")
 DEFAULT_PORT = 5250
 TOKEN_ENV = "CELLPERF_TOKEN"
 
