@@ -307,17 +307,30 @@ fn run_udp_step(
             ctl.clone(),
         )
     });
-    // Open the server's data socket: hellos until it says ready.
+    // Open the server's data socket: hellos until it says ready. A probe that paces starts
+    // right behind its first hello, one round trip sooner (the server takes its first data
+    // packet as a hello too, and its packets wait in the server's socket meanwhile); the
+    // hellos go on, every 100 ms, until `ready` comes during the test.
     let hello = udp::hello_datagram(&cookie);
+    let hello_sock = sock.try_clone().expect("clone UDP socket");
     let deadline = Instant::now() + Duration::from_secs(6);
     let mut next_hello = Instant::now();
+    let mut ready_seen = false;
     let ready = loop {
+        if spec.direction.probe_paces() {
+            let _ = hello_sock.send(&hello);
+            next_hello += Duration::from_millis(100);
+            break Ok(());
+        }
         if Instant::now() >= next_hello {
             let _ = sock.send(&hello);
             next_hello += Duration::from_millis(100);
         }
         match c.reader.poll(&mut c.ctrl) {
-            Ok(Some(Frame::Message(Message::Ready {}))) => break Ok(()),
+            Ok(Some(Frame::Message(Message::Ready {}))) => {
+                ready_seen = true;
+                break Ok(());
+            }
             Ok(Some(Frame::Message(Message::Error { reason }))) => {
                 break Err(format!("server {}: {reason}", c.server))
             }
@@ -372,6 +385,10 @@ fn run_udp_step(
                 break;
             }
         }
+        if !ready_seen && Instant::now() >= next_hello {
+            let _ = hello_sock.send(&hello);
+            next_hello += Duration::from_millis(100);
+        }
         let own_done = sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished());
         if own_done && (g.report.is_some() || aborted) {
             break;
@@ -422,6 +439,7 @@ fn run_udp_step(
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}
+            Ok(Some(Frame::Message(Message::Ready {}))) if !ready_seen => ready_seen = true,
             Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => {
                 ctl.peer_done(packets_sent, spec.drain_ms)
             }

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cellperf_capture::probe_header::parse_cellperf;
+
 use crate::admission::{Arrival, Gate, Ticket};
 use crate::clock::{mono_ns, realtime_ns};
 use crate::handshake::{self, message_name, Refusal};
@@ -424,7 +426,10 @@ impl Session {
             cookie,
         })?;
         // Learn the probe's data address from its hello, from the control peer's IP only
-        // (its port may differ behind NAT), then talk to that address alone.
+        // (its port may differ behind NAT), then talk to that address alone. A probe that
+        // paces starts sending right behind its hello: a data packet of the test (its token)
+        // from that IP opens the path as well, and stays queued for the receiver.
+        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         sock.set_read_timeout(Some(Duration::from_millis(100)))?;
         let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
         let mut buf = [0u8; 64];
@@ -434,13 +439,22 @@ impl Session {
                     self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into())
                 );
             }
-            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            let Ok((n, from)) = sock.peek_from(&mut buf) else {
                 continue;
             };
-            if !udp::is_hello(&buf[..n], &cookie) {
+            let hello = udp::is_hello(&buf[..n], &cookie);
+            let from_peer = canonical(from.ip()) == canonical(self.peer.ip());
+            let data = spec.direction.probe_paces()
+                && from_peer
+                && parse_cellperf(&buf[..n]).is_some()
+                && token.is_some_and(|t| t.carried_by(&buf[..n]));
+            if !data {
+                let _ = sock.recv_from(&mut buf);
+            }
+            if !hello && !data {
                 continue;
             }
-            if canonical(from.ip()) == canonical(self.peer.ip()) {
+            if from_peer {
                 break from;
             }
             // The test's own cookie from another address: someone who saw the cookie (the
@@ -455,7 +469,6 @@ impl Session {
         sock.connect(probe_addr)?;
         self.send(&Message::Ready {})?;
 
-        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));

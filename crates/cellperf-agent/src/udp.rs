@@ -72,7 +72,7 @@ impl DataToken {
         }
     }
 
-    fn carried_by(&self, datagram: &[u8]) -> bool {
+    pub fn carried_by(&self, datagram: &[u8]) -> bool {
         datagram.get(TOKEN_AT..TOKEN_AT + 8) == Some(&self.0[..])
     }
 }

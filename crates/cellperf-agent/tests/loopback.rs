@@ -820,3 +820,92 @@ fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
         .all(|row| row.rtt_ms.is_none() && row.lost == Some(false)));
     assert_eq!(r.server_log.len(), 40);
 }
+
+/// A TCP relay to `to` that passes everything on except the server's `ready` messages.
+fn relay_without_ready(to: SocketAddr) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = l.accept() else { return };
+        let server = TcpStream::connect(to).unwrap();
+        let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from_client, &mut to_server);
+        });
+        let (mut from_server, mut to_client) = (server, client);
+        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
+        while let Ok(n @ 1..) = from_server.read(&mut buf) {
+            pending.extend_from_slice(&buf[..n]);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
+                if pending.len() < 4 + len {
+                    break;
+                }
+                let frame: Vec<u8> = pending.drain(..4 + len).collect();
+                if !matches!(decode(&frame[4..]), Ok(Frame::Message(Message::Ready {})))
+                    && to_client.write_all(&frame).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 34: a probe that paces (voip) starts right behind its UDP hello instead of waiting a
+/// round trip for `ready`: with every `ready` held back the test still runs whole (it ended
+/// with "data path not ready in time").
+#[test]
+fn a_pacing_probe_does_not_wait_for_ready() {
+    let srv = server(1e8, 4);
+    let relay = relay_without_ready(srv.addr);
+    let o = Options {
+        duration_s: Some(0.4),
+        clock_samples: Some(0),
+        ..Default::default()
+    };
+    let p = plan("voip", &o).unwrap();
+    let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    assert_eq!(r.document["packets_received"], 20);
+    assert_eq!(r.document["loss_rate"], 0.0);
+}
+
+/// The server takes a pacing probe's first data packet from the control connection's address
+/// as its hello (the hello may be lost or overtaken): a client that sends no hello at all is
+/// served, every packet counted (the server refused the test: no UDP hello).
+#[test]
+fn the_first_data_packet_opens_the_path_without_a_hello() {
+    let srv = server(1e8, 4);
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let spec = UdpSpec {
+        direction: Direction::Up,
+        payload_bytes: 100,
+        interval_ns: 1_000_000,
+        count: 20,
+        drain_ms: 500,
+        trains: None,
+    };
+    send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
+    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect((srv.addr.ip(), data_port)).unwrap();
+    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
+    let sent = udp::spawn_sender(data, spec, token, start, stop).join().unwrap();
+    send_message(&mut c, &Message::SendDone { packets_sent: sent.records.len() as u64 }).unwrap();
+    let report = loop {
+        match rd.read(&mut c, Duration::from_secs(8)).unwrap() {
+            Frame::Message(Message::Report { report }) => break report,
+            Frame::Message(Message::Error { reason }) => panic!("{reason}"),
+            _ => {}
+        }
+    };
+    assert_eq!((report.packets_received, report.foreign, report.error), (20, 0, None));
+}
