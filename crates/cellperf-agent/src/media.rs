@@ -662,8 +662,14 @@ pub fn receive(
         let start = Message::StartStream {
             request: req.clone(),
         };
-        let request_ns =
-            handshake::prove(&mut ctrl, &mut reader, token, server, REPLY_TIMEOUT, Some(&start))?;
+        let request_ns = handshake::prove(
+            &mut ctrl,
+            &mut reader,
+            token,
+            server,
+            REPLY_TIMEOUT,
+            Some(&start),
+        )?;
         Ok((ctrl, reader, request_ns))
     })?;
     let mut out = Received {

@@ -90,7 +90,11 @@ impl Client {
     /// right behind the proof ([`handshake::prove`]: one round trip less; its answer is then
     /// read with [`Client::accepted`]); a server busy with other handshakes is asked again
     /// ([`handshake::retrying_busy`]).
-    fn connect(server: SocketAddr, token: &[u8], first: Option<&Message>) -> Result<Client, String> {
+    fn connect(
+        server: SocketAddr,
+        token: &[u8],
+        first: Option<&Message>,
+    ) -> Result<Client, String> {
         handshake::retrying_busy(server, || Client::connect_once(server, token, first))
     }
 
@@ -111,7 +115,14 @@ impl Client {
             reader: FrameReader::new(MAX_SERVER_FRAME),
             server,
         };
-        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT, first)?;
+        handshake::prove(
+            &mut c.ctrl,
+            &mut c.reader,
+            token,
+            server,
+            REPLY_TIMEOUT,
+            first,
+        )?;
         Ok(c)
     }
 
@@ -1041,7 +1052,11 @@ fn udp_result(
     });
     // Round trips, on the probe's clock alone (echo tests).
     // The direction of the returning echoes, whose log rows carry the round trip.
-    let returning = if spec.direction == Direction::CnEcho { "up" } else { "down" };
+    let returning = if spec.direction == Direction::CnEcho {
+        "up"
+    } else {
+        "down"
+    };
     // (sequence number, round trip) in the sender's order, which is by number.
     // Pings from the server (cn_echo): on the server's clock alone, from its records of what it
     // sent and of the echoes it got back.

@@ -77,10 +77,7 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
                     .and_then(|(s, b)| (s > 0).then(|| 1.0 - b as f64 / s as f64))),
             );
             // The jitter of the returning stream (with echo what a voice receiver at the MN hears).
-            top.insert(
-                "jitter_ms".into(),
-                ret.as_ref().map_or(Value::Null, jitter),
-            );
+            top.insert("jitter_ms".into(), ret.as_ref().map_or(Value::Null, jitter));
             let o = match owd_choice {
                 OwdChoice::HalfRtt => half_rtt(&r.half_rtt_ms),
                 _ => out.as_ref().map_or(Value::Null, owd),

@@ -439,8 +439,8 @@ fn max_rate_caps_a_test_over_both_directions() {
     // (`bytes_received` counts the drain's bytes too). (up_bps + down_bps adds rates over
     // different spans: the server reads the probe's buffered upload after the download has
     // stopped, with the whole budget, so their sum exceeds the cap without any moment doing.)
-    let span = r.document["duration_s"].as_f64().unwrap()
-        + r.document["drain_s"].as_f64().unwrap_or(0.0);
+    let span =
+        r.document["duration_s"].as_f64().unwrap() + r.document["drain_s"].as_f64().unwrap_or(0.0);
     let both = r.document["bytes_received"].as_f64().unwrap() * 8.0 / span;
     eprintln!("both ways: {both:.0} bit/s ({up:.0} up, {down:.0} down) under a 10 Mbit/s cap");
     assert!(
@@ -724,8 +724,15 @@ fn the_test_request_is_pipelined_behind_the_proof() {
         let p = plan(test, &o).unwrap();
         let r = probe::run(&relay.addr.to_string(), b"s3cret", &p, &mut |_| true);
         assert_eq!(r.error, None, "{test}");
-        assert!(r.document["packets_received"].as_u64().unwrap() > 0, "{test}");
-        let start = if test == "udp-cbr" { "start_udp" } else { "start_tcp" };
+        assert!(
+            r.document["packets_received"].as_u64().unwrap() > 0,
+            "{test}"
+        );
+        let start = if test == "udp-cbr" {
+            "start_udp"
+        } else {
+            "start_tcp"
+        };
         assert_eq!(
             flights_of(&relay, 3),
             [(0, "hello".into()), (1, "auth".into()), (1, start.into())],
@@ -734,13 +741,9 @@ fn the_test_request_is_pipelined_behind_the_proof() {
     }
 }
 
-/// Issue 34: a receiver that has every packet of the test stops without waiting for the
-/// sender's `send_done` (half a round trip later): a probe that never sends it gets the
-/// server's report of its upload at once, complete (the server waited until its time ran out,
-/// duration + drain + 10 s, and reported the test over time).
-#[test]
-fn the_server_reports_as_soon_as_every_packet_is_in() {
-    let srv = server(1e8, 4);
+/// An upload of 20 packets of 100 B by hand, the data paced as a probe's: with or without the
+/// UDP hello (and waiting for `ready` after it) and the closing `send_done`; the server's report.
+fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> ServerReport {
     let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
     let spec = UdpSpec {
         direction: Direction::Up,
@@ -758,23 +761,41 @@ fn the_server_reports_as_soon_as_every_packet_is_in() {
     };
     let data = UdpSocket::bind("127.0.0.1:0").unwrap();
     data.connect((srv.addr.ip(), data_port)).unwrap();
-    data.send(&udp::hello_datagram(&cookie)).unwrap();
-    assert!(matches!(
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
-        Message::Ready {}
-    ));
+    if hello {
+        data.send(&udp::hello_datagram(&cookie)).unwrap();
+        assert!(matches!(
+            rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+            Message::Ready {}
+        ));
+    }
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
-    let sent = udp::spawn_sender(data, spec, token, start, stop).join().unwrap();
+    let sent = udp::spawn_sender(data, spec, token, start, stop)
+        .join()
+        .unwrap();
     assert_eq!(sent.records.len(), 20);
-    // No send_done: the report must come by itself, well before the test's deadline.
-    let report = loop {
+    if send_done {
+        send_message(&mut c, &Message::SendDone { packets_sent: 20 }).unwrap();
+    }
+    // Well before the test's deadline (duration + drain + 10 s).
+    loop {
         match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
-            Frame::Message(Message::Report { report }) => break report,
+            Frame::Message(Message::Report { report }) => return report,
+            Frame::Message(Message::Error { reason }) => panic!("{reason}"),
             _ => {}
         }
-    };
+    }
+}
+
+/// Issue 34: a receiver that has every packet of the test stops without waiting for the
+/// sender's `send_done` (half a round trip later): a probe that never sends it gets the
+/// server's report of its upload at once, complete (the server waited until its time ran out,
+/// duration + drain + 10 s, and reported the test over time).
+#[test]
+fn the_server_reports_as_soon_as_every_packet_is_in() {
+    let srv = server(1e8, 4);
+    let report = upload_by_hand(&srv, true, false);
     assert_eq!((report.packets_received, report.error), (20, None));
 }
 
@@ -803,7 +824,13 @@ fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
     assert_eq!(sweep.len(), 2);
     for (row, size) in sweep.iter().zip([100, 300]) {
         assert_eq!(row["size_bytes"], size);
-        assert_eq!((row["packets_sent"].as_u64(), row["packets_received"].as_u64()), (Some(10), Some(10)));
+        assert_eq!(
+            (
+                row["packets_sent"].as_u64(),
+                row["packets_received"].as_u64()
+            ),
+            (Some(10), Some(10))
+        );
         let rtt = row["rtt_ms"]["median"].as_f64().unwrap();
         assert!(rtt > 0.0 && rtt < 50.0, "{rtt}");
     }
@@ -812,7 +839,9 @@ fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
     assert_eq!(r.log.len(), 40);
     let up: Vec<_> = r.log.iter().filter(|row| row.direction == "up").collect();
     assert_eq!(up.len(), 20);
-    assert!(up.iter().all(|row| row.rtt_ms.is_some_and(|x| x > 0.0) && row.lost == Some(false)));
+    assert!(up
+        .iter()
+        .all(|row| row.rtt_ms.is_some_and(|x| x > 0.0) && row.lost == Some(false)));
     assert!(r
         .log
         .iter()
@@ -828,7 +857,8 @@ fn relay_without_ready(to: SocketAddr) -> SocketAddr {
     std::thread::spawn(move || {
         let Ok((client, _)) = l.accept() else { return };
         let server = TcpStream::connect(to).unwrap();
-        let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+        let (mut from_client, mut to_server) =
+            (client.try_clone().unwrap(), server.try_clone().unwrap());
         std::thread::spawn(move || {
             let _ = std::io::copy(&mut from_client, &mut to_server);
         });
@@ -878,34 +908,9 @@ fn a_pacing_probe_does_not_wait_for_ready() {
 #[test]
 fn the_first_data_packet_opens_the_path_without_a_hello() {
     let srv = server(1e8, 4);
-    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec {
-        direction: Direction::Up,
-        payload_bytes: 100,
-        interval_ns: 1_000_000,
-        count: 20,
-        drain_ms: 500,
-        trains: None,
-    };
-    send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
-    let Message::Accepted { data_port, cookie } =
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
-    else {
-        panic!("not accepted")
-    };
-    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
-    data.connect((srv.addr.ip(), data_port)).unwrap();
-    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
-    let sent = udp::spawn_sender(data, spec, token, start, stop).join().unwrap();
-    send_message(&mut c, &Message::SendDone { packets_sent: sent.records.len() as u64 }).unwrap();
-    let report = loop {
-        match rd.read(&mut c, Duration::from_secs(8)).unwrap() {
-            Frame::Message(Message::Report { report }) => break report,
-            Frame::Message(Message::Error { reason }) => panic!("{reason}"),
-            _ => {}
-        }
-    };
-    assert_eq!((report.packets_received, report.foreign, report.error), (20, 0, None));
+    let report = upload_by_hand(&srv, false, true);
+    assert_eq!(
+        (report.packets_received, report.foreign, report.error),
+        (20, 0, None)
+    );
 }
