@@ -125,7 +125,13 @@ def test_real_network_campaign_end_to_end(bed):
             assert len(analysis["captures"]) == 2 and analysis["warnings"] == [], analysis
         cbr = s.frame("""SELECT f.goodput_bps, f.loss_rate, f.owd_kind FROM flows f
                          WHERE f.run_id = 'veth.mobile.udp-cbr-down.1' AND f.role = 'data' AND f.direction = 'downlink'""")
-        assert cbr.height == 1 and cbr["loss_rate"][0] == 0.0
+        # The captures' loss is the probe's own (counted at its socket, by sequence number):
+        # none on a quiet host; on a busy one the tbf may drop a datagram of a burst the
+        # server sent after a stall (CI lost 1 of 685), and both views must then say so.
+        probe = json.loads(s.frame("SELECT result FROM runs WHERE run_id = 'veth.mobile.udp-cbr-down.1'")["result"][0])
+        lost = probe["packets_sent"] - probe["packets_received"]
+        assert lost <= 0.01 * probe["packets_sent"], probe
+        assert cbr.height == 1 and cbr["loss_rate"][0] == pytest.approx(lost / probe["packets_sent"], abs=1e-12), probe
         assert cbr["goodput_bps"][0] == pytest.approx(2e6, rel=0.05)
         tcp = s.frame("""SELECT max(goodput_bps) AS g FROM flows WHERE run_id = 'veth.mobile.tcp-bulk-down.1'
                          AND role = 'data' AND direction = 'downlink'""")

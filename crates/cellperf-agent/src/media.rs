@@ -26,7 +26,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::admission::{source_of, Arrival, Gate, Ticket};
 use crate::clock::{mono_ns, realtime_ns, wait_until};
@@ -38,17 +38,10 @@ use crate::wire::{
     SERVER_BUSY,
 };
 
-const RTP_HEADER: usize = 12;
-/// RTP header, extended sequence number, send time.
-pub const MIN_PACKET: u32 = (RTP_HEADER + 16) as u32;
-/// Largest RTP packet: what one UDP datagram (and one RFC 4571 frame) holds.
-pub const MAX_PACKET: u32 = 65_507;
+pub use crate::stream_request::{StreamRequest, Transport, MAX_DURATION_S, MAX_PACKET, MIN_INTERVAL_NS, MIN_PACKET};
+
 /// Media clock of the RTP timestamps (the video rate of RFC 3551).
 const RTP_CLOCK_HZ: f64 = 90_000.0;
-/// Packets closer than this cannot be paced by one sending thread on a busy host: a bitrate
-/// needing more is refused, not sent slower than asked.
-pub const MIN_INTERVAL_NS: u64 = 20_000;
-pub const MAX_DURATION_S: f64 = 3_600.0;
 /// Highest rate cap a stream server may set (`--max-rate`).
 pub const MAX_RATE_BPS: f64 = 1e12;
 /// Most sessions a stream server may allow at once (`--max-sessions`): each takes a thread.
@@ -62,56 +55,6 @@ const TCP_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a UDP sender looks at its control connection (closed: the MN is gone, stop).
 const WATCH_INTERVAL_NS: i64 = 100_000_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    Udp,
-    Tcp,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StreamRequest {
-    pub transport: Transport,
-    pub rate_bps: f64,
-    pub packet_bytes: u32,
-    pub duration_s: f64,
-}
-
-impl StreamRequest {
-    /// Packet spacing and count; an error names the option that does not fit.
-    pub fn schedule(&self) -> Result<(u64, u64), String> {
-        if !(MIN_PACKET..=MAX_PACKET).contains(&self.packet_bytes) {
-            return Err(format!("--packet: {} B outside {MIN_PACKET}..{MAX_PACKET} B (RTP header, sequence number and send time take {MIN_PACKET})", self.packet_bytes));
-        }
-        if !(self.duration_s.is_finite()
-            && self.duration_s > 0.0
-            && self.duration_s <= MAX_DURATION_S)
-        {
-            return Err(format!(
-                "--duration: {} s outside 0..{MAX_DURATION_S} s",
-                self.duration_s
-            ));
-        }
-        if !(self.rate_bps.is_finite() && self.rate_bps > 0.0) {
-            return Err(format!(
-                "--rate: must be a positive bitrate, not {}",
-                self.rate_bps
-            ));
-        }
-        let interval = self.packet_bytes as f64 * 8.0 / self.rate_bps * 1e9;
-        if interval < MIN_INTERVAL_NS as f64 {
-            let max = self.packet_bytes as f64 * 8.0 / (MIN_INTERVAL_NS as f64 / 1e9);
-            return Err(format!(
-                "--rate: {} bit/s is above what the test can send with {} B packets ({max:.3e} bit/s, one packet every {} µs)",
-                self.rate_bps, self.packet_bytes, MIN_INTERVAL_NS / 1000
-            ));
-        }
-        let count = ((self.duration_s * 1e9 / interval).round() as u64).max(1);
-        Ok((interval.round() as u64, count))
-    }
-}
 
 /// The stream server's token and caps. Each session is held to the rate, packet size and
 /// duration caps; at most `max_sessions` run at once, `max_per_source` from one source (an

@@ -346,10 +346,10 @@ fn positive(name: &str, v: f64) -> Result<f64, String> {
 /// A positive number of seconds no longer than the longest test a server allows.
 fn seconds(name: &str, v: f64) -> Result<f64, String> {
     let v = positive(name, v)?;
-    if v > crate::server::MAX_DURATION_S {
+    if v > crate::limits::MAX_DURATION_S {
         return Err(format!(
             "--{name}: {v} s is over {} s (a day)",
-            crate::server::MAX_DURATION_S
+            crate::limits::MAX_DURATION_S
         ));
     }
     Ok(v)
@@ -450,8 +450,8 @@ fn stream(
         return Err("--rate: too high (less than 1 ns between packets)".into());
     }
     let count = ((duration_s / interval_s).round() as u64).max(1);
-    if count > crate::server::MAX_PACKETS {
-        return Err(format!("--duration: {duration_s} s at one packet every {interval_s} s is {count} packets, over the limit of {}", crate::server::MAX_PACKETS));
+    if count > crate::limits::MAX_PACKETS {
+        return Err(format!("--duration: {duration_s} s at one packet every {interval_s} s is {count} packets, over the limit of {}", crate::limits::MAX_PACKETS));
     }
     Ok(UdpSpec {
         direction,
@@ -474,11 +474,11 @@ fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
     }
     if let Some(l) = lengths
         .iter()
-        .find(|&&l| l == 0 || l as u64 > crate::server::MAX_PACKETS)
+        .find(|&&l| l == 0 || l as u64 > crate::limits::MAX_PACKETS)
     {
         return Err(format!(
             "--lengths: {l} outside 1..{}",
-            crate::server::MAX_PACKETS
+            crate::limits::MAX_PACKETS
         ));
     }
     let period = seconds("period", o.period_s.unwrap_or(0.2))?;
@@ -502,10 +502,10 @@ fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
         .map(|&l| l as u64)
         .sum();
     let count = whole.saturating_mul(cycle).saturating_add(rest);
-    if count > crate::server::MAX_PACKETS {
+    if count > crate::limits::MAX_PACKETS {
         return Err(format!(
             "--duration: {d} s of trains is {count} packets, over the limit of {}",
-            crate::server::MAX_PACKETS
+            crate::limits::MAX_PACKETS
         ));
     }
     Ok(UdpSpec {
@@ -526,10 +526,10 @@ fn tcp_spec(
 ) -> Result<TcpSpec, String> {
     let duration_s = seconds("duration", o.duration_s.unwrap_or(10.0))?;
     let streams = o.streams.unwrap_or(1);
-    if !(1..=crate::server::MAX_STREAMS).contains(&streams) {
+    if !(1..=crate::limits::MAX_STREAMS).contains(&streams) {
         return Err(format!(
             "--streams: {streams} outside 1..{}",
-            crate::server::MAX_STREAMS
+            crate::limits::MAX_STREAMS
         ));
     }
     if let Some(w) = window {
@@ -614,10 +614,10 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             let dir = direction(o, Direction::Up, true)?;
             let p = payload(o, 1460)?;
             let rate = positive("rate", o.rate_bps.unwrap_or(1e6))?;
-            if rate > crate::server::MAX_RATE_BPS {
+            if rate > crate::limits::MAX_RATE_BPS {
                 return Err(format!(
                     "--rate: {rate} bit/s is over {:e} bit/s",
-                    crate::server::MAX_RATE_BPS
+                    crate::limits::MAX_RATE_BPS
                 ));
             }
             let d = seconds("duration", o.duration_s.unwrap_or(10.0))?;
@@ -682,14 +682,14 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 return Err("--sizes: give at least one size".into());
             }
             let count = o.count.unwrap_or(100);
-            if count == 0 || count > crate::server::MAX_PACKETS {
+            if count == 0 || count > crate::limits::MAX_PACKETS {
                 return Err(format!(
                     "--count: {count} outside 1..{}",
-                    crate::server::MAX_PACKETS
+                    crate::limits::MAX_PACKETS
                 ));
             }
             let i = seconds("interval", o.interval_s.unwrap_or(1.0))?;
-            if count as f64 * i > crate::server::MAX_DURATION_S {
+            if count as f64 * i > crate::limits::MAX_DURATION_S {
                 return Err(format!(
                     "--count: {count} probes every {i} s take over a day"
                 ));

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cellperf_analysis::stats::{mean_std, quantile_sorted, Summary};
-use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket, StreamSummary};
+use cellperf_analysis::udp_stream::{self, OwdKind, StreamPacket};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -20,6 +20,7 @@ use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSampl
 use crate::handshake::{self, unexpected};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
+pub use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
@@ -670,9 +671,11 @@ fn run_tcp_step(
         }
         if Instant::now() >= next_sample {
             next_sample += Duration::from_millis(100);
-            g.local
-                .received_samples
-                .push(received.load(Ordering::Relaxed));
+            tcp::sample_received(
+                &mut g.local,
+                received.load(Ordering::Relaxed),
+                mono_ns() - start,
+            );
             tcp::sample_senders(&info_socks, &mut g.local);
         }
         if let Some((elapsed_s, rate_bps)) =
@@ -884,64 +887,6 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     }
 }
 
-/// One step's result: a stream summary per direction plus RTT and pacing figures.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StepResult {
-    pub up: Option<StreamSummary>,
-    pub down: Option<StreamSummary>,
-    pub rtt_ms: Option<Summary>,
-    /// Mean and standard deviation of the round trips (004 Fig. 1, per ping size).
-    pub rtt_mean_std_ms: Option<(f64, f64)>,
-    /// Half of each round trip: the OWD estimate for unsynchronised clocks (docs/methods.md §1).
-    pub half_rtt_ms: Option<Summary>,
-    pub send_lateness_us: Option<Lateness>,
-    pub tcp: Option<TcpStepResult>,
-    pub payload_bytes: Option<u32>,
-    /// Where a sender found no path: (direction, the stretch), the probe's up, the server's down.
-    pub no_path: Vec<(&'static str, NoPath)>,
-    /// Set when the control connection broke during the step: what was measured is kept.
-    pub partial: Option<String>,
-}
-
-/// How late each paced send left against its absolute deadline (µs); p99 is the
-/// pacing target's figure (issue 4: ≤ 50 µs at 1000 packets/s).
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Lateness {
-    pub min: f64,
-    pub median: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub samples: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TcpStepResult {
-    pub direction: &'static str,
-    pub throughput_bps: f64,
-    pub up_bps: Option<f64>,
-    pub down_bps: Option<f64>,
-    pub bytes_received: u64,
-    pub duration_s: f64,
-    pub data_segments_sent: u64,
-    pub data_segments_received: u64,
-    pub retransmitted_segments: u64,
-    pub retransmission_rate: Option<f64>,
-    pub rtt_ms: Option<Summary>,
-    pub congestion: Option<String>,
-    pub mss: Option<u32>,
-    pub window_bytes: Option<u32>,
-    /// The sender's congestion window over time, per direction (TCP_INFO every 100 ms).
-    pub window: Vec<WindowSeries>,
-    /// Longest time a receiver got no byte between its first and its last (s, 0.1-s
-    /// samples): an outage the kernel's retransmissions bridged shows here.
-    pub longest_stall_s: f64,
-    /// After the test: how long the receivers still got bytes, and how many (not in the
-    /// rates; bounded by [`tcp::DRAIN_MAX_NS`]).
-    pub drain_s: f64,
-    pub drain_bytes: u64,
-}
-
 /// Longest run of 0.1-s samples of a cumulative byte count without growth, after the first
 /// byte and before the last (s).
 fn longest_stall_s(received_samples: &[u64]) -> f64 {
@@ -958,16 +903,6 @@ fn longest_stall_s(received_samples: &[u64]) -> f64 {
         }
     }
     longest as f64 * 0.1
-}
-
-/// A sender's congestion window and slow-start threshold (segments, summed over streams;
-/// the threshold null until the first loss), one sample every `interval_s` from the start.
-#[derive(Debug, Clone, Serialize)]
-pub struct WindowSeries {
-    pub direction: &'static str,
-    pub interval_s: f64,
-    pub cwnd: Vec<u64>,
-    pub ssthresh: Vec<Option<u64>>,
 }
 
 fn owd_kind(choice: OwdChoice) -> OwdKind {
@@ -1175,13 +1110,9 @@ fn test_and_drain(side: &TcpSide, duration_ms: u64) -> (u64, i64, u64, i64) {
     if side.receive_ns <= test_ns {
         return (side.bytes_received, side.receive_ns, 0, 0);
     }
-    // The cumulative count sampled every 100 ms from the start: the sample at the test's end.
-    let at_end = (duration_ms / 100) as usize;
-    let by_end = side
-        .received_samples
-        .get(at_end)
-        .or(side.received_samples.last())
-        .copied()
+    // The cumulative count, sampled every 100 ms (late on a busy host), at the test's end.
+    let by_end = tcp::received_by(side, test_ns)
+        .or(side.received_samples.last().copied())
         .unwrap_or(side.bytes_received)
         .min(side.bytes_received);
     (

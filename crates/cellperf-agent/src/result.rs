@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::clock::ClockOffset;
 use crate::plan::{OwdChoice, Plan, StepLabel};
-use crate::probe::StepResult;
+use crate::step_result::StepResult;
 use crate::wire::{Direction, NoPath};
 
 fn summary(s: &Option<Summary>) -> Value {

@@ -28,23 +28,15 @@ use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
 pub use crate::handshake::{HANDSHAKE_TIMEOUT, HELLO_TIMEOUT};
+pub use crate::limits::{MAX_DURATION_S, MAX_PACKETS, MAX_RATE_BPS, MAX_STREAMS};
 /// An authenticated connection idle this long between tests is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time for the probe to open its data sockets after `accepted`.
 pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest drain (waiting for stragglers) a probe may ask for.
 pub const MAX_DRAIN_MS: u64 = 30_000;
-/// Most parallel TCP streams per direction.
-pub const MAX_STREAMS: u32 = 16;
-/// Most packets in one UDP stream (bounds the memory of a test's log).
-pub const MAX_PACKETS: u64 = 64 << 20;
-
-/// Longest test a server may allow (`--max-duration`): a day.
-pub const MAX_DURATION_S: f64 = 86_400.0;
 /// Most tests a server may run at once (`--max-tests`): each takes a few threads.
 pub const MAX_TESTS: usize = 1024;
-/// Highest cap a server may set (`--max-rate`): 1 Tbit/s, beyond any link it serves.
-pub const MAX_RATE_BPS: f64 = 1e12;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -717,7 +709,11 @@ impl Session {
             }
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_millis(100);
-                side.received_samples.push(received.load(Ordering::Relaxed));
+                tcp::sample_received(
+                    &mut side,
+                    received.load(Ordering::Relaxed),
+                    mono_ns() - start,
+                );
                 tcp::sample_senders(&info_socks, &mut side);
             }
             if !receivers.is_empty() && Instant::now() >= next_progress {

@@ -256,6 +256,11 @@ pub struct TcpSide {
     pub rtt_samples_ms: Vec<f64>,
     /// Cumulative bytes received, sampled every 100 ms.
     pub received_samples: Vec<u64>,
+    /// When each of `received_samples` was taken, from the start of the test (ns): a busy
+    /// host takes them late, so the count at the test's end is interpolated between the two
+    /// samples around it rather than read from the one planned for it.
+    #[serde(default)]
+    pub received_sample_ns: Vec<i64>,
     /// Congestion window of the sending sockets (summed, segments), sampled with the RTT.
     #[serde(default)]
     pub cwnd_samples: Vec<u64>,
@@ -343,9 +348,9 @@ pub enum Message {
         data_port: u16,
         cookie: Cookie,
     },
-    /// The stream server's one request ([`crate::media`]).
+    /// The stream server's one request ([`crate::media`], [`crate::stream_request`]).
     StartStream {
-        request: crate::media::StreamRequest,
+        request: crate::stream_request::StreamRequest,
     },
     Ready {},
     /// The sender of this side finished; the peer may stop waiting after `packets_sent`.

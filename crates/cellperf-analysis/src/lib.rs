@@ -32,6 +32,8 @@ pub mod udp_echo;
 pub mod udp_stream;
 
 mod report;
+mod side;
+mod tcp_feed;
 
 
 use cellperf_capture::decode::{decode_frame, Skip, Transport};
@@ -39,9 +41,9 @@ use cellperf_capture::{Addr, Capture, CaptureError};
 use flows::{PROTO_TCP, PROTO_UDP};
 
 pub use report::{
-    analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Side, Tables,
-    TranslatedEnds,
+    analyze, Analysis, AnalysisError, CaptureInput, CaptureSummary, FlowReport, Options, Report, Tables, TranslatedEnds,
 };
+pub use side::Side;
 
 /// The longest interval series a flow gets (about 61 days of 5 s intervals). A damaged
 /// capture can hold a timestamp decades ahead; binning it must not allocate every interval

@@ -26,10 +26,10 @@ use serde::Serialize;
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
 use crate::nat::{self, NatPairing, Signature};
 use crate::record::{payload_hash, TcpRec, UdpRec};
-use crate::report::Evidence;
+use crate::side::Evidence;
 use crate::tables::PacketTable;
 use crate::tcp_one_sided::TcpOneSided;
-use crate::in_step::TcpFeed;
+use crate::tcp_feed::TcpFeed;
 use crate::tcp_two_sided::{PairedResult, SeenAt};
 
 /// Longest gap between a frame and its capture duplicate. Copies made by a capture setup
@@ -211,7 +211,7 @@ impl Parts {
 
 /// What the passes over a run's captures share: flow identities, the NAT pairing, the
 /// per-packet rows, and the TCP work: each capture's TCP state and (two captures) the TCP
-/// packets paired across the captures, on a thread of its own (see `in_step`); set up
+/// packets paired across the captures, on a thread of its own (see `tcp_feed`); set up
 /// before the pass, taken at its end.
 #[derive(Default)]
 pub(crate) struct Shared {
@@ -317,7 +317,7 @@ impl Scan {
                     f.syn_dir.get_or_insert(dir);
                 }
                 // The flow's TCP state is kept by the TCP work, on a thread of its own when
-                // there are cores for it (see `in_step`).
+                // there are cores for it (see `tcp_feed`).
                 let work = sh.tcp.as_mut().expect("the TCP work is set up before the pass");
                 let at = SeenAt { capture: self.capture, v, ttl: p.ip.ttl };
                 let table = &sh.table;

@@ -137,3 +137,16 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
     }
     h
 }
+
+/// A probe stream's per-packet result (`udp_stream`), in sending order: below the delay
+/// spikes (`spikes`) and the per-packet table, which read it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacketResult {
+    pub seq: u64,
+    pub send_ns: Option<i64>,
+    pub recv_ns: Option<i64>,
+    pub bytes: u32,
+    pub owd_ms: Option<f64>,
+    /// Signed jitter against the previous packet in arrival order (ms).
+    pub jitter_ms: Option<f64>,
+}

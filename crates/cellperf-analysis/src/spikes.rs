@@ -12,7 +12,7 @@
 use serde::Serialize;
 
 use crate::stats::quantile_sorted;
-use crate::udp_stream::PacketResult;
+use crate::record::PacketResult;
 
 /// Spreads above the baseline a packet's delay must exceed (**choice**: 5 MADs, far outside
 /// a stream's ordinary jitter).

@@ -14,7 +14,8 @@ use cellperf_capture::{Packet, Transport};
 
 use crate::spikes::DelaySpike;
 use crate::tcp_two_sided::AckSpacing;
-use crate::udp_stream::{GapEvent, IntervalRow, PacketResult};
+use crate::record::PacketResult;
+use crate::udp_stream::{GapEvent, IntervalRow};
 
 fn batch(cols: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_from_iter(cols)

@@ -44,7 +44,7 @@ use crate::flows::{Dir, FlowKey};
 use crate::matching::Pairing;
 use crate::owd::OwdAccumulator;
 use crate::record::{TcpRec, TcpRecords};
-use crate::report::{mn_direction, Evidence, Side};
+use crate::side::{mn_direction, Evidence, Side};
 use crate::seq::Unwrapper;
 
 /// ΔTr/ΔTs below this marks an ACK as compressed (000 §4.2).

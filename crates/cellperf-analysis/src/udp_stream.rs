@@ -11,6 +11,8 @@ use serde::Serialize;
 use crate::spikes::{delay_spikes, DelaySpike, SpikeSummary};
 use crate::stats::Summary;
 use crate::MAX_INTERVALS;
+// Defined in `record`, below `spikes`, which reads it too.
+pub use crate::record::PacketResult;
 
 /// An inter-arrival of at least this many sending intervals with no loss is a delay
 /// period (docs/methods.md §3, **choice** k = 5).
@@ -125,18 +127,6 @@ pub struct StreamSummary {
     pub delay_periods: Option<DelayPeriodSummary>,
     /// Delay spikes on the per-packet OWD (`spikes`), when it is known.
     pub delay_spikes: Option<SpikeSummary>,
-}
-
-/// Per-packet results, in sending order.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PacketResult {
-    pub seq: u64,
-    pub send_ns: Option<i64>,
-    pub recv_ns: Option<i64>,
-    pub bytes: u32,
-    pub owd_ms: Option<f64>,
-    /// Signed jitter against the previous packet in arrival order (ms).
-    pub jitter_ms: Option<f64>,
 }
 
 /// One interval of the series.

@@ -37,7 +37,6 @@ use crate::outage::OutageMode;
 use crate::queue::QueueSpec;
 use crate::random::SeededRng;
 use crate::replay_bundle::{Bundle, DirectionTrace};
-use crate::spec::{ModeJson, RateSpec};
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,26 +342,16 @@ pub fn heavy_trace(bundle: &str, direction: &str) -> Result<MahimahiTrace, LinkE
     ))
 }
 
-/// The replay element of a `RateSpec::Replay` and its heavy trace.
+/// The replay element of a replay link (a `RateSpec::Replay`'s fields) and its heavy trace.
 pub fn replay_link(
-    rate: &RateSpec,
+    bundle: &str,
+    direction: &str,
+    mode: &str,
+    outage_mode: OutageMode,
     queue: QueueSpec,
     seed: u64,
 ) -> Result<(Replay, MahimahiTrace), LinkError> {
-    let RateSpec::Replay {
-        bundle,
-        direction,
-        mode,
-        outage_mode,
-    } = rate
-    else {
-        return Err(LinkError::spec("not a replay link"));
-    };
     let mode = ReplayMode::parse(mode)?;
-    let outage_mode = match outage_mode {
-        ModeJson::Buffer => OutageMode::Buffer,
-        ModeJson::Drop => OutageMode::Drop,
-    };
     let (b, trace) = load_direction(bundle, direction)?;
     let heavy = MahimahiTrace::from_millis(trace.heavy_ms.clone());
     Ok((

@@ -210,6 +210,15 @@ pub enum ModeJson {
     Drop,
 }
 
+impl ModeJson {
+    pub fn outage_mode(self) -> OutageMode {
+        match self {
+            ModeJson::Buffer => OutageMode::Buffer,
+            ModeJson::Drop => OutageMode::Drop,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum HandoffsJson {
@@ -438,11 +447,7 @@ pub fn outage_plan(
             })
         }
     };
-    let mode = match outages.mode {
-        ModeJson::Buffer => OutageMode::Buffer,
-        ModeJson::Drop => OutageMode::Drop,
-    };
-    Ok((OutagePlan::new(&scheduled, random, handoffs), mode))
+    Ok((OutagePlan::new(&scheduled, random, handoffs), outages.mode.outage_mode()))
 }
 
 pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, LinkError> {
@@ -686,12 +691,24 @@ pub fn link_elements(
     seed: u64,
     record_events: bool,
 ) -> Result<(Vec<Box<dyn Element>>, RateSource), LinkError> {
-    if let RateSpec::Replay { .. } = spec.rate {
+    if let RateSpec::Replay {
+        bundle,
+        direction,
+        mode: replay_mode,
+        outage_mode,
+    } = &spec.rate
+    {
         if !outages.is_empty() || record_events {
             return Err(LinkError::spec("a replay has its recorded outages and no event log: scheduled or random outages, handoffs and mahimahi logs do not apply"));
         }
-        let (replay, heavy) =
-            crate::replay::replay_link(&spec.rate, queue_spec(&spec.queue)?, seed)?;
+        let (replay, heavy) = crate::replay::replay_link(
+            bundle,
+            direction,
+            replay_mode,
+            outage_mode.outage_mode(),
+            queue_spec(&spec.queue)?,
+            seed,
+        )?;
         let mut elements: Vec<Box<dyn Element>> = vec![Box::new(replay)];
         elements.extend(after_bottleneck(spec, seed)?);
         return Ok((elements, RateSource::Mahimahi(heavy)));

@@ -9,7 +9,8 @@
 Format and resume rules: docs/campaigns.md.
 """
 
-from cellperf.campaign.runner import RunStatus, Summary, run_campaign
+from cellperf.campaign.runner import run_campaign
+from cellperf.campaign.summary import RunStatus, Summary
 from cellperf.campaign.spec import Campaign, RunSpec, load_campaign
 
 __all__ = ["Campaign", "RunSpec", "RunStatus", "Summary", "load_campaign", "run_campaign"]

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from cellperf.campaign.analyse import AUTO_TEST_TYPE, TEST_PROTOCOL, voip_codecs
-from cellperf.campaign.spec import _name_check, scenario_label
+from cellperf.campaign.spec.values import identifier, scenario_label
 from cellperf.errors import UserError, os_reason
 from cellperf.validate import number
 
@@ -145,7 +145,7 @@ def _check_options(run: CaptureRun, where: str | None = None) -> None:
         return f"{where}: {option}" if where else f"--{option.replace('_', '-')}"
 
     try:
-        _name_check(run.network, "network")
+        identifier(run.network, "network")
     except ValueError as e:
         raise UserError(f"{name('network')}: '{run.network}' {e}") from None
     try:

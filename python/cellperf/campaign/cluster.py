@@ -67,7 +67,7 @@ def _testbed(campaign: Campaign):
 
 def run_on_worker(campaign: Campaign, run: RunSpec, runs_dir: str) -> tuple[RunRecord, float]:
     """One whole run on this worker: its record and the seconds it took here."""
-    from cellperf.campaign.runner import execute_run
+    from cellperf.campaign.execute import execute_run
 
     t0 = time.monotonic()
     testbed = None if run.simulated else _testbed(campaign)
@@ -120,7 +120,7 @@ def _cluster_resources(client) -> set[str]:
 
 
 def _failed(campaign: Campaign, run: RunSpec, reason: str) -> RunRecord:
-    from cellperf.campaign.runner import Measured, finish_run
+    from cellperf.campaign.execute import Measured, finish_run
     from cellperf.campaign.testbed import Outcome
 
     now = time.time()

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from cellperf.campaign.capture_import import RECORD_FILE, Batch, Job, analyse_batch, finished_record
 from cellperf.campaign.captures import CaptureRun, find_runs, quick_key
 from cellperf.campaign.imports import ensure_campaign
-from cellperf.campaign.runner import RunStatus, Summary
+from cellperf.campaign.summary import RunStatus, Summary
 from cellperf.errors import UserError
 from cellperf.store import DB_NAME, RUNS_DIR, RunRecord, Store
 

@@ -28,7 +28,7 @@ import polars as pl
 from cellperf import __version__
 from cellperf.agents.interop import DEFAULT_INTERVAL_S, Imported, read_ditg, read_iperf3
 from cellperf.campaign.analyse import _with_direction
-from cellperf.campaign.spec import _name_check, scenario_label
+from cellperf.campaign.spec.values import identifier, scenario_label
 from cellperf.errors import UserError, os_reason
 from cellperf.store import RunRecord, Store, write_parquet
 
@@ -112,12 +112,12 @@ def import_results(store_dir: Path, sources: list[Source], *, network: str, scen
                    interval_s: float = DEFAULT_INTERVAL_S, campaign: str | None = None) -> list[ImportedRun]:
     """Imports every file of `sources` into the store at `store_dir` (created if absent)."""
     try:
-        _name_check(network, "network")
+        identifier(network, "network")
     except ValueError as e:
         raise UserError(f"--network: '{network}' {e}") from None
     if test is not None:
         try:
-            _name_check(test, "test")
+            identifier(test, "test")
         except ValueError as e:
             raise UserError(f"--test: '{test}' {e}") from None
     try:

@@ -12,7 +12,7 @@ import polars as pl
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from cellperf.report.figures import Item, _layout
+from cellperf.report.item import Item, layout
 
 COLOURS = qualitative.Plotly
 
@@ -62,13 +62,13 @@ def channel_stats_items(tables: dict[str, pl.DataFrame]) -> list[Item]:
     return [
         Item("channel-over-time", "Channel rate and its variability per window",
              "Mean and standard deviation of the rate and the modal fraction of each window (002 Figs. 1, 3).",
-             _layout(over_time, 380)),
+             layout(over_time, 380)),
         Item("channel-cdfs", "Distributions over windows",
              "CDFs over all windows of the modal fraction, entropy, mean sojourn and the one-step Markov "
-             "fit's sojourn RMSE (002 Figs. 2 left, 4).", _layout(cdfs, 340)),
+             "fit's sojourn RMSE (002 Figs. 2 left, 4).", layout(cdfs, 340)),
         Item("channel-memory", "How far back the channel remembers",
              "Normalized conditional entropy by Markov depth per window, and by lag per trace (002 Fig. 5).",
-             _layout(memory, 380)),
+             layout(memory, 380)),
     ]
 
 
@@ -87,4 +87,4 @@ def sched_items(gains: pl.DataFrame) -> list[Item]:
     fig.update_xaxes(title_text="users", dtick=1)
     return [Item("sched-gain", "Proportional Fair over Round Robin",
                  "System throughput gain of PF over RR and Jain's fairness by number of users (002 Fig. 6).",
-                 _layout(fig, 380))]
+                 layout(fig, 380))]

@@ -123,14 +123,14 @@ def _captures(args: argparse.Namespace, interval: float) -> None:
 
     from cellperf.campaign.captures import CaptureRun
     from cellperf.campaign.corpus import import_captures
-    from cellperf.campaign.spec import _name_check
+    from cellperf.campaign.spec.values import identifier
     from cellperf.commands.run import print_summary
 
     if not args.captures.exists():
         raise UserError(f"--captures {args.captures}: no such file or folder")
     test = args.test_name or "capture"
     try:
-        _name_check(test, "test")
+        identifier(test, "test")
     except ValueError as e:
         raise UserError(f"--test: '{test}' {e}") from None
     defaults = CaptureRun(name="", mn=None, cn=None, network=args.network or "imported", scenario=args.scenario,

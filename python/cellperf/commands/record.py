@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
     if args.server is None or args.out is None:
         args.usage_error("give SERVER and --out BUNDLE, or --check BUNDLE")
     from cellperf.agents import parse_count_list, parse_rate, read_token
-    from cellperf.campaign.spec import parse_duration as parse_minutes
+    from cellperf.campaign.spec.values import parse_duration as parse_minutes
     from cellperf.emulate.units import parse_duration
     from cellperf.replay.record import DIRECTIONS, Recorder, RecordOptions, write_bundle
 

@@ -132,11 +132,12 @@ def _seed001(args: argparse.Namespace) -> None:
 
         from cellperf.channel.traces import atomic_write
         from cellperf.report import export_figures
+        from cellperf.report.simulated import figure_items
 
         directory = Path(args.figures_dir)
         directory.mkdir(parents=True, exist_ok=True)
         atomic_write(directory / "seed001.csv", pl.DataFrame(seed001.table_rows(result)).write_csv)
-        export_figures(seed001.figure_items(result), directory)
+        export_figures(figure_items(result), directory)
     if args.as_json:
         print(json.dumps({"cells": result["cells"], "verdicts": seed001.verdicts(result["cells"])}))
         return

@@ -25,10 +25,6 @@ RADIO_FORMATS = {"cellperf": cellperf_csv, "gnettrack": gnettrack, "mobileinsigh
 #: Position formats: name → module with `sniff(head, path)` and `read(path, tz) -> positions`.
 POSITION_FORMATS = {"nmea": nmea, "gpx": gpx, "gpsd": gpsd}
 
-POSITION_COLUMNS = {"time_s": pl.Float64, "lat": pl.Float64, "lon": pl.Float64, "alt_m": pl.Float64,
-                    "speed_mps": pl.Float64}
-
-
 def _head(path: Path) -> str:
     try:
         with open(path, "rb") as f:
@@ -53,17 +49,6 @@ def sniff_radio(path: Path) -> str:
 
 def sniff_positions(path: Path) -> str:
     return _sniff(path, POSITION_FORMATS, "position-track")
-
-
-def positions_frame(rows: dict, source: Path) -> pl.DataFrame:
-    """A positions table from column lists; rows without a fix (no latitude or longitude) are
-    dropped, and a track with no fix at all is an error."""
-    df = pl.DataFrame({c: rows.get(c) for c in POSITION_COLUMNS}, schema=POSITION_COLUMNS)
-    df = df.filter(pl.col("lat").is_not_null() & pl.col("lon").is_not_null() & pl.col("time_s").is_not_null()
-                   & pl.col("lat").is_between(-90, 90) & pl.col("lon").is_between(-180, 180))
-    if df.height == 0:
-        raise UserError(f"{source}: no position fix in the file")
-    return df.sort("time_s").unique("time_s", keep="first", maintain_order=True)
 
 
 def read_radio(path: Path, fmt: str, tz: str = "UTC") -> tuple[pl.DataFrame, pl.DataFrame | None]:

@@ -63,7 +63,7 @@ def _cells(df: pl.DataFrame, tech: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def read(path: Path, tz: str):
-    from cellperf.radiologs import positions_frame
+    from cellperf.radiologs.positions import positions_frame
 
     check_lines(path, "a G-NetTrack log")
     with open(path, "rb") as f:

@@ -19,7 +19,7 @@ def sniff(head: str, path: Path) -> bool:
 
 
 def read(path: Path, tz: str):
-    from cellperf.radiologs import positions_frame
+    from cellperf.radiologs.positions import positions_frame
 
     cols = {"time_s": [], "lat": [], "lon": [], "alt_m": [], "speed_mps": []}
     for _, line in lines(path, "a gpsd log"):

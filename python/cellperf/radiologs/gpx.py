@@ -19,7 +19,7 @@ def sniff(head: str, path: Path) -> bool:
 
 
 def read(path: Path, tz: str):
-    from cellperf.radiologs import positions_frame
+    from cellperf.radiologs.positions import positions_frame
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -26,7 +26,7 @@ def sniff(head: str, path: Path) -> bool:
 
 
 def read(path: Path, tz: str):
-    from cellperf.radiologs import positions_frame
+    from cellperf.radiologs.positions import positions_frame
 
     fixes: dict[float, list] = {}
     altitude: dict[str, float] = {}  # GGA altitude by time of day (GGA has no date)

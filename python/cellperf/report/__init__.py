@@ -4,7 +4,7 @@ network needed to open it; figures drawn as the reader scrolls to them, figure_h
     >>> from cellperf.report import build_report
     >>> build_report("results/", "results/report.html", figures_dir="figures/")
 
-Figures are made from the store alone (`figures.py`), so a report can be rebuilt at any time,
+Figures are made from the store alone (the makers listed in `sections.py`), so a report can be rebuilt at any time,
 also from a campaign still running elsewhere (copy the folder) or half done.
 """
 
@@ -20,17 +20,10 @@ from pathlib import Path
 from cellperf import __version__
 from cellperf.errors import UserError, os_reason
 from cellperf.report.export import export_figures
-from cellperf.report.cells import serving_cells
-from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figure_html import figure_div, page_scripts
-from cellperf.report.figures import SECTIONS, Item
-from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
-from cellperf.report.maps import route_maps
-from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
-from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
+from cellperf.report.item import Item
+from cellperf.report.sections import SECTIONS
 from cellperf.report.tables import html_table
-from cellperf.report.throughput_peaks import SECTIONS as PEAK_SECTIONS
-from cellperf.report.variants import tcp_variants
 from cellperf.store import Store
 
 __all__ = ["Item", "build_report", "collect_items", "export_figures"]
@@ -47,16 +40,11 @@ th{background:#f0f3f6} div.plot{width:100%} tr.sum td{font-weight:600;background
 """
 
 
-def _all_sections() -> tuple:
-    return (*SECTIONS, *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)), *PEAK_SECTIONS, *RESEGMENTED_SECTIONS,
-            *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
-
-
 def collect_items(store: Store, progress=None) -> list[tuple[str, list[Item]]]:
     """The report's sections and their items, those with data only; `progress`
     (cellperf.progress.Progress) advances by one per item maker."""
     out = []
-    for title, makers in _all_sections():
+    for title, makers in SECTIONS:
         items = []
         for make in makers:
             if progress is not None:
@@ -124,7 +112,7 @@ def build_report(store_dir: str | os.PathLike, out: str | os.PathLike | None = N
     figure files) and it advances as they are done. Returns {"report": path, "figures":
     [paths], "items": [keys]}."""
     if progress is not None:
-        progress.set_total(sum(len(makers) for _, makers in _all_sections()))
+        progress.set_total(sum(len(makers) for _, makers in SECTIONS))
     with Store.open(store_dir, read_only=True) as store:
         sections = collect_items(store, progress)
         page = render_html(store, sections)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from cellperf.report.figures import Item, _has_view, _layout
+from cellperf.report.item import Item, has_view, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -38,7 +38,7 @@ def stream_stalls(store: Store) -> list[Item]:
     fig.add_trace(go.Bar(x=labels, y=df["startup_ms"] / 1000, name="start-up delay (s)"))
     fig.update_layout(barmode="group", yaxis_title="seconds", xaxis_title="stream (run)")
     items.append(Item("stream-stalls", "Stream stalls", "Total stall time (labelled with the number of stalls) and "
-                      "start-up delay of each stream run.", _layout(fig)))
+                      "start-up delay of each stream run.", layout(fig)))
     return items
 
 
@@ -55,7 +55,7 @@ def keystroke_latency(store: Store) -> list[Item]:
                   "echo; a key never echoed counts above both thresholds. Seed 004 §VI.C.",
                   table_html=html_table(["network", "scenario", "test", "echoed", "median ms", "p95 ms", "max ms",
                                      "> 100 ms %", "> 200 ms %"], rows))]
-    if not _has_view(store, "keystrokes"):
+    if not has_view(store, "keystrokes"):
         return items
     cdf = store.frame("""
         SELECT r.network || ' ' || r.scenario || ' ' || r.test AS label, k.echo_ms,
@@ -68,5 +68,5 @@ def keystroke_latency(store: Store) -> list[Item]:
         fig.add_vline(x=t, line_dash="dot", line_color="#888")
     fig.update_layout(xaxis_title="keystroke-to-echo latency (ms)", yaxis_title="share of keys ≤ x")
     items.append(Item("keystroke-cdf", "Keystroke latency CDF", "Echoed keys only, per network, scenario and test; "
-                      "dotted: 100 and 200 ms.", _layout(fig)))
+                      "dotted: 100 and 200 ms.", layout(fig)))
     return items

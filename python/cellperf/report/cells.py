@@ -14,7 +14,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.report.figures import Item, _has_view, _layout
+from cellperf.report.item import Item, has_view, layout
 from cellperf.store import Store
 
 #: Lines per figure at most: beyond that the step lines cannot be told apart anyway.
@@ -53,11 +53,11 @@ def _figure(samples: pl.DataFrame, lines: pl.DataFrame) -> go.Figure:
     fig.update_xaxes(title="time from the run's first radio sample, s")
     fig.update_yaxes(title="serving base station / sector", type="category", categoryorder="array",
                      categoryarray=order[::-1])
-    return _layout(fig, height=max(300, 60 + 28 * len(order)))
+    return layout(fig, height=max(300, 60 + 28 * len(order)))
 
 
 def serving_cells(store: Store) -> list[Item]:
-    if not _has_view(store, "radio_samples"):
+    if not has_view(store, "radio_samples"):
         return []
     samples = store.frame(_SAMPLES)
     items = []

@@ -5,7 +5,7 @@ streams' spikes near and away from handoffs, and each one away from them
 
 from __future__ import annotations
 
-from cellperf.report.figures import Item
+from cellperf.report.item import Item
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 

@@ -32,7 +32,7 @@ DEFAULT_HEIGHT = 450
 
 
 #: Templates sent once per page instead of once per figure (~8 kB each): the report's figures use
-#: plotly_white (figures._layout).
+#: plotly_white (item.layout).
 SHARED_TEMPLATES = ("plotly_white",)
 
 

@@ -5,18 +5,14 @@ store has no data for it), so a campaign without VoIP simply has no VoIP section
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from cellperf.report.item import Item, cdf_trace, has_view, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
-#: Quantile grid of every CDF (201 points: enough for a smooth curve, small HTML).
-CDF_LEVELS = [i / 200 for i in range(201)]
 SCENARIO_COLOURS = {"stationary": "#1f77b4", "mobile": "#d62728"}
 #: Colours of free scenario labels (car, subway, KTX, ...: docs/campaigns.md), in order of appearance.
 OTHER_COLOURS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
@@ -35,23 +31,6 @@ def _colour(scenario: str, df: pl.DataFrame) -> str:
     return OTHER_COLOURS[others.index(scenario) % len(OTHER_COLOURS)] if scenario in others else OTHER_COLOURS[-1]
 DIRECTION_DASH = {"up": "dot", "down": "solid", "uplink": "dot", "downlink": "solid"}
 HANDOFF_DASH = {"inter-BS": "solid", "inter-technology": "solid", "inter-sector": "dash"}
-
-
-@dataclass
-class Item:
-    """A figure (plotly) or a table (HTML), with the paper's counterpart in the caption."""
-
-    key: str
-    title: str
-    caption: str
-    figure: go.Figure | None = None
-    table_html: str | None = None
-
-
-def _layout(fig: go.Figure, height: int = 420, **kw) -> go.Figure:
-    fig.update_layout(height=height, template="plotly_white", margin=dict(l=60, r=20, t=40, b=50),
-                      legend=dict(orientation="h", y=-0.18), **kw)
-    return fig
 
 
 def _runs_of(store: Store, test_type: str, direction: str | None = None) -> pl.DataFrame:
@@ -108,13 +87,6 @@ def _handoff_lines(store: Store, fig: go.Figure, offsets: pl.DataFrame, rows: li
             fig.add_vline(x=t, line_width=1, line_dash=HANDOFF_DASH.get(kind, "dot"), line_color="#555", opacity=0.6, **kw)
 
 
-def _cdf_trace(values: np.ndarray, name: str, **kw) -> go.Scatter | None:
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return None
-    return go.Scatter(x=np.quantile(values, CDF_LEVELS), y=CDF_LEVELS, mode="lines", name=f"{name} (n={values.size})", **kw)
-
-
 # -- UDP CBR (000 §4.1, Figs. 4.1-4.2) ----------------------------------------------------------
 
 def udp_throughput(store: Store) -> list[Item]:
@@ -141,11 +113,11 @@ def udp_throughput(store: Store) -> list[Item]:
     items.append(Item("udp-series", "UDP CBR downlink throughput per interval",
                       "Throughput of each interval (default 5 s), drawn at the interval's centre, stationary vs mobile, "
                       "the runs of each scenario laid end to end; vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.1(a).",
-                      _layout(fig, height=260 * len(networks) + 120)))
+                      layout(fig, height=260 * len(networks) + 120)))
 
     box = _box_by_scenario(df, "kb/s per interval")
     items.append(Item("udp-box", "Dispersion of UDP throughput (IQR)",
-                      "Box: quartiles; whiskers at 1.5 IQR; points: outliers. Seed 000 Fig. 4.1(b).", _layout(box)))
+                      "Box: quartiles; whiskers at 1.5 IQR; points: outliers. Seed 000 Fig. 4.1(b).", layout(box)))
 
     sodp = go.Figure()
     d = df.sort("run_id", "t_s").with_columns(d1=pl.col("kbps").diff().over("run_id"))
@@ -156,21 +128,21 @@ def udp_throughput(store: Store) -> list[Item]:
     sodp.update_layout(xaxis_title="T[i+1] − T[i] (kb/s)", yaxis_title="T[i+2] − T[i+1] (kb/s)")
     items.append(Item("udp-sodp", "Second-order difference plot of UDP throughput",
                       "Each point is (T[i+1]−T[i], T[i+2]−T[i+1]) of consecutive intervals; the farther from the "
-                      "origin, the more variable the link. Seed 000 Fig. 4.1(c).", _layout(sodp, height=480)))
+                      "origin, the more variable the link. Seed 000 Fig. 4.1(c).", layout(sodp, height=480)))
 
     jit = store.frame("""SELECT r.scenario, r.network, abs(p.jitter_ms) AS j FROM udp_packets p JOIN runs r USING (run_id)
                          WHERE r.status = 'ok' AND r.test_type = 'udp-cbr' AND p.direction = 'downlink'
-                         AND p.jitter_ms IS NOT NULL""") if _has_view(store, "udp_packets") else pl.DataFrame()
+                         AND p.jitter_ms IS NOT NULL""") if has_view(store, "udp_packets") else pl.DataFrame()
     loss = store.frame(f"""SELECT r.scenario, x.loss_rate FROM intervals x JOIN runs r USING (run_id)
                           WHERE r.status = 'ok' AND {filt} AND x.loss_rate IS NOT NULL""")
     cdf = make_subplots(rows=1, cols=2, subplot_titles=("|jitter| (ms)", "loss rate per interval"))
     for scen in _scenarios(loss):
         if jit.height:
-            t = _cdf_trace(jit.filter(pl.col("scenario") == scen)["j"].to_numpy(), scen,
+            t = cdf_trace(jit.filter(pl.col("scenario") == scen)["j"].to_numpy(), scen,
                            line_color=_colour(scen, loss), legendgroup=scen)
             if t:
                 cdf.add_trace(t, row=1, col=1)
-        t = _cdf_trace(loss.filter(pl.col("scenario") == scen)["loss_rate"].to_numpy(), scen,
+        t = cdf_trace(loss.filter(pl.col("scenario") == scen)["loss_rate"].to_numpy(), scen,
                        line_color=_colour(scen, loss), legendgroup=scen, showlegend=False)
         if t:
             cdf.add_trace(t, row=1, col=2)
@@ -178,12 +150,8 @@ def udp_throughput(store: Store) -> list[Item]:
     cdf.update_yaxes(title_text="CDF", row=1, col=1)
     items.append(Item("udp-cdf", "Jitter and loss of UDP CBR",
                       "CDFs of per-packet |jitter| = |(r[i]−r[i−1]) − (s[i]−s[i−1])| and of the loss rate per interval. "
-                      "Seed 000 Fig. 4.2.", _layout(cdf)))
+                      "Seed 000 Fig. 4.2.", layout(cdf)))
     return items
-
-
-def _has_view(store: Store, name: str) -> bool:
-    return bool(store.con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchall()[0][0])
 
 
 # -- TCP (000 §4.2, Fig. 4.3, 4.4, Table 4.2) -----------------------------------------------------
@@ -208,7 +176,7 @@ def tcp(store: Store) -> list[Item]:
     if df.height:
         box = _box_by_scenario(df, "goodput per interval (kb/s)")
         items.append(Item("tcp-box", "TCP bulk throughput", "Box-whisker of TCP goodput per interval, per network "
-                          "and scenario. Seed 000 Fig. 4.3.", _layout(box)))
+                          "and scenario. Seed 000 Fig. 4.3.", layout(box)))
     ack = store.frame("""SELECT r.scenario, a.ratio FROM ack_compression a JOIN runs r USING (run_id)
                          WHERE r.status = 'ok' AND a.ratio > 0""")
     if ack.height:
@@ -217,7 +185,7 @@ def tcp(store: Store) -> list[Item]:
                             FROM ack_compression a JOIN runs r USING (run_id) WHERE r.status = 'ok' GROUP BY 1""")
         ev = {s: (e, c) for s, e, c in ev.iter_rows()}
         for scen in _scenarios(ack):
-            t = _cdf_trace(ack.filter(pl.col("scenario") == scen)["ratio"].to_numpy(), scen,
+            t = cdf_trace(ack.filter(pl.col("scenario") == scen)["ratio"].to_numpy(), scen,
                            line_color=_colour(scen, ack))
             if t:
                 e, c = ev[scen]
@@ -227,7 +195,7 @@ def tcp(store: Store) -> list[Item]:
         fig.update_layout(xaxis_title="ΔTr / ΔTs", yaxis_title="CDF", xaxis_type="log")
         items.append(Item("tcp-ack", "ACK compression", "CDF of ΔTr/ΔTs of ACKs seen at both ends; below 0.75 an ACK "
                           "is compressed, ≥ 3 in a row an event (thesis: 10.8 % stationary, 22.2 % mobile in events). "
-                          "Seed 000 Fig. 4.4.", _layout(fig)))
+                          "Seed 000 Fig. 4.4.", layout(fig)))
     rx = store.frame("""SELECT r.network, r.scenario, sum(f.data_packets)::BIGINT AS data, sum(f.retx_total)::BIGINT AS total,
                                sum(f.retx_normal)::BIGINT AS n, sum(f.retx_spurious)::BIGINT AS s,
                                sum(f.retx_unavoidable)::BIGINT AS u, sum(f.retx_serial)::BIGINT AS m, any_value(f.retx_method) AS method
@@ -292,17 +260,17 @@ def voip(store: Store) -> list[Item]:
         items.append(Item(f"voip-series-{net}", f"VoIP delay, loss and R over time — {net}",
                           "Per window (default 5 s, drawn at its centre): mean delay, loss and E-model R (simplified G.107, G.711); "
                           "vertical lines are handoffs (solid inter-BS, dashed inter-sector). Seed 000 Fig. 4.5.",
-                          _layout(fig, height=720)))
+                          layout(fig, height=720)))
     fig = go.Figure()
     for (scen, direction), g in df.group_by(["scenario", "direction"], maintain_order=True):
-        t = _cdf_trace(g["r"].to_numpy().astype(float), f"{scen} {direction}", line_color=_colour(scen, df),
+        t = cdf_trace(g["r"].to_numpy().astype(float), f"{scen} {direction}", line_color=_colour(scen, df),
                        line_dash=DIRECTION_DASH.get(direction, "solid"))
         if t:
             fig.add_trace(t)
     fig.add_vline(x=70, line_dash="dash", line_color="#555")
     fig.update_layout(xaxis_title="R-factor (70 = toll quality)", yaxis_title="CDF")
     items.append(Item("voip-r-cdf", "R-factor per direction", "CDF of R per 5-s window, uplink (MN→CN) and downlink. "
-                      "Seed 000 Fig. 4.6.", _layout(fig)))
+                      "Seed 000 Fig. 4.6.", layout(fig)))
     fig = go.Figure()
     # The mobile runs: by their scenario (mobile, or a free label said mobile), or because they
     # have handoffs (a drive test imported under any label).
@@ -310,7 +278,7 @@ def voip(store: Store) -> list[Item]:
                            OR run_id IN (SELECT run_id FROM handoffs)""")["run_id"]
     mob = df.filter(pl.col("run_id").is_in(moved.to_list()))
     for label, g in (("all windows", mob), ("±5 s of a handoff", mob.filter(pl.col("near_handoff")))):
-        t = _cdf_trace(g["r"].to_numpy().astype(float), label, line_dash="solid" if label == "all windows" else "dash")
+        t = cdf_trace(g["r"].to_numpy().astype(float), label, line_dash="solid" if label == "all windows" else "dash")
         if t:
             fig.add_trace(t)
     if fig.data:
@@ -318,7 +286,7 @@ def voip(store: Store) -> list[Item]:
         items.append(Item("voip-r-handoff", "R-factor around handoffs (mobile)",
                           "CDF of R in windows within 5 s of a handoff vs all windows of the mobile runs (by "
                           "scenario, or with handoffs). "
-                          "Seed 000 Fig. 4.7.", _layout(fig)))
+                          "Seed 000 Fig. 4.7.", layout(fig)))
     return items
 
 
@@ -408,38 +376,3 @@ def failed_table(store: Store) -> list[Item]:
     return [Item("failed", f"Failed runs ({df.height})", "Recorded with their reason; `cellperf run` tries them again.",
                  table_html=html_table(["run", "reason"], [[a, b or ""] for a, b in df.iter_rows()], name="failed-runs",
                                        query="SELECT run_id, reason FROM runs WHERE status = 'failed' ORDER BY run_id"))]
-
-
-def _web(store: Store) -> list[Item]:
-    from cellperf.report.web import download_times, pages_table
-
-    return pages_table(store) + download_times(store)
-
-
-def _stream(store: Store) -> list[Item]:
-    from cellperf.report.apps import stream_stalls
-
-    return stream_stalls(store)
-
-
-def _terminal(store: Store) -> list[Item]:
-    from cellperf.report.apps import keystroke_latency
-
-    return keystroke_latency(store)
-
-
-def _tcp_settings(store: Store) -> list[Item]:
-    from cellperf.report.tcp_options import bdp_table, settings_table
-
-    return bdp_table(store) + settings_table(store)
-
-
-def _simulated(store: Store) -> list[Item]:
-    from cellperf.report.simulated import seed001_section
-
-    return seed001_section(store)
-
-
-SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
-            ("TCP settings", (_tcp_settings,)), ("VoIP", (voip,)), ("Web", (_web,)), ("Streaming", (_stream,)), ("Remote terminal", (_terminal,)),
-            ("Radio", (channel_table,)), ("Simulated TCP (seed 001)", (_simulated,)))

@@ -9,7 +9,7 @@ import json
 
 import polars as pl
 
-from cellperf.report.figures import Item
+from cellperf.report.item import Item
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 

@@ -16,7 +16,7 @@ import math
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.report.figures import Item, _has_view, _layout
+from cellperf.report.item import Item, has_view, layout
 from cellperf.store import Store
 
 #: Points per figure at most (a long drive at 1 Hz stays light in the HTML).
@@ -32,7 +32,7 @@ METRICS = {
                           sum(i.throughput_bps) / 1e3 AS v
                    FROM intervals i JOIN runs r2 USING (run_id) GROUP BY ALL) m
           ON m.run_id = p.run_id AND p.time_s >= m.t0 AND p.time_s < m.t1"""),
-    "rtt": ("RTT, ms", lambda s: _has_view(s, "rtt"), """
+    "rtt": ("RTT, ms", lambda s: has_view(s, "rtt"), """
         LEFT JOIN (SELECT run_id, epoch(ts) AS t, rtt_ms AS v FROM rtt) m
           ON m.run_id = p.run_id AND m.t >= p.time_s - 0.5 AND m.t < p.time_s + 0.5"""),
     "r": ("E-model R", lambda s: True, """
@@ -74,7 +74,7 @@ def _figure(track: pl.DataFrame, handoffs: pl.DataFrame, label: str) -> go.Figur
     mid_lat = float(track["lat"].mean())
     fig.update_xaxes(title="longitude, °", scaleanchor="y", scaleratio=max(math.cos(math.radians(mid_lat)), 0.05))
     fig.update_yaxes(title="latitude, °")
-    return _layout(fig, height=520)
+    return layout(fig, height=520)
 
 
 def route_maps(store: Store) -> list[Item]:

@@ -5,7 +5,7 @@ original segments (docs/methods.md §4)."""
 
 from __future__ import annotations
 
-from cellperf.report.figures import Item
+from cellperf.report.item import Item
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 

@@ -3,15 +3,17 @@ Tables 2/3 and Figs. 5-7 made from the store. Tests whose scenarios differ only 
 scheduler and the channel form one set (one table, one Fig. 7, and Figs. 5/6 at its slowest
 and fastest transitions); the paper's values stand beside the cells that are 001's scenario
 (cellperf.simulate.seed001.paper_kbps). The figures are drawn by the same code as `cellperf
-simulate --seed001 --figures` (seed001.figure_items)."""
+simulate --seed001 --figures` (figure_items)."""
 
 from __future__ import annotations
 
 import json
 
+import plotly.graph_objects as go
 import polars as pl
+from plotly.colors import qualitative
 
-from cellperf.report.figures import Item, _has_view
+from cellperf.report.item import Item, has_view, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -106,7 +108,7 @@ def _windows(store: Store, cells: list[dict]) -> dict:
     """Figs. 5 and 6: the first run of the slowest and of the fastest transition rate (of PF
     where the set has PF at that rate, as 001 draws)."""
     rated = [c for c in cells if c["transitions_per_s"] is not None]
-    if not rated or not _has_view(store, "sim_cwnd"):
+    if not rated or not has_view(store, "sim_cwnd"):
         return {}
     slow = min(rated, key=lambda c: (c["transitions_per_s"], c["scheduler"] != "pf"))
     fast = min(rated, key=lambda c: (-c["transitions_per_s"], c["scheduler"] != "pf"))
@@ -125,8 +127,6 @@ def _windows(store: Store, cells: list[dict]) -> dict:
 
 def seed001_section(store: Store) -> list[Item]:
     """Per set of simulated tests: the Tables 2/3-style table, Figs. 5 and 6, Fig. 7."""
-    from cellperf.simulate.seed001 import figure_items
-
     items = []
     sets = _sets(store)
     for k, s in enumerate(sets, start=1):
@@ -137,4 +137,48 @@ def seed001_section(store: Store) -> list[Item]:
         if note:
             items[-1].title += note
         items += figure_items({"cells": cells, "windows": _windows(store, cells)}, WINDOW_SECONDS, suffix, note)
+    return items
+
+
+def figure_items(result: dict, window_seconds: float = 100.0, key_suffix: str = "", note: str = "") -> list:
+    """Report items of Figs. 5 and 6 (cwnd of each source over the first `window_seconds`
+    of the `windows` given) and Fig. 7 (mean throughput per source against transition rate,
+    PF and RR, simulated and, where a cell has them, the paper's). `result` is what
+    `cellperf.simulate.seed001.reproduce` returns, or the same made from a store (seed001_section)."""
+    items = []
+    for fig, w in result["windows"].items():
+        figure = go.Figure()
+        cwnd = w["cwnd"].filter(pl.col("time_s") <= window_seconds).sort("user", "time_s")
+        for (user,), d in cwnd.group_by("user", maintain_order=True):
+            figure.add_trace(go.Scatter(x=d["time_s"], y=d["cwnd"], mode="lines", line_shape="hv",
+                                        name=f"source {user + 1}"))
+        figure.update_xaxes(title_text="time (s)")
+        figure.update_yaxes(title_text="congestion window (packets)")
+        rate, scheduler = w["transitions_per_s"], w["scheduler"]
+        speed = "slow" if rate < 1 else "fast"
+        items.append(Item(f"seed001-{fig}{key_suffix}",
+                          f"Window over time, {speed} transitions ({rate:g}/s, {scheduler.upper()}){note}",
+                          f"cwnd of each source, first {window_seconds:g} s of seed {w['seed']} (001 Fig. "
+                          f"{5 if fig == 'fig5' else 6}).", layout(figure, 380)))
+    cells = [c for c in result["cells"] if c["transitions_per_s"] is not None]
+    if not cells:
+        return items
+    figure = go.Figure()
+    for (scheduler, name), colour in zip((("pf", "PF"), ("rr", "RR"), ("none", "own links")), qualitative.Plotly):
+        mine = sorted((c for c in cells if c["scheduler"] == scheduler), key=lambda c: c["transitions_per_s"])
+        if not mine:
+            continue
+        rates = [c["transitions_per_s"] for c in mine]
+        figure.add_trace(go.Scatter(x=rates, y=[sum(c["simulated_kbps"]) / len(c["simulated_kbps"]) for c in mine],
+                                    mode="lines+markers", line_color=colour, name=f"{name}, simulated"))
+        paper = [c for c in mine if c.get("paper_kbps")]
+        if paper:
+            figure.add_trace(go.Scatter(x=[c["transitions_per_s"] for c in paper],
+                                        y=[sum(c["paper_kbps"]) / len(c["paper_kbps"]) for c in paper], mode="markers",
+                                        marker=dict(symbol="x", size=10, color=colour), name=f"{name}, 001 Tables 2/3"))
+    figure.update_xaxes(title_text="transitions per second", type="log")
+    figure.update_yaxes(title_text="TCP throughput per source (kbit/s)")
+    items.append(Item(f"seed001-fig7{key_suffix}", f"TCP throughput against transition rate, PF vs RR{note}",
+                      "Mean goodput per source (001 Fig. 7), simulated and, where the scenario is 001's, the paper's.",
+                      layout(figure, 380)))
     return items

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from cellperf.report.figures import Item, _cdf_trace, _has_view, _layout
+from cellperf.report.item import Item, cdf_trace, has_view, layout
 from cellperf.report.tables import MAX_ROWS, csv_download, html_table
 from cellperf.store import Store
 
@@ -122,7 +122,7 @@ def tcp_flows(store: Store) -> list[Item]:
     items.append(Item("tcp-studies-figure", "Utilisation and excess delay per TCP flow",
                       "Bars: channel utilisation; points: mean one-way delay with ± one standard deviation"
                       + ("" if per_flow else " (means over the flows of each network, scenario, congestion control "
-                         "and direction)") + ". Seed 002 Figs. 7-10.", _layout(fig)))
+                         "and direction)") + ". Seed 002 Figs. 7-10.", layout(fig)))
     return items
 
 
@@ -192,7 +192,7 @@ def stream_beside_tcp(store: Store) -> list[Item]:
                           "TCP variant")
     items.append(Item("stream-beside-tcp", "Stream delay and TCP throughput per TCP variant",
                       "Bars: the download's throughput; points: the stream's mean one-way delay with ± one standard "
-                      "deviation. Seed 002 Fig. 11.", _layout(fig)))
+                      "deviation. Seed 002 Fig. 11.", layout(fig)))
     return items
 
 
@@ -346,7 +346,7 @@ def window_sweep(store: Store) -> list[Item]:
     items.append(Item("window-sweep", "TCP throughput and one-way delay vs window",
                       "Left: mean TCP throughput per window with ± one standard deviation over the runs; right: the "
                       "mean one-way delay of the TCP data with ± the flows' standard deviation. Seed 003 slides "
-                      "17-20, 004 Figs. 5-6.", _layout(fig)))
+                      "17-20, 004 Figs. 5-6.", layout(fig)))
     return items
 
 
@@ -391,7 +391,7 @@ def ping_sizes(store: Store) -> list[Item]:
                                      name=f"{n} {s} from {end} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
     fig.update_layout(xaxis_title="ping size (bytes)", yaxis_title="RTT (ms)")
     items.append(Item("ping-fit", "RTT vs packet size", "Mean ± std per size and the fit RTT = a + b·size of the "
-                      "median per size, pings from the MN and from the CN. Seed 004 Fig. 1.", _layout(fig)))
+                      "median per size, pings from the MN and from the CN. Seed 004 Fig. 1.", layout(fig)))
     return items
 
 
@@ -503,14 +503,14 @@ def gaps(store: Store) -> list[Item]:
                                          what=f"every gap and delay period ({len(detail):,})")
     fig = go.Figure()
     for cls in GAP_CLASSES:
-        trace = _cdf_trace(df.filter(pl.col("class") == cls)["duration_ms"].to_numpy(), cls)
+        trace = cdf_trace(df.filter(pl.col("class") == cls)["duration_ms"].to_numpy(), cls)
         if trace is not None:
             fig.add_trace(trace)
     # 0-ms gaps (two packets received back to back around a loss) have no place on a log axis.
     fig.update_layout(xaxis=dict(title="duration (ms)", type="log"), yaxis_title="fraction")
     items.append(Item("gaps-cdf", "Gap and delay-period durations", "Distribution (CDF) of the durations of each class "
-                      "over all runs. Seed 004 §IV.B.2.", _layout(fig, 360)))
-    if not _has_view(store, "udp_packets"):
+                      "over all runs. Seed 004 §IV.B.2.", layout(fig, 360)))
+    if not has_view(store, "udp_packets"):
         return items
     pid = store.frame(PID_TIMELINE_SQL, [PID_TIMELINE_BINS])
     if pid.height == 0:
@@ -522,7 +522,7 @@ def gaps(store: Store) -> list[Item]:
     items.append(Item("pid-timeline", "Packet inter-arrival timeline", "The longest inter-arrival of a received "
                       f"packet in each of {PID_TIMELINE_BINS} time bins of a series, for the streams with gaps or "
                       "delay periods (a spike is a gap). Every packet's is in the store: cellperf query DIR "
-                      "\"SELECT * FROM udp_packets\". Seed 004 Figs. 3-4.", _layout(fig)))
+                      "\"SELECT * FROM udp_packets\". Seed 004 Figs. 3-4.", layout(fig)))
     return items
 
 

@@ -19,7 +19,7 @@ import math
 
 import polars as pl
 
-from cellperf.report.figures import Item
+from cellperf.report.item import Item
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 

@@ -4,7 +4,7 @@ right after each handoff (`handoff_bursts`, docs/methods.md §6), beside their m
 
 from __future__ import annotations
 
-from cellperf.report.figures import Item
+from cellperf.report.item import Item
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 

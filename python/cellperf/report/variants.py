@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from cellperf.report.figures import Item, _layout
+from cellperf.report.item import Item, layout
 from cellperf.report.studies import tcp_study_flows
 from cellperf.store import Store
 
@@ -69,7 +69,7 @@ def _performance(flows: pl.DataFrame, colour: dict) -> go.Figure:
     fig.update_yaxes(title_text="one-way delay std, ms", rangemode="tozero", row=1, col=2)
     fig.update_xaxes(title_text="goodput, kbit/s", row=1, col=3)
     fig.update_yaxes(title_text="loss rate, %", rangemode="tozero", row=1, col=3)
-    return _layout(fig, height=420, barmode="group")
+    return layout(fig, height=420, barmode="group")
 
 
 def _channel(flows: pl.DataFrame, colour: dict) -> go.Figure:
@@ -81,7 +81,7 @@ def _channel(flows: pl.DataFrame, colour: dict) -> go.Figure:
     fig.update_xaxes(title_text="mean capacity over the flow, kbit/s", row=1, col=1)
     fig.update_xaxes(title_text="capacity std over the flow, kbit/s", row=1, col=2)
     fig.update_yaxes(title_text="goodput / mean capacity", rangemode="tozero")
-    return _layout(fig, height=400)
+    return layout(fig, height=400)
 
 
 def tcp_variants(store: Store) -> list[Item]:

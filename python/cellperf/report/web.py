@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.report.figures import Item, _has_view, _layout
+from cellperf.report.item import Item, has_view, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -21,7 +21,7 @@ _LOADS_SQL = """
 
 def pages_table(store: Store) -> list[Item]:
     """004 Table VI for the pages as loaded: objects and bytes by type."""
-    if not _has_view(store, "page_objects"):
+    if not has_view(store, "page_objects"):
         return []
     df = store.frame("""
         SELECT page, kind, count(*) AS n, sum(decoded_bytes) AS b FROM page_objects
@@ -76,7 +76,7 @@ def download_times(store: Store) -> list[Item]:
             fig.update_layout(xaxis_title="TCP connections per host", yaxis_title="page download time (s)")
             items.append(Item("web-connections", "Download time vs connections",
                               "Mean load time per page against the most connections per host (HTTP/1.1); "
-                              "dotted: with compression. Seed 004 Fig. 8 (CNN: 43 % less from 2 to 10).", _layout(fig)))
+                              "dotted: with compression. Seed 004 Fig. 8 (CNN: 43 % less from 2 to 10).", layout(fig)))
     failed = df.filter(pl.col("status") != "ok")
     if failed.height:
         items.append(Item("web-failed", f"Failed page loads ({failed.height})", "With the browser's reason; the campaign went on.",

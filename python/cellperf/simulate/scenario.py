@@ -8,7 +8,7 @@ import json
 import tomllib
 from dataclasses import dataclass
 
-from cellperf.campaign.spec import _Locator
+from cellperf.toml_locator import TomlLocator
 from cellperf.emulate.spec import EVDO_SLOT_S, DirectionConfig, parse_link, parse_queue
 from cellperf.emulate.units import parse_duration, parse_rate
 from cellperf.errors import UserError, os_reason
@@ -108,7 +108,7 @@ def read_toml(path: str) -> dict:
         raise UserError(f"{path}: not a TOML scenario ({e})") from None
     if not data:
         raise UserError(f"{path}: the scenario is empty (keys: {', '.join(DEFAULTS)})")
-    where = _Locator(text)
+    where = TomlLocator(text)
 
     def fail(key: str, problem: str):
         raise UserError(f"{path}:{where.line((key,))}: {key}: {problem}")

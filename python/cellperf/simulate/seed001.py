@@ -147,56 +147,6 @@ def print_tables(result: dict, repetitions: int) -> None:
             print(f"{v['claim']:<48} {v['paper']:>7} {v['simulated']:>9}  {'yes' if v['held'] else 'no'}")
 
 
-def figure_items(result: dict, window_seconds: float = 100.0, key_suffix: str = "", note: str = "") -> list:
-    """Report items of Figs. 5 and 6 (cwnd of each source over the first `window_seconds`
-    of the `windows` given) and Fig. 7 (mean throughput per source against transition rate,
-    PF and RR, simulated and, where a cell has them, the paper's). `result` is what
-    `reproduce` returns, or the same made from a store (cellperf.report.simulated)."""
-    import plotly.graph_objects as go
-    import polars as pl
-    from plotly.colors import qualitative
-
-    from cellperf.report.figures import Item, _layout
-
-    items = []
-    for fig, w in result["windows"].items():
-        figure = go.Figure()
-        cwnd = w["cwnd"].filter(pl.col("time_s") <= window_seconds).sort("user", "time_s")
-        for (user,), d in cwnd.group_by("user", maintain_order=True):
-            figure.add_trace(go.Scatter(x=d["time_s"], y=d["cwnd"], mode="lines", line_shape="hv",
-                                        name=f"source {user + 1}"))
-        figure.update_xaxes(title_text="time (s)")
-        figure.update_yaxes(title_text="congestion window (packets)")
-        rate, scheduler = w["transitions_per_s"], w["scheduler"]
-        speed = "slow" if rate < 1 else "fast"
-        items.append(Item(f"seed001-{fig}{key_suffix}",
-                          f"Window over time, {speed} transitions ({rate:g}/s, {scheduler.upper()}){note}",
-                          f"cwnd of each source, first {window_seconds:g} s of seed {w['seed']} (001 Fig. "
-                          f"{5 if fig == 'fig5' else 6}).", _layout(figure, 380)))
-    cells = [c for c in result["cells"] if c["transitions_per_s"] is not None]
-    if not cells:
-        return items
-    figure = go.Figure()
-    for (scheduler, name), colour in zip((("pf", "PF"), ("rr", "RR"), ("none", "own links")), qualitative.Plotly):
-        mine = sorted((c for c in cells if c["scheduler"] == scheduler), key=lambda c: c["transitions_per_s"])
-        if not mine:
-            continue
-        rates = [c["transitions_per_s"] for c in mine]
-        figure.add_trace(go.Scatter(x=rates, y=[sum(c["simulated_kbps"]) / len(c["simulated_kbps"]) for c in mine],
-                                    mode="lines+markers", line_color=colour, name=f"{name}, simulated"))
-        paper = [c for c in mine if c.get("paper_kbps")]
-        if paper:
-            figure.add_trace(go.Scatter(x=[c["transitions_per_s"] for c in paper],
-                                        y=[sum(c["paper_kbps"]) / len(c["paper_kbps"]) for c in paper], mode="markers",
-                                        marker=dict(symbol="x", size=10, color=colour), name=f"{name}, 001 Tables 2/3"))
-    figure.update_xaxes(title_text="transitions per second", type="log")
-    figure.update_yaxes(title_text="TCP throughput per source (kbit/s)")
-    items.append(Item(f"seed001-fig7{key_suffix}", f"TCP throughput against transition rate, PF vs RR{note}",
-                      "Mean goodput per source (001 Fig. 7), simulated and, where the scenario is 001's, the paper's.",
-                      _layout(figure, 380)))
-    return items
-
-
 def table_rows(result: dict) -> list[dict]:
     """One row per source and cell (the CSV beside the figures)."""
     return [{"scheduler": c["scheduler"], "transitions_per_s": c["transitions_per_s"], "source": i + 1,
