@@ -319,17 +319,19 @@ fn run_udp_step(
             ctl.clone(),
         )
     });
-    // Open the server's data socket: hellos until it says ready. A probe that paces starts
-    // right behind its first hello, one round trip sooner (the server takes its first data
-    // packet as a hello too, and its packets wait in the server's socket meanwhile); the
-    // hellos go on, every 100 ms, until `ready` comes during the test.
+    // Open the server's data socket: hellos until it says ready. A probe that paces packets
+    // with the test's token starts right behind its first hello, one round trip sooner (the
+    // server takes its first data packet as a hello too, and its packets wait in the server's
+    // socket meanwhile); the hellos go on, every 100 ms, until `ready` comes during the test.
+    // Packets too small for the token (G.729's) would be dropped while a lost hello is
+    // repeated: those wait for `ready`.
     let hello = udp::hello_datagram(&cookie);
     let hello_sock = sock.try_clone().expect("clone UDP socket");
     let deadline = Instant::now() + Duration::from_secs(6);
     let mut next_hello = Instant::now();
     let mut ready_seen = false;
     let ready = loop {
-        if spec.direction.probe_paces() {
+        if spec.direction.probe_paces() && token.is_some() {
             let _ = hello_sock.send(&hello);
             next_hello += Duration::from_millis(100);
             break Ok(());
