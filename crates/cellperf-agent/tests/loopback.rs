@@ -494,28 +494,7 @@ fn a_message_type_that_is_not_one_is_named() {
 fn forged_datagrams_without_the_token_are_not_counted() {
     use cellperf_capture::probe_header::write_cellperf;
     let srv = server(1e8, 4);
-    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec {
-        direction: Direction::Up,
-        payload_bytes: 100,
-        interval_ns: 1_000_000,
-        count: 20,
-        drain_ms: 200,
-        trains: None,
-    };
-    send_message(&mut c, &Message::StartUdp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } =
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
-    else {
-        panic!("not accepted")
-    };
-    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
-    data.connect((srv.addr.ip(), data_port)).unwrap();
-    data.send(&udp::hello_datagram(&cookie)).unwrap();
-    assert!(matches!(
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
-        Message::Ready {}
-    ));
+    let (mut c, mut rd, data, cookie) = open_upload(&srv, &upload_spec(200), true);
     let mut p = [0u8; 100];
     for seq in 0..20u64 {
         // A forgery first (no token; then a wrong one), then the real packet: bytes 20..28
@@ -741,18 +720,26 @@ fn the_test_request_is_pipelined_behind_the_proof() {
     }
 }
 
-/// An upload of 20 packets of 100 B by hand, the data paced as a probe's: with or without the
-/// UDP hello (and waiting for `ready` after it) and the closing `send_done`; the server's report.
-fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> ServerReport {
-    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec {
+/// An upload of 20 packets of 100 B every ms, waiting `drain_ms` for stragglers.
+fn upload_spec(drain_ms: u64) -> UdpSpec {
+    UdpSpec {
         direction: Direction::Up,
         payload_bytes: 100,
         interval_ns: 1_000_000,
         count: 20,
-        drain_ms: 3000,
+        drain_ms,
         trains: None,
-    };
+    }
+}
+
+/// A test started by hand: authenticated, `spec` accepted, the data socket connected to the
+/// server's, and with `hello` the UDP hello sent and `ready` read.
+fn open_upload(
+    srv: &Running,
+    spec: &UdpSpec,
+    hello: bool,
+) -> (TcpStream, FrameReader, UdpSocket, Cookie) {
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
     send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
     let Message::Accepted { data_port, cookie } =
         rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
@@ -768,6 +755,14 @@ fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> ServerReport {
             Message::Ready {}
         ));
     }
+    (c, rd, data, cookie)
+}
+
+/// An upload by hand, the data paced as a probe's: with or without the UDP hello and the
+/// closing `send_done`; the server's report.
+fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> ServerReport {
+    let spec = upload_spec(3000);
+    let (mut c, mut rd, data, cookie) = open_upload(srv, &spec, hello);
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
