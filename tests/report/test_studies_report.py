@@ -298,3 +298,25 @@ def test_tcp_flows_of_a_group_have_each_members_congestion_control_and_direction
     assert "<td>group</td><td>cubic</td><td>downlink</td><td>1000</td>" in table
     assert "<td>tcp-bulk</td><td>–</td><td>uplink</td><td>0</td>" in table  # imported: kept
     assert table.count("<td>uplink</td>") == 1 and table.count("<tr>") == 1 + 4
+
+
+def test_pings_from_the_cn_are_shown_beside_the_mns(tmp_path):
+    """004 Fig. 1: a cn-ping-sweep run's sizes are rows 'pinged from CN' beside a ping-sweep's
+    'MN' rows, each with its own points and fit in the figure."""
+    sweep = lambda base: {"sweep": [{"size_bytes": 128, "rtt_ms": {"median": base}, "rtt_mean_ms": base + 1,
+                                     "rtt_std_ms": 2.0, "loss_rate": 0.0},
+                                    {"size_bytes": 1500, "rtt_ms": {"median": base + 60}, "rtt_mean_ms": base + 61,
+                                     "rtt_std_ms": 4.0, "loss_rate": 0.0}],
+                          "fit": {"intercept_ms": base - 5.6, "slope_ms_per_byte": 60 / 1372}}
+    with Store.open(tmp_path, create=True) as s:
+        _commit(s, "mn", "ping-sweep", result=sweep(100.0))
+        _commit(s, "cn", "cn-ping-sweep", result=sweep(110.0))
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for i in dict(collect_items(s))["Path studies"]}
+    table = items["ping-table"].table_html
+    assert "<th>pinged from</th>" in table
+    assert "<td>MN</td><td>128</td><td>100.0</td><td>101.0</td><td>2.0</td>" in table
+    assert "<td>CN</td><td>128</td><td>110.0</td><td>111.0</td><td>2.0</td>" in table
+    names = [t.name for t in items["ping-fit"].figure.data]
+    assert [n.split(" fit")[0] for n in names] == ["WiBro stationary from MN mean ± std", "WiBro stationary from MN",
+                                                    "WiBro stationary from CN mean ± std", "WiBro stationary from CN"]

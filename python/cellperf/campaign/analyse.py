@@ -45,7 +45,8 @@ def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
 
 
 #: Transport of each test's measured traffic; other flows in the captures are not the test's.
-TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
+TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "cn-ping-sweep": "udp",
+                 "sparse": "udp",
                  "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp", "stream": "udp", "interactive": "tcp"}
 
 #: Test type of an imported capture whose test nobody named (`cellperf import --captures`):

@@ -350,37 +350,48 @@ def window_sweep(store: Store) -> list[Item]:
     return items
 
 
+#: The ping tests by the end that pings: the MN's probe (ping-sweep) or the CN's server
+#: (cn-ping-sweep, the probe echoing), shown side by side (004 Fig. 1).
+PING_TESTS = {"ping-sweep": "MN", "cn-ping-sweep": "CN"}
+
+
 def ping_sizes(store: Store) -> list[Item]:
-    """004 Fig. 1: RTT vs packet size, mean ± std per size, and the linear fit."""
-    df = _sweeps(store, "ping-sweep")
-    if df.height == 0 or "size_bytes" not in df.columns:
+    """004 Fig. 1: RTT vs packet size, mean ± std per size, and the linear fit, for pings from
+    the MN and from the CN."""
+    frames = [f.with_columns(pinged_from=pl.lit(end)) for t, end in PING_TESTS.items()
+              if (f := _sweeps(store, t)).height and "size_bytes" in f.columns]
+    if not frames:
         return []
+    df = pl.concat(frames, how="diagonal_relaxed")
     df = df.with_columns(median=pl.col("rtt_ms").struct.field("median"))
     for c in ("rtt_mean_ms", "rtt_std_ms"):
         if c not in df.columns:
             df = df.with_columns(pl.lit(None, pl.Float64).alias(c))
     fits = store.frame("""SELECT network, scenario, run_id, CAST(json_extract(result, '$.fit.intercept_ms') AS DOUBLE) AS a,
                           CAST(json_extract(result, '$.fit.slope_ms_per_byte') AS DOUBLE) AS b
-                          FROM runs WHERE status = 'ok' AND test_type = 'ping-sweep'""")
-    rows = [[r["network"], r["scenario"], r["size_bytes"], _f(r["median"]), _f(r["rtt_mean_ms"]), _f(r["rtt_std_ms"]),
-             _f(None if r.get("loss_rate") is None else 100 * r["loss_rate"])] for r in df.iter_rows(named=True)]
+                          FROM runs WHERE status = 'ok' AND test_type IN ('ping-sweep', 'cn-ping-sweep')""")
+    rows = [[r["network"], r["scenario"], r["pinged_from"], r["size_bytes"], _f(r["median"]), _f(r["rtt_mean_ms"]),
+             _f(r["rtt_std_ms"]), _f(None if r.get("loss_rate") is None else 100 * r["loss_rate"])]
+            for r in df.iter_rows(named=True)]
     items = [Item("ping-table", "RTT per ping size", "Round trip per probe size over each run's probes: median, "
-                  "mean and standard deviation, and loss. Seed 004 §IV.A, Fig. 1.",
-                  table_html=html_table(["network", "scenario", "size B", "median ms", "mean ms", "std ms", "loss %"],
-                                    rows))]
+                  "mean and standard deviation, and loss; pinged from the MN (ping-sweep) or from the CN "
+                  "(cn-ping-sweep: the server pings, the probe echoes). Seed 004 §IV.A, Fig. 1.",
+                  table_html=html_table(["network", "scenario", "pinged from", "size B", "median ms", "mean ms", "std ms",
+                                         "loss %"], rows))]
     fig = go.Figure()
-    for (n, s, rid), g in df.group_by(["network", "scenario", "run_id"], maintain_order=True):
-        fig.add_trace(go.Scatter(x=g["size_bytes"], y=g["rtt_mean_ms"], mode="markers", name=f"{n} {s} mean ± std",
+    for (n, s, end, rid), g in df.group_by(["network", "scenario", "pinged_from", "run_id"], maintain_order=True):
+        fig.add_trace(go.Scatter(x=g["size_bytes"], y=g["rtt_mean_ms"], mode="markers",
+                                 name=f"{n} {s} from {end} mean ± std",
                                  error_y=dict(type="data", array=g["rtt_std_ms"].fill_null(0).to_list())))
         fit = fits.filter(pl.col("run_id") == rid)
         if fit.height and fit["a"][0] is not None:
             a, b = fit["a"][0], fit["b"][0]
             xs = [g["size_bytes"].min(), g["size_bytes"].max()]
             fig.add_trace(go.Scatter(x=xs, y=[a + b * x for x in xs], mode="lines", line_dash="dot",
-                                     name=f"{n} {s} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
+                                     name=f"{n} {s} from {end} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
     fig.update_layout(xaxis_title="ping size (bytes)", yaxis_title="RTT (ms)")
     items.append(Item("ping-fit", "RTT vs packet size", "Mean ± std per size and the fit RTT = a + b·size of the "
-                      "median per size. Seed 004 Fig. 1.", layout(fig)))
+                      "median per size, pings from the MN and from the CN. Seed 004 Fig. 1.", layout(fig)))
     return items
 
 
