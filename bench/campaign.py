@@ -8,7 +8,8 @@ captures) and a simulated test; prints per test the median seconds of each phase
 stored them (`runs.phases`: link and namespaces up, the test, the drain of its connections,
 teardown, radio log, analysis; the commit from `--json`), each run's own wall time (test start
 to analysis done), and the campaign's wall time per run (what a long campaign pays: the
-analysis and the commit of a run overlap the next run's test).
+analysis and the commit of a run overlap the next run's test); then, with tshark, each run's
+`test` phase split by its MN capture (start-up, control round trips, data, tail, after).
 
 `grid`: a `--grid`-run simulated campaign with `--workers 1` and with `--workers 2` (a local
 Dask cluster; its start-up given apart), and the speed-up.
@@ -90,12 +91,48 @@ def print_phases(summary: dict, wall: float) -> None:
         print(f"  failed {f['run_id']}: {f['reason']}")
 
 
+def test_phase_split(store: Path, summary: dict) -> None:
+    """Each emulated run's `test` phase split by its MN capture (tshark): the command's start
+    to the probe's SYN (start-up), the SYN to the first data packet (control round trips), the
+    data, the last data packet to the probe's FIN (report, late packets), the FIN to the
+    command's end (the probe after its test)."""
+    from cellperf.store import Store
+
+    with Store.open(store, read_only=True) as s:
+        started = dict(s.frame("SELECT run_id, epoch(started_at) AS t FROM runs").iter_rows())
+    print(f"{'run':<34}{'start-up':>9}{'rounds':>8}{'data':>7}{'tail':>7}{'after':>7}{'test':>7}")
+    for r in summary["runs"]:
+        ph = r["phases"] or {}
+        pcap = store / "runs" / r["run_id"] / "mn.pcap"
+        if "test" not in ph or not pcap.exists():
+            continue
+        fields = ("frame.time_epoch", "ip.src", "tcp.srcport", "tcp.dstport", "tcp.len", "udp.length", "tcp.flags.fin")
+        out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", *(a for f in fields for a in ("-e", f))],
+                             capture_output=True, text=True).stdout
+        pk = [dict(zip(fields, line.split("\t"))) for line in out.splitlines()]
+        if not pk:
+            continue
+        mn, ctrl = pk[0]["ip.src"], pk[0]["tcp.srcport"]  # the probe's SYN opens the capture
+        on_ctrl = lambda q: ctrl in (q["tcp.srcport"], q["tcp.dstport"])
+        data = [float(q["frame.time_epoch"]) for q in pk if not on_ctrl(q)
+                and (int(q["udp.length"] or 0) > 40 or int(q["tcp.len"] or 0) > 0)]
+        fin = [float(q["frame.time_epoch"]) for q in pk if on_ctrl(q) and q["tcp.flags.fin"] in ("1", "True")
+               and q["ip.src"] == mn]
+        if not data or not fin:
+            continue
+        syn, t0 = float(pk[0]["frame.time_epoch"]), started[r["run_id"]] + ph["link_up"]
+        print(f"{r['run_id']:<34}{syn - t0:>9.3f}{min(data) - syn:>8.3f}{max(data) - min(data):>7.3f}"
+              f"{fin[0] - max(data):>7.3f}{t0 + ph['test'] - fin[0]:>7.3f}{ph['test']:>7.3f}")
+
+
 def overhead(work: Path, a) -> None:
     spec = work / "overhead.toml"
     spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions))
     print(f"== overhead: {a.profile}, {a.seconds:g}-s tests x {a.repetitions}, captures on ({load()})")
     summary, wall = run(spec, work / "overhead")
     print_phases(summary, wall)
+    if shutil.which("tshark"):
+        test_phase_split(work / "overhead", summary)
 
 
 def grid(work: Path, a) -> None:

@@ -22,7 +22,8 @@ Measured in one run on this machine:
      median of each stage of a round trip, from the captures.
 Steps 1 and 3 run twice: with the bare link, and with the radio elements of issue 12 on
 (HSDPA-like ARQ, 1 ms uplink frames, a wandering base delay: RADIO below), which add work per
-packet and a timer per frame. With them on, TCP is bound by the ARQ's in-order stalls (the
+packet and a timer per frame; step 1 also with the nr-stationary profile's elements on the
+same links (issue 30: NR_ELEMENTS below). With them on, TCP is bound by the ARQ's in-order stalls (the
 link's behaviour), so the forwarding target is checked on UDP.
 Targets: ≥ 1 Gb/s of 1500-byte packets; p99 release error ≤ 0.2 ms at 100 Mb/s, both ways;
 sparse pings: no-delay median RTT ≤ 0.3 ms, with a delay the median within 0.2 ms and p99
@@ -30,6 +31,7 @@ within 1 ms of the no-delay median plus twice the delay, none more than 2 ms lat
 
     sudo .venv/bin/python bench/emulate.py [--seconds 10] [--release-only] [--mahimahi-scripts DIR]
     sudo .venv/bin/python bench/emulate.py --sparse-only [--pings 40] [--baseline /work/main/.venv/bin/cellperf]
+    sudo .venv/bin/python bench/emulate.py --forwarding-only [--seconds 10]
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -50,11 +53,23 @@ from pathlib import Path
 import numpy as np
 
 CELLPERF = str(Path(sys.executable).parent / "cellperf")
-PORT = 5399
+
+
+def _free_port() -> int:
+    """A TCP port nothing listens on now (a fixed one may be held by another program)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+PORT = _free_port()
 #: The issue-12 elements, with HSDPA-like ARQ (every packet drawn, 10 % retransmitted).
 RADIO = ("--downlink-arq", "bler=0.1,harq=3,harq-rtt=12ms,harq-bler=0.3,arq=6,arq-delay=150ms",
          "--uplink-arq", "bler=0.1,harq=3,harq-rtt=12ms,harq-bler=0.3,arq=6,arq-delay=150ms",
          "--uplink-frames", "frame=1ms", "--delay", "5ms", "--delay-wander", "sd=1ms,tau=10s")
+#: The nr-stationary profile's elements (issue 30: 0.5-ms slots, HARQ every 2 ms, RLC, SR/BSR
+#: grant loop, radio states with DRX, wandering delay) on the same 10-Gb/s links.
+NR_ELEMENTS = ("--profile", "nr-stationary")
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "mahimahi"
 
 
@@ -197,12 +212,18 @@ def main() -> None:
     ap.add_argument("--release-only", action="store_true", help="measure the release error only (step 3), with the elements off and on")
     ap.add_argument("--mahimahi-scripts", type=Path, metavar="DIR", help="mahimahi's scripts/ folder (mm-throughput-graph, mm-delay-graph)")
     ap.add_argument("--sparse-only", action="store_true", help="measure sparse traffic only (step 5)")
+    ap.add_argument("--forwarding-only", action="store_true", help="measure the forwarding rates only (steps 1 and 2)")
     ap.add_argument("--pings", type=int, default=40, help="pings per sparse row (default 40)")
     ap.add_argument("--baseline", metavar="EXE", help="another build's cellperf, measured beside this one in the sparse rows")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/emulate.py needs root (namespaces)")
     try:
+        if a.forwarding_only:
+            print(f"load average {os.getloadavg()[0]:.2f} at the start")
+            forwarding(a.seconds)
+            print(f"load average {os.getloadavg()[0]:.2f} at the end")
+            return
         if not a.sparse_only:
             print(f"load average {os.getloadavg()[0]:.2f} at the start")
             if not a.release_only:
@@ -222,7 +243,7 @@ def forwarding(seconds: int) -> None:
     print(f"{'test':<34}{'Mb/s':>9}{'pkt/s':>10}{'CPU up':>8}{'CPU down':>9}{'veth Mb/s':>11}{'ratio':>7}")
     for udp in (False, True):
         peer_mbps = rate_of(veth(udp, seconds), udp) / 1e6
-        for label, options in (("", ()), (" + radio", RADIO)):
+        for label, options in (("", ()), (" + radio", RADIO), (" + nr-stationary", NR_ELEMENTS)):
             doc, stats = emulated(udp, seconds, "10gbit", *options)
             d = stats["duration_s"]
             # Forwarded rate as the emulator counted it (iperf3's UDP client reports what it sent).
@@ -235,9 +256,9 @@ def forwarding(seconds: int) -> None:
                 print(f"{'':<34}target ≥ 1000 Mb/s: {'met' if mbps >= 1000 else 'NOT met'}")
             else:
                 # The ARQ's in-order delivery holds every packet behind one awaiting an ARQ
-                # round (0.27 % of them, 150 ms each): TCP's rate is the link's, not the
-                # emulator's forwarding limit, which the UDP rows measure.
-                print(f"{'':<34}(TCP bound by the ARQ's 150-ms in-order stalls, not a forwarding figure)")
+                # round (HSDPA-like: 0.27 % of them, 150 ms each): TCP's rate is the link's,
+                # not the emulator's forwarding limit, which the UDP rows measure.
+                print(f"{'':<34}(TCP bound by the ARQ's in-order stalls, not a forwarding figure)")
     print("mahimahi: not built here (no peer ratio).")
 
 

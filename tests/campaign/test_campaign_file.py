@@ -192,3 +192,30 @@ def test_the_campaign_keeps_its_own_name_with_several_tests_and_a_sweep(tmp_path
     assert lines[head].split() == ["network", "scenario", "test", "run", "test", "s"]
     assert [line.split()[:4] for line in lines[head + 1:]] == [["EV-DO", "stationary", t, "1"] for t in (
         "udp-cbr-down", "grid-mss536", "grid-mss1460", "voip")]
+
+
+def test_intervals_and_timeouts_take_units_in_a_sweep_too(tmp_path):
+    """The docs say option values take the probe's units: a sparse sweep over "200ms" and "1s"
+    was refused ("'200ms': must be a positive number")."""
+    path = write(tmp_path, """\
+        [campaign]
+        name = "idle"
+        duration = 2
+
+        [[networks]]
+        name = "lte"
+        profile = "lte"
+
+        [[tests]]
+        type = "sparse"
+        sweep = { interval = ["200ms", "1s", 5] }
+
+        [[tests]]
+        type = "web"
+        timeout = "1min"
+        """)
+    c = load_campaign(path)
+    sparse = [r for r in c.runs if r.test.type == "sparse"]
+    assert [(r.test.name, r.options["interval"]) for r in sparse] == [
+        ("sparse-interval200ms", 0.2), ("sparse-interval1s", 1.0), ("sparse-interval5", 5.0)]
+    assert next(r for r in c.runs if r.test.type == "web").options["timeout"] == 60.0

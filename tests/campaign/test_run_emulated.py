@@ -151,6 +151,67 @@ def test_campaign_end_to_end(e2e_store):
         assert leftovers.height == 0, leftovers
 
 
+def test_soft_and_hard_handovers_side_by_side(e2e_store):
+    """004 §IV.B from real packets: WiBro's profile hands over hard (arrivals in the 200-ms
+    outage at 3 s are lost by the 4 Mb/s stream), EV-DO's soft (held, none lost)."""
+    from cellperf.report import collect_items
+    from cellperf.report.handover_modes import handover_table
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        per = handover_table(s)
+        items = {i.key for _, its in collect_items(s) for i in its}
+    assert {"handover-modes", "handover-modes-figure"} <= items
+    modes = per.group_by("network", "mode", "basis").agg(n=pl.len(), lost=pl.col("lost").sum(),
+                                                         gap=pl.col("interruption_ms").max())
+    by = {r["network"]: r for r in modes.iter_rows(named=True)}
+    assert set(modes["network"]) == {"WiBro", "EV-DO"} and modes.height == 2, modes
+    assert (by["WiBro"]["mode"], by["WiBro"]["basis"], by["EV-DO"]["mode"]) == ("hard", "link", "soft"), modes
+    assert by["WiBro"]["lost"] >= 20 and by["WiBro"]["gap"] >= 190, modes
+    assert by["EV-DO"]["lost"] == 0, modes
+
+
+def test_least_one_way_delay_per_direction_on_one_clock(e2e_store):
+    """003 slide 14 from real packets: the VoIP probe's least delay each way through WiBro's
+    14 ms down / 100 ms up, exact (one host's clock, no offset to take off), and the clocks'
+    synchronisation recorded with the run."""
+    from cellperf.report import collect_items
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        owd = s.frame("""SELECT r.scenario, m.direction, m.min_ms, m.kind, m.uncertainty_ms, r.clock_sync
+                         FROM min_owd m JOIN runs r USING (run_id) WHERE r.network = 'WiBro' AND r.test = 'voip'""")
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    assert owd.height == 4 and set(owd["kind"]) == {"raw"} and set(owd["uncertainty_ms"]) == {0.0}, owd
+    assert all(json.loads(c)["summary"].startswith("one host clock") for c in owd["clock_sync"])
+    by = {(r["scenario"], r["direction"]): r["min_ms"] for r in owd.iter_rows(named=True)}
+    for scenario in ("stationary", "mobile"):
+        # The base delays wander (sd 10 % / 20 %, docs/emulator.md): the least is near, not at, them.
+        assert 5 < by[(scenario, "downlink")] < 20 and 60 < by[(scenario, "uplink")] < 110, by
+    assert "<td>WiBro</td><td>stationary</td><td>voip</td><td>–</td><td>uplink</td><td>1</td>" in items["min-owd"].table_html
+
+
+def test_mobile_runs_are_drawn_on_a_synthetic_route_with_their_handoffs(e2e_store):
+    """000 Fig. 3.1 without GPS: each emulated mobile run's positions along the ring road at its
+    profile's speed (WiBro 38 km/h, EV-DO 88 km/h), its two handoffs marked on the map."""
+    from cellperf.report import collect_items
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        pos = s.frame("""SELECT r.network, r.scenario, count(*) AS n, any_value(p.source) AS source,
+                                any_value(p.speed_mps) AS v, min(p.time_s) AS t0, max(p.time_s) AS t1
+                         FROM positions p JOIN runs r USING (run_id) GROUP BY r.run_id, r.network, r.scenario""")
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    assert set(pos["scenario"]) == {"mobile"} and pos.height == 6 and set(pos["source"]) == {"synthetic"}, pos
+    speeds = {r["network"]: r["v"] for r in pos.iter_rows(named=True)}
+    assert speeds == {"WiBro": pytest.approx(38 / 3.6), "EV-DO": pytest.approx(88 / 3.6)}
+    assert ((pos["n"] - (pos["t1"] - pos["t0"]).ceil() - 1).abs() <= 1).all(), pos  # a fix a second
+    for network in ("WiBro", "EV-DO"):
+        fig = items[f"map-throughput-{network}-mobile"].figure
+        marked = sum(len(t.x) for t in fig.data if t.name and t.name.endswith("handoff"))
+        assert marked == 3 * 2, [t.name for t in fig.data]  # three runs, two handoffs each
+
+
 def test_json_summary_lists_failures(e2e_store):
     _, proc = e2e_store
     summary = json.loads(proc.stdout)

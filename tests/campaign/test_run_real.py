@@ -125,7 +125,13 @@ def test_real_network_campaign_end_to_end(bed):
             assert len(analysis["captures"]) == 2 and analysis["warnings"] == [], analysis
         cbr = s.frame("""SELECT f.goodput_bps, f.loss_rate, f.owd_kind FROM flows f
                          WHERE f.run_id = 'veth.mobile.udp-cbr-down.1' AND f.role = 'data' AND f.direction = 'downlink'""")
-        assert cbr.height == 1 and cbr["loss_rate"][0] == 0.0
+        # The captures' loss is the probe's own (counted at its socket, by sequence number):
+        # none on a quiet host; on a busy one the tbf may drop a datagram of a burst the
+        # server sent after a stall (CI lost 1 of 685), and both views must then say so.
+        probe = json.loads(s.frame("SELECT result FROM runs WHERE run_id = 'veth.mobile.udp-cbr-down.1'")["result"][0])
+        lost = probe["packets_sent"] - probe["packets_received"]
+        assert lost <= 0.01 * probe["packets_sent"], probe
+        assert cbr.height == 1 and cbr["loss_rate"][0] == pytest.approx(lost / probe["packets_sent"], abs=1e-12), probe
         assert cbr["goodput_bps"][0] == pytest.approx(2e6, rel=0.05)
         tcp = s.frame("""SELECT max(goodput_bps) AS g FROM flows WHERE run_id = 'veth.mobile.tcp-bulk-down.1'
                          AND role = 'data' AND direction = 'downlink'""")
@@ -147,10 +153,21 @@ def test_real_network_campaign_end_to_end(bed):
         assert h.rows()[:2] == [("inter-sector", "107187", "1", "107187", "2"), ("inter-BS", "107187", "2", "107204", "1")]
         assert s.frame("SELECT count(*) AS n FROM voip_windows")["n"][0] >= 6
         assert s.frame("SELECT bool_or(near_handoff) AS b FROM intervals")["b"][0]
+        # 003 slides 11-14: the least one-way delay each way, the probe's clock offset taken off
+        # (both namespaces share this host's clock: an offset within its uncertainty of 0), and
+        # how the MN host's clock was synchronised, read when the run started.
+        owd = s.frame("""SELECT r.test, m.direction, m.min_ms, m.kind, m.offset_ms, m.uncertainty_ms, r.clock_sync
+                         FROM min_owd m JOIN runs r USING (run_id) ORDER BY ALL""")
+        assert set(zip(owd["test"], owd["direction"])) == {("udp-cbr-down", "downlink"), ("voip", "downlink"),
+                                                          ("voip", "uplink")}, owd
+        assert set(owd["kind"]) == {"offset_corrected"}
+        assert ((owd["offset_ms"].abs() <= owd["uncertainty_ms"]) & (owd["uncertainty_ms"] < 5)).all(), owd
+        assert ((owd["min_ms"] > -owd["uncertainty_ms"]) & (owd["min_ms"] < 20)).all(), owd
+        assert all(json.loads(c)["summary"] for c in owd["clock_sync"])
     report = subprocess.run([CELLPERF, "report", str(work / "out"), "--json"], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     items = json.loads(report.stdout)["items"]
-    assert {"summary", "udp-series", "tcp-box", "tcp-retx", "voip-r-cdf", "voip-r-handoff"} <= set(items)
+    assert {"summary", "udp-series", "tcp-box", "tcp-retx", "voip-r-cdf", "voip-r-handoff", "min-owd"} <= set(items)
 
 
 def test_without_cn_capture_the_server_log_comes_over_the_control_connection(bed):

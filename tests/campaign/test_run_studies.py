@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cellperf.report import collect_items
 from cellperf.store import Store
 from tests.conftest import cellperf
 
@@ -116,6 +117,12 @@ def test_stream_beside_bulk_tcp_labels_both_members(tmp_path):
         assert row in html, (row, test)
     assert rendered(report["report"], tmp_path, ["section#stream-beside-tcp-table table tbody tr",
                                                  "section#stream-beside-tcp .js-plotly-plot"]) == [3, 1]
+    # 000 Fig. 4.3 and Table 4.2 have the group's download (test:member), not its stream.
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    labels = {f"EV-DO {cc}:bulk" for cc in ("bbr", "cubic", "reno")}
+    assert set(items["tcp-box"].figure.data[0].x) == labels
+    assert all(f"<td>{label} (stationary)</td>" in items["tcp-retx"].table_html for label in labels)
 
 
 WIRE = """\
@@ -339,3 +346,12 @@ def test_a_window_sweep_gives_throughput_and_delay_per_window(tmp_path):
     for row, payload in zip(probe, delivered, strict=True):
         assert payload == row["bytes_received"], (row, list(delivered))
         assert 0.7 * row["throughput_bps"] < tput[row["window_bytes"]] <= row["throughput_bps"], (row, tput)
+    # 000 Fig. 4.3 and Table 4.2 per window: each step's own intervals and retransmissions.
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+        steps = s.frame("""SELECT x.throughput_bps / 1e3 AS kbps FROM intervals x JOIN flows f USING (run_id, flow_id, direction)
+                           WHERE f.role = 'data' AND f.direction = 'downlink' AND x.bytes > 0""")
+    box = items["tcp-box"].figure.data[0]
+    assert set(box.x) == {"lab window 8 KB", "lab window 32 KB", "lab window 128 KB"}
+    assert sorted(box.y) == sorted(steps["kbps"].to_list())
+    assert all(f"<td>lab window {w} KB (stationary)</td>" in items["tcp-retx"].table_html for w in (8, 32, 128))

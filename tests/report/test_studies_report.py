@@ -105,6 +105,26 @@ def test_studies_sections_render_with_their_figures(store, tmp_path):
     assert heads == {".png": b"\x89PNG", ".pdf": b"%PDF"}
 
 
+def test_queue_size_beside_the_least_one_way_delay_of_its_direction(tmp_path):
+    """003 slides 14-16: each direction's queue beside the min-delay probe's least OWD in that
+    direction (min_owd), not half its least RTT."""
+    with Store.open(tmp_path, create=True) as s:
+        for direction, owd_max, goodput in (("downlink", 961.0, 9_603_000.0), ("uplink", 500.0, 2_000_000.0)):
+            _commit(s, f"cbr-{direction}", "udp-cbr", flows=[{
+                "flow_id": 1, "role": "data", "proto": "udp", "direction": direction, "goodput_bps": goodput,
+                "owd_max_ms": owd_max, "owd_kind": "raw", "queue_bytes": owd_max * 1e-3 * goodput / 8}])
+        owd = pl.DataFrame({"run_id": ["md"] * 2, "direction": ["uplink", "downlink"], "min_ms": [100.4, 14.2],
+                            "raw_min_ms": [100.4, 14.2], "kind": ["raw", "raw"], "uncertainty_ms": [0.0, 0.0]})
+        _commit(s, "md", "min-delay", result={"owd_ms": {"kind": "half_rtt", "min": 57.3}}, tables={"min_owd": owd})
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for _, its in collect_items(s) for i in its}
+    q = items["queue-size"].table_html
+    assert "<td>downlink</td><td>961.0</td><td>9603</td><td>1154</td><td>raw</td><td>14.2 ± 0.000</td><td>raw</td>" in q
+    assert "<td>uplink</td><td>500.0</td><td>2000</td><td>125</td><td>raw</td><td>100.4 ± 0.000</td><td>raw</td>" in q
+    assert "57.3" not in q
+    assert "<td>uplink</td><td>1</td><td>100.40 ± 0.000</td>" in items["min-owd"].table_html
+
+
 def test_gaps_are_summarised_per_run_and_class_outages_first_every_gap_a_download(tmp_path):
     # A CBR flow of 1,000 packets in 10 s (10 ms apart): 60 gaps of 20 ms are the link's
     # overload (under 5 inter-arrivals), one of 400 ms is an outage, one delay period.
@@ -278,3 +298,25 @@ def test_tcp_flows_of_a_group_have_each_members_congestion_control_and_direction
     assert "<td>group</td><td>cubic</td><td>downlink</td><td>1000</td>" in table
     assert "<td>tcp-bulk</td><td>–</td><td>uplink</td><td>0</td>" in table  # imported: kept
     assert table.count("<td>uplink</td>") == 1 and table.count("<tr>") == 1 + 4
+
+
+def test_pings_from_the_cn_are_shown_beside_the_mns(tmp_path):
+    """004 Fig. 1: a cn-ping-sweep run's sizes are rows 'pinged from CN' beside a ping-sweep's
+    'MN' rows, each with its own points and fit in the figure."""
+    sweep = lambda base: {"sweep": [{"size_bytes": 128, "rtt_ms": {"median": base}, "rtt_mean_ms": base + 1,
+                                     "rtt_std_ms": 2.0, "loss_rate": 0.0},
+                                    {"size_bytes": 1500, "rtt_ms": {"median": base + 60}, "rtt_mean_ms": base + 61,
+                                     "rtt_std_ms": 4.0, "loss_rate": 0.0}],
+                          "fit": {"intercept_ms": base - 5.6, "slope_ms_per_byte": 60 / 1372}}
+    with Store.open(tmp_path, create=True) as s:
+        _commit(s, "mn", "ping-sweep", result=sweep(100.0))
+        _commit(s, "cn", "cn-ping-sweep", result=sweep(110.0))
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for i in dict(collect_items(s))["Path studies"]}
+    table = items["ping-table"].table_html
+    assert "<th>pinged from</th>" in table
+    assert "<td>MN</td><td>128</td><td>100.0</td><td>101.0</td><td>2.0</td>" in table
+    assert "<td>CN</td><td>128</td><td>110.0</td><td>111.0</td><td>2.0</td>" in table
+    names = [t.name for t in items["ping-fit"].figure.data]
+    assert [n.split(" fit")[0] for n in names] == ["WiBro stationary from MN mean ± std", "WiBro stationary from MN",
+                                                    "WiBro stationary from CN mean ± std", "WiBro stationary from CN"]

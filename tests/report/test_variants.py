@@ -62,3 +62,10 @@ def test_figures_8_and_9_plot_each_flow_of_each_variant(store):
 def test_one_variant_alone_is_no_comparison(store):
     store.con.execute("DELETE FROM flows WHERE run_id = 'r1'")
     assert tcp_variants(store) == []
+
+
+def test_page_loads_are_no_variant(store):
+    # The modern campaign's report compared "–" (its web runs' browser connections) with the
+    # bulk tests' congestion control.
+    store.con.execute("UPDATE runs SET test_type = 'web', config = '{}' WHERE run_id = 'r1'")
+    assert tcp_variants(store) == []

@@ -379,7 +379,9 @@ impl Shared {
                     Refusal::Other(_) => None,
                 }
                 .map(|c| c.fetch_add(1, Ordering::Relaxed));
-                return fail(&mut ctrl, refusal.reason());
+                let e = fail(&mut ctrl, refusal.reason());
+                handshake::discard_input(&mut ctrl);
+                return e;
             }
         };
         let slot = match self.sessions.take(peer.ip(), &self.cfg) {
@@ -591,7 +593,7 @@ pub fn receive(
     drain_ms: u64,
 ) -> Result<Received, String> {
     let (interval_ns, expected) = req.schedule()?;
-    let (mut ctrl, mut reader) = handshake::retrying_busy(server, || {
+    let (mut ctrl, mut reader, request_ns) = handshake::retrying_busy(server, || {
         let mut ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(10))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
         ctrl.set_read_timeout(Some(Duration::from_millis(50)))
@@ -599,22 +601,26 @@ pub fn receive(
             .map_err(|e| e.to_string())?;
         let _ = ctrl.set_nodelay(true);
         let mut reader = FrameReader::new(MAX_SERVER_FRAME);
-        handshake::prove(&mut ctrl, &mut reader, token, server, REPLY_TIMEOUT)?;
-        Ok((ctrl, reader))
+        // The request goes right behind the proof (pipelined).
+        let start = Message::StartStream {
+            request: req.clone(),
+        };
+        let request_ns = handshake::prove(
+            &mut ctrl,
+            &mut reader,
+            token,
+            server,
+            REPLY_TIMEOUT,
+            Some(&start),
+        )?;
+        Ok((ctrl, reader, request_ns))
     })?;
     let mut out = Received {
-        request_ns: realtime_ns(),
+        request_ns,
         interval_ns,
         expected,
         records: Vec::new(),
     };
-    send_message(
-        &mut ctrl,
-        &Message::StartStream {
-            request: req.clone(),
-        },
-    )
-    .map_err(|e| format!("server {server}: control connection: {e}"))?;
     let mut seen = HashSet::new();
     let mut keep = |buf: &[u8], out: &mut Received| {
         if let Some((seq, sent)) = parse(buf) {
@@ -892,7 +898,7 @@ mod tests {
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let mut rd = FrameReader::new(MAX_SERVER_FRAME);
-        handshake::prove(&mut c, &mut rd, TOKEN, addr, REPLY_TIMEOUT)?;
+        handshake::prove(&mut c, &mut rd, TOKEN, addr, REPLY_TIMEOUT, None)?;
         send_message(&mut c, &Message::StartStream { request: r.clone() }).unwrap();
         let m = handshake::reply(&mut c, &mut rd, addr, REPLY_TIMEOUT)?;
         Ok((c, rd, m))
@@ -1142,7 +1148,7 @@ mod tests {
             let mut c: TcpStream = s.into();
             c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
             let mut rd = FrameReader::new(MAX_SERVER_FRAME);
-            handshake::prove(&mut c, &mut rd, TOKEN, server.addr, REPLY_TIMEOUT).map(|_| c)
+            handshake::prove(&mut c, &mut rd, TOKEN, server.addr, REPLY_TIMEOUT, None).map(|_| c)
         };
         let _c = from("127.0.0.3").unwrap();
         let e = from("127.0.0.4").err().unwrap();

@@ -79,12 +79,13 @@ pub struct Options {
     pub clock_samples: Option<u32>,
 }
 
-pub const TESTS: [&str; 8] = [
+pub const TESTS: [&str; 9] = [
     "udp-cbr",
     "tcp-bulk",
     "voip",
     "min-delay",
     "ping-sweep",
+    "cn-ping-sweep",
     "sparse",
     "window-sweep",
     "trains",
@@ -122,9 +123,9 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
     ("mss", &["tcp-bulk", "window-sweep"]),
     ("streams", &["tcp-bulk", "window-sweep"]),
     ("codec", &["voip"]),
-    ("sizes", &["ping-sweep"]),
-    ("count", &["ping-sweep"]),
-    ("interval", &["ping-sweep", "sparse"]),
+    ("sizes", &["ping-sweep", "cn-ping-sweep"]),
+    ("count", &["ping-sweep", "cn-ping-sweep"]),
+    ("interval", &["ping-sweep", "cn-ping-sweep", "sparse"]),
     (
         "timeout",
         &[
@@ -132,6 +133,7 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
             "voip",
             "min-delay",
             "ping-sweep",
+            "cn-ping-sweep",
             "sparse",
             "trains",
         ],
@@ -145,6 +147,7 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
             "voip",
             "min-delay",
             "ping-sweep",
+            "cn-ping-sweep",
             "sparse",
             "trains",
         ],
@@ -567,7 +570,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
     if let Some(bad) = given(o).into_iter().find(|g| !applies(g, test)) {
         return Err(format!("--{bad} does not apply to --test {test}"));
     }
-    let echo_default = matches!(test, "voip" | "min-delay" | "ping-sweep");
+    let echo_default = matches!(test, "voip" | "min-delay" | "ping-sweep" | "cn-ping-sweep");
     let owd = match o.owd.as_deref() {
         None if echo_default => OwdChoice::HalfRtt,
         None | Some("raw") => OwdChoice::Raw,
@@ -576,7 +579,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
         Some("half-rtt") if echo_default => OwdChoice::HalfRtt,
         Some("half-rtt") => {
             return Err(format!(
-                "--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep), not {test}"
+                "--owd half-rtt needs an echoed test (voip, min-delay, ping-sweep, cn-ping-sweep), not {test}"
             ))
         }
         Some(k) => {
@@ -664,7 +667,13 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 dir,
             ))
         }
-        "ping-sweep" => {
+        // The same probes pinged from either end: the MN's (echo) or the CN's (cn_echo).
+        "ping-sweep" | "cn-ping-sweep" => {
+            let dir = if test == "ping-sweep" {
+                Direction::Echo
+            } else {
+                Direction::CnEcho
+            };
             let sizes = o
                 .sizes
                 .clone()
@@ -694,7 +703,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                         crate::udp::MAX_PAYLOAD
                     ));
                 }
-                let mut spec = stream(Direction::Echo, s, i, i, drain)?;
+                let mut spec = stream(dir, s, i, i, drain)?;
                 spec.count = count;
                 steps.push(PlanStep {
                     label: StepLabel::Size(s),
@@ -703,7 +712,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
             }
             Ok(Plan {
                 test: test.into(),
-                direction: Direction::Echo,
+                direction: dir,
                 owd,
                 clock_samples,
                 steps,

@@ -87,13 +87,23 @@ pub fn resolve(server: &str, default_port: u16) -> Result<SocketAddr, String> {
 }
 
 impl Client {
-    /// Connects and authenticates; a server busy with other handshakes is asked again
+    /// Connects and authenticates, with `first` (the first test's request, if given) sent
+    /// right behind the proof ([`handshake::prove`]: one round trip less; its answer is then
+    /// read with [`Client::accepted`]); a server busy with other handshakes is asked again
     /// ([`handshake::retrying_busy`]).
-    fn connect(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
-        handshake::retrying_busy(server, || Client::connect_once(server, token))
+    fn connect(
+        server: SocketAddr,
+        token: &[u8],
+        first: Option<&Message>,
+    ) -> Result<Client, String> {
+        handshake::retrying_busy(server, || Client::connect_once(server, token, first))
     }
 
-    fn connect_once(server: SocketAddr, token: &[u8]) -> Result<Client, String> {
+    fn connect_once(
+        server: SocketAddr,
+        token: &[u8],
+        first: Option<&Message>,
+    ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
         ctrl.set_read_timeout(Some(Duration::from_millis(50)))
@@ -106,7 +116,14 @@ impl Client {
             reader: FrameReader::new(MAX_SERVER_FRAME),
             server,
         };
-        handshake::prove(&mut c.ctrl, &mut c.reader, token, server, REPLY_TIMEOUT)?;
+        handshake::prove(
+            &mut c.ctrl,
+            &mut c.reader,
+            token,
+            server,
+            REPLY_TIMEOUT,
+            first,
+        )?;
         Ok(c)
     }
 
@@ -143,8 +160,14 @@ impl Client {
         estimate_offset(&samples).ok_or_else(|| "clock exchange gave no usable sample".into())
     }
 
+    /// Asks for a test; its data port and cookie.
     fn start(&mut self, m: &Message) -> Result<(u16, Cookie), String> {
         self.send(m)?;
+        self.accepted()
+    }
+
+    /// The server's answer to a test request already sent.
+    fn accepted(&mut self) -> Result<(u16, Cookie), String> {
         match self.reply()? {
             Message::Accepted { data_port, cookie } => Ok((data_port, cookie)),
             other => Err(unexpected(&other)),
@@ -239,15 +262,32 @@ impl Ticker {
     }
 }
 
+/// The request that starts a step.
+fn start_message(step: &Step) -> Message {
+    match step {
+        Step::Udp(spec) => Message::StartUdp { spec: spec.clone() },
+        Step::Tcp(spec) => Message::StartTcp { spec: spec.clone() },
+    }
+}
+
+/// `accepted`: the server's answer to the step's request (sent by the caller).
 fn run_udp_step(
     c: &mut Client,
     spec: &UdpSpec,
+    accepted: Result<(u16, Cookie), String>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> UdpGathered {
     let mut g = UdpGathered::default();
-    let (port, cookie) = match c.start(&Message::StartUdp { spec: spec.clone() }) {
+    let (port, cookie) = match accepted {
         Ok(v) => v,
+        Err(e) if spec.direction == Direction::CnEcho && e.contains("unknown variant") => {
+            g.error = Some(format!(
+                "server {}: does not run pings from the server (cn-ping-sweep): an older cellperf server ({e})",
+                c.server
+            ));
+            return g;
+        }
         Err(e) => {
             g.error = Some(e);
             return g;
@@ -269,26 +309,42 @@ fn run_udp_step(
     g.local_port = sock.local_addr().ok().map(|a| a.port());
     let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
     let ctl = ReceiveControl::new();
+    // With pings from the server (cn_echo) the receiver returns each one at once.
     let receiver = spec.direction.server_sends().then(|| {
         udp::spawn_receiver(
             sock.try_clone().expect("clone UDP socket"),
             spec.count,
             token,
-            false,
+            spec.direction == Direction::CnEcho,
             ctl.clone(),
         )
     });
-    // Open the server's data socket: hellos until it says ready.
+    // Open the server's data socket: hellos until it says ready. A probe that paces packets
+    // with the test's token starts right behind its first hello, one round trip sooner (the
+    // server takes its first data packet as a hello too, and its packets wait in the server's
+    // socket meanwhile); the hellos go on, every 100 ms, until `ready` comes during the test.
+    // Packets too small for the token (G.729's) would be dropped while a lost hello is
+    // repeated: those wait for `ready`.
     let hello = udp::hello_datagram(&cookie);
+    let hello_sock = sock.try_clone().expect("clone UDP socket");
     let deadline = Instant::now() + Duration::from_secs(6);
     let mut next_hello = Instant::now();
+    let mut ready_seen = false;
     let ready = loop {
+        if spec.direction.probe_paces() && token.is_some() {
+            let _ = hello_sock.send(&hello);
+            next_hello += Duration::from_millis(100);
+            break Ok(());
+        }
         if Instant::now() >= next_hello {
             let _ = sock.send(&hello);
             next_hello += Duration::from_millis(100);
         }
         match c.reader.poll(&mut c.ctrl) {
-            Ok(Some(Frame::Message(Message::Ready {}))) => break Ok(()),
+            Ok(Some(Frame::Message(Message::Ready {}))) => {
+                ready_seen = true;
+                break Ok(());
+            }
             Ok(Some(Frame::Message(Message::Error { reason }))) => {
                 break Err(format!("server {}: {reason}", c.server))
             }
@@ -315,7 +371,7 @@ fn run_udp_step(
     let stop = Arc::new(AtomicBool::new(false));
     let mut sender = spec
         .direction
-        .probe_sends()
+        .probe_paces()
         .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
     let over_time = start_mono
         + spec.duration_ns().min(i64::MAX as u64 / 2) as i64
@@ -342,6 +398,10 @@ fn run_udp_step(
                 g.error.get_or_insert(e);
                 break;
             }
+        }
+        if !ready_seen && Instant::now() >= next_hello {
+            let _ = hello_sock.send(&hello);
+            next_hello += Duration::from_millis(100);
         }
         let own_done = sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished());
         if own_done && (g.report.is_some() || aborted) {
@@ -393,6 +453,7 @@ fn run_udp_step(
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}
+            Ok(Some(Frame::Message(Message::Ready {}))) if !ready_seen => ready_seen = true,
             Ok(Some(Frame::Message(Message::SendDone { packets_sent }))) => {
                 ctl.peer_done(packets_sent, spec.drain_ms)
             }
@@ -457,6 +518,10 @@ fn run_udp_step(
             g.received = out.received;
             g.duplicates = out.duplicates;
             g.spoofed = out.spoofed;
+            // The echoes this side returned are the uplink's packets.
+            if spec.direction == Direction::CnEcho {
+                g.sent = out.echoed;
+            }
         }
     }
     // Records count only with the report that closes them (a vanished server sends none).
@@ -496,14 +561,16 @@ fn connect_data(
     Ok(s)
 }
 
+/// `accepted`: the server's answer to the step's request (sent by the caller).
 fn run_tcp_step(
     c: &mut Client,
     spec: &TcpSpec,
+    accepted: Result<(u16, Cookie), String>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> TcpGathered {
     let mut g = TcpGathered::default();
-    let (port, cookie) = match c.start(&Message::StartTcp { spec: spec.clone() }) {
+    let (port, cookie) = match accepted {
         Ok(v) => v,
         Err(e) => {
             g.error = Some(e);
@@ -606,9 +673,11 @@ fn run_tcp_step(
         }
         if Instant::now() >= next_sample {
             next_sample += Duration::from_millis(100);
-            g.local
-                .received_samples
-                .push(received.load(Ordering::Relaxed));
+            tcp::sample_received(
+                &mut g.local,
+                received.load(Ordering::Relaxed),
+                mono_ns() - start,
+            );
             tcp::sample_senders(&info_socks, &mut g.local);
         }
         if let Some((elapsed_s, rate_bps)) =
@@ -697,7 +766,13 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
             }
         }
     };
-    let mut client = match Client::connect(addr, token) {
+    // Without a clock exchange the first test's request rides behind the proof.
+    let first = (plan.clock_samples == 0)
+        .then(|| plan.steps.first().map(|s| start_message(&s.step)))
+        .flatten();
+    // Whether the next step's request went out already (behind a connection's proof).
+    let mut sent_ahead = first.is_some();
+    let mut client = match Client::connect(addr, token, first.as_ref()) {
         Ok(c) => c,
         Err(e) => {
             return ProbeRun {
@@ -733,9 +808,14 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
     if error.is_none() {
         for (i, step) in plan.steps.iter().enumerate() {
             let label = step.label.to_string();
+            let accepted = if std::mem::take(&mut sent_ahead) {
+                client.accepted()
+            } else {
+                client.start(&start_message(&step.step))
+            };
             let (mut out, step_error, lost_ns) = match &step.step {
                 Step::Udp(spec) => {
-                    let g = run_udp_step(&mut client, spec, (i, n, &label), progress);
+                    let g = run_udp_step(&mut client, spec, accepted, (i, n, &label), progress);
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
                     data_ports.extend(g.local_port);
@@ -754,7 +834,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     )
                 }
                 Step::Tcp(spec) => {
-                    let g = run_tcp_step(&mut client, spec, (i, n, &label), progress);
+                    let g = run_tcp_step(&mut client, spec, accepted, (i, n, &label), progress);
                     let e = g.error.clone();
                     data_ports.extend(&g.local_ports);
                     (tcp_result(spec, &g), e, g.control_lost_ns)
@@ -770,9 +850,13 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 partial.get_or_insert(mark.clone());
                 out.partial = Some(mark);
                 steps_out.push((step.label, out));
-                if i + 1 < n {
-                    match Client::connect(addr, token) {
-                        Ok(c) => client = c,
+                if let Some(next) = plan.steps.get(i + 1) {
+                    let request = start_message(&next.step);
+                    match Client::connect(addr, token, Some(&request)) {
+                        Ok(c) => {
+                            client = c;
+                            sent_ahead = true;
+                        }
                         Err(e) => {
                             error = Some(e);
                             break;
@@ -904,10 +988,26 @@ fn udp_result(
         samples: s.samples,
     });
     // Round trips, on the probe's clock alone (echo tests).
+    // The direction of the returning echoes, whose log rows carry the round trip.
+    let returning = if spec.direction == Direction::CnEcho {
+        "up"
+    } else {
+        "down"
+    };
     // (sequence number, round trip) in the sender's order, which is by number.
+    // Pings from the server (cn_echo): on the server's clock alone, from its records of what it
+    // sent and of the echoes it got back.
     let mut rtt_by_seq: Vec<(u64, Option<f64>)> = Vec::new();
-    if spec.direction == Direction::Echo {
-        let back = merge(&g.sent, &g.received);
+    let pings = match spec.direction {
+        Direction::Echo => Some(merge(&g.sent, &g.received)),
+        Direction::CnEcho => g
+            .server_down
+            .as_ref()
+            .zip(g.server_up.as_ref())
+            .map(|(down, up)| merge(down, up)),
+        _ => None,
+    };
+    if let Some(back) = pings {
         rtt_by_seq = back
             .iter()
             .map(|p| {
@@ -947,7 +1047,7 @@ fn udp_result(
                     lost: losses_known.then_some(p.recv_ns.is_none()),
                     owd_ms,
                     owd_kind,
-                    rtt_ms: if dir == "down" { rtt } else { None },
+                    rtt_ms: if dir == returning { rtt } else { None },
                     jitter_ms: p.jitter_ms,
                 });
             }
@@ -1012,13 +1112,9 @@ fn test_and_drain(side: &TcpSide, duration_ms: u64) -> (u64, i64, u64, i64) {
     if side.receive_ns <= test_ns {
         return (side.bytes_received, side.receive_ns, 0, 0);
     }
-    // The cumulative count sampled every 100 ms from the start: the sample at the test's end.
-    let at_end = (duration_ms / 100) as usize;
-    let by_end = side
-        .received_samples
-        .get(at_end)
-        .or(side.received_samples.last())
-        .copied()
+    // The cumulative count, sampled every 100 ms (late on a busy host), at the test's end.
+    let by_end = tcp::received_by(side, test_ns)
+        .or(side.received_samples.last().copied())
         .unwrap_or(side.bytes_received)
         .min(side.bytes_received);
     (

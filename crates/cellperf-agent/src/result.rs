@@ -46,8 +46,10 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
         (Direction::Up, Some(s), _) | (Direction::Down, _, Some(s)) => {
             (Some(s), s.duration_s, s.throughput_bps)
         }
-        // Echo: the uplink's delivery rate (the echoes repeat it); both: the sum.
-        (Direction::Echo, Some(s), _) => (None, s.duration_s, s.throughput_bps),
+        // Echo: the requests' delivery rate (the echoes repeat it); both: the sum.
+        (Direction::Echo, Some(s), _) | (Direction::CnEcho, _, Some(s)) => {
+            (None, s.duration_s, s.throughput_bps)
+        }
         _ => (
             None,
             streams.iter().map(|s| s.duration_s).fold(0.0, f64::max),
@@ -57,10 +59,15 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
     top.insert("duration_s".into(), json!(duration));
     top.insert("throughput_bps".into(), json!(thr));
     match dir {
-        Direction::Echo => {
-            // Round-trip view: what the probe sent and what came back to it.
-            let sent = r.up.as_ref().and_then(|s| s.packets_sent);
-            let back = r.down.as_ref().map(|s| s.packets_received);
+        Direction::Echo | Direction::CnEcho => {
+            // Round-trip view: what the pinging side sent and what came back to it (the
+            // probe's, or with cn_echo the server's).
+            let (out, ret) = match dir {
+                Direction::Echo => (&r.up, &r.down),
+                _ => (&r.down, &r.up),
+            };
+            let sent = out.as_ref().and_then(|s| s.packets_sent);
+            let back = ret.as_ref().map(|s| s.packets_received);
             top.insert("packets_sent".into(), json!(sent));
             top.insert("packets_received".into(), json!(back));
             top.insert(
@@ -69,14 +76,11 @@ fn udp_top(dir: Direction, owd_choice: OwdChoice, r: &StepResult) -> Value {
                     .zip(back)
                     .and_then(|(s, b)| (s > 0).then(|| 1.0 - b as f64 / s as f64))),
             );
-            // What a voice receiver at the MN hears: the jitter of the returning stream.
-            top.insert(
-                "jitter_ms".into(),
-                r.down.as_ref().map_or(Value::Null, jitter),
-            );
+            // The jitter of the returning stream (with echo what a voice receiver at the MN hears).
+            top.insert("jitter_ms".into(), ret.as_ref().map_or(Value::Null, jitter));
             let o = match owd_choice {
                 OwdChoice::HalfRtt => half_rtt(&r.half_rtt_ms),
-                _ => r.up.as_ref().map_or(Value::Null, owd),
+                _ => out.as_ref().map_or(Value::Null, owd),
             };
             top.insert("owd_ms".into(), o);
         }
@@ -173,14 +177,14 @@ pub fn assemble(
     });
     merge_into(doc, base);
     match plan.test.as_str() {
-        "ping-sweep" => {
+        "ping-sweep" | "cn-ping-sweep" => {
             let mut rows = Vec::new();
             let (mut xs, mut ys) = (Vec::new(), Vec::new());
             for (label, r) in steps {
                 let StepLabel::Size(size) = label else {
                     continue;
                 };
-                let top = udp_top(Direction::Echo, plan.owd, r);
+                let top = udp_top(plan.direction, plan.owd, r);
                 if let Some(m) = r.rtt_ms.as_ref().map(|s| s.median) {
                     xs.push(*size as f64);
                     ys.push(m);
@@ -198,7 +202,7 @@ pub fn assemble(
             });
             // The smallest probes' RTT is the path's RTT without serialisation (docs/methods.md §3, BDP).
             if let Some((_, first)) = steps.first() {
-                let top = udp_top(Direction::Echo, plan.owd, first);
+                let top = udp_top(plan.direction, plan.owd, first);
                 merge_into(
                     doc,
                     json!({ "rtt_ms": top["rtt_ms"], "owd_ms": top["owd_ms"], "jitter_ms": top["jitter_ms"] }),

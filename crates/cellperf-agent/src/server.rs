@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cellperf_capture::probe_header::parse_cellperf;
+
 use crate::admission::{Arrival, Gate, Ticket};
 use crate::clock::{mono_ns, realtime_ns};
 use crate::handshake::{self, message_name, Refusal};
@@ -351,7 +353,9 @@ impl Session {
                     Refusal::Other(_) => None,
                 };
                 counter.map(|c| c.fetch_add(1, Ordering::Relaxed));
-                return Err(self.fail(refusal.reason()));
+                let e = self.fail(refusal.reason());
+                handshake::discard_input(&mut self.ctrl);
+                return Err(e);
             }
         };
         // Authenticated clients are trusted with a generous cap of their own.
@@ -414,7 +418,10 @@ impl Session {
             cookie,
         })?;
         // Learn the probe's data address from its hello, from the control peer's IP only
-        // (its port may differ behind NAT), then talk to that address alone.
+        // (its port may differ behind NAT), then talk to that address alone. A probe that
+        // paces starts sending right behind its hello: a data packet of the test (its token)
+        // from that IP opens the path as well, and stays queued for the receiver.
+        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         sock.set_read_timeout(Some(Duration::from_millis(100)))?;
         let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
         let mut buf = [0u8; 64];
@@ -424,13 +431,22 @@ impl Session {
                     self.fail("no UDP hello from the probe (is UDP blocked on the path?)".into())
                 );
             }
-            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            let Ok((n, from)) = sock.peek_from(&mut buf) else {
                 continue;
             };
-            if !udp::is_hello(&buf[..n], &cookie) {
+            let hello = udp::is_hello(&buf[..n], &cookie);
+            let from_peer = canonical(from.ip()) == canonical(self.peer.ip());
+            let data = spec.direction.probe_paces()
+                && from_peer
+                && parse_cellperf(&buf[..n]).is_some()
+                && token.is_some_and(|t| t.carried_by(&buf[..n]));
+            if !data {
+                let _ = sock.recv_from(&mut buf);
+            }
+            if !hello && !data {
                 continue;
             }
-            if canonical(from.ip()) == canonical(self.peer.ip()) {
+            if from_peer {
                 break from;
             }
             // The test's own cookie from another address: someone who saw the cookie (the
@@ -445,20 +461,18 @@ impl Session {
         sock.connect(probe_addr)?;
         self.send(&Message::Ready {})?;
 
-        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
-        let sender =
-            (spec.direction == Direction::Down || spec.direction == Direction::Both).then(|| {
-                udp::spawn_sender(
-                    sock.try_clone().expect("clone UDP socket"),
-                    spec.clone(),
-                    token,
-                    start,
-                    stop.clone(),
-                )
-            });
+        let sender = spec.direction.server_paces().then(|| {
+            udp::spawn_sender(
+                sock.try_clone().expect("clone UDP socket"),
+                spec.clone(),
+                token,
+                start,
+                stop.clone(),
+            )
+        });
         let ctl = ReceiveControl::new();
         let receiver = spec.direction.probe_sends().then(|| {
             udp::spawn_receiver(
@@ -480,9 +494,12 @@ impl Session {
         loop {
             if sender.as_ref().is_some_and(|h| h.is_finished()) {
                 let out = sender.take().expect("checked").join().unwrap_or_default();
-                self.send(&Message::SendDone {
-                    packets_sent: out.records.len() as u64,
-                })?;
+                let n = out.records.len() as u64;
+                // Pings from here: the echoes of what was sent are what is left to wait for.
+                if spec.direction == Direction::CnEcho {
+                    ctl.peer_done(n, spec.drain_ms);
+                }
+                self.send(&Message::SendDone { packets_sent: n })?;
                 sent_out = Some(out);
             }
             if sender.is_none() && receiver.as_ref().is_none_or(|h| h.is_finished()) {
@@ -692,7 +709,11 @@ impl Session {
             }
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_millis(100);
-                side.received_samples.push(received.load(Ordering::Relaxed));
+                tcp::sample_received(
+                    &mut side,
+                    received.load(Ordering::Relaxed),
+                    mono_ns() - start,
+                );
                 tcp::sample_senders(&info_socks, &mut side);
             }
             if !receivers.is_empty() && Instant::now() >= next_progress {

@@ -72,7 +72,7 @@ impl DataToken {
         }
     }
 
-    fn carried_by(&self, datagram: &[u8]) -> bool {
+    pub fn carried_by(&self, datagram: &[u8]) -> bool {
         datagram.get(TOKEN_AT..TOKEN_AT + 8) == Some(&self.0[..])
     }
 }
@@ -510,8 +510,8 @@ pub struct ReceiveOutcome {
 }
 
 /// Receives probe packets with sequence numbers below `max_count` (carrying `token`, if the
-/// test has one) until `ctl` says to stop, all the peer's packets are in, or the drain
-/// deadline passes. With `echo`, returns each first copy to the sender at once, its header
+/// test has one) until `ctl` says to stop, all `max_count` packets or all the peer says it
+/// sent are in, or the drain deadline passes. With `echo`, returns each first copy to the sender at once, its header
 /// send time replaced by this host's.
 pub fn spawn_receiver(
     sock: UdpSocket,
@@ -529,6 +529,11 @@ pub fn spawn_receiver(
         let mut buf = vec![0u8; 256 * 1024];
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // Every packet of the test in: nothing is left to wait for, whether or not the
+            // peer has said it is done (its word would come a half round trip later).
+            if intake.packets() >= max_count {
                 break;
             }
             let peer_sent = ctl.peer_sent.load(Ordering::Relaxed);

@@ -92,6 +92,10 @@ pub enum Direction {
     Both,
     /// Probe → server, and the server returns each packet at once (per-packet RTT).
     Echo,
+    /// Server → probe, and the probe returns each packet at once: pings initiated by the CN,
+    /// their round trips on the server's clock (004 Fig. 1). An older server refuses the
+    /// request as an unknown variant.
+    CnEcho,
 }
 
 impl Direction {
@@ -101,13 +105,35 @@ impl Direction {
             Direction::Down => "down",
             Direction::Both => "both",
             Direction::Echo => "echo",
+            Direction::CnEcho => "cn_echo",
         }
     }
+    /// Packets go probe → server (paced or echoed): the server receives.
     pub fn probe_sends(self) -> bool {
+        matches!(
+            self,
+            Direction::Up | Direction::Both | Direction::Echo | Direction::CnEcho
+        )
+    }
+    /// Packets go server → probe (paced or echoed): the probe receives.
+    pub fn server_sends(self) -> bool {
+        matches!(
+            self,
+            Direction::Down | Direction::Both | Direction::Echo | Direction::CnEcho
+        )
+    }
+    /// The probe's paced sender runs (the others only echo or receive).
+    pub fn probe_paces(self) -> bool {
         matches!(self, Direction::Up | Direction::Both | Direction::Echo)
     }
-    pub fn server_sends(self) -> bool {
-        matches!(self, Direction::Down | Direction::Both | Direction::Echo)
+    /// The server's paced sender runs.
+    pub fn server_paces(self) -> bool {
+        matches!(self, Direction::Down | Direction::Both | Direction::CnEcho)
+    }
+    /// The side that receives the paced stream returns each packet (per-packet RTT at the
+    /// sender).
+    pub fn echoed(self) -> bool {
+        matches!(self, Direction::Echo | Direction::CnEcho)
     }
 }
 
@@ -230,6 +256,11 @@ pub struct TcpSide {
     pub rtt_samples_ms: Vec<f64>,
     /// Cumulative bytes received, sampled every 100 ms.
     pub received_samples: Vec<u64>,
+    /// When each of `received_samples` was taken, from the start of the test (ns): a busy
+    /// host takes them late, so the count at the test's end is interpolated between the two
+    /// samples around it rather than read from the one planned for it.
+    #[serde(default)]
+    pub received_sample_ns: Vec<i64>,
     /// Congestion window of the sending sockets (summed, segments), sampled with the RTT.
     #[serde(default)]
     pub cwnd_samples: Vec<u64>,

@@ -439,8 +439,8 @@ fn max_rate_caps_a_test_over_both_directions() {
     // (`bytes_received` counts the drain's bytes too). (up_bps + down_bps adds rates over
     // different spans: the server reads the probe's buffered upload after the download has
     // stopped, with the whole budget, so their sum exceeds the cap without any moment doing.)
-    let span = r.document["duration_s"].as_f64().unwrap()
-        + r.document["drain_s"].as_f64().unwrap_or(0.0);
+    let span =
+        r.document["duration_s"].as_f64().unwrap() + r.document["drain_s"].as_f64().unwrap_or(0.0);
     let both = r.document["bytes_received"].as_f64().unwrap() * 8.0 / span;
     eprintln!("both ways: {both:.0} bit/s ({up:.0} up, {down:.0} down) under a 10 Mbit/s cap");
     assert!(
@@ -494,28 +494,7 @@ fn a_message_type_that_is_not_one_is_named() {
 fn forged_datagrams_without_the_token_are_not_counted() {
     use cellperf_capture::probe_header::write_cellperf;
     let srv = server(1e8, 4);
-    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
-    let spec = UdpSpec {
-        direction: Direction::Up,
-        payload_bytes: 100,
-        interval_ns: 1_000_000,
-        count: 20,
-        drain_ms: 200,
-        trains: None,
-    };
-    send_message(&mut c, &Message::StartUdp { spec }).unwrap();
-    let Message::Accepted { data_port, cookie } =
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
-    else {
-        panic!("not accepted")
-    };
-    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
-    data.connect((srv.addr.ip(), data_port)).unwrap();
-    data.send(&udp::hello_datagram(&cookie)).unwrap();
-    assert!(matches!(
-        rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
-        Message::Ready {}
-    ));
+    let (mut c, mut rd, data, cookie) = open_upload(&srv, &upload_spec(200), true);
     let mut p = [0u8; 100];
     for seq in 0..20u64 {
         // A forgery first (no token; then a wrong one), then the real packet: bytes 20..28
@@ -616,4 +595,317 @@ fn a_control_connection_lost_mid_test_keeps_the_partial_result_and_reconnects() 
     let first = sweep[0]["packets_received"].as_u64().unwrap();
     assert!((1..20).contains(&first), "{first}");
     assert_eq!(sweep[1]["packets_received"], 20);
+}
+
+/// A TCP relay to `to` that shows how many round trips a client's control messages need: it
+/// passes the client's bytes on at once, but holds the server's until the client has sent
+/// nothing for `quiet`, then hands them over in one go (a "flight"). Each message the client
+/// sent is returned with the number of server flights it had received before: what it sent
+/// without waiting shares its predecessor's number, each wait for an answer adds one.
+struct FlightRelay {
+    addr: SocketAddr,
+    sent: Arc<std::sync::Mutex<Vec<(usize, String)>>>,
+}
+
+fn flight_relay(to: SocketAddr, quiet: Duration) -> FlightRelay {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let log = sent.clone();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = l.accept() else { return };
+        let server = TcpStream::connect(to).unwrap();
+        // (bytes from the server not yet handed over, client's last send, flights so far)
+        let state = Arc::new(Mutex::new((Vec::<u8>::new(), Instant::now(), 0usize)));
+        let (st, mut from_server) = (state.clone(), server.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                st.lock().unwrap().0.extend_from_slice(&buf[..n]);
+            }
+        });
+        let (st, mut to_client) = (state.clone(), client.try_clone().unwrap());
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let mut s = st.lock().unwrap();
+            if !s.0.is_empty() && s.1.elapsed() >= quiet {
+                if to_client.write_all(&s.0).is_err() {
+                    return;
+                }
+                s.0.clear();
+                s.2 += 1;
+            }
+        });
+        let (mut from_client, mut to_server) = (client, server);
+        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
+        while let Ok(n @ 1..) = from_client.read(&mut buf) {
+            let flights = {
+                let mut s = state.lock().unwrap();
+                s.1 = Instant::now();
+                s.2
+            };
+            pending.extend_from_slice(&buf[..n]);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
+                if pending.len() < 4 + len {
+                    break;
+                }
+                let name = match decode(&pending[4..4 + len]) {
+                    Ok(Frame::Message(m)) => cellperf_agent::handshake::message_name(&m),
+                    _ => "?".into(),
+                };
+                log.lock().unwrap().push((flights, name));
+                pending.drain(..4 + len);
+            }
+            if to_server.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    });
+    FlightRelay { addr, sent }
+}
+
+/// The client's first messages and the server flights each waited for.
+fn flights_of(relay: &FlightRelay, n: usize) -> Vec<(usize, String)> {
+    relay.sent.lock().unwrap().iter().take(n).cloned().collect()
+}
+
+/// Issue 34: the test request rides behind the proof, so a test starts one round trip after
+/// the challenge (it took two: `auth`, wait for `auth_ok`, then the request), for UDP and
+/// TCP tests alike; the measurement is the same.
+#[test]
+fn the_test_request_is_pipelined_behind_the_proof() {
+    let srv = server(1e8, 4);
+    for (test, o) in [
+        (
+            "udp-cbr",
+            Options {
+                direction: Some("down".into()),
+                rate_bps: Some(1e5),
+                duration_s: Some(0.2),
+                clock_samples: Some(0),
+                ..Default::default()
+            },
+        ),
+        (
+            "tcp-bulk",
+            Options {
+                direction: Some("down".into()),
+                duration_s: Some(0.2),
+                clock_samples: Some(0),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let relay = flight_relay(srv.addr, Duration::from_millis(300));
+        let p = plan(test, &o).unwrap();
+        let r = probe::run(&relay.addr.to_string(), b"s3cret", &p, &mut |_| true);
+        assert_eq!(r.error, None, "{test}");
+        assert!(
+            r.document["packets_received"].as_u64().unwrap() > 0,
+            "{test}"
+        );
+        let start = if test == "udp-cbr" {
+            "start_udp"
+        } else {
+            "start_tcp"
+        };
+        assert_eq!(
+            flights_of(&relay, 3),
+            [(0, "hello".into()), (1, "auth".into()), (1, start.into())],
+            "{test}"
+        );
+    }
+}
+
+/// An upload of 20 packets of 100 B every ms, waiting `drain_ms` for stragglers.
+fn upload_spec(drain_ms: u64) -> UdpSpec {
+    UdpSpec {
+        direction: Direction::Up,
+        payload_bytes: 100,
+        interval_ns: 1_000_000,
+        count: 20,
+        drain_ms,
+        trains: None,
+    }
+}
+
+/// A test started by hand: authenticated, `spec` accepted, the data socket connected to the
+/// server's, and with `hello` the UDP hello sent and `ready` read.
+fn open_upload(
+    srv: &Running,
+    spec: &UdpSpec,
+    hello: bool,
+) -> (TcpStream, FrameReader, UdpSocket, Cookie) {
+    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
+    let Message::Accepted { data_port, cookie } =
+        rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
+    else {
+        panic!("not accepted")
+    };
+    let data = UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect((srv.addr.ip(), data_port)).unwrap();
+    if hello {
+        data.send(&udp::hello_datagram(&cookie)).unwrap();
+        assert!(matches!(
+            rd.read_message(&mut c, Duration::from_secs(5)).unwrap(),
+            Message::Ready {}
+        ));
+    }
+    (c, rd, data, cookie)
+}
+
+/// An upload by hand, the data paced as a probe's: with or without the UDP hello and the
+/// closing `send_done`; the server's report.
+fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> ServerReport {
+    let spec = upload_spec(3000);
+    let (mut c, mut rd, data, cookie) = open_upload(srv, &spec, hello);
+    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
+    let sent = udp::spawn_sender(data, spec, token, start, stop)
+        .join()
+        .unwrap();
+    assert_eq!(sent.records.len(), 20);
+    if send_done {
+        send_message(&mut c, &Message::SendDone { packets_sent: 20 }).unwrap();
+    }
+    // Well before the test's deadline (duration + drain + 10 s).
+    loop {
+        match rd.read(&mut c, Duration::from_secs(5)).unwrap() {
+            Frame::Message(Message::Report { report }) => return report,
+            Frame::Message(Message::Error { reason }) => panic!("{reason}"),
+            _ => {}
+        }
+    }
+}
+
+/// Issue 34: a receiver that has every packet of the test stops without waiting for the
+/// sender's `send_done` (half a round trip later): a probe that never sends it gets the
+/// server's report of its upload at once, complete (the server waited until its time ran out,
+/// duration + drain + 10 s, and reported the test over time).
+#[test]
+fn the_server_reports_as_soon_as_every_packet_is_in() {
+    let srv = server(1e8, 4);
+    let report = upload_by_hand(&srv, true, false);
+    assert_eq!((report.packets_received, report.error), (20, None));
+}
+
+/// 004 Fig. 1: pings initiated by the CN. The server sends the probes, the probe returns each
+/// at once, and the round trips are the server's (its send and echo-receive times); the log
+/// has both directions, the round trip on the returning echoes' rows.
+#[test]
+fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
+    let srv = server(1e8, 4);
+    let o = Options {
+        sizes: Some(vec![100, 300]),
+        count: Some(10),
+        interval_s: Some(0.02),
+        ..Default::default()
+    };
+    let p = plan("cn-ping-sweep", &o).unwrap();
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| matches!(&s.step, cellperf_agent::plan::Step::Udp(u) if u.direction == Direction::CnEcho)));
+    let r = probe::run(&srv.addr.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    assert_eq!(d["direction"], "cn_echo");
+    let sweep = d["sweep"].as_array().unwrap();
+    assert_eq!(sweep.len(), 2);
+    for (row, size) in sweep.iter().zip([100, 300]) {
+        assert_eq!(row["size_bytes"], size);
+        assert_eq!(
+            (
+                row["packets_sent"].as_u64(),
+                row["packets_received"].as_u64()
+            ),
+            (Some(10), Some(10))
+        );
+        let rtt = row["rtt_ms"]["median"].as_f64().unwrap();
+        assert!(rtt > 0.0 && rtt < 50.0, "{rtt}");
+    }
+    // Per size: 10 requests down (server → probe) and their 10 echoes up, each echo with its
+    // round trip: the server's echo receive time minus its send time.
+    assert_eq!(r.log.len(), 40);
+    let up: Vec<_> = r.log.iter().filter(|row| row.direction == "up").collect();
+    assert_eq!(up.len(), 20);
+    assert!(up
+        .iter()
+        .all(|row| row.rtt_ms.is_some_and(|x| x > 0.0) && row.lost == Some(false)));
+    assert!(r
+        .log
+        .iter()
+        .filter(|row| row.direction == "down")
+        .all(|row| row.rtt_ms.is_none() && row.lost == Some(false)));
+    assert_eq!(r.server_log.len(), 40);
+}
+
+/// A TCP relay to `to` that passes everything on except the server's `ready` messages.
+fn relay_without_ready(to: SocketAddr) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = l.accept() else { return };
+        let server = TcpStream::connect(to).unwrap();
+        let (mut from_client, mut to_server) =
+            (client.try_clone().unwrap(), server.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from_client, &mut to_server);
+        });
+        let (mut from_server, mut to_client) = (server, client);
+        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
+        while let Ok(n @ 1..) = from_server.read(&mut buf) {
+            pending.extend_from_slice(&buf[..n]);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
+                if pending.len() < 4 + len {
+                    break;
+                }
+                let frame: Vec<u8> = pending.drain(..4 + len).collect();
+                if !matches!(decode(&frame[4..]), Ok(Frame::Message(Message::Ready {})))
+                    && to_client.write_all(&frame).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 34: a probe that paces (voip) starts right behind its UDP hello instead of waiting a
+/// round trip for `ready`: with every `ready` held back the test still runs whole (it ended
+/// with "data path not ready in time").
+#[test]
+fn a_pacing_probe_does_not_wait_for_ready() {
+    let srv = server(1e8, 4);
+    let relay = relay_without_ready(srv.addr);
+    let o = Options {
+        duration_s: Some(0.4),
+        clock_samples: Some(0),
+        ..Default::default()
+    };
+    let p = plan("voip", &o).unwrap();
+    let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    assert_eq!(r.document["packets_received"], 20);
+    assert_eq!(r.document["loss_rate"], 0.0);
+}
+
+/// The server takes a pacing probe's first data packet from the control connection's address
+/// as its hello (the hello may be lost or overtaken): a client that sends no hello at all is
+/// served, every packet counted (the server refused the test: no UDP hello).
+#[test]
+fn the_first_data_packet_opens_the_path_without_a_hello() {
+    let srv = server(1e8, 4);
+    let report = upload_by_hand(&srv, false, true);
+    assert_eq!(
+        (report.packets_received, report.foreign, report.error),
+        (20, 0, None)
+    );
 }

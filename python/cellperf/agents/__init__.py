@@ -24,7 +24,7 @@ from cellperf.errors import UserError
 if TYPE_CHECKING:  # pyarrow costs ~0.15 s to import: every `cellperf probe`/`server` would pay it
     import pyarrow as pa
 
-TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "sparse", "window-sweep", "trains")
+TESTS = ("udp-cbr", "tcp-bulk", "voip", "min-delay", "ping-sweep", "cn-ping-sweep", "sparse", "window-sweep", "trains")
 DEFAULT_PORT = 5250
 TOKEN_ENV = "CELLPERF_TOKEN"
 
@@ -129,21 +129,38 @@ class ProbeResult:
     error: str | None
 
 
+def import_in_background(*modules: str) -> None:
+    """Imports `modules` on a thread while a test runs (the native probe releases the GIL):
+    pyarrow and its Parquet writer take 0.15-0.3 s to import, which after the test would be
+    part of every campaign run's wall time."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        for m in modules:
+            importlib.import_module(m)
+
+    threading.Thread(target=load, name="import", daemon=True).start()
+
+
 def run_probe(
     server: str,
     token: bytes,
     test: str,
     options: dict,
     progress: Callable[[dict], bool | None] | None = None,
+    preload: tuple[str, ...] = (),
 ) -> ProbeResult:
     """Runs one test against a `cellperf server`. `options` uses the names of
     `cellperf probe` with units spelled out (`rate_bps`, `duration_s`, `interval_s`, ...).
-    `progress(dict)` is called about once a second; returning False stops the test."""
+    `progress(dict)` is called about once a second; returning False stops the test.
+    `preload`: modules the caller needs after the test (a log writer), imported meanwhile."""
 
     def on_progress(text: str) -> bool:
         return progress is None or progress(json.loads(text)) is not False
 
     check_probe_options(options)
+    import_in_background("pyarrow", *preload)
     try:
         doc, batch, server_batch, error = _native.agent_probe(server, token, test, json.dumps(options), on_progress)
     except _native.AgentError as e:

@@ -28,6 +28,7 @@ from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.handoffs.bursts import handoff_bursts, receiver_packets
 from cellperf.handoffs.spikes import label_spikes
+from cellperf.promotions import label_promotions, radio_tail_s
 from cellperf.store import write_parquet
 from cellperf.studies import add_utilisation, competing_groups, leading, queue_estimate, shares
 
@@ -44,7 +45,8 @@ def _with_direction(df: pl.DataFrame) -> pl.DataFrame:
 
 
 #: Transport of each test's measured traffic; other flows in the captures are not the test's.
-TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "sparse": "udp",
+TEST_PROTOCOL = {"udp-cbr": "udp", "voip": "udp", "min-delay": "udp", "ping-sweep": "udp", "cn-ping-sweep": "udp",
+                 "sparse": "udp",
                  "tcp-bulk": "tcp", "window-sweep": "tcp", "web": "tcp", "stream": "udp", "interactive": "tcp"}
 
 #: Test type of an imported capture whose test nobody named (`cellperf import --captures`):
@@ -523,6 +525,9 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
             tables["handoff_bursts"] = bursts.with_columns(run_id=run_id)
     if "delay_spikes" in tables:
         tables["delay_spikes"] = label_spikes(tables["delay_spikes"], handoff_s)
+    if "gaps" in tables and "udp_packets" in joined:
+        tail_s = radio_tail_s(run.profile, run.network.radio_mechanisms)
+        tables["gaps"] = label_promotions(tables["gaps"], joined["udp_packets"], tail_s)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")
         if flows is not None and "member" in flows.columns and intervals.height:

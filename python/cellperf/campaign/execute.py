@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run, member_ports
+from cellperf.campaign.clocks import min_one_way_delays
 from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.radio import cut_csv
 from cellperf.campaign.spec import Campaign, RunSpec
@@ -118,6 +119,10 @@ def finish_run(campaign: Campaign, m: Measured) -> RunRecord:
                     tables, analysis = _analyse(campaign, run, m.folder, outcome, m.control_port)
         reason = reason or failure.reason
     tables = tables if not reason else {}
+    if not reason and outcome.result:
+        owd = min_one_way_delays(run.run_id, outcome.result, outcome.clocks_synced)
+        if owd.height:
+            tables["min_owd"] = owd
     if m.attempts:
         tables["run_attempts"] = pl.DataFrame(m.attempts)
     row = {
@@ -129,7 +134,7 @@ def finish_run(campaign: Campaign, m: Measured) -> RunRecord:
         "started_at": _iso(outcome.started_at), "ended_at": _iso(max(outcome.ended_at, outcome.started_at)),
         "duration_s": (outcome.result or {}).get("duration_s"), "mn_addr": outcome.mn_addr,
         "cn_addr": outcome.cn_addr, "result": outcome.result, "emulator": outcome.emulator,
-        "analysis": analysis or None, "phases": phases.rounded(),
+        "analysis": analysis or None, "phases": phases.rounded(), "clock_sync": outcome.clock_sync,
     }
     return RunRecord(row, tables, m.folder)
 
@@ -146,6 +151,14 @@ def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, c
         control_port=control_port, ports=member_ports(run, outcome.result),
         mn_addrs=(outcome.emulator or {}).get("mn_addrs"))
     analysis["warnings"] = outcome.warnings + analysis.get("warnings", [])
+    if campaign.testbed.kind == "emulated" and run.mobile and "handoffs" in tables:
+        # No GPS on the emulated testbed: the route map's positions come from a synthetic drive
+        # over the radio log's span (cellperf.emulate.route).
+        from cellperf.emulate.route import speed_kmh, synthetic_route
+
+        times = pl.read_csv(folder / "radio.csv", columns=["time_s"])["time_s"]
+        tables["positions"] = synthetic_route(times.min(), times.max(), speed_kmh(run.profile, run.speed)).with_columns(
+            run_id=pl.lit(run.run_id))
     if run.test.type == "web":
         from cellperf.campaign.web import web_tables
 

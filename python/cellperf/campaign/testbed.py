@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cellperf.campaign.argv import command_argv
+from cellperf.campaign.clocks import ONE_HOST, clock_state
 from cellperf.campaign.phases import Phases, emulated_phases
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
@@ -51,6 +52,7 @@ class Outcome:
     cn_addr: str | None = None
     warnings: list[str] = field(default_factory=list)
     clocks_synced: bool = False
+    clock_sync: dict | None = None  # how the clocks were synchronised (cellperf.campaign.clocks)
     phases: Phases = field(default_factory=Phases)  # seconds per phase (cellperf.campaign.phases)
 
 
@@ -224,7 +226,8 @@ class EmulatedTestbed:
                                preexec_fn=die_with_parent)
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
-        out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True)
+        out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True,
+                      clock_sync=ONE_HOST)
         out.phases = emulated_phases(started, _marks(folder), out.ended_at)
         try:
             stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
@@ -368,6 +371,7 @@ class RealTestbed:
         poller = None
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
+        clocks = clock_state()  # this (the MN's) host's, as the test starts
         started = time.time()
         inside = run.test.type == GROUP or bool(run.tcp_options)
         if run.test.type == "web":
@@ -394,7 +398,7 @@ class RealTestbed:
         finally:
             with phases.timed("captures_stop"):
                 self._stop_captures(procs)
-        out = Outcome(started, time.time(), error=error, phases=phases)
+        out = Outcome(started, time.time(), error=error, phases=phases, clock_sync=clocks)
         if not inside:
             (folder / "probe.json").write_text(stdout)
         out.result = inside_result(run, folder)

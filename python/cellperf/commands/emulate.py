@@ -42,7 +42,9 @@ from cellperf.validate import number_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", dest="profile_name", metavar="NAME", help=f"Built-in link: {', '.join(PROFILE_NAMES)}.")
+    parser.add_argument("--profile", dest="profile_name", metavar="NAME",
+                        help=f"Built-in link: {', '.join(PROFILE_NAMES)}; the 3G families also at a speed: "
+                        "-walk, -subway, -car, -train (evdo-train; docs/emulator.md).")
     parser.add_argument("--downlink", metavar="SPEC", action="append", default=[],
                         help="Once per user for a shared cell with different channels. Downlink rate: 10mbit, a mahimahi "
                         "trace file, slots:FILE,slot=1.667ms[,states=drc], markov:MODEL.json, ge:good=1mbit,bad=100kbit,switch=1.")

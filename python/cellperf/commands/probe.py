@@ -1,7 +1,8 @@
 """Run one test against a `cellperf server` (agent at the mobile node).
 
 SERVER is HOST[:PORT], default port 5250. Tests (docs/methods.md §2): udp-cbr, tcp-bulk, voip (echoed,
-per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), sparse (one packet per
+per-packet RTT), min-delay (40 B every 40 ms), ping-sweep (RTT vs size), cn-ping-sweep (the same
+pings sent by the server and echoed here: round trips timed at the CN), sparse (one packet per
 100 ms: gaps and delay periods), window-sweep (TCP throughput vs window or MSS, BDP), trains
 (packet trains of each --lengths in turn, one every --period, both ways: what `cellperf record`
 sends for a replay's light delivery opportunities).
@@ -15,7 +16,8 @@ Examples:
   cellperf probe 192.0.2.7:5250 -t tcp-bulk --congestion bbr --window 64K -P 2
   cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
   cellperf probe cn -t ping-sweep --count 20 --interval 0.5
-  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 \\
+  cellperf probe cn -t cn-ping-sweep --sizes 128,1500 --count 20 --interval 0.5
+  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 \
        --direction both --log t.parquet
 """
 
@@ -29,7 +31,6 @@ from pathlib import Path
 from cellperf.agents import (MAX_DURATION_S, TESTS, check_log_path, parse_count_list, parse_list, parse_rate, parse_size,
                              read_token, run_probe, write_log)
 from cellperf.cli import file_path
-from cellperf.emulate.units import parse_duration
 from cellperf.validate import number_arg
 from cellperf.errors import UserError
 from cellperf.units import format_rate
@@ -92,7 +93,7 @@ def summary_rows(doc: dict) -> list[tuple[str, str]]:
     """The human summary of a probe result, as (what, value) rows that fit 80 columns. Each
     test shows its point: a sweep its curve, a sparse test its gaps; a ping-sweep has no
     throughput or single duration to show."""
-    sweep = doc["test"] == "ping-sweep"
+    sweep = doc["test"] in ("ping-sweep", "cn-ping-sweep")
     rows = [] if sweep else [("duration", f"{doc.get('duration_s', 0):.2f} s"),
                              ("throughput", format_rate(doc.get("throughput_bps")))]
     rows.append(("packets sent / received", f"{doc.get('packets_sent')} / {doc.get('packets_received')}"))
@@ -145,10 +146,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mss", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="TCP maximum segment size, bytes (88..32767, the kernel's bounds).")
     parser.add_argument("-P", "--streams", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="Parallel TCP streams.")
     parser.add_argument("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
-    parser.add_argument("--sizes", metavar="LIST", help="ping-sweep payload sizes (default 128,256,512,1024,1500).")
-    parser.add_argument("--count", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="ping-sweep probes per size (default 100).")
-    parser.add_argument("--interval", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds between packets (ping-sweep 1, sparse 0.1).")
-    parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweep 10).")
+    parser.add_argument("--sizes", metavar="LIST", help="ping-sweep and cn-ping-sweep payload sizes (default 128,256,512,1024,1500).")
+    parser.add_argument("--count", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="ping-sweep and cn-ping-sweep probes per size (default 100).")
+    parser.add_argument("--interval", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds between packets (ping-sweeps 1, sparse 0.1).")
+    parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds to wait for late packets (default 2; ping-sweeps 10).")
     parser.add_argument("--windows", metavar="LIST", help="window-sweep windows (default 16K..1024K).")
     parser.add_argument("--mss-values", metavar="LIST", help="window-sweep MSS values instead of windows.")
     parser.add_argument("--lengths", metavar="LIST", help="trains: packets per train, in turn (default 10,100).")
@@ -164,6 +165,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server-log", dest="server_log_path", metavar="FILE", type=file_path(Path),
                         help="The server's own per-packet log of this run, fetched over the control connection (.parquet or .csv).")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
+
+
+def _parse_duration(text: str, option: str) -> float:
+    # Imported here: the cellperf.emulate package costs 40-70 ms of every probe's start-up
+    # (part of each campaign run's wall time), and only --period needs it.
+    from cellperf.emulate.units import parse_duration
+
+    return parse_duration(text, option)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -187,7 +196,7 @@ def run(args: argparse.Namespace) -> None:
         ("rate_bps", args.rate, "--rate", parse_rate), ("bytes", args.nbytes, "--bytes", parse_size),
         ("window", args.window, "--window", parse_size), ("sizes", args.sizes, "--sizes", parse_list),
         ("windows", args.windows, "--windows", parse_list), ("mss_values", args.mss_values, "--mss-values", parse_list),
-        ("lengths", args.lengths, "--lengths", parse_count_list), ("period_s", args.period, "--period", parse_duration),
+        ("lengths", args.lengths, "--lengths", parse_count_list), ("period_s", args.period, "--period", _parse_duration),
     ):
         if text is not None:
             options[key] = parse(text, option)
@@ -209,7 +218,9 @@ def run(args: argparse.Namespace) -> None:
         return True
 
     try:
-        result = run_probe(args.server, token, args.test, options, progress)
+        writers = {"pyarrow.parquet" if path.suffix.lower() == ".parquet" else "pyarrow.csv"
+                   for path in (log_path, server_log_path) if path is not None}
+        result = run_probe(args.server, token, args.test, options, progress, preload=tuple(sorted(writers)))
     finally:
         if status is not None:
             status.stop()

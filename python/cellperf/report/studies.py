@@ -16,6 +16,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from cellperf.report.item import Item, cdf_trace, has_view, layout
+from cellperf.report.probe_docs import DIRECTIONS, probe_doc, sweep_steps
 from cellperf.report.tables import MAX_ROWS, csv_download, html_table
 from cellperf.store import Store
 
@@ -41,15 +42,6 @@ def _bars_and_delay(labels: list[str], bars: pl.Series, bar_names: tuple[str, st
 
 
 #: A probe result's `direction` → the flows' directions of its data.
-_DIRECTIONS = {"up": ("uplink",), "down": ("downlink",), "both": ("uplink", "downlink"),
-               "echo": ("uplink", "downlink")}
-
-def _probe_doc(result, member: str | None) -> dict:
-    """The probe document of a run's test (its `result`), or of a group's `member`."""
-    doc = json.loads(result) if isinstance(result, str) else result or {}
-    return (doc.get("members") or {}).get(member) or {} if member else doc
-
-
 def tcp_study_flows(store: Store) -> pl.DataFrame:
     """The TCP test flows of the studies (002 §7), in the direction(s) its probe ran (a
     download's data connection also carries the probe's few bytes up: not a flow of the
@@ -66,8 +58,8 @@ def tcp_study_flows(store: Store) -> pl.DataFrame:
         ORDER BY r.network, r.scenario, r.test, r.run_id, f.flow_id""")
     keep, congestion = [], []
     for r in df.iter_rows(named=True):
-        doc = _probe_doc(r["result"], r["member"])
-        keep.append(r["direction"] in _DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
+        doc = probe_doc(r["result"], r["member"])
+        keep.append(r["direction"] in DIRECTIONS.get(doc.get("direction"), (r["direction"],)))
         congestion.append(doc.get("congestion") or r["congestion"])
     return df.with_columns(congestion=pl.Series(congestion, dtype=pl.Utf8)).filter(pl.Series(keep, dtype=pl.Boolean))
 
@@ -149,11 +141,11 @@ def stream_beside_tcp(store: Store) -> list[Item]:
         if len(bulk) != 1 or len(stream) != 1 or len(members) != 2:
             continue
         (bname, _, bopts), (sname, _, _) = bulk[0], stream[0]
-        bulk_doc, stream_doc = _probe_doc(first["result"], bname), _probe_doc(first["result"], sname)
+        bulk_doc, stream_doc = probe_doc(first["result"], bname), probe_doc(first["result"], sname)
         # Each member's direction(s) as its probe ran them (the stream's: the side the MN
         # receives when it has two, as a VoIP echo's).
-        bulk_dirs = _DIRECTIONS.get(bulk_doc.get("direction"), ())
-        stream_dirs = _DIRECTIONS.get(stream_doc.get("direction"), ())
+        bulk_dirs = DIRECTIONS.get(bulk_doc.get("direction"), ())
+        stream_dirs = DIRECTIONS.get(stream_doc.get("direction"), ())
         tcp = g.filter((pl.col("member") == bname) & (pl.col("proto") == "tcp") & pl.col("direction").is_in(bulk_dirs))
         udp = g.filter((pl.col("member") == sname) & (pl.col("proto") == "udp")
                        & (pl.col("direction") == (stream_dirs[-1] if stream_dirs else None)))
@@ -204,22 +196,34 @@ def queue_size(store: Store) -> list[Item]:
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND f.role = 'data' AND f.queue_bytes IS NOT NULL AND r.test_type = 'udp-cbr'
         GROUP BY ALL ORDER BY ALL""")
+    # The probe's least one-way delay per direction (`min_owd`, docs/methods.md §1); runs stored
+    # before it have the probe's own figure only, half the least RTT, for both directions.
     m = store.frame("""
-        SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
-               any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
-        FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        SELECT r.network, r.scenario, m.direction, min(m.min_ms) AS min_owd_ms, any_value(m.kind) AS min_kind,
+               max(m.uncertainty_ms) AS min_owd_uncertainty_ms
+        FROM min_owd m JOIN runs r USING (run_id)
+        WHERE r.status = 'ok' AND r.test_type = 'min-delay' AND m.member IS NULL GROUP BY ALL""")
+    on = ["network", "scenario", "direction"]
+    if m.height == 0:
+        m = store.frame("""
+            SELECT network, scenario, min(CAST(json_extract(result, '$.owd_ms.min') AS DOUBLE)) AS min_owd_ms,
+                   any_value(json_extract_string(result, '$.owd_ms.kind')) AS min_kind
+            FROM runs WHERE status = 'ok' AND test_type = 'min-delay' GROUP BY ALL""")
+        on = ["network", "scenario"]
     if q.height == 0 and m.height == 0:
         return []
-    df = q.join(m, on=["network", "scenario"], how="full", coalesce=True) if q.height and m.height else (
-        q if q.height else m)
+    df = q.join(m, on=on, how="full", coalesce=True) if q.height and m.height else (q if q.height else m)
     rows = [[r["network"], r["scenario"], r.get("direction") or "–", _f(r.get("owd_max_ms")),
              _f(None if r.get("goodput_bps") is None else r["goodput_bps"] / 1e3, ".0f"),
              _f(None if r.get("queue_bytes") is None else r["queue_bytes"] / 1e3, ".0f"), r.get("kind") or "–",
-             _f(r.get("min_owd_ms")), r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
+             _f(r.get("min_owd_ms")) + ("" if r.get("min_owd_uncertainty_ms") is None
+                                        else f" ± {r['min_owd_uncertainty_ms']:.3f}"),
+             r.get("min_kind") or "–"] for r in df.iter_rows(named=True)]
     return [Item("queue-size", "Queue size under saturating UDP",
                  "Queue = max one-way delay × measured bandwidth of a saturating UDP CBR flow, per direction "
                  "(excess OWD: over the least delay seen; raw: including propagation), beside the least OWD of "
-                 "the min-delay probe (the path without queueing). Seed 003 slides 14-16 (WiBro down: "
+                 "the min-delay probe in that direction ± its clock offset's uncertainty (the path without "
+                 "queueing; docs/methods.md §1; runs stored before it: half the least RTT). Seed 003 slides 14-16 (WiBro down: "
                  "961 ms × 9603 kbit/s = 1126 KB).",
                  table_html=html_table(["network", "scenario", "direction", "max OWD ms", "bandwidth kbit/s", "queue KB",
                                     "OWD kind", "min-delay OWD ms", "its kind"], rows))]
@@ -277,26 +281,22 @@ def _window_points(store: Store) -> pl.DataFrame:
                          **{c: fl[c].mean() if fl.height else None for c in ("owd_mean_ms", "owd_std_ms", "owd_p95_ms")},
                          "owd_kind": fl["owd_kind"].drop_nulls().first() if fl.height else None})
 
-        result = _probe_doc(first["result"], None)
+        result = probe_doc(first["result"], None)
         # The test's direction(s) as the probe ran it (a download's data connection also
         # carries the probe's few bytes up).
-        wanted = _DIRECTIONS.get(result.get("direction"), ())
+        wanted = DIRECTIONS.get(result.get("direction"), ())
         if first["test_type"] == "tcp-bulk":
             for (direction,), fl in data.filter(pl.col("direction").is_in(wanted)).group_by(["direction"],
                                                                                            maintain_order=True):
                 point(direction, options["window"], _other(options), fl)
             continue
-        steps = [s for s in result.get("sweep") or [] if s.get("window_bytes")]
-        want = wanted[0] if len(wanted) == 1 else "downlink"
-        mine = data.filter(pl.col("direction") == want)
-        streams = options.get("streams", 1)
-        split = mine.height == len(steps) * streams
-        for k, step in enumerate(steps):
+        want, steps = sweep_steps(result, options, data)
+        for step, fl in steps:
             setting = _other({**options, "mss": step.get("mss") or options.get("mss")})
-            if split:
-                point(want, step["window_bytes"], setting, mine.slice(k * streams, streams))
+            if fl is not None:
+                point(want, step["window_bytes"], setting, fl)
             else:
-                point(want, step["window_bytes"], setting, mine.clear(), throughput=step.get("throughput_bps"))
+                point(want, step["window_bytes"], setting, data.clear(), throughput=step.get("throughput_bps"))
     return pl.DataFrame(rows, schema_overrides={"window_bytes": pl.Int64, "throughput_bps": pl.Float64,
                                                 "owd_mean_ms": pl.Float64, "owd_std_ms": pl.Float64,
                                                 "owd_p95_ms": pl.Float64, "owd_kind": pl.Utf8},
@@ -350,37 +350,48 @@ def window_sweep(store: Store) -> list[Item]:
     return items
 
 
+#: The ping tests by the end that pings: the MN's probe (ping-sweep) or the CN's server
+#: (cn-ping-sweep, the probe echoing), shown side by side (004 Fig. 1).
+PING_TESTS = {"ping-sweep": "MN", "cn-ping-sweep": "CN"}
+
+
 def ping_sizes(store: Store) -> list[Item]:
-    """004 Fig. 1: RTT vs packet size, mean ± std per size, and the linear fit."""
-    df = _sweeps(store, "ping-sweep")
-    if df.height == 0 or "size_bytes" not in df.columns:
+    """004 Fig. 1: RTT vs packet size, mean ± std per size, and the linear fit, for pings from
+    the MN and from the CN."""
+    frames = [f.with_columns(pinged_from=pl.lit(end)) for t, end in PING_TESTS.items()
+              if (f := _sweeps(store, t)).height and "size_bytes" in f.columns]
+    if not frames:
         return []
+    df = pl.concat(frames, how="diagonal_relaxed")
     df = df.with_columns(median=pl.col("rtt_ms").struct.field("median"))
     for c in ("rtt_mean_ms", "rtt_std_ms"):
         if c not in df.columns:
             df = df.with_columns(pl.lit(None, pl.Float64).alias(c))
     fits = store.frame("""SELECT network, scenario, run_id, CAST(json_extract(result, '$.fit.intercept_ms') AS DOUBLE) AS a,
                           CAST(json_extract(result, '$.fit.slope_ms_per_byte') AS DOUBLE) AS b
-                          FROM runs WHERE status = 'ok' AND test_type = 'ping-sweep'""")
-    rows = [[r["network"], r["scenario"], r["size_bytes"], _f(r["median"]), _f(r["rtt_mean_ms"]), _f(r["rtt_std_ms"]),
-             _f(None if r.get("loss_rate") is None else 100 * r["loss_rate"])] for r in df.iter_rows(named=True)]
+                          FROM runs WHERE status = 'ok' AND test_type IN ('ping-sweep', 'cn-ping-sweep')""")
+    rows = [[r["network"], r["scenario"], r["pinged_from"], r["size_bytes"], _f(r["median"]), _f(r["rtt_mean_ms"]),
+             _f(r["rtt_std_ms"]), _f(None if r.get("loss_rate") is None else 100 * r["loss_rate"])]
+            for r in df.iter_rows(named=True)]
     items = [Item("ping-table", "RTT per ping size", "Round trip per probe size over each run's probes: median, "
-                  "mean and standard deviation, and loss. Seed 004 §IV.A, Fig. 1.",
-                  table_html=html_table(["network", "scenario", "size B", "median ms", "mean ms", "std ms", "loss %"],
-                                    rows))]
+                  "mean and standard deviation, and loss; pinged from the MN (ping-sweep) or from the CN "
+                  "(cn-ping-sweep: the server pings, the probe echoes). Seed 004 §IV.A, Fig. 1.",
+                  table_html=html_table(["network", "scenario", "pinged from", "size B", "median ms", "mean ms", "std ms",
+                                         "loss %"], rows))]
     fig = go.Figure()
-    for (n, s, rid), g in df.group_by(["network", "scenario", "run_id"], maintain_order=True):
-        fig.add_trace(go.Scatter(x=g["size_bytes"], y=g["rtt_mean_ms"], mode="markers", name=f"{n} {s} mean ± std",
+    for (n, s, end, rid), g in df.group_by(["network", "scenario", "pinged_from", "run_id"], maintain_order=True):
+        fig.add_trace(go.Scatter(x=g["size_bytes"], y=g["rtt_mean_ms"], mode="markers",
+                                 name=f"{n} {s} from {end} mean ± std",
                                  error_y=dict(type="data", array=g["rtt_std_ms"].fill_null(0).to_list())))
         fit = fits.filter(pl.col("run_id") == rid)
         if fit.height and fit["a"][0] is not None:
             a, b = fit["a"][0], fit["b"][0]
             xs = [g["size_bytes"].min(), g["size_bytes"].max()]
             fig.add_trace(go.Scatter(x=xs, y=[a + b * x for x in xs], mode="lines", line_dash="dot",
-                                     name=f"{n} {s} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
+                                     name=f"{n} {s} from {end} fit {a:.1f} + {b * 1000:.2f}·size/1000 ms"))
     fig.update_layout(xaxis_title="ping size (bytes)", yaxis_title="RTT (ms)")
     items.append(Item("ping-fit", "RTT vs packet size", "Mean ± std per size and the fit RTT = a + b·size of the "
-                      "median per size. Seed 004 Fig. 1.", layout(fig)))
+                      "median per size, pings from the MN and from the CN. Seed 004 Fig. 1.", layout(fig)))
     return items
 
 
@@ -414,6 +425,7 @@ OUTAGE_INTERARRIVALS = 5
 GAPS_SQL = f"""
     SELECT DISTINCT r.network, r.scenario, r.test, g.run_id, g.direction,
            CASE WHEN g.kind = 'delay_period' THEN 'delay period'
+                WHEN g.kind = 'promotion' THEN 'promotion'  -- cellperf.promotions
                 WHEN f.packets IS NULL THEN 'gap'  -- no flow row to tell
                 WHEN g.duration_ms >= {OUTAGE_INTERARRIVALS} * 1e3 * f.duration_s / greatest(f.packets, 1) THEN 'outage'
                 ELSE 'overload' END AS class,
@@ -445,7 +457,7 @@ PID_TIMELINE_SQL = """
 
 #: The order classes are shown in: what a user came for first (`gap`: a gap whose flow has no
 #: row to tell an outage from overload).
-GAP_CLASSES = ("outage", "delay period", "gap", "overload")
+GAP_CLASSES = ("outage", "delay period", "promotion", "gap", "overload")
 
 
 def gaps(store: Store) -> list[Item]:
@@ -484,7 +496,9 @@ def gaps(store: Store) -> list[Item]:
     items = [Item("gaps-table", "Gaps and delay periods",
                   f"{scope}: gaps (a burst of lost packets, from the arrival before it to the one after) "
                   f"that are outages (at least {OUTAGE_INTERARRIVALS} of the flow's mean inter-arrival times), delay "
-                  "periods (an inter-arrival of at least 5 sending intervals with nothing lost), and the gaps of a "
+                  "periods (an inter-arrival of at least 5 sending intervals with nothing lost), promotions (a delay "
+                  "period ended by a packet sent after at least the radio's tail of idle: the radio set up again, "
+                  "nothing lost; cellperf.promotions), and the gaps of a "
                   "stream's overload (a queue dropping what the link could not carry, the link still delivering): "
                   + what, table_html=table)]
     items[-1].table_html += csv_download(["network", "scenario", "test", "run", "direction", "class", "start s",

@@ -85,7 +85,9 @@ def _channel(flows: pl.DataFrame, colour: dict) -> go.Figure:
 
 
 def tcp_variants(store: Store) -> list[Item]:
-    flows = tcp_study_flows(store)
+    # A flow whose congestion control nobody chose or reported (a browser's page-load
+    # connections: "–") is no variant of the comparison.
+    flows = tcp_study_flows(store).filter(pl.col("congestion") != "–")
     items = []
     for (network, scenario), f in flows.group_by("network", "scenario", maintain_order=True):
         variants = sorted(f["congestion"].unique())

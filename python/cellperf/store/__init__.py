@@ -305,7 +305,7 @@ class Store:
             except OSError as e:
                 raise _write_error(final, e) from None
             row = dict(record.row, data_dir=f"{RUNS_DIR}/{run_id}" if record.staging_dir is not None else None)
-            for key in ("config", "versions", "result", "emulator", "analysis", "phases"):
+            for key in ("config", "versions", "result", "emulator", "analysis", "phases", "clock_sync"):
                 if row.get(key) is not None and not isinstance(row[key], str):
                     row[key] = json.dumps(row[key])
             rows.append(row)

@@ -202,8 +202,19 @@ CREATE TABLE handoff_bursts (
     flow_bps DOUBLE, peak_ratio DOUBLE);
 """
 
+#: Version 13 (seed 003 slides 11-14, issue 32): how each run's clocks were synchronised, read
+#: at run time (`cellperf.campaign.clocks`: chrony, the kernel's NTP state, or one host's clock),
+#: and the least one-way delay per direction of its probe streams, exact on one clock or
+#: corrected by the probe's clock offset with that offset's uncertainty beside it.
+_V13 = """
+ALTER TABLE runs ADD COLUMN clock_sync JSON;
+CREATE TABLE min_owd (
+    run_id VARCHAR NOT NULL, member VARCHAR, direction VARCHAR NOT NULL, min_ms DOUBLE, raw_min_ms DOUBLE,
+    kind VARCHAR, offset_ms DOUBLE, uncertainty_ms DOUBLE, basis VARCHAR);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -215,4 +226,5 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 #: Tables that hold rows per run (deleted together when a failed run is redone).
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
-              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes")
+              "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes",
+              "min_owd")

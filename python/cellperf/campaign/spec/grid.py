@@ -99,7 +99,7 @@ def expand(campaign: Campaign, default_duration: float) -> list[RunSpec]:
                         duration = _sweep_seconds(options)
                     run_id = f"{net.name}.{scenario}.{test.name}.{rep}"
                     runs.append(RunSpec(run_id, net, scenario, test, rep, options, duration,
-                                        campaign.mobility.get(scenario)))
+                                        campaign.mobility.get(scenario), campaign.speeds.get(scenario)))
     return runs
 
 

@@ -59,9 +59,10 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
     interval_s = c.value(camp, ("campaign",), "interval", check.positive, default=5.0)
     capture = c.value(camp, ("campaign",), "capture", check.boolean, default=True)
     parallel = c.value(camp, ("campaign",), "parallel", check.count, default=1)
-    scenario_list = c.value(camp, ("campaign",), "scenarios", check.scenarios, default=[("stationary", False)])
-    scenarios = [name for name, _ in scenario_list]
-    mobility = dict(scenario_list)
+    scenario_list = c.value(camp, ("campaign",), "scenarios", check.scenarios, default=[("stationary", False, None)])
+    scenarios = [name for name, *_ in scenario_list]
+    mobility = {name: mobile for name, mobile, _ in scenario_list}
+    speeds = {name: speed for name, _, speed in scenario_list if speed}
 
     kind, testbed = testbed_section(c, doc, path, parallel, capture)
     radio = radio_log(c, camp.get("radio_log"), kind, path)
@@ -91,7 +92,7 @@ def _validate(path: Path, text: str, doc: dict) -> Campaign:
                f"{len(measured)} tests + {simulated:,} simulated runs) is {n_runs:,} runs, more than the "
                f"{MAX_RUNS:,} a campaign may hold")
     campaign = Campaign(path, text, name, description, testbed, radio, capture, repetitions, interval_s,
-                        parallel, scenarios, networks, tests, mobility=mobility)
+                        parallel, scenarios, networks, tests, mobility=mobility, speeds=speeds)
     campaign.runs = expand(campaign, default_duration)
     return campaign
 

@@ -65,6 +65,7 @@ class RunSpec:
     options: dict  # the test's options with the network's overrides applied
     duration_s: float
     mobile: bool | None = None  # the scenario's mobility (None: a free label that did not say)
+    speed: str | None = None  # the scenario's speed (cellperf.emulate.mobility.JOURNEYS), if it gives one
 
     @property
     def seed(self) -> int:
@@ -92,6 +93,8 @@ class RunSpec:
     def profile(self) -> str | None:
         if not self.network.profile:
             return None
+        if self.mobile and self.speed:
+            return f"{self.network.profile}-{self.speed}"  # a 3G profile at the scenario's speed
         return f"{self.network.profile}-{'mobile' if self.mobile else 'stationary'}"
 
     @property
@@ -120,6 +123,7 @@ class RunSpec:
             **({} if self.network.radio_mechanisms else {"radio_mechanisms": False}),
             # Likewise only when used: a free scenario label's mobility, a link spec, a group.
             **({} if self.scenario in SCENARIOS else {"mobile": self.mobile}),
+            **({"speed": self.speed} if self.speed else {}),
             **({"link": [list(kv) for kv in self.network.link]} if self.network.link else {}),
             **({"members": [[m.name, m.type, self.member_options(m)] for m in self.test.members],
                 "cell": self.test.cell} if self.test.members else {}),
@@ -175,6 +179,7 @@ class Campaign:
     tests: list[TestSpec]
     runs: list[RunSpec] = field(default_factory=list)
     mobility: dict = field(default_factory=dict)  # scenario label → mobile (True/False/None)
+    speeds: dict = field(default_factory=dict)  # scenario label → speed, for those that give one
 
     @property
     def sha256(self) -> str:

@@ -11,6 +11,7 @@ from cellperf.campaign.spec.checker import Checker
 from cellperf.campaign.spec.model import Network, TestSpec
 from cellperf.campaign.spec.options import SIMULATE, SIMULATED, TEST_OPTIONS
 from cellperf.campaign.spec.tests_section import kernel_check, test_options
+from cellperf.emulate.mobility import REFERENCE_KMH
 from cellperf.emulate.profiles import PROFILE_NAMES
 from cellperf.errors import UserError
 
@@ -77,7 +78,7 @@ def link_options(c: Checker, where: tuple, doc, profile: str | None, path: Path)
 
 
 def networks_section(c: Checker, nets_doc: list, kind: str, tests: list[TestSpec],
-                     scenario_list: list[tuple[str, bool | None]], path: Path) -> list[Network]:
+                     scenario_list: list[tuple[str, bool | None, str | None]], path: Path) -> list[Network]:
     """The `[[networks]]` tables (`tests`: the campaign's, for the per-test overrides;
     `scenario_list`: the labels and their mobility, which a profile's link needs)."""
     by_name = {t.name: t for t in tests}
@@ -104,11 +105,14 @@ def networks_section(c: Checker, nets_doc: list, kind: str, tests: list[TestSpec
                 c.fail(where + ("profile",), f"unknown profile '{profile}' (choose from {', '.join(FAMILIES)}; "
                                              "each is run as -stationary and -mobile)")
             if profile is not None:
-                for label, mobile in scenario_list:
+                for label, mobile, speed in scenario_list:
                     if mobile is None:
                         c.fail(("campaign", "scenarios"), f"scenario '{label}' needs mobile = true or false "
                                f"(network {nname}'s profile has a -stationary and a -mobile link): "
                                f"{{ name = \"{label}\", mobile = true }}")
+                    if speed is not None and profile not in REFERENCE_KMH:
+                        c.fail(("campaign", "scenarios"), f"scenario '{label}' has speed = \"{speed}\", which the "
+                               f"3G profiles have ({', '.join(REFERENCE_KMH)}), not network {nname}'s {profile}")
         elif profile is not None:
             c.fail(where + ("profile",), "profiles are for the emulated testbed; a real network has none")
         seed = c.value(n, where, "seed", check.seed, default=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from cellperf.agents import parse_rate, parse_size
+from cellperf.emulate.mobility import JOURNEYS
 from cellperf.validate import number, plain_text
 
 #: Scenario labels whose mobility is known; any other label (car, campus, KTX, subway,
@@ -168,29 +169,35 @@ def scenario_label(name) -> str:
     return name
 
 
-def scenarios(value, where) -> list[tuple[str, bool | None]]:
+def scenarios(value, where) -> list[tuple[str, bool | None, str | None]]:
     """Labels (stationary and mobile say their mobility; car, campus, KTX, ... are free) or
-    tables `{ name = "KTX", mobile = true }`: [(label, mobile or None)]."""
+    tables `{ name = "KTX", mobile = true }`, `{ name = "KTX", speed = "train" }` (a speed of
+    the 3G profiles, seed 000 §3.1: mobile): [(label, mobile or None, speed or None)]."""
     usage = ("must be a list of scenario labels or { name = \"KTX\", mobile = true } tables, "
-             "e.g. [\"stationary\", { name = \"car\", mobile = true }]")
+             "e.g. [\"stationary\", { name = \"car\", mobile = true }, { name = \"KTX\", speed = \"train\" }]")
     if not isinstance(value, list) or not value:
         raise ValueError(usage)
     out = []
     for v in value:
+        speed = None
         if isinstance(v, str):
             name, mobile = v, {"stationary": False, "mobile": True}.get(v)
-        elif isinstance(v, dict) and set(v) <= {"name", "mobile"} and "name" in v:
-            name, mobile = v["name"], v.get("mobile")
+        elif isinstance(v, dict) and set(v) <= {"name", "mobile", "speed"} and "name" in v:
+            name, mobile, speed = v["name"], v.get("mobile"), v.get("speed")
             if mobile is not None and not isinstance(mobile, bool):
                 raise ValueError(f"{name!r}: mobile must be true or false")
+            if speed is not None and speed not in JOURNEYS:
+                raise ValueError(f"{name!r}: speed must be one of {', '.join(JOURNEYS)}")
+            if speed is not None and (mobile is False or name == "stationary"):
+                raise ValueError(f"{name!r}: a speed is for a mobile scenario")
             if name in SCENARIOS and mobile is not None and mobile != (name == "mobile"):
                 raise ValueError(f"{name!r} is {'' if name == 'mobile' else 'not '}mobile by its name")
             if mobile is None:
-                mobile = {"stationary": False, "mobile": True}.get(name)
+                mobile = True if speed else {"stationary": False, "mobile": True}.get(name)
         else:
             raise ValueError(usage)
         scenario_label(name)
-        if any(name == n for n, _ in out):
+        if any(name == n for n, *_ in out):
             raise ValueError(f"scenario {name!r} is given twice")
-        out.append((name, mobile))
+        out.append((name, mobile, speed))
     return out

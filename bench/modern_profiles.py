@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The LTE and NR profiles as shipped, measured through `cellperf emulate` (issue 30 §4).
+
+1. TCP: for each profile, real pings (10, 0.2 s apart) on the idle link, then a 15-s iperf3
+   download (CUBIC, the kernel's default) with pings 0.2 s apart beside it, then a 10-s upload:
+   goodput each way and the RTT idle and under the download's load, beside the ranges the
+   cited measurements report (printed with each row).
+2. Same profile, two clocks: a 30-s kernel Reno download through `cellperf emulate --profile P`
+   and `cellperf simulate --profile P` on the same profile and seed, set to what the kernel does
+   (1500-B packets, initial window 10, no initial ssthresh, min RTO 200 ms, delayed ACKs 40 ms:
+   the settings of tests/emulate/test_simulate_crosscheck.py, the 3G-like cell's agreement
+   test, whose bound is 15 %).
+
+    sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CELLPERF = str(Path(sys.executable).parent / "cellperf")
+PORT = 5401
+TCP_PROFILES = ("lte-stationary", "lte-mobile", "nr-stationary", "nr-mobile", "nr-mmwave-stationary", "nr-mmwave-mobile")
+AGREEMENT_PROFILES = ("lte-stationary", "lte-mobile", "nr-stationary")
+AGREEMENT_S, SEED = 30, 3
+#: What the cited measurements report, printed beside each family's figures.
+CITED = {
+    "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract and §4): median downlink 13 Mb/s, "
+           "uplink 6 Mb/s; the profile's comment cites LTE RTTs of 60-70 ms median",
+    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): mid-band "
+          "downloads of the order of 100-200 Mb/s (as summarised; the paper's figures not checked here); the "
+          "profile's 400/80 Mb/s two-state channel and 10-ms one-way delay are choices (docs/emulator.md)",
+    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave downloads above 1 Gb/s in line of sight",
+}
+
+
+def rtts_ms(text: str) -> list[float]:
+    return [float(t) for t in re.findall(r"time=([0-9.]+) ms", text)]
+
+
+class Iperf3Server:
+    """iperf3 servers on PORT (downloads) and PORT + 1 (uploads): one server is still busy
+    with a download's end for a moment after the client has its result."""
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen(["iperf3", "-s", "-p", str(port)], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) for port in (PORT, PORT + 1)]
+        time.sleep(1.0)
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.terminate()
+            proc.wait()
+
+
+def emulate(profile: str, script: str, *options: str) -> None:
+    p = subprocess.run([CELLPERF, "emulate", "--profile", profile, *options, "--", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise SystemExit(f"cellperf emulate --profile {profile} failed: {p.stderr.strip()}")
+
+
+def received_mbps(path: Path) -> float:
+    doc = json.loads(path.read_text())
+    if "error" in doc:
+        raise SystemExit(f"iperf3 ({path.name}) failed: {doc['error']}")
+    return doc["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+def tcp_row(profile: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp, Iperf3Server():
+        out = Path(tmp)
+        script = (f"ping -n -c 10 -i 0.2 $CELLPERF_CN > {out}/idle.txt; "
+                  f"ping -n -c 70 -i 0.2 $CELLPERF_CN > {out}/loaded.txt & "
+                  f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t 15 -J > {out}/down.json; wait; "
+                  f"iperf3 -c $CELLPERF_CN -p {PORT + 1} -t 10 -J > {out}/up.json")
+        emulate(profile, script)
+        down, up = (received_mbps(out / f"{d}.json") for d in ("down", "up"))
+        idle, loaded = rtts_ms((out / "idle.txt").read_text()), rtts_ms((out / "loaded.txt").read_text())
+    return (f"{profile:<22}{down:>9.1f}{up:>8.1f}{statistics.median(idle):>10.1f}{statistics.median(loaded):>10.1f}"
+            f"{max(loaded):>9.0f}")
+
+
+def agreement_row(profile: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp, Iperf3Server():
+        out = Path(tmp) / "down.json"
+        emulate(profile, f"iperf3 -c $CELLPERF_CN -p {PORT} -R -C reno -t {AGREEMENT_S} -J > {out}", "--seed", str(SEED))
+        # iperf3 counts payload: 1448 of each 1500-B packet with timestamps on.
+        kernel = json.loads(out.read_text())["end"]["sum_received"]["bits_per_second"] * 1500 / 1448
+    sim = subprocess.run([CELLPERF, "simulate", "--profile", profile, "--users", "1", "--scheduler", "none", "--wired-hops", "0",
+                          "--packet", "1500", "--tcp", "reno", "--initial-window", "10", "--initial-ssthresh", "off",
+                          "--min-rto", "200ms", "--delayed-ack", "40ms", "--duration", str(AGREEMENT_S), "--seed", str(SEED),
+                          "--json"], capture_output=True, text=True, check=True)
+    model = json.loads(sim.stdout)["runs"][0]["flows"][0]["goodput_bps"]
+    ratio = model / kernel
+    return (f"{profile:<22}{kernel / 1e6:>12.2f}{model / 1e6:>12.2f}{ratio:>8.3f}  "
+            f"{'within 15 %' if abs(ratio - 1) <= 0.15 else 'NOT within 15 %'}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tcp-only", action="store_true")
+    ap.add_argument("--agreement-only", action="store_true")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/modern_profiles.py needs root (namespaces)")
+    print(f"load average {os.getloadavg()[0]:.2f} at the start")
+    if not a.agreement_only:
+        print(f"{'profile':<22}{'down Mb/s':>9}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
+        for p in TCP_PROFILES:
+            print(tcp_row(p), flush=True)
+        for family, text in CITED.items():
+            print(f"  {family}: {text}")
+    if not a.tcp_only:
+        print(f"{'Reno, ' + str(AGREEMENT_S) + ' s':<22}{'emulate Mb/s':>12}{'simulate':>12}{'ratio':>8}")
+        for p in AGREEMENT_PROFILES:
+            print(agreement_row(p), flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
