@@ -17,7 +17,7 @@ Examples:
   cellperf probe cn -t window-sweep --windows 16K,64K,256K --duration 20
   cellperf probe cn -t ping-sweep --count 20 --interval 0.5
   cellperf probe cn -t cn-ping-sweep --sizes 128,1500 --count 20 --interval 0.5
-  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 \
+  cellperf probe cn -t trains --lengths 10,100 --period 200ms --payload 1400 \\
        --direction both --log t.parquet
 """
 
