@@ -11,7 +11,7 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 10 KB-10 MB downloads) live, replayed `full` and replayed `heavy`; the scorecard
+call, 10 KB-10 MB HTTP downloads) live, replayed `full` and replayed `heavy`; the scorecard
 (cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 Web page loads are not among the workloads (not done: see docs).
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -166,26 +166,19 @@ def replay_cpu(bundle: Path, work: Path, pings: int) -> list[dict]:
     return rows
 
 
-def start_server(token: Path) -> tuple[subprocess.Popen, int]:
-    server = subprocess.Popen([*CELLPERF, "server", "--listen", "0.0.0.0:0", "--token-file", str(token), "--json",
-                               "--max-rate", "1G", "--max-tests", "64"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return server, int(json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1])
-
-
-def condition_card(condition: str, args, plan: dict, server_at: str, token: Path, work: Path) -> dict:
+def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, token: Path, work: Path) -> dict:
     opts, users, drawn = draw_link(condition, args.seed, work)
     live = live_prefix(opts, users, server_at, token, work)
     bundle = work / "bundle"
     t0 = time.monotonic()
     record(live, server_at, token, args.record, bundle)
     print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
-    results = {}
-    for mode in ("live", *scorecard.MODES):
-        t0 = time.monotonic()
-        prefix = live_prefix(opts, users, server_at, token, work) if mode == "live" else scorecard.replay_prefix(bundle, mode)
-        results[mode] = scorecard.run_workloads(prefix, server_at, token, plan)
-        print(f"  {mode}: workloads done ({time.monotonic() - t0:.0f} s)", flush=True)
+    runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
+                                                    plan, http_at)}
+    for mode in scorecard.MODES:
+        runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
+                                                               plan, http_at)
+    results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
     card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
     return {"link": drawn, "card": card, "results": results, "bundle": bundle}
 
@@ -213,26 +206,24 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cellperf-bench-replay-"))
     token = work / "token"
     token.write_text("bench-replay\n")
-    server, port = start_server(token)
-    print(f"load average {', '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}; seed {args.seed}", flush=True)
+    print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; seed {args.seed}", flush=True)
     report = {"seed": args.seed, "record_s": args.record, "plan": plan, "conditions": {}}
     try:
-        for condition in conditions:
-            print(f"\n== {condition} ==", flush=True)
-            (work / condition).mkdir()
-            got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", token, work / condition)
-            print(f"live link: {json.dumps(got['link'])}")
-            print(scorecard.table(got["card"]), flush=True)
-            report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
-        first = work / conditions[0] / "bundle"
-        report["replay_cpu"] = replay_cpu(first, work, 300 if args.quick else 1000)
+        with scorecard.local_servers(token) as (port, http_port):
+            for condition in conditions:
+                print(f"\n== {condition} ==", flush=True)
+                (work / condition).mkdir()
+                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}", token,
+                                     work / condition)
+                print(f"live link: {json.dumps(got['link'])}")
+                print(scorecard.table(got["card"]), flush=True)
+                report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
+        report["replay_cpu"] = replay_cpu(work / conditions[0] / "bundle", work, 300 if args.quick else 1000)
         print("\nreplay CPU vs recording length (the same pings, 100 a second each way):")
         for r in report["replay_cpu"]:
             print(f"  {r['recording_s']:7.1f} s recorded: {r['cpu_s']:.2f} s CPU in {r['wall_s']:.1f} s")
-        report["load_average_end"] = __import__("os").getloadavg()
+        report["load_average_end"] = os.getloadavg()
     finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=10)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
             for c in conditions:

@@ -11,12 +11,16 @@ real network).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -24,7 +28,7 @@ from cellperf.errors import UserError
 
 MODES = ("full", "heavy")
 #: The measures' order and labels in the table; units in the label.
-LABELS = {"ping_rtt_ms": "ping RTT ms", "train_mbps_10": "10-pkt train Mb/s", "train_mbps_100": "100-pkt train Mb/s",
+LABELS = {"ping_rtt_ms": "ping RTT ms", "train_ms_10": "10-pkt train ms", "train_ms_100": "100-pkt train ms",
           "voip_r": "VoIP R (5-s)", "download_s_10KB": "10 KB download s", "download_s_100KB": "100 KB download s",
           "download_s_1MB": "1 MB download s", "download_s_10MB": "10 MB download s"}
 #: Issue 29's targets for `full`: measure → (statistic, bound). `mean`: relative error of the
@@ -65,17 +69,25 @@ def compare(live, replay) -> dict:
     return out
 
 
+def train_rate(result: dict, n: int) -> float | None:
+    """Delivery rate (bytes/ms) of the n-packet trains: their bytes after the first packet over
+    their delivery times, summed (a mean of per-train rates would be ruled by the trains whose
+    packets came out together, at rates of Gb/s)."""
+    ms, sent = sum(result.get(f"train_ms_{n}") or []), sum(result.get(f"train_bytes_{n}") or [])
+    return sent / ms if ms > 0 else None
+
+
 def train_ratio(result: dict) -> float | None:
-    """Mean delivery rate of the 100-packet trains over the 10-packet ones', or None."""
-    long, short = result.get("train_mbps_100") or [], result.get("train_mbps_10") or []
-    return float(np.mean(long) / np.mean(short)) if long and short else None
+    """Delivery rate of the 100-packet trains over the 10-packet ones', or None."""
+    long, short = train_rate(result, 100), train_rate(result, 10)
+    return long / short if long and short else None
 
 
 def score(live: dict[str, list], replays: dict[str, dict[str, list]]) -> dict:
     """The scorecard of one recording: per measure and mode, `compare`; the train-size ratio
     live and per mode; and each target's figure per mode with whether `full` met it and
     whether `full`'s error is at most half `heavy`'s."""
-    measures = [m for m in LABELS if m in live] + sorted(m for m in live if m not in LABELS)
+    measures = [m for m in LABELS if m in live] + sorted(m for m in live if m not in LABELS and "bytes" not in m)
     card = {"measures": {m: {mode: compare(live[m], r.get(m, [])) for mode, r in replays.items()} for m in measures}}
     ratios = {"live": train_ratio(live), **{mode: train_ratio(r) for mode, r in replays.items()}}
     card["train_ratio"] = ratios
@@ -122,7 +134,8 @@ def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
     lines.append(f"{'target (full)':<26} {'bound':>8}" + "".join(f" {m:>8}" for m in modes) + f" {'met':>5} {'<=heavy/2':>9}")
     for name, t in card["targets"].items():
         unit = (lambda x: "-" if x is None else f"{x:.2f}") if t["statistic"] == "median_points" else _pct
-        label = f"{LABELS.get(name, name)} {t['statistic'].replace('_points', ' pts')}"[:26]
+        label = ("100/10 train rate ratio" if name == "train_ratio"
+                 else f"{LABELS.get(name, name)} {t['statistic'].replace('_points', ' pts')}")[:26]
         yes = {True: "yes", False: "NO", None: "-"}
         lines.append(f"{label:<26} {unit(t['bound']):>8}" + "".join(f" {unit(t.get(m)):>8}" for m in modes)
                      + f" {yes[t['met']]:>5} {yes[t['half_of_heavy']]:>9}")
@@ -135,15 +148,17 @@ def cellperf_command() -> list[str]:
     return [str(script) if script.exists() else "cellperf"]
 
 
-def run_workloads(prefix: list[str], server: str, token_file: Path, plan: dict, timeout_s: float | None = None) -> dict:
-    """Runs the workloads' plan at `server` as `prefix + [python -m cellperf.replay.workloads
-    ...]` (prefix: [] for the live network, a `cellperf emulate ... --` command for an emulated
-    one; `$CELLPERF_CN` in `server` is the emulator's host side); returns their results."""
+def run_workloads(prefix: list[str], server: str, token_file: Path, plan: dict, http_at: str | None = None,
+                  timeout_s: float | None = None) -> dict:
+    """Runs the workloads' plan at `server` (and the download server `http_at`) as `prefix +
+    [python -m cellperf.replay.workloads ...]` (prefix: [] for the live network, a `cellperf
+    emulate ... --` command for an emulated one; `$CELLPERF_CN` in `server` and `http_at` is
+    the emulator's host side); returns their results."""
     with tempfile.TemporaryDirectory(prefix="cellperf-scorecard-") as tmp:
         plan_file, out = Path(tmp) / "plan.json", Path(tmp) / "result.json"
         plan_file.write_text(json.dumps(plan))
         argv = [*prefix, sys.executable, "-m", "cellperf.replay.workloads", server, "--token-file", str(token_file),
-                "--plan", str(plan_file), "--out", str(out)]
+                "--plan", str(plan_file), "--out", str(out), *(["--http", http_at] if http_at else [])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(Path(__file__).parents[2]),
                                                                            os.environ.get("PYTHONPATH", "")] if p)}
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -156,3 +171,42 @@ def run_workloads(prefix: list[str], server: str, token_file: Path, plan: dict, 
 def replay_prefix(bundle, mode: str) -> list[str]:
     """The command that runs a command behind a replay of `bundle` in `mode`."""
     return [*cellperf_command(), "emulate", "--replay", os.fspath(bundle), "--replay-mode", mode, "--"]
+
+
+def alternate(runs: dict[str, Callable[[], dict]], rounds: int, say: Callable[[str], None]) -> dict[str, dict]:
+    """Runs each of `runs` (live first, then the replays) in turn, `rounds` times over, so that
+    a slow drift of the live network spreads over all of them; each one's results merged."""
+    merged: dict[str, dict] = {name: {} for name in runs}
+    for k in range(rounds):
+        for name, run in runs.items():
+            t0 = time.monotonic()
+            for measure, values in run().items():
+                merged[name].setdefault(measure, []).extend(values)
+            say(f"round {k + 1}/{rounds}: {name} done ({time.monotonic() - t0:.0f} s)")
+    return merged
+
+
+@contextlib.contextmanager
+def local_servers(token_file: Path) -> Iterator[tuple[int, int]]:
+    """A `cellperf server` (any address, 1 Gb/s a test) and a download server on this host,
+    for workloads behind `cellperf emulate` (at $CELLPERF_CN): yields their ports."""
+    from cellperf.replay.workloads import serve_downloads
+
+    server = subprocess.Popen([*cellperf_command(), "server", "--listen", "0.0.0.0:0", "--token-file", str(token_file),
+                               "--json", "--max-rate", "1G", "--max-tests", "64"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    downloads = None
+    try:
+        line = server.stdout.readline()
+        if not line:
+            raise UserError(f"cellperf server did not start: {server.stderr.read().strip()[-300:]}")
+        downloads = serve_downloads()
+        yield int(json.loads(line)["listening"].rsplit(":", 1)[1]), downloads.server_address[1]
+    finally:
+        if downloads is not None:
+            downloads.shutdown()
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()

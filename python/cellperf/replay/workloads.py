@@ -3,21 +3,29 @@ a `cellperf server`: through a live link, or behind `cellperf emulate --replay`.
 
     python -m cellperf.replay.workloads SERVER --token-file F --plan PLAN.json --out RESULT.json
 
-runs, in this order, ping trains (ICMP echo RTTs), the agents' packet trains downstream (the
-delivery rate of each train length), a VoIP call (R per 5-s window, both directions) and TCP
-downloads of each size (completion time), and writes one JSON document: each measure's list
-of values (`ping_rtt_ms`, `train_mbps_10`, `voip_r`, `download_s_1MB`, ...). The same plan
-runs in the same order live and replayed, so each sees the same stretch of the link's time.
+        [--http HOST:PORT]
+
+runs, in this order, ping trains (ICMP echo RTTs), the agents' packet trains downstream (each
+train's delivery time and bytes), a VoIP call (R per 5-s window, both directions) and, with
+--http, TCP downloads of each size from a download server (`serve_downloads`; completion
+time from connect to the last byte, a new connection each), and writes one JSON document:
+each measure's list of values (`ping_rtt_ms`, `train_ms_10`, `voip_r`, `download_s_1MB`,
+...). The same plan runs in the same order live and replayed, so each sees the same stretch
+of the link's time.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import http.server
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -51,10 +59,11 @@ def pings(host: str, count: int, interval_s: float) -> list[float]:
     return [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
 
 
-def train_rates(log, lengths: list[int]) -> dict[int, list[float]]:
-    """Delivery rate (Mb/s) of each train with two packets or more delivered, by train length:
-    the bytes after a train's first delivered packet over the time to its last (what the link
-    gave a train of that size, CellReplay's measure of its workload dependence)."""
+def train_deliveries(log, lengths: list[int]) -> dict[int, tuple[list[float], list[float]]]:
+    """Per train length, each train's delivery time (ms from its first delivered packet to its
+    last) and the bytes delivered after its first packet, for trains with two packets or
+    more delivered: their ratio is the delivery rate the link gave a train of that size
+    (CellReplay's measure of its workload dependence)."""
     from cellperf.replay.record_traces import train_index
 
     seq = log.column("seq").to_numpy().astype(np.int64)
@@ -65,14 +74,61 @@ def train_rates(log, lengths: list[int]) -> dict[int, list[float]]:
     train, recv, wire = train[got], recv[got].astype(np.float64), wire[got]
     order = np.lexsort((recv, train))
     train, recv, wire = train[order], recv[order], wire[order]
+    if not len(train):
+        return {n: ([], []) for n in lengths}
     starts = np.flatnonzero(np.r_[True, train[1:] != train[:-1]])
     ends = np.r_[starts[1:], len(train)] - 1
-    span_ns = recv[ends] - recv[starts]
-    after_first = np.add.reduceat(wire, starts) - wire[starts] if len(starts) else np.array([])
-    keep = span_ns > 0
-    mbps = after_first[keep] * 8 / span_ns[keep] * 1e3
-    length = np.asarray(lengths)[train[starts][keep] % len(lengths)]
-    return {n: mbps[length == n].tolist() for n in lengths}
+    span_ms = (recv[ends] - recv[starts]) / 1e6
+    after_first = np.add.reduceat(wire, starts) - wire[starts]
+    keep = ends > starts
+    length = np.asarray(lengths)[train[starts] % len(lengths)]
+    return {n: (span_ms[keep & (length == n)].tolist(), after_first[keep & (length == n)].astype(float).tolist())
+            for n in lengths}
+
+
+def serve_downloads(listen: tuple[str, int] = ("0.0.0.0", 0)) -> http.server.ThreadingHTTPServer:
+    """A download server in a thread: `GET /N` answers N bytes (zeros). Its port is
+    `server.server_address[1]`; `server.shutdown()` stops it."""
+
+    class Downloads(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server name
+            size = int(self.path.strip("/")) if self.path.strip("/").isdigit() else -1
+            if not 0 <= size <= 1 << 30:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            chunk = bytes(65536)
+            while size > 0:
+                self.wfile.write(chunk[:size])
+                size -= len(chunk)
+
+        def log_message(self, *_args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(listen, Downloads)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def download(address: str, size: int) -> float | None:
+    """Seconds from connecting to the download server at HOST:PORT to the last of `size`
+    bytes (a new TCP connection: its handshake and slow start count, as a page's would);
+    None when the download failed or came short."""
+    host, _, port = address.rpartition(":")
+    t0 = time.perf_counter()
+    try:
+        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
+        conn.request("GET", f"/{size}")
+        got = len(conn.getresponse().read())
+        conn.close()
+    except OSError:
+        return None
+    return time.perf_counter() - t0 if got == size else None
 
 
 def voip_r(log, window_s: float) -> list[float]:
@@ -90,8 +146,9 @@ def voip_r(log, window_s: float) -> list[float]:
     return [float(r) for r in w["r"].drop_nulls()]
 
 
-def run_plan(server: str, token: bytes, plan: dict, ping_host: str) -> dict[str, list[float]]:
-    """Every workload of `plan` (keys as DEFAULT_PLAN's; a missing key is skipped), in order."""
+def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str | None) -> dict[str, list[float]]:
+    """Every workload of `plan` (keys as DEFAULT_PLAN's; a missing key is skipped, and the
+    downloads without a download server `http_at`), in order."""
     out: dict[str, list[float]] = {}
     if "ping" in plan:
         out["ping_rtt_ms"] = pings(ping_host, plan["ping"]["count"], plan["ping"]["interval_s"])
@@ -99,19 +156,19 @@ def run_plan(server: str, token: bytes, plan: dict, ping_host: str) -> dict[str,
         t = plan["trains"]
         r = run_probe(server, token, "trains", {"duration_s": t["duration_s"], "lengths": t["lengths"],
                                                 "period_s": t["period_s"], "direction": "down"})
-        for n, rates in train_rates(r.log, t["lengths"]).items():
-            out[f"train_mbps_{n}"] = rates
+        for n, (ms, sent) in train_deliveries(r.log, t["lengths"]).items():
+            out[f"train_ms_{n}"], out[f"train_bytes_{n}"] = ms, sent
     if "voip" in plan:
         r = run_probe(server, token, "voip", {"duration_s": plan["voip"]["duration_s"]})
         out["voip_r"] = voip_r(r.log, plan["voip"]["window_s"])
-    if "downloads" in plan:
+    if "downloads" in plan and http_at:
         d = plan["downloads"]
         for _ in range(d["repeats"]):
             for size in d["sizes"]:
-                r = run_probe(server, token, "tcp-bulk", {"bytes": size, "direction": "down", "congestion": "cubic"})
+                seconds = download(http_at, size)
                 # A download that did not finish (the link went away) is no completion time.
-                if r.document.get("bytes_received", 0) >= size:
-                    out.setdefault(f"download_s_{size_label(size)}", []).append(r.document["duration_s"])
+                if seconds is not None:
+                    out.setdefault(f"download_s_{size_label(size)}", []).append(seconds)
     return out
 
 
@@ -121,10 +178,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--token-file", type=Path)
     ap.add_argument("--plan", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--http", metavar="HOST:PORT", help="The download server (serve_downloads).")
     args = ap.parse_args(argv)
     host = args.server.rsplit(":", 1)[0].strip("[]") if args.server.count(":") == 1 or "]" in args.server \
         else args.server
-    result = run_plan(args.server, read_token(args.token_file), json.loads(args.plan.read_text()), host)
+    result = run_plan(args.server, read_token(args.token_file), json.loads(args.plan.read_text()), host, args.http)
     tmp = args.out.with_name(args.out.name + ".part")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, args.out)
