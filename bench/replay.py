@@ -41,12 +41,6 @@ from cellperf.replay import scorecard, workloads  # noqa: E402
 
 CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded")
-QUICK_PLAN = {
-    "ping": {"count": 40, "interval_s": 0.2},
-    "trains": {"duration_s": 8.0, "lengths": [10, 100], "period_s": 0.5},
-    "voip": {"duration_s": 15.0, "window_s": 5.0},
-    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 1},
-}
 #: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
 RECORD_PERIOD = "500ms"
 
@@ -202,7 +196,7 @@ def main() -> None:
     if set(conditions) - set(CONDITIONS):
         ap.error(f"--conditions: choose from {', '.join(CONDITIONS)}")
     args.record = args.record or (20.0 if args.quick else 60.0)
-    plan = QUICK_PLAN if args.quick else workloads.DEFAULT_PLAN
+    plan = workloads.QUICK_PLAN if args.quick else workloads.DEFAULT_PLAN
     work = Path(tempfile.mkdtemp(prefix="cellperf-bench-replay-"))
     token = work / "token"
     token.write_text("bench-replay\n")

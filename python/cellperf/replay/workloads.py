@@ -40,6 +40,13 @@ DEFAULT_PLAN = {
     "voip": {"duration_s": 30.0, "window_s": 5.0},
     "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 3},
 }
+#: `cellperf replay check --quick`'s (and `bench/replay.py --quick`'s): about a minute.
+QUICK_PLAN = {
+    "ping": {"count": 40, "interval_s": 0.2},
+    "trains": {"duration_s": 8.0, "lengths": [10, 100], "period_s": 0.5},
+    "voip": {"duration_s": 15.0, "window_s": 5.0},
+    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 1},
+}
 #: Bytes in front of a UDP payload on an IPv4 link (IP 20 + UDP 8).
 UDP_IPV4_HEADERS = 28
 
