@@ -98,8 +98,12 @@ def test_ctrl_c_keeps_a_consistent_bundle_marked_incomplete(server, tmp_path):
     assert "kept" in err and "complete: false" in err
     m, light = _consistent(out, complete=False)
     assert m["duration_s"] < 15 and m["clock"]["method"] == "synced"
+    # The sizes phase's 40 lone packets (4 sizes, one every 50 ms for 0.5 s) come first, then
+    # trains of 5 and 20 in turn; on loopback every packet arrives.
+    lone = [l for l in light if len(l) == 3]
+    assert len(lone) == 40 and light[:40] == lone
+    light = light[40:]
     assert len(light) == 40
-    # Trains of 5 and 20 in turn; on loopback every packet arrives.
     assert {len(l) - 2 for l in light} == {5, 20}
     offsets = [l.split() for l in (out / "downlink.offset").read_text().splitlines()[1:]]
     assert [int(s) for s, _ in offsets] == [128, 428, 828, 1428] and offsets[0][1] == "0.000"

@@ -44,7 +44,14 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     assert m["train_lengths"] == [10, 100] and m["train_period_ms"] == 200.0 and 8 <= m["duration_s"] < 20
     for direction, mbit in (("downlink", 10), ("uplink", 5)):
         light = _series(out / f"{direction}.light")
-        # 4 s of trains, one every 200 ms.
+        # The sizes phase's lone packets (4 sizes, one every 50 ms for 0.5 s each) are the
+        # series' first base delay samples: the base delay (20 ms and a 128-byte packet's
+        # transmission) from the recording's first second, not from the first train's.
+        lone = [l for l in light if len(l) == 3]
+        assert 30 <= len(lone) <= 40 and float(lone[0][0]) < 1500, (len(lone), lone[:1])
+        assert abs(np.median([float(l[1]) for l in lone]) - (20 + 128 * 8 / (mbit * 1e3))) < 1.0, direction
+        # Then 4 s of trains, one every 200 ms.
+        light = [l for l in light if len(l) > 3]
         assert 18 <= len(light) <= 21, len(light)
         # Base delay: 20 ms plus the smallest recorded packet's transmission (128 B: 0.10 ms at
         # 10 Mb/s, 0.20 at 5; the trains' 1428-byte packets' offset taken off), seen by the

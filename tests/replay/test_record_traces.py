@@ -37,6 +37,19 @@ def test_light_lines_give_send_time_base_delay_and_delivery_offsets():
     assert t.light_lines(train, place, send, np.full(6, NAN), 0) == []
 
 
+def test_lone_packets_are_base_delay_samples_less_their_size_offset():
+    # The sizes phase: 128 B at 10 ms (delay 20), 1428 B at 60 ms (delay 22.5), 128 B at 110 ms
+    # lost, 828 B at 160 ms (delay 21); offsets 0 at 128 B, 2 ms at 1428 B (1 ms at 778 B).
+    send = np.array([10, 60, 110, 160]) * MS
+    recv = np.array([30, 82.5, NAN, 181]) * MS
+    wire = np.array([128, 1428, 128, 828])
+    lines = t.lone_packet_lines(send, recv, wire, np.array([128, 1428]), np.array([0.0, 2.0]), 0)
+    # 828 B: 21 ms less its interpolated offset 700/1300 × 2 = 1.077 ms.
+    assert lines == ["10.000 20.000 0.000", "60.000 20.500 0.000", "160.000 19.923 0.000"]
+    # Without offsets the delay is the base delay.
+    assert t.lone_packet_lines(send, recv, wire, np.zeros(0, np.int64), np.zeros(0), 0)[1] == "60.000 22.500 0.000"
+
+
 def test_times_go_on_the_mobile_nodes_clock():
     # The server's clock is 5 ms ahead: it stamps a downlink packet's send, an uplink packet's receive.
     c = {"send": np.array([105.0]) * MS, "recv": np.array([125.0]) * MS}

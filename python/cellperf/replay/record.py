@@ -359,8 +359,11 @@ class Recorder:
                                           cat("recv", sizes) - cat("send", sizes))
             out[f"{d}.offset"] = traces.offset_lines(*size_ms)
             # The base delay is the smallest size's: the trains' larger packets carry their offset.
-            out[f"{d}.light"] = traces.light_lines(train.astype(np.int64), place, send, recv, 0,
-                                                   traces.offset_at(*size_ms, o.payload + wire_extra))
+            # The sizes phase's single packets come first in time: the series' first samples.
+            out[f"{d}.light"] = traces.lone_packet_lines(
+                cat("send", sizes), cat("recv", sizes), cat("bytes", sizes).astype(np.int64) + wire_extra, *size_ms, 0) \
+                + traces.light_lines(train.astype(np.int64), place, send, recv, 0,
+                                     traces.offset_at(*size_ms, o.payload + wire_extra))
             out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
             stretches = []
             for c in (c for c in parts if c["kind"] == "saturate"):

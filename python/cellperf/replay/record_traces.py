@@ -137,6 +137,20 @@ def offset_at(sizes: np.ndarray, offsets: np.ndarray, size: int) -> float:
     return float(np.interp(size, sizes, offsets)) if len(sizes) else 0.0
 
 
+def lone_packet_lines(send_ns: np.ndarray, recv_ns: np.ndarray, wire_bytes: np.ndarray, sizes: np.ndarray,
+                      offsets: np.ndarray, t0_ns: int) -> list[str]:
+    """Light lines `t_ms base_delay_ms 0.000` of the sizes phase's single packets: each a base
+    delay sample (its one-way delay less its own size offset), so the base delay series
+    starts with the recording, not seconds later with the first train (a replay holds the
+    first train's base delay before it: pings in the first 8 s of a 20-s recording were all
+    replayed 45 ms where the link gave 62-74)."""
+    got = ~np.isnan(recv_ns)
+    send, recv = send_ns[got], recv_ns[got]
+    offset_ns = np.interp(wire_bytes[got], sizes, offsets) * 1e6 if len(sizes) else np.zeros(len(send))
+    one = np.arange(len(send))
+    return light_lines(one, np.zeros(len(send), np.int64), send, recv - offset_ns, t0_ns)
+
+
 def offset_lines(sizes: np.ndarray, offsets: np.ndarray) -> list[str]:
     """`size_bytes offset_ms` per recorded size (`size_offsets`)."""
     return [f"{s} {o}" for s, o in zip(sizes.tolist(), ms_text(offsets).to_pylist())]

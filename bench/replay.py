@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""How faithfully `cellperf emulate --replay` reproduces a recorded link (issue 29 §3-§4).
+
+The "live" network is a black box: a `cellperf emulate` link whose parameters this bench draws
+from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per condition:
+  stationary  lte-stationary's ARQ, uplink grants and radio states; a two-state (Gilbert-
+              Elliott) channel each way, drawn rates, delay and base-delay wander;
+  mobile      lte-mobile's, with handoffs at drawn times (drawn interruptions), more wander;
+  crowded     stationary, sharing a proportional-fair cell with 2-3 background users who pull
+              on/off TCP downloads, each on its own drawn channel.
+The same seed gives the same channel from t = 0, so the recording and the live runs see the
+same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
+scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
+call, 10 KB-10 MB HTTP downloads) live, replayed `full` and replayed `heavy`; the scorecard
+(cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
+the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
+Web page loads are not among the workloads (not done: see docs).
+
+    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+from cellperf.agents import run_probe  # noqa: E402
+from cellperf.replay import scorecard, workloads  # noqa: E402
+
+CELLPERF = scorecard.cellperf_command()
+CONDITIONS = ("stationary", "mobile", "crowded")
+#: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
+RECORD_PERIOD = "500ms"
+
+
+def rate(bps: float) -> str:
+    return f"{bps / 1e3:.0f}kbit"
+
+
+def ge(rng, good_lo: float, good_hi: float) -> str:
+    """A two-state channel: good rate drawn in [lo, hi] Mb/s, bad 25-50 % of it, 0.5-2
+    switches a second."""
+    good = rng.uniform(good_lo, good_hi) * 1e6
+    return f"ge:good={rate(good)},bad={rate(good * rng.uniform(0.25, 0.5))},switch={rng.uniform(0.5, 2):.2f}"
+
+
+def draw_link(condition: str, seed: int, work: Path) -> tuple[list[str], int, dict]:
+    """The live link's `cellperf emulate` options, its number of users and what was drawn
+    (reported, never shown to the recorder)."""
+    rng = np.random.default_rng([seed, CONDITIONS.index(condition)])
+    mobile = condition == "mobile"
+    delay = rng.uniform(15, 35)
+    wander = (0.2 if mobile else 0.1) * delay
+    users = 1 + int(rng.integers(2, 4)) if condition == "crowded" else 1
+    downs = [ge(rng, 8, 20) for _ in range(users)]
+    up = ge(rng, 4, 8)
+    opts = ["--profile", "lte-mobile" if mobile else "lte-stationary", *sum((["--downlink", d] for d in downs), []),
+            "--uplink", up, "--delay", f"{delay:.1f}ms", "--delay-wander", f"sd={wander:.1f}ms,tau={rng.uniform(3, 8):.1f}s",
+            "--seed", str(seed)]
+    drawn = {"profile": opts[1], "downlink": downs, "uplink": up, "delay_ms": round(delay, 1),
+             "wander_sd_ms": round(wander, 1), "users": users}
+    if mobile:
+        t, rows = 0.0, []
+        while t < 600:
+            t += rng.uniform(5, 12)
+            rows.append(f"{t:.2f},{len(rows) % 3},0,{rng.uniform(50, 300):.0f}")
+        (work / "handoffs.csv").write_text("time_s,bs_id,sector_id,outage_ms\n" + "\n".join(rows) + "\n")
+        opts += ["--handoffs", str(work / "handoffs.csv")]
+        drawn["handoffs"] = rows[:6]
+    if users > 1:
+        opts += ["--users", str(users), "--scheduler", "pf"]
+    return opts, users, drawn
+
+
+def live_prefix(opts: list[str], users: int, server: str, token: Path, work: Path) -> list[str]:
+    """`cellperf emulate` on the live link; with background users, user 0 runs the command and
+    the others pull on/off traffic until it ends (a stop file)."""
+    prefix = [*CELLPERF, "emulate", *opts, "--"]
+    if users == 1:
+        return prefix
+    stop = work / "stop"
+    stop.unlink(missing_ok=True)
+    background = f"exec {sys.executable} {Path(__file__).resolve()} --background {server} --token-file {token} --stop {stop}"
+    script = (f'if [ "$CELLPERF_USER" = 0 ]; then "$@"; s=$?; touch {stop}; exit $s; '
+              f'else {background} --user "$CELLPERF_USER"; fi')
+    return [*prefix, "sh", "-c", script, "sh"]
+
+
+def background(server: str, token_file: Path, stop: Path, user: int) -> None:
+    """A background user: TCP downloads of 0.5-3 s, then 0.5-3 s idle, until `stop` exists."""
+    from cellperf.agents import read_token
+
+    token, rng = read_token(token_file), np.random.default_rng(user)
+    while not stop.exists():
+        try:
+            run_probe(server, token, "tcp-bulk", {"duration_s": float(rng.uniform(0.5, 3)), "direction": "down"},
+                      progress=lambda _p: not stop.exists())
+        except Exception:  # noqa: BLE001 - a refused or cut test: idle, then try again
+            pass
+        time.sleep(rng.uniform(0.5, 3))
+
+
+def record(prefix: list[str], server: str, token: Path, seconds: float, out: Path) -> None:
+    argv = [*prefix, *CELLPERF, "record", server, "--token-file", str(token), "--duration", f"{seconds:g}",
+            "--period", RECORD_PERIOD, "--max-rate", "1G", "--out", str(out)]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if not (out / "manifest.json").exists():
+        sys.exit(f"bench: the recording failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+
+
+def tile(bundle: Path, times: int, out: Path) -> Path:
+    """The bundle repeated `times` over (every series' times shifted by its duration): a
+    recording `times` as long with the same link."""
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    span_ms = manifest["duration_s"] * 1000
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({**manifest, "duration_s": manifest["duration_s"] * times}))
+    for f in bundle.iterdir():
+        if f.name == "manifest.json" or f.name == "radio.csv":
+            continue
+        rows = [l.split() for l in f.read_text().splitlines() if l.strip() and not l.startswith("#")]
+        # The time columns: outages' start and end, every other file's first.
+        cols = (1, 2) if f.name == "outages" else (0,)
+        lines = []
+        for k in range(times):
+            for r in rows:
+                r = list(r)
+                for c in cols:
+                    r[c] = f"{float(r[c]) + k * span_ms:.3f}" if "." in r[c] else str(int(r[c]) + int(k * span_ms))
+                lines.append(" ".join(r))
+        (out / f.name).write_text("\n".join(lines) + "\n")
+    return out
+
+
+def replay_cpu(bundle: Path, work: Path, pings: int) -> list[dict]:
+    """CPU seconds of `cellperf emulate --replay` (and its pings) on the bundle tiled 1x, 4x, 16x."""
+    rows = []
+    for times in (1, 4, 16):
+        b = bundle if times == 1 else tile(bundle, times, work / f"tiled-{times}")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.monotonic()
+        subprocess.run([*scorecard.replay_prefix(b, "full"), "ping", "-n", "-q", "-c", str(pings), "-i", "0.01",
+                        "$CELLPERF_CN"], capture_output=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rows.append({"times": times, "recording_s": json.loads((b / "manifest.json").read_text())["duration_s"],
+                     "cpu_s": round(cpu, 3), "wall_s": round(time.monotonic() - t0, 2)})
+    return rows
+
+
+def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, token: Path, work: Path) -> dict:
+    opts, users, drawn = draw_link(condition, args.seed, work)
+    live = live_prefix(opts, users, server_at, token, work)
+    bundle = work / "bundle"
+    t0 = time.monotonic()
+    record(live, server_at, token, args.record, bundle)
+    print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
+    runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
+                                                    plan, http_at)}
+    for mode in scorecard.MODES:
+        runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
+                                                               plan, http_at)
+    results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
+    card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
+    return {"link": drawn, "card": card, "results": results, "bundle": bundle}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="One condition (stationary), 20-s recording, short workloads.")
+    ap.add_argument("--seed", type=int, default=1, help="The live links' seed (never given to the recorder).")
+    ap.add_argument("--conditions", default=",".join(CONDITIONS), help="Comma-separated, of " + ", ".join(CONDITIONS))
+    ap.add_argument("--record", type=float, help="Seconds of recording per condition (default 60, quick 20).")
+    ap.add_argument("--json", type=Path, help="Write every figure and the raw samples here.")
+    ap.add_argument("--keep", type=Path, help="Keep the bundles in this folder.")
+    ap.add_argument("--background", help=argparse.SUPPRESS)
+    ap.add_argument("--token-file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--stop", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--user", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.background:
+        return background(args.background, args.token_file, args.stop, args.user)
+    conditions = ["stationary"] if args.quick else [c.strip() for c in args.conditions.split(",")]
+    if set(conditions) - set(CONDITIONS):
+        ap.error(f"--conditions: choose from {', '.join(CONDITIONS)}")
+    args.record = args.record or (20.0 if args.quick else 60.0)
+    plan = workloads.QUICK_PLAN if args.quick else workloads.DEFAULT_PLAN
+    work = Path(tempfile.mkdtemp(prefix="cellperf-bench-replay-"))
+    token = work / "token"
+    token.write_text("bench-replay\n")
+    print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; seed {args.seed}", flush=True)
+    report = {"seed": args.seed, "record_s": args.record, "plan": plan, "conditions": {}}
+    try:
+        with scorecard.local_servers(token) as (port, http_port):
+            for condition in conditions:
+                print(f"\n== {condition} ==", flush=True)
+                (work / condition).mkdir()
+                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}", token,
+                                     work / condition)
+                print(f"live link: {json.dumps(got['link'])}")
+                print(scorecard.table(got["card"]), flush=True)
+                report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
+        report["replay_cpu"] = replay_cpu(work / conditions[0] / "bundle", work, 300 if args.quick else 1000)
+        print("\nreplay CPU vs recording length (the same pings, 100 a second each way):")
+        for r in report["replay_cpu"]:
+            print(f"  {r['recording_s']:7.1f} s recorded: {r['cpu_s']:.2f} s CPU in {r['wall_s']:.1f} s")
+        report["load_average_end"] = os.getloadavg()
+    finally:
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for c in conditions:
+                if (work / c / "bundle").exists():
+                    shutil.copytree(work / c / "bundle", args.keep / c)
+        shutil.rmtree(work)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

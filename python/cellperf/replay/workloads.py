@@ -1,0 +1,203 @@
+"""The scorecard's workloads (docs/emulator.md "Replay fidelity"), run at the mobile node against
+a `cellperf server`: through a live link, or behind `cellperf emulate --replay`.
+
+    python -m cellperf.replay.workloads SERVER --token-file F --plan PLAN.json --out RESULT.json
+
+        [--http HOST:PORT]
+
+runs, in this order, ping trains (ICMP echo RTTs), the agents' packet trains downstream (each
+train's delivery time and bytes), a VoIP call (R per 5-s window, both directions) and, with
+--http, TCP downloads of each size from a download server (`serve_downloads`; completion
+time from connect to the last byte, a new connection each), and writes one JSON document:
+each measure's list of values (`ping_rtt_ms`, `train_ms_10`, `voip_r`, `download_s_1MB`,
+...). The same plan runs in the same order live and replayed, so each sees the same stretch
+of the link's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+from cellperf.agents import read_token, run_probe
+
+#: The plan of `bench/replay.py` and `cellperf replay check` unless told otherwise.
+DEFAULT_PLAN = {
+    "ping": {"count": 100, "interval_s": 0.2},
+    "trains": {"duration_s": 20.0, "lengths": [10, 100], "period_s": 0.5},
+    "voip": {"duration_s": 30.0, "window_s": 5.0},
+    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 3},
+}
+#: `cellperf replay check --quick`'s (and `bench/replay.py --quick`'s): about a minute.
+QUICK_PLAN = {
+    "ping": {"count": 40, "interval_s": 0.2},
+    "trains": {"duration_s": 8.0, "lengths": [10, 100], "period_s": 0.5},
+    "voip": {"duration_s": 15.0, "window_s": 5.0},
+    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 1},
+}
+#: Bytes in front of a UDP payload on an IPv4 link (IP 20 + UDP 8).
+UDP_IPV4_HEADERS = 28
+
+
+def size_label(size: int) -> str:
+    """10_000 → '10KB', 10_000_000 → '10MB' (SI, as the issue names the downloads)."""
+    for unit, scale in (("MB", 1_000_000), ("KB", 1_000)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return f"{size}B"
+
+
+def pings(host: str, count: int, interval_s: float) -> list[float]:
+    """ICMP echo round trips (ms) of `count` pings, one every `interval_s`; lost ones absent."""
+    p = subprocess.run(["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", host],
+                       capture_output=True, text=True)
+    return [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+
+
+def train_deliveries(log, lengths: list[int]) -> dict[int, tuple[list[float], list[float]]]:
+    """Per train length, each train's delivery time (ms from its first delivered packet to its
+    last) and the bytes delivered after its first packet, for trains with two packets or
+    more delivered: their ratio is the delivery rate the link gave a train of that size
+    (CellReplay's measure of its workload dependence)."""
+    from cellperf.replay.record_traces import train_index
+
+    seq = log.column("seq").to_numpy().astype(np.int64)
+    recv = log.column("recv_ts").cast("int64").to_numpy(zero_copy_only=False)
+    got = ~log.column("lost").to_numpy(zero_copy_only=False).astype(bool)
+    wire = log.column("bytes").to_numpy().astype(np.int64) + UDP_IPV4_HEADERS
+    train, _ = train_index(seq, lengths)
+    train, recv, wire = train[got], recv[got].astype(np.float64), wire[got]
+    order = np.lexsort((recv, train))
+    train, recv, wire = train[order], recv[order], wire[order]
+    if not len(train):
+        return {n: ([], []) for n in lengths}
+    starts = np.flatnonzero(np.r_[True, train[1:] != train[:-1]])
+    ends = np.r_[starts[1:], len(train)] - 1
+    span_ms = (recv[ends] - recv[starts]) / 1e6
+    after_first = np.add.reduceat(wire, starts) - wire[starts]
+    keep = ends > starts
+    length = np.asarray(lengths)[train[starts] % len(lengths)]
+    return {n: (span_ms[keep & (length == n)].tolist(), after_first[keep & (length == n)].astype(float).tolist())
+            for n in lengths}
+
+
+def serve_downloads(listen: tuple[str, int] = ("0.0.0.0", 0)) -> http.server.ThreadingHTTPServer:
+    """A download server in a thread: `GET /N` answers N bytes (zeros). Its port is
+    `server.server_address[1]`; `server.shutdown()` stops it."""
+
+    class Downloads(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server name
+            size = int(self.path.strip("/")) if self.path.strip("/").isdigit() else -1
+            if not 0 <= size <= 1 << 30:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            chunk = bytes(65536)
+            while size > 0:
+                self.wfile.write(chunk[:size])
+                size -= len(chunk)
+
+        def log_message(self, *_args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(listen, Downloads)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def download(address: str, size: int) -> float | None:
+    """Seconds from connecting to the download server at HOST:PORT to the last of `size`
+    bytes (a new TCP connection: its handshake and slow start count, as a page's would);
+    None when the download failed or came short."""
+    host, _, port = address.rpartition(":")
+    t0 = time.perf_counter()
+    try:
+        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
+        conn.request("GET", f"/{size}")
+        got = len(conn.getresponse().read())
+        conn.close()
+    except OSError:
+        return None
+    return time.perf_counter() - t0 if got == size else None
+
+
+def voip_r(log, window_s: float) -> list[float]:
+    """R (simplified E-model, G.711) of each window of a VoIP echo call, both directions, as a
+    campaign computes it from the agents' log (delay: half the round trip)."""
+    import polars as pl
+
+    from cellperf.voice import voice_windows
+
+    stream = pl.from_arrow(log).with_columns(flow_id=pl.col("direction"))
+    # The grid starts half a packet (20 ms) before the first send: a paced call's packets
+    # would otherwise lie on the windows' edges.
+    origin = stream["send_ts"].min() - timedelta(milliseconds=10)
+    w = voice_windows(stream, window_s=window_s, codec="g711", origin=origin)
+    return [float(r) for r in w["r"].drop_nulls()]
+
+
+def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str | None) -> dict[str, list[float]]:
+    """Every workload of `plan` (keys as DEFAULT_PLAN's; a missing key is skipped, and the
+    downloads without a download server `http_at`), in order."""
+    out: dict[str, list[float]] = {}
+    if "ping" in plan:
+        out["ping_rtt_ms"] = pings(ping_host, plan["ping"]["count"], plan["ping"]["interval_s"])
+    if "trains" in plan:
+        t = plan["trains"]
+        r = run_probe(server, token, "trains", {"duration_s": t["duration_s"], "lengths": t["lengths"],
+                                                "period_s": t["period_s"], "direction": "down"})
+        for n, (ms, sent) in train_deliveries(r.log, t["lengths"]).items():
+            out[f"train_ms_{n}"], out[f"train_bytes_{n}"] = ms, sent
+    if "voip" in plan:
+        r = run_probe(server, token, "voip", {"duration_s": plan["voip"]["duration_s"]})
+        out["voip_r"] = voip_r(r.log, plan["voip"]["window_s"])
+    if "downloads" in plan and http_at:
+        d = plan["downloads"]
+        for _ in range(d["repeats"]):
+            for size in d["sizes"]:
+                seconds = download(http_at, size)
+                # A download that did not finish (the link went away) is no completion time.
+                if seconds is not None:
+                    out.setdefault(f"download_s_{size_label(size)}", []).append(seconds)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m cellperf.replay.workloads", description=__doc__.splitlines()[0])
+    ap.add_argument("server", metavar="SERVER")
+    ap.add_argument("--token-file", type=Path)
+    ap.add_argument("--plan", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--http", metavar="HOST:PORT", help="The download server (serve_downloads).")
+    args = ap.parse_args(argv)
+    host = args.server.rsplit(":", 1)[0].strip("[]") if args.server.count(":") == 1 or "]" in args.server \
+        else args.server
+    result = run_plan(args.server, read_token(args.token_file), json.loads(args.plan.read_text()), host, args.http)
+    tmp = args.out.with_name(args.out.name + ".part")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001 - the caller reads this one line from stderr
+        print(f"workloads: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,120 @@
+"""The replay scorecard's arithmetic on crafted samples (CellReplay's errors), the workloads'
+train and download measures, and `cellperf replay check`'s argument errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from cellperf.replay import scorecard as sc
+from cellperf.replay import workloads as w
+from tests.replay.crafted import write_bundle
+
+
+def test_emd_is_the_area_between_the_cdfs():
+    # A sample shifted by 5 is 5 away; a point against two points is the mean distance.
+    assert sc.emd([0, 1, 3], [5, 6, 8]) == 5.0
+    assert sc.emd([0], [1, 3]) == 2.0
+    # One value of four moved by 4: a quarter of the mass moves 4.
+    assert sc.emd([1, 2, 3, 4], [1, 2, 3, 8]) == 1.0
+    assert sc.emd([2, 1], [1, 2]) == 0.0
+    with pytest.raises(ValueError):
+        sc.emd([], [1])
+
+
+def test_compare_gives_the_relative_error_of_means_and_emd_over_the_live_mean():
+    c = sc.compare([10, 20, 30], [12, 22, 32, 12, 22, 32])
+    assert (c["n_live"], c["n_replay"], c["live_mean"], c["replay_mean"]) == (3, 6, 20.0, 22.0)
+    assert c["mean_error"] == pytest.approx(0.1) and c["emd_over_mean"] == pytest.approx(0.1)
+    assert c["median_points"] == 2.0 and c["median_error"] == pytest.approx(0.1)
+    # The means agree but the spread does not: the EMD sees what the mean hides.
+    c = sc.compare([10, 10, 10, 10], [0, 20, 0, 20])
+    assert c["mean_error"] == 0.0 and c["emd_over_mean"] == 1.0
+    assert sc.compare([], [1.0]) == {"n_live": 0, "n_replay": 1}
+
+
+def test_train_ratio_sums_bytes_and_times():
+    # 100-packet trains: 300 kB in 60 ms (5 kB/ms); 10-packet: 26 kB in 13 ms (2 kB/ms), one of
+    # them delivered in 1 ms (13 kB/ms by itself) which a mean of per-train rates would favour.
+    r = {"train_ms_100": [20.0, 40.0], "train_bytes_100": [100e3, 200e3],
+         "train_ms_10": [12.0, 1.0], "train_bytes_10": [13e3, 13e3]}
+    assert sc.train_rate(r, 100) == 5000.0 and sc.train_rate(r, 10) == 2000.0
+    assert sc.train_ratio(r) == 2.5
+    assert sc.train_ratio({"train_ms_100": [1.0], "train_bytes_100": [1.0]}) is None
+
+
+def _results(scale_1mb: float, rtt: float, r: float, ratio: float) -> dict:
+    return {"download_s_1MB": [1.0 * scale_1mb, 3.0 * scale_1mb], "download_s_10MB": [10.0, 10.0],
+            "ping_rtt_ms": [rtt, rtt, rtt], "voip_r": [r, r],
+            "train_ms_100": [10.0], "train_bytes_100": [ratio * 10.0], "train_ms_10": [10.0], "train_bytes_10": [10.0]}
+
+
+def test_score_checks_each_target_and_half_the_heavy_error():
+    live = _results(1.0, 50.0, 90.0, 2.0)
+    full = _results(1.05, 51.0, 89.5, 1.9)    # 5 % on 1 MB, 2 % RTT, 0.5 points of R, ratio 5 % off
+    heavy = _results(1.25, 42.0, 91.0, 1.0)  # 25 %, 16 %, 1 point, 50 %
+    card = sc.score(live, {"full": full, "heavy": heavy})
+    t = card["targets"]
+    assert t["download_s_1MB"]["full"] == pytest.approx(0.05) and t["download_s_1MB"]["heavy"] == pytest.approx(0.25)
+    assert t["download_s_1MB"]["met"] and t["download_s_1MB"]["half_of_heavy"]
+    assert t["download_s_10MB"]["full"] == 0.0 and t["download_s_10MB"]["met"]
+    assert t["ping_rtt_ms"]["full"] == pytest.approx(0.02) and t["ping_rtt_ms"]["heavy"] == pytest.approx(0.16)
+    assert t["voip_r"]["full"] == 0.5 and t["voip_r"]["met"] and t["voip_r"]["half_of_heavy"]
+    assert t["train_ratio"]["full"] == pytest.approx(0.05) and t["train_ratio"]["heavy"] == pytest.approx(0.5)
+    assert card["train_ratio"] == {"live": 2.0, "full": 1.9, "heavy": 1.0}
+    # A target missed is said so; the bytes series are no measure of their own.
+    card = sc.score(live, {"full": heavy, "heavy": full})
+    assert card["targets"]["download_s_1MB"]["met"] is False and card["targets"]["ping_rtt_ms"]["half_of_heavy"] is False
+    assert not any("bytes" in m for m in card["measures"])
+    text = sc.table(card)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "1 MB download s" in text and " NO " in text
+
+
+def test_train_deliveries_per_length():
+    # Trains of 2 then 3 packets (1000-byte payloads): the first delivered at 0 and 4 ms, the
+    # second's first packet lost and the others at 10 and 16 ms; then a 2-train with one packet.
+    ms = 1_000_000
+    recv = [0, 4 * ms, None, 10 * ms, 16 * ms, 20 * ms, None]
+    log = pa.table({"seq": pa.array(range(7), pa.uint64()), "bytes": pa.array([1000] * 7, pa.uint32()),
+                    "recv_ts": pa.array(recv, pa.timestamp("ns", "UTC")),
+                    "lost": [r is None for r in recv]})
+    got = w.train_deliveries(log, [2, 3])
+    assert got == {2: ([4.0], [1028.0]), 3: ([6.0], [1028.0])}
+
+
+def test_the_download_server_gives_exactly_the_bytes_asked():
+    server = w.serve_downloads(("127.0.0.1", 0))
+    try:
+        at = f"127.0.0.1:{server.server_address[1]}"
+        assert w.download(at, 100_000) > 0 and w.download(at, 0) is not None
+        # Not a size: no completion time.
+        assert w.download(at, -1) is None
+    finally:
+        server.shutdown()
+    assert [w.size_label(n) for n in (10_000, 10_000_000, 1500)] == ["10KB", "10MB", "1500B"]
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["{bundle}"], 2, "--server"),
+    (["{bundle}", "--server", "cn", "--rounds", "0"], 2, "--rounds"),
+    (["{bundle}", "--server", "cn", "--http", "cn"], 2, "'cn' is not HOST:PORT"),
+    (["{missing}", "--server", "cn"], 1, "not a recording bundle"),
+    (["{bad}", "--server", "cn"], 1, "version"),
+    (["{bundle}", "--server", "cn", "--token-file", "{missing}"], 1, "cannot read token file"),
+])
+def test_check_refuses_bad_input_in_one_line(tmp_path, capsys, args, code, text):
+    """In-process through the CLI's main: one line, exit 1 (2 for usage), before any run."""
+    from cellperf.cli import main
+
+    bundle = write_bundle(tmp_path / "b")
+    bad = write_bundle(tmp_path / "bad", {"manifest.json": json.dumps({"format": "cellperf-recording", "version": 9})})
+    names = {"bundle": bundle, "missing": tmp_path / "none", "bad": bad}
+    with pytest.raises(SystemExit) as exit:
+        main(["replay", "check", *(a.format(**names) for a in args)])
+    err = capsys.readouterr().err.strip()
+    assert exit.value.code == code and text in err, err
+    assert code == 2 or len(err.splitlines()) == 1, err
