@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import polars as pl
+import pytest
 
+from cellperf.errors import UserError
 from cellperf.promotions import label_promotions, radio_tail_s
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -59,3 +61,19 @@ def test_the_tail_comes_from_the_profile_unless_radio_mechanisms_are_off():
     assert radio_tail_s("nr-mobile") == 10.0
     assert radio_tail_s("lte-stationary", radio_mechanisms=False) is None
     assert radio_tail_s(None) is None
+
+
+def test_a_campaign_network_changes_the_radio_states_and_the_promotion_tail_follows(tmp_path):
+    # `[networks.link] radio_states` (issue 30: a campaign could not change a profile's timers).
+    from cellperf.campaign import load_campaign
+
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "idle"\nduration = 2\n\n[[networks]]\nname = "lte"\nprofile = "lte"\n'
+                    '[networks.link]\nradio_states = "tail=3s"\n\n[[tests]]\ntype = "sparse"\n')
+    run = load_campaign(path).runs[0]
+    assert "--radio-states" in run.network.emulate_args() and "tail=3s" in run.network.emulate_args()
+    assert radio_tail_s(run.profile, True, dict(run.network.link).get("radio_states")) == 3.0
+    assert radio_tail_s("lte-stationary", True, "off") is None
+    path.write_text(path.read_text().replace('"tail=3s"', '"tail=3 weeks"'))
+    with pytest.raises(UserError, match=r"c.toml:\d+: networks\[0\].link.*radio.states"):
+        load_campaign(path)

@@ -35,15 +35,19 @@ _GAP_IDLE_SQL = f"""
       ON g.flow_id = i.flow_id AND g.direction IS NOT DISTINCT FROM i.direction AND i.recv_ts > g.start_ts"""
 
 
-def radio_tail_s(profile: str | None, radio_mechanisms: bool = True) -> float | None:
-    """The inactivity timer of an emulated run's radio states: its profile's; None without
-    radio states (no profile, or `radio_mechanisms = false`). (A campaign network cannot change
-    a profile's radio states: `[networks.link]` has no `radio_states` key.)"""
-    if not radio_mechanisms or not profile:
+def radio_tail_s(profile: str | None, radio_mechanisms: bool = True, link_radio_states: str | None = None) -> float | None:
+    """The inactivity timer of an emulated run's radio states: its profile's, as changed by its
+    network's `[networks.link] radio_states` (the `--radio-states` text); None without radio
+    states (`radio_mechanisms = false`, `radio_states = "off"`, or neither a profile nor a link
+    that gives them)."""
+    if not radio_mechanisms:
         return None
     from cellperf.emulate.profiles import profile as profile_config
+    from cellperf.emulate.spec import parse_radio_states
 
-    radio = profile_config(profile).radio_states
+    radio = profile_config(profile).radio_states if profile else None
+    if link_radio_states is not None:
+        radio = parse_radio_states(link_radio_states, radio)
     return radio["tail_s"] if radio else None
 
 

@@ -526,7 +526,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     if "delay_spikes" in tables:
         tables["delay_spikes"] = label_spikes(tables["delay_spikes"], handoff_s)
     if "gaps" in tables and "udp_packets" in joined:
-        tail_s = radio_tail_s(run.profile, run.network.radio_mechanisms)
+        tail_s = radio_tail_s(run.profile, run.network.radio_mechanisms, dict(run.network.link).get("radio_states"))
         tables["gaps"] = label_promotions(tables["gaps"], joined["udp_packets"], tail_s)
     if interval_parts:
         intervals = pl.concat(interval_parts, how="diagonal_relaxed")

@@ -22,7 +22,7 @@ FAMILIES = sorted({p.rsplit("-", 1)[0] for p in PROFILE_NAMES})
 #: the dashes, `_` for `-`); users and the scheduler come from a group's `cell`.
 LINK_KEYS = ("downlink", "uplink", "delay", "jitter", "delay_wander", "loss", "queue", "downlink_arq", "uplink_arq",
              "uplink_frames", "outage", "random_outages", "outage_mode", "slot", "technology", "mtu", "pmtu_discovery",
-             "replay", "replay_mode")
+             "replay", "replay_mode", "radio_states")
 
 
 class _ArgError(Exception):
