@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> None:
 
             from cellperf.cli import terminal_width
 
-            verdict = (f"{args.campaign_file}: campaign {campaign.name} valid; {len(campaign.runs)} runs, "
+            verdict = (f"{args.campaign_file}: campaign {campaign.name} valid; {len(campaign.runs)} run{'' if len(campaign.runs) == 1 else 's'}, "
                        f"{measured:.0f} s of tests" + (f", {simulated:.0f} s simulated in virtual time (no root "
                                                         "needed for those)" if simulated else ""))
             print("\n".join(textwrap.wrap(verdict, terminal_width(), break_long_words=False, break_on_hyphens=False)))
