@@ -37,6 +37,7 @@ import pyarrow as pa
 from cellperf import __version__
 from cellperf.campaign.analyse import analyse_run
 from cellperf.campaign.captures import CaptureRun, content_identity, describe
+from cellperf.campaign.clocks import min_one_way_delays_from_flows
 from cellperf.campaign.failures import recorded_failure
 from cellperf.campaign.spec import Network, RunSpec, TestSpec
 from cellperf.errors import UserError, os_reason
@@ -143,6 +144,9 @@ def analyse_capture(job: Job) -> RunRecord:
         analysis = summary
         if positions is not None:
             tables["positions"] = positions.with_columns(run_id=pl.lit(job.run_id))
+        owd = min_one_way_delays_from_flows(job.run_id, tables.get("flows"), run.synced_clocks)
+        if owd.height:
+            tables["min_owd"] = owd
     reason = _users_paths(failure.reason, placed)
     captures = analysis.get("captures") or []
     first = [c["first_ts_s"] for c in captures if c.get("first_ts_s") is not None]

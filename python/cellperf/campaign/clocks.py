@@ -143,3 +143,18 @@ def min_one_way_delays(run_id: str, result: dict | None, one_host: bool) -> pl.D
                          "raw_min_ms": raw, "kind": row[1], "offset_ms": row[2], "uncertainty_ms": row[3],
                          "basis": row[4]})
     return pl.DataFrame(rows, schema=MIN_OWD_SCHEMA)
+
+
+def min_one_way_delays_from_flows(run_id: str, flows: pl.DataFrame | None, clocks_synced: bool) -> pl.DataFrame:
+    """The same rows for an imported run, which has no probe result: the least raw OWD of its
+    UDP data flows per direction, from two captures whose clocks the user declared synchronised
+    (`import --synced-clocks`; their error is not known, so no uncertainty); none otherwise."""
+    empty = pl.DataFrame(schema=MIN_OWD_SCHEMA)
+    if not clocks_synced or flows is None or not {"owd_min_ms", "owd_kind", "proto", "role"} <= set(flows.columns):
+        return empty
+    least = (flows.filter((pl.col("role") == "data") & (pl.col("proto") == "udp") & (pl.col("owd_kind") == "raw")
+                          & pl.col("owd_min_ms").is_not_null())
+             .group_by("direction").agg(pl.col("owd_min_ms").min()).sort("direction"))
+    return pl.DataFrame([{"run_id": run_id, "member": None, "direction": d, "min_ms": m, "raw_min_ms": m, "kind": "raw",
+                          "offset_ms": 0.0, "uncertainty_ms": None, "basis": "captures on clocks declared synchronised"}
+                         for d, m in least.iter_rows()], schema=MIN_OWD_SCHEMA)

@@ -35,14 +35,16 @@ def min_owd_table(store: Store) -> list[Item]:
                 uncertainty=pl.col("uncertainty_ms").max(), kind=pl.col("kind").unique().sort().str.join("/"),
                 basis=pl.col("basis").unique().sort().str.join("; "), clock=pl.col("clock").unique().sort().str.join("; ")))
     rows = [[r["network"], r["scenario"], r["test"], r["member"], r["direction"], r["runs"],
-             f"{r['least']:.2f} ± {r['uncertainty']:.3f}", f"{r['median']:.2f}", r["kind"], r["basis"], r["clock"]]
+             f"{r['least']:.2f} ± " + ("?" if r["uncertainty"] is None else f"{r['uncertainty']:.3f}"),
+             f"{r['median']:.2f}", r["kind"], r["basis"], r["clock"]]
             for r in agg.iter_rows(named=True)]
     return [Item("min-owd", "Least one-way delay per direction",
                  "Each probe stream's least one-way delay per direction (the least over the runs, and the median of "
                  "the runs' least), ± the clock offset's uncertainty: 0 when both ends' timestamps are on one host's "
                  "clock (the emulated testbed); on two hosts the probe's clock exchange measured the offset (NTP-style, "
                  "± half the best exchange's round trip) and it is taken off (uplink raw − offset, downlink raw + "
-                 "offset). \"clocks\": how the MN host's clock was synchronised when the run started (chrony's "
+                 "offset); ± ? for captures imported on clocks the user declared synchronised (their error unknown). "
+                 "\"clocks\": how the MN host's clock was synchronised when the run started (chrony's "
                  "tracking, else the kernel's NTP state). Per run: SELECT * FROM min_owd. Seed 003 slides 11-14.",
                  table_html=html_table(["network", "scenario", "test", "member", "direction", "runs", "least OWD ms",
                                         "median of runs ms", "kind", "offset from", "clocks"], rows, name="min-owd",
