@@ -607,8 +607,25 @@ fn parse_outages(s: &Series, direction: &str) -> Result<Vec<(f64, f64)>, LinkErr
 pub(crate) mod tests {
     use super::*;
 
-    /// Writes a bundle folder from (file name, text) pairs; returns its path.
-    pub fn write_bundle(name: &str, files: &[(&str, &str)]) -> String {
+    /// A bundle folder written for a test: its path, the folder removed when dropped (every
+    /// run of the tests left ten of them in the temporary directory).
+    pub struct TestBundle(String);
+
+    impl std::ops::Deref for TestBundle {
+        type Target = str;
+        fn deref(&self) -> &str {
+            &self.0
+        }
+    }
+
+    impl Drop for TestBundle {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Writes a bundle folder from (file name, text) pairs.
+    pub fn write_bundle(name: &str, files: &[(&str, &str)]) -> TestBundle {
         let dir =
             std::env::temp_dir().join(format!("cellperf-bundle-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -616,14 +633,14 @@ pub(crate) mod tests {
         for (file, text) in files {
             std::fs::write(dir.join(file), text).unwrap();
         }
-        dir.display().to_string()
+        TestBundle(dir.display().to_string())
     }
 
     pub const MANIFEST: &str = r#"{"format": "cellperf-recording", "version": 1, "duration_s": 10.0, "complete": true,
         "directions": ["downlink", "uplink"], "train_lengths": [10, 100], "train_period_ms": 200.0, "packet_size": 1400}"#;
 
     /// A small valid bundle with `overrides` replacing its files.
-    pub fn bundle_with(name: &str, overrides: &[(&str, &str)]) -> String {
+    pub fn bundle_with(name: &str, overrides: &[(&str, &str)]) -> TestBundle {
         let mut files: Vec<(&str, &str)> = vec![
             ("manifest.json", MANIFEST),
             (
@@ -732,7 +749,7 @@ pub(crate) mod tests {
             let path = bundle_with(&format!("bad{i}"), &[(file, text)]);
             let err = Bundle::load(&path).err().expect(want).to_string();
             assert!(err.contains(want) && !err.contains('\n'), "{err} / {want}");
-            assert!(err.starts_with(&path), "{err}");
+            assert!(err.starts_with(&*path), "{err}");
         }
         let path = write_bundle("missing", &[("manifest.json", MANIFEST)]);
         let err = Bundle::load(&path).err().unwrap().to_string();
