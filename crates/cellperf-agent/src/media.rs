@@ -38,7 +38,7 @@ use crate::wire::{
     SERVER_BUSY,
 };
 
-pub use crate::stream_request::{StreamRequest, Transport, MAX_DURATION_S, MAX_PACKET, MIN_INTERVAL_NS, MIN_PACKET};
+use crate::stream_request::{StreamRequest, Transport, MAX_DURATION_S, MAX_PACKET, MIN_PACKET};
 
 /// Media clock of the RTP timestamps (the video rate of RFC 3551).
 const RTP_CLOCK_HZ: f64 = 90_000.0;

@@ -20,7 +20,7 @@ use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSampl
 use crate::handshake::{self, unexpected};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
-pub use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
+use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;

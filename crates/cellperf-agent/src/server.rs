@@ -28,7 +28,7 @@ use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
 pub use crate::handshake::{HANDSHAKE_TIMEOUT, HELLO_TIMEOUT};
-pub use crate::limits::{MAX_DURATION_S, MAX_PACKETS, MAX_RATE_BPS, MAX_STREAMS};
+use crate::limits::{MAX_DURATION_S, MAX_PACKETS, MAX_RATE_BPS, MAX_STREAMS};
 /// An authenticated connection idle this long between tests is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time for the probe to open its data sockets after `accepted`.

@@ -8,7 +8,8 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cellperf_agent::server::{Server, ServerConfig, MAX_PACKETS};
+use cellperf_agent::limits::MAX_PACKETS;
+use cellperf_agent::server::{Server, ServerConfig};
 use cellperf_agent::wire::*;
 use cellperf_agent::{auth, udp};
 use cellperf_capture::probe_header::write_cellperf;

@@ -12,7 +12,7 @@ use crate::spikes::{delay_spikes, DelaySpike, SpikeSummary};
 use crate::stats::Summary;
 use crate::MAX_INTERVALS;
 // Defined in `record`, below `spikes`, which reads it too.
-pub use crate::record::PacketResult;
+use crate::record::PacketResult;
 
 /// An inter-arrival of at least this many sending intervals with no loss is a delay
 /// period (docs/methods.md §3, **choice** k = 5).

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use arrow::pyarrow::ToPyArrow;
 use cellperf_agent::keys;
-use cellperf_agent::media::{self, MediaConfig, MediaServer, StreamRequest, Transport};
+use cellperf_agent::media::{self, MediaConfig, MediaServer};
+use cellperf_agent::stream_request::{StreamRequest, Transport};
 use cellperf_agent::plan::{kernel_check, plan, KernelRule, Options, KERNEL_RULES, PROC_SYS};
 use cellperf_agent::server::{Server, ServerConfig};
 use pyo3::create_exception;

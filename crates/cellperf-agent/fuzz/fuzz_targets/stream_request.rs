@@ -6,7 +6,8 @@
 //! the duration cap or faster than the rate cap.
 #![no_main]
 
-use cellperf_agent::media::{MediaConfig, MIN_INTERVAL_NS};
+use cellperf_agent::media::MediaConfig;
+use cellperf_agent::stream_request::MIN_INTERVAL_NS;
 use cellperf_agent::udp;
 use cellperf_agent::wire::{decode, Frame, Message};
 use libfuzzer_sys::fuzz_target;
