@@ -213,8 +213,18 @@ CREATE TABLE min_owd (
     kind VARCHAR, offset_ms DOUBLE, uncertainty_ms DOUBLE, basis VARCHAR);
 """
 
+#: Version 14 (seed 003 slides 9-10, issue 32): the `hops` test's round trip and loss per hop
+#: of the path (`cellperf hops`, docs/methods.md §2): the address that answered most often, how
+#: many answered, probes sent and answered, and the RTT distribution of the answers.
+_V14 = """
+CREATE TABLE hop_rtt (
+    run_id VARCHAR NOT NULL, ttl UTINYINT NOT NULL, responder VARCHAR, responders INTEGER, sent UBIGINT,
+    answered UBIGINT, loss_rate DOUBLE, reached BOOLEAN, rtt_min_ms DOUBLE, rtt_q1_ms DOUBLE, rtt_median_ms DOUBLE,
+    rtt_q3_ms DOUBLE, rtt_p95_ms DOUBLE, rtt_max_ms DOUBLE, rtt_mean_ms DOUBLE, rtt_std_ms DOUBLE);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -227,4 +237,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
               "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes",
-              "min_owd")
+              "min_owd", "hop_rtt")
