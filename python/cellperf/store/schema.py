@@ -223,8 +223,21 @@ CREATE TABLE hop_rtt (
     rtt_q3_ms DOUBLE, rtt_p95_ms DOUBLE, rtt_max_ms DOUBLE, rtt_mean_ms DOUBLE, rtt_std_ms DOUBLE);
 """
 
+#: Version 15 (seed 004 §VI.C, issue 32): the RTP streams of a `stream` run's captures, one row
+#: per capture, 5-tuple and SSRC: packets, loss, RFC 3550 jitter, the start-up burst, the SSRC
+#: changes into the stream with the header-compression context refreshes they cost, and the
+#: RTCP receiver reports about it (docs/methods.md §13).
+_V15 = """
+CREATE TABLE rtp_streams (
+    run_id VARCHAR NOT NULL, capture VARCHAR NOT NULL, src VARCHAR, src_port INTEGER, dst VARCHAR, dst_port INTEGER,
+    ssrc UBIGINT NOT NULL, payload_type INTEGER, packets UBIGINT, lost BIGINT, jitter_ms DOUBLE, max_jitter_ms DOUBLE,
+    mean_jitter_ms DOUBLE, max_delta_ms DOUBLE, rate_bps DOUBLE, burst_s DOUBLE, burst_packets UBIGINT,
+    burst_bps DOUBLE, burst_lead_s DOUBLE, ssrc_changes INTEGER, refresh_bytes INTEGER, receiver_reports INTEGER,
+    rr_fraction_lost DOUBLE, rr_cumulative_lost BIGINT, rr_jitter_ms DOUBLE, rtcp_rtt_ms DOUBLE);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -237,4 +250,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
               "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes",
-              "min_owd", "hop_rtt")
+              "min_owd", "hop_rtt", "rtp_streams")
