@@ -4,12 +4,14 @@
 //! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
 //! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
-//! (docs/methods.md §13). Docs: `docs/agents.md`, `docs/apps.md`.
+//! (docs/methods.md §13); [`hops`] times each router on the path (the `hops` test, §2).
+//! Docs: `docs/agents.md`, `docs/apps.md`.
 
 pub mod admission;
 pub mod auth;
 pub mod clock;
 pub mod handshake;
+pub mod hops;
 pub mod keys;
 pub mod limits;
 pub mod log;
@@ -17,6 +19,7 @@ pub mod media;
 pub mod plan;
 pub mod probe;
 pub mod result;
+pub mod rtcp;
 pub mod server;
 pub mod sockopt;
 pub mod step_result;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use arrow::pyarrow::ToPyArrow;
-use cellperf_agent::keys;
+use cellperf_agent::{hops, keys};
 use cellperf_agent::media::{self, MediaConfig, MediaServer};
 use cellperf_agent::stream_request::{StreamRequest, Transport};
 use cellperf_agent::plan::{kernel_check, plan, KernelRule, Options, KERNEL_RULES, PROC_SYS};
@@ -335,6 +335,74 @@ fn probe_check(
     kernel_check(&p, both_ends, &proc_sys.unwrap_or_else(|| PROC_SYS.into())).err()
 }
 
+/// The `hops` test's settings, checked (one line naming the option).
+fn hops_config(
+    target: &str,
+    first_port: u16,
+    max_hops: u8,
+    count: u32,
+    interval_s: f64,
+    timeout_s: f64,
+) -> PyResult<hops::HopsConfig> {
+    let target = target.parse().map_err(|_| {
+        AgentError::new_err(format!("TARGET: '{target}' is not an IP address"))
+    })?;
+    let cfg = hops::HopsConfig {
+        target,
+        first_port,
+        max_hops,
+        rounds: count,
+        interval_ns: (interval_s * 1e9) as u64,
+        timeout_ns: (timeout_s * 1e9) as u64,
+    };
+    cfg.check().map_err(AgentError::new_err)?;
+    Ok(cfg)
+}
+
+/// Checks the `hops` test's settings as `hops_run` will, before anything is sent.
+#[pyfunction]
+fn hops_check(
+    target: &str,
+    first_port: u16,
+    max_hops: u8,
+    count: u32,
+    interval_s: f64,
+    timeout_s: f64,
+) -> PyResult<()> {
+    hops_config(target, first_port, max_hops, count, interval_s, timeout_s).map(drop)
+}
+
+/// Runs the `hops` test (cellperf_agent::hops) to `target` with the GIL released; Ctrl-C
+/// stops it with what was measured. Returns (hops JSON, per-probe batch or None).
+#[pyfunction]
+fn hops_run(
+    py: Python<'_>,
+    target: &str,
+    first_port: u16,
+    max_hops: u8,
+    count: u32,
+    interval_s: f64,
+    timeout_s: f64,
+) -> PyResult<(String, Option<Py<PyAny>>)> {
+    let cfg = hops_config(target, first_port, max_hops, count, interval_s, timeout_s)?;
+    let probes = py
+        .detach(|| {
+            hops::run(&cfg, &mut || {
+                Python::attach(|py| py.check_signals().is_ok())
+            })
+        })
+        .map_err(AgentError::new_err)?;
+    let doc = serde_json::to_string(&hops::hops(&probes))
+        .map_err(|e| AgentError::new_err(e.to_string()))?;
+    let batch = if probes.is_empty() {
+        None
+    } else {
+        let b = hops::to_record_batch(&probes).map_err(|e| AgentError::new_err(e.to_string()))?;
+        Some(b.to_pyarrow(py)?.unbind())
+    };
+    Ok((doc, batch))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_option_tests, m)?)?;
     m.add_function(wrap_pyfunction!(voip_codecs, m)?)?;
@@ -348,5 +416,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(media_receive, m)?)?;
     m.add_function(wrap_pyfunction!(media_check, m)?)?;
     m.add_function(wrap_pyfunction!(type_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(hops_check, m)?)?;
+    m.add_function(wrap_pyfunction!(hops_run, m)?)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 """The `stream` and `interactive` tests in a campaign (docs/methods.md §13): their servers on the CN
-side for the run, the command the MN runs, and the run's store rows.
+side for the run, the command the MN runs, and the run's store rows; and the `hops` test's
+(docs/methods.md §2), which needs no server: the MN probes the path to the CN.
 
 As for `web`, the servers listen on every address of the host (the CN address of an emulated
 link exists only while its emulator runs) and the receiving end runs inside the emulated MN,
@@ -65,6 +66,28 @@ def stream_argv(exe: str, run: RunSpec, server: str, token_file: Path | None, lo
     options = {k: v for k, v in run.options.items() if k in _STREAM_OPTIONS}
     token = ["--token-file", str(token_file)] if token_file is not None else []
     return [exe, "stream", "play", server, *probe_args(options), *token, "--json", "--log", str(log)]
+
+
+def hops_argv(exe: str, run: RunSpec, target: str, log: Path) -> list[str]:
+    """`cellperf hops` to `target` for the run: one round a `interval` (default 1 s) over its
+    `duration`, answers waited for `timeout` after the last."""
+    from cellperf.agents.hops import DEFAULT_INTERVAL_S
+
+    o = run.options
+    interval = o.get("interval", DEFAULT_INTERVAL_S)
+    count = max(1, round(run.duration_s / interval))
+    extra = [arg for key, flag in (("max_hops", "--max-hops"), ("timeout", "--timeout")) if key in o
+             for arg in (flag, str(o[key]))]
+    return [exe, "hops", target, "--count", str(count), "--interval", str(interval), *extra, "--json", "--log", str(log)]
+
+
+def hops_tables(run: RunSpec, result: dict) -> dict[str, pl.DataFrame]:
+    """One `hop_rtt` row per hop of the path."""
+    from cellperf.agents.hops import HOP_COLUMNS, hop_rows
+
+    rows = [{"run_id": run.run_id, **r} for r in hop_rows(result)]
+    return {"hop_rtt": pl.DataFrame(rows, schema_overrides={"responder": pl.String}, infer_schema_length=None)
+            .select("run_id", *HOP_COLUMNS)} if rows else {}
 
 
 def interactive_argv(exe: str, run: RunSpec, host: str, log: Path, *, port: int | None = None,

@@ -171,6 +171,10 @@ def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, c
         from cellperf.campaign.apps import interactive_tables
 
         tables.update(interactive_tables(run, outcome.result, folder))
+    elif run.test.type == "hops":
+        from cellperf.campaign.apps import hops_tables
+
+        tables.update(hops_tables(run, outcome.result))
     return tables, analysis
 
 

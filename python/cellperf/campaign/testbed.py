@@ -147,6 +147,10 @@ class EmulatedTestbed:
             return self._run_stream(run, folder, exe)
         if run.test.type == "interactive":
             return self._run_interactive(run, folder, exe)
+        if run.test.type == "hops":
+            from cellperf.campaign.apps import hops_argv
+
+            return self._emulate(run, folder, hops_argv(exe, run, "$CELLPERF_CN", folder / "hops.parquet"))
         if run.test.type == GROUP or run.tcp_options:
             plan = inside_plan(run, folder, lambda t, o, log: self._probe(exe, t, o, log), f"/proc/{os.getpid()}/ns/net")
             return self._emulate(run, folder, [sys.executable, "-m", "cellperf.campaign.inside", str(plan)], inside=True)
@@ -380,6 +384,10 @@ class RealTestbed:
             cmd = load_argv(cellperf_exe(), run, run.options["urls"])
         elif run.test.type in ("stream", "interactive"):
             cmd = self._app_argv(run, folder)
+        elif run.test.type == "hops":
+            from cellperf.campaign.apps import hops_argv
+
+            cmd = hops_argv(cellperf_exe(), run, self.server_ip, folder / "hops.parquet")
         elif inside:
             plan = inside_plan(run, folder, lambda t, o, log: self._probe_argv(t, o, log, folder), None)
             doc = json.loads(plan.read_text())
@@ -412,6 +420,8 @@ class RealTestbed:
             out.cn_addr = out.result["server"].rsplit(":", 1)[0].strip("[]")
         elif run.test.type == "web":
             out.cn_addr = peers[0]  # the first page's host
+        elif run.test.type == "hops":
+            out.cn_addr = self.server_ip
         return out
 
     def _app_argv(self, run: RunSpec, folder: Path) -> list[str]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from cellperf.agents import TESTS
 from cellperf.campaign.spec import values as check
 
-#: Test types the agents do not run: application tests (docs/methods.md §13), run by their own tools.
-APP_TESTS = ("web", "stream", "interactive")
+#: Test types the agents do not run: application tests (docs/methods.md §13), run by their own tools,
+#: and `hops` (§2: `cellperf hops` from the MN, no server).
+APP_TESTS = ("web", "stream", "interactive", "hops")
 #: Tests started together in one run (`members`), on one link or one shared cell.
 GROUP = "group"
 #: A TCP-over-a-scheduled-cell scenario in virtual time (`cellperf simulate`, docs/simulate.md):
@@ -50,8 +51,8 @@ TEST_OPTIONS = {
     "codec": ("--codec", check.choice("g711", "g729"), ()),
     "sizes": ("--sizes", check.size_list, ()),
     "count": ("--count", check.count, ("interactive",)),
-    "interval": ("--interval", check.parse_duration, ("interactive",)),
-    "timeout": ("--timeout", check.parse_duration, ("web",)),
+    "interval": ("--interval", check.parse_duration, ("interactive", "hops")),
+    "timeout": ("--timeout", check.parse_duration, ("web", "hops")),
     "windows": ("--windows", check.size_list, ()),
     "mss_values": ("--mss-values", check.size_list, ()),
     "owd": ("--owd", check.choice("raw", "excess", "offset", "half-rtt"), ()),
@@ -77,6 +78,8 @@ TEST_OPTIONS = {
     "buffer": ("--buffer", check.parse_duration, ("stream",)),
     "port": (None, check.port, ("stream", "interactive")),
     "identity": (None, check.text, ("interactive",)),
+    # hops (docs/methods.md §2): rounds `interval` apart over the run's duration.
+    "max_hops": ("--max-hops", check.hop_limit, ("hops",)),
 }
 
 

@@ -32,6 +32,15 @@ def count(value, where):
     return number(value, lo=1, hi=MAX_COUNT, integer=True)
 
 
+def hop_limit(value, where):
+    """A `hops` test's highest TTL (`cellperf hops --max-hops`)."""
+    from cellperf.agents.hops import MAX_HOPS
+
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number of hops in 1..{MAX_HOPS}")
+    return number(value, lo=1, hi=MAX_HOPS, integer=True)
+
+
 def payload(value, where):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number of bytes")
