@@ -84,10 +84,7 @@ impl HopsConfig {
             ));
         }
         if self.target.is_unspecified() || self.target.is_multicast() {
-            return Err(format!(
-                "TARGET: {} is not a unicast address",
-                self.target
-            ));
+            return Err(format!("TARGET: {} is not a unicast address", self.target));
         }
         Ok(())
     }
@@ -174,7 +171,13 @@ pub fn hops(probes: &[Probe]) -> Vec<Hop> {
         .filter(|p| matches!(p.answer, Some(a) if a != Answer::TimeExceeded))
         .map(|p| p.ttl)
         .min()
-        .or_else(|| probes.iter().filter(|p| p.answer.is_some()).map(|p| p.ttl).max())
+        .or_else(|| {
+            probes
+                .iter()
+                .filter(|p| p.answer.is_some())
+                .map(|p| p.ttl)
+                .max()
+        })
         .unwrap_or(0);
     (1..=end)
         .map(|ttl| {
@@ -188,7 +191,7 @@ pub fn hops(probes: &[Probe]) -> Vec<Hop> {
                     None => by_address.push((a, 1)),
                 }
             }
-            by_address.sort_by(|a, b| b.1.cmp(&a.1));
+            by_address.sort_by_key(|a| std::cmp::Reverse(a.1));
             let q = |x| quantile_sorted(&rtts, x).unwrap_or(f64::NAN);
             let sent = mine.len() as u64;
             let answered = rtts.len() as u64;
@@ -257,7 +260,11 @@ pub fn run(cfg: &HopsConfig, keep_going: &mut dyn FnMut() -> bool) -> Result<Vec
     let start = mono_ns();
     let collect = |probes: &mut Vec<Probe>, by_port: &mut Vec<Option<usize>>, end: &mut u8| {
         for h in read_errors(fd, v6) {
-            let Some(slot) = h.port.checked_sub(cfg.first_port).filter(|o| *o < PORT_SPAN) else {
+            let Some(slot) = h
+                .port
+                .checked_sub(cfg.first_port)
+                .filter(|o| *o < PORT_SPAN)
+            else {
                 continue;
             };
             let Some(i) = by_port[slot as usize].take() else {
@@ -309,7 +316,12 @@ pub fn run(cfg: &HopsConfig, keep_going: &mut dyn FnMut() -> bool) -> Result<Vec
             let n = probes.len();
             let port = cfg.first_port + (n % PORT_SPAN as usize) as u16;
             let ttl_set = if v6 {
-                sockopt::set(fd, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, ttl as libc::c_int)
+                sockopt::set(
+                    fd,
+                    libc::IPPROTO_IPV6,
+                    libc::IPV6_UNICAST_HOPS,
+                    ttl as libc::c_int,
+                )
             } else {
                 sockopt::set(fd, libc::IPPROTO_IP, libc::IP_TTL, ttl as libc::c_int)
             };
@@ -318,7 +330,10 @@ pub fn run(cfg: &HopsConfig, keep_going: &mut dyn FnMut() -> bool) -> Result<Vec
             let mut send_ns = realtime_ns();
             let mut sent = sock.send_to(&payload, to);
             if sent.as_ref().is_err_and(|e| {
-                matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH))
+                matches!(
+                    e.raw_os_error(),
+                    Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH)
+                )
             }) {
                 // An answer that came since the queue was read is reported on the send,
                 // which then sends nothing (the socket's pending error); once more.
@@ -375,7 +390,7 @@ fn read_errors(fd: i32, v6: bool) -> Vec<Heard> {
     loop {
         let mut data = [0u8; 64];
         let mut control = [0u64; 64]; // 512 bytes, 8-aligned: the error, its offender, a stamp
-        // SAFETY: sockaddr_storage is plain data; all zeroes is a valid value.
+                                      // SAFETY: sockaddr_storage is plain data; all zeroes is a valid value.
         let mut name: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
             iov_base: data.as_mut_ptr() as *mut libc::c_void,
@@ -582,10 +597,34 @@ mod tests {
         };
         assert_eq!(ok.check(), Ok(()));
         for (bad, option) in [
-            (HopsConfig { max_hops: 0, ..ok.clone() }, "--max-hops"),
-            (HopsConfig { rounds: 0, ..ok.clone() }, "--count"),
-            (HopsConfig { interval_ns: 0, ..ok.clone() }, "--interval"),
-            (HopsConfig { first_port: 65_000, ..ok.clone() }, "--port"),
+            (
+                HopsConfig {
+                    max_hops: 0,
+                    ..ok.clone()
+                },
+                "--max-hops",
+            ),
+            (
+                HopsConfig {
+                    rounds: 0,
+                    ..ok.clone()
+                },
+                "--count",
+            ),
+            (
+                HopsConfig {
+                    interval_ns: 0,
+                    ..ok.clone()
+                },
+                "--interval",
+            ),
+            (
+                HopsConfig {
+                    first_port: 65_000,
+                    ..ok.clone()
+                },
+                "--port",
+            ),
             (
                 HopsConfig {
                     target: "0.0.0.0".parse().unwrap(),
