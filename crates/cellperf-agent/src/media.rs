@@ -1,8 +1,13 @@
 //! The `stream` application test (docs/methods.md §13, seed 004 §VI.B): a constant-bitrate media
-//! stream from the CN to the MN, as RTP packets (RFC 3550 fixed header, dynamic payload type
-//! 96) over UDP, or over one TCP connection framed as RFC 4571 (a 2-byte length before each
+//! stream from the CN to the MN, as RTP packets (RFC 3550 fixed header, payload type 33, MP2T:
+//! a static type with a 90-kHz clock, so analysers such as tshark know the media clock without
+//! an SDP) over UDP, or over one TCP connection framed as RFC 4571 (a 2-byte length before each
 //! packet). The MN records every packet's arrival; [`playout`] plays that record through a
-//! buffer of a set size.
+//! buffer of a set size. A request may ask for a fast start (the first seconds of media sent
+//! five times faster, the stream staying ahead of its media clock after) and for a bandwidth
+//! probe of a few packets before the media on an SSRC of their own (004 §VI.C). Over UDP the
+//! server sends RTCP sender reports and the MN receiver reports on the stream's port, once a
+//! second ([`crate::rtcp`]).
 //!
 //! A session is asked for over TCP, as `cellperf server`'s tests are: the MN authenticates
 //! with the shared token ([`crate::handshake`]: HMAC challenge and response; the connection
@@ -38,10 +43,14 @@ use crate::wire::{
     SERVER_BUSY,
 };
 
-use crate::stream_request::{StreamRequest, Transport, MAX_DURATION_S, MAX_PACKET, MIN_PACKET};
+use crate::rtcp;
+use crate::stream_request::{
+    send_offset_ns, StreamRequest, Transport, FAST_START_FACTOR, MAX_DURATION_S, MAX_PACKET,
+    MIN_PACKET,
+};
 
-/// Media clock of the RTP timestamps (the video rate of RFC 3551).
-const RTP_CLOCK_HZ: f64 = 90_000.0;
+/// The stream's RTP payload type: MP2T (RFC 3551), 90-kHz clock ([`rtcp::CLOCK_HZ`]).
+const PAYLOAD_TYPE: u8 = 33;
 /// Highest rate cap a stream server may set (`--max-rate`).
 pub const MAX_RATE_BPS: f64 = 1e12;
 /// Most sessions a stream server may allow at once (`--max-sessions`): each takes a thread.
@@ -114,6 +123,13 @@ impl MediaConfig {
                 req.rate_bps, self.max_rate_bps
             ));
         }
+        let burst = req.rate_bps * FAST_START_FACTOR as f64;
+        if req.fast_start_s > 0.0 && burst > self.max_rate_bps {
+            return Err(format!(
+                "fast start at {burst:.0} bit/s is over the server's --max-rate {:.0} bit/s",
+                self.max_rate_bps
+            ));
+        }
         if req.packet_bytes > self.max_packet_bytes {
             return Err(format!(
                 "packet {} B is over the server's --max-packet {} B",
@@ -144,6 +160,8 @@ pub struct MediaStats {
     pub sessions_refused: AtomicU64,
     pub requests_refused: AtomicU64,
     pub streams_served: AtomicU64,
+    /// RTCP datagrams from a stream's receiver while its stream runs (its receiver reports).
+    pub rtcp_reports: AtomicU64,
     /// RTP bytes sent, UDP and TCP (without the RFC 4571 length).
     pub bytes_sent: AtomicU64,
     pub active_sessions: AtomicUsize,
@@ -207,6 +225,8 @@ struct Shared {
     udp: UdpSocket,
     sessions: Arc<Sessions>,
     awaiting: AwaitingHello,
+    /// Where each UDP stream is going while it runs: their RTCP is counted, not ignored.
+    receivers: Mutex<HashSet<SocketAddr>>,
     stats: Arc<MediaStats>,
 }
 
@@ -240,6 +260,7 @@ impl MediaServer {
                     udp,
                     sessions: Arc::default(),
                     awaiting: Mutex::default(),
+                    receivers: Mutex::default(),
                     stats: stats.clone(),
                 }),
                 stats,
@@ -343,6 +364,15 @@ impl Shared {
             Some((_, to_session)) => {
                 let _ = to_session.try_send(from);
             }
+            None if rtcp::is_rtcp(d)
+                && self
+                    .receivers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&from) =>
+            {
+                self.stats.rtcp_reports.fetch_add(1, Ordering::Relaxed);
+            }
             None => {
                 self.stats.datagrams_ignored.fetch_add(1, Ordering::Relaxed);
             }
@@ -420,7 +450,16 @@ impl Shared {
             }
         };
         let cookie = Cookie::random().map_err(|e| e.to_string())?;
-        let ssrc = u32::from_be_bytes([cookie.0[0], cookie.0[1], cookie.0[2], cookie.0[3]]);
+        let ssrc = |at: usize| u32::from_be_bytes(cookie.0[at..at + 4].try_into().unwrap());
+        let sending = Sending {
+            interval_ns,
+            count,
+            packet_bytes: req.packet_bytes,
+            ssrc: ssrc(0),
+            fast: req.fast_start_packets(interval_ns, count),
+            probe_packets: req.probe_packets,
+            probe_ssrc: ssrc(4),
+        };
         let sent = &self.stats.bytes_sent;
         self.stats.active_sessions.fetch_add(1, Ordering::Relaxed);
         self.stats.streams_served.fetch_add(1, Ordering::Relaxed);
@@ -429,7 +468,7 @@ impl Shared {
                 send_message(&mut ctrl, &Message::Ready {}).map_err(|e| e.to_string())?;
                 let mut writer = ctrl.try_clone().map_err(|e| e.to_string())?;
                 let _ = writer.set_write_timeout(Some(TCP_WRITE_TIMEOUT));
-                let r = send_stream(interval_ns, count, req.packet_bytes, ssrc, |p| {
+                let r = send_stream(&sending, |p| {
                     let mut frame = Vec::with_capacity(p.len() + 2);
                     frame.extend_from_slice(&(p.len() as u16).to_be_bytes());
                     frame.extend_from_slice(p);
@@ -440,12 +479,7 @@ impl Shared {
                 let _ = writer.shutdown(std::net::Shutdown::Write);
                 r.map(|_| ())
             }
-            Transport::Udp => self.stream_udp(
-                &mut ctrl,
-                peer,
-                cookie,
-                (interval_ns, count, req.packet_bytes, ssrc),
-            ),
+            Transport::Udp => self.stream_udp(&mut ctrl, peer, cookie, &sending),
         };
         self.stats.active_sessions.fetch_sub(1, Ordering::Relaxed);
         drop(slot);
@@ -459,7 +493,7 @@ impl Shared {
         ctrl: &mut TcpStream,
         peer: SocketAddr,
         cookie: Cookie,
-        (interval_ns, count, packet_bytes, ssrc): (u64, u64, u32, u32),
+        sending: &Sending,
     ) -> io::Result<()> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.awaiting
@@ -504,7 +538,23 @@ impl Shared {
         // The MN closing its control connection ends the stream (it stopped listening).
         ctrl.set_nonblocking(true)?;
         let mut watched = mono_ns();
-        let packets_sent = send_stream(interval_ns, count, packet_bytes, ssrc, |p| {
+        let mut report = rtcp::Every::new();
+        let (mut packets, mut octets) = (0u32, 0u32);
+        self.receivers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(to);
+        let sent = send_stream(sending, |p| {
+            let now = realtime_ns();
+            if report.due(now) {
+                let ts = u32::from_be_bytes(p[4..8].try_into().unwrap());
+                let sr = rtcp::sender_report(sending.ssrc, now, ts, packets, octets);
+                let _ = self.udp.send_to(&sr, to);
+            }
+            if u32::from_be_bytes(p[8..12].try_into().unwrap()) == sending.ssrc {
+                packets = packets.wrapping_add(1);
+                octets = octets.wrapping_add(p.len() as u32 - 12);
+            }
             if mono_ns() - watched > WATCH_INTERVAL_NS {
                 watched = mono_ns();
                 match ctrl.peek(&mut [0u8; 1]) {
@@ -523,18 +573,33 @@ impl Shared {
                 Err(e) => return Err(e),
             }
             Ok(true)
-        })?;
+        });
+        self.receivers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&to);
+        let packets_sent = sent?;
         ctrl.set_nonblocking(false)?;
         send_message(ctrl, &Message::SendDone { packets_sent })
     }
 }
 
+/// Extended sequence number of the bandwidth probe's packets: no media packet has it.
+const PROBE_SEQ: u64 = u64::MAX;
+
 /// Packet `seq` of a stream: RTP header, extended sequence number, send time, padding.
+/// A probe packet ([`PROBE_SEQ`]) has RTP timestamp 0 (its sequence number is set by the sender).
 fn packet(buf: &mut [u8], seq: u64, interval_ns: u64, ssrc: u32) {
     buf[0] = 0x80; // version 2, no padding, extension or CSRC
-    buf[1] = 96; // dynamic payload type, no marker
-    buf[2..4].copy_from_slice(&(seq as u16).to_be_bytes());
-    let ts = (seq as f64 * interval_ns as f64 / 1e9 * RTP_CLOCK_HZ) as u64 as u32;
+    buf[1] = PAYLOAD_TYPE; // no marker
+    let (rtp_seq, ts) = match seq {
+        PROBE_SEQ => (0, 0),
+        _ => (
+            seq as u16,
+            (seq as f64 * interval_ns as f64 / 1e9 * rtcp::CLOCK_HZ) as u64 as u32,
+        ),
+    };
+    buf[2..4].copy_from_slice(&rtp_seq.to_be_bytes());
     buf[4..8].copy_from_slice(&ts.to_be_bytes());
     buf[8..12].copy_from_slice(&ssrc.to_be_bytes());
     buf[12..20].copy_from_slice(&seq.to_be_bytes());
@@ -543,7 +608,7 @@ fn packet(buf: &mut [u8], seq: u64, interval_ns: u64, ssrc: u32) {
 
 /// (extended seq, send ns) of a received packet; None for anything that is not one of ours.
 fn parse(buf: &[u8]) -> Option<(u64, i64)> {
-    if buf.len() < MIN_PACKET as usize || buf[0] != 0x80 || buf[1] & 0x7f != 96 {
+    if buf.len() < MIN_PACKET as usize || buf[0] != 0x80 || buf[1] & 0x7f != PAYLOAD_TYPE {
         return None;
     }
     let seq = u64::from_be_bytes(buf[12..20].try_into().ok()?);
@@ -551,26 +616,40 @@ fn parse(buf: &[u8]) -> Option<(u64, i64)> {
     Some((seq, sent))
 }
 
-/// Sends `count` packets of `packet_bytes`, `interval_ns` apart, through `send` (false:
-/// stop); stops at the first error. Returns the packets sent.
-fn send_stream(
+/// What a session sends: `count` media packets of `packet_bytes` on `ssrc`, `interval_ns`
+/// apart after a fast start of `fast` packets; before them `probe_packets` on `probe_ssrc`.
+struct Sending {
     interval_ns: u64,
     count: u64,
     packet_bytes: u32,
     ssrc: u32,
-    mut send: impl FnMut(&[u8]) -> io::Result<bool>,
-) -> io::Result<u64> {
+    fast: u64,
+    probe_packets: u32,
+    probe_ssrc: u32,
+}
+
+/// Sends the probe packets back to back, then the media on its schedule
+/// ([`send_offset_ns`]), through `send` (false: stop); stops at the first error. Returns the
+/// media packets sent.
+fn send_stream(s: &Sending, mut send: impl FnMut(&[u8]) -> io::Result<bool>) -> io::Result<u64> {
     crate::clock::tighten_timer_slack();
-    let mut buf = vec![0u8; packet_bytes as usize];
+    let mut buf = vec![0u8; s.packet_bytes as usize];
+    for i in 0..s.probe_packets {
+        packet(&mut buf, PROBE_SEQ, s.interval_ns, s.probe_ssrc);
+        buf[2..4].copy_from_slice(&(i as u16).to_be_bytes());
+        if !send(&buf)? {
+            return Ok(0);
+        }
+    }
     let start = mono_ns();
-    for seq in 0..count {
-        wait_until(start + (seq * interval_ns) as i64);
-        packet(&mut buf, seq, interval_ns, ssrc);
+    for seq in 0..s.count {
+        wait_until(start + send_offset_ns(seq, s.interval_ns, s.fast) as i64);
+        packet(&mut buf, seq, s.interval_ns, s.ssrc);
         if !send(&buf)? {
             return Ok(seq);
         }
     }
-    Ok(count)
+    Ok(s.count)
 }
 
 /// What the MN received: the request's wall-clock time and one record per packet received
@@ -581,6 +660,8 @@ pub struct Received {
     pub interval_ns: u64,
     pub expected: u64,
     pub records: Vec<Record>,
+    /// RTCP receiver reports the MN sent (UDP only).
+    pub rtcp_reports: u64,
 }
 
 /// The MN's end: authenticates to `server` with `token`, asks for `req` and records the
@@ -620,6 +701,7 @@ pub fn receive(
         interval_ns,
         expected,
         records: Vec::new(),
+        rtcp_reports: 0,
     };
     let mut seen = HashSet::new();
     let mut keep = |buf: &[u8], out: &mut Received| {
@@ -673,9 +755,12 @@ pub fn receive(
                 .and_then(|_| ctrl.set_nonblocking(true))
                 .map_err(|e| e.to_string())?;
             let hello = udp::hello_datagram(&cookie);
+            let mut stats = rtcp::Receiver::default();
+            let mut report = rtcp::Every::new();
+            let reporter = u32::from_be_bytes(cookie.0[8..12].try_into().unwrap());
             let start = mono_ns();
             let mut last_hello: Option<Instant> = None;
-            let mut ready = false;
+            let (mut ready, mut done) = (false, false);
             let mut buf = vec![0u8; MAX_PACKET as usize];
             // Without `send_done` (a lost control connection), the stream is over its
             // duration and the drain after the first packet; without any packet, the whole
@@ -696,18 +781,39 @@ pub fn receive(
                 }
                 match sock.recv_from(&mut buf) {
                     Ok((n, from)) if from == data => {
+                        let d = &buf[..n];
+                        if let Some(ntp) = rtcp::sender_report_ntp(d) {
+                            stats.on_sender_report(ntp, realtime_ns());
+                        }
                         let first = out.records.is_empty();
-                        keep(&buf[..n], &mut out);
+                        let before = out.records.len();
+                        keep(d, &mut out);
+                        if out.records.len() > before {
+                            let word =
+                                |k: usize| u32::from_be_bytes(d[k..k + 4].try_into().unwrap());
+                            let r = &out.records[before];
+                            stats.on_packet(r.seq, word(4), word(8), r.recv_ns.unwrap_or(0));
+                        }
                         if first && !out.records.is_empty() {
                             end = end.min(mono_ns() + budget_ns);
                         }
                     }
                     _ => {} // another sender's datagram, a timeout, an ICMP error: go on
                 }
+                let now = realtime_ns();
+                // Reports while the server sends (it counts them then; after, they would be
+                // datagrams of no session).
+                if !done && report.due(now) {
+                    if let Some(rr) = stats.report(reporter, now) {
+                        // Lost on a link that is down: the next one follows in a second.
+                        let _ = sock.send_to(&rr, data);
+                    }
+                }
                 match reader.poll(&mut ctrl) {
                     Ok(None) => {}
                     Ok(Some(Frame::Message(Message::Ready {}))) => ready = true,
                     Ok(Some(Frame::Message(Message::SendDone { .. }))) => {
+                        done = true;
                         end = end.min(mono_ns() + drain_ms as i64 * 1_000_000)
                     }
                     Ok(Some(Frame::Message(Message::Error { reason }))) => {
@@ -723,6 +829,7 @@ pub fn receive(
                     Err(_) => end = end.min(mono_ns() + drain_ms as i64 * 1_000_000),
                 }
             }
+            out.rtcp_reports = stats.reports_sent;
         }
         (_, other) => return Err(unexpected(&other)),
     }
@@ -841,6 +948,8 @@ mod tests {
             rate_bps: rate,
             packet_bytes: 1000,
             duration_s: dur,
+            fast_start_s: 0.0,
+            probe_packets: 0,
         }
     }
 
@@ -970,6 +1079,57 @@ mod tests {
                                 // The same outage with a 1 s buffer: no stall.
         let p = playout(&a, 10_000_000, 1_000_000_000, 0);
         assert_eq!((p.stalls, p.stall_ns), (0, 0));
+    }
+
+    /// A fast start of 1 s of media (100 of 250 10-ms packets, 2 ms apart) after a probe of
+    /// three packets on another SSRC: the media arrive 0.8 s ahead of their clock, the probe
+    /// is not taken for media, and each end's RTCP reports arrive (RRs counted at the server).
+    #[test]
+    fn fast_start_probe_and_rtcp_over_loopback() {
+        let server = start(config());
+        let r = StreamRequest {
+            fast_start_s: 1.0,
+            probe_packets: 3,
+            ..req(Transport::Udp, 800_000.0, 2.5)
+        };
+        let got = receive(server.addr, TOKEN, &r, 300).unwrap();
+        assert_eq!((got.expected, got.records.len()), (250, 250));
+        let at = |seq: u64| {
+            got.records
+                .iter()
+                .find(|x| x.seq == seq)
+                .unwrap()
+                .recv_ns
+                .unwrap()
+        };
+        // Packet 100 leaves 200 ms after packet 0 (1 s of its media); packet 249 at 1.7 s.
+        let burst = at(100) - at(0);
+        assert!((190_000_000..400_000_000).contains(&burst), "{burst}");
+        let whole = at(249) - at(0);
+        assert!((1_690_000_000..1_990_000_000).contains(&whole), "{whole}");
+        assert!(got.rtcp_reports >= 1, "{}", got.rtcp_reports);
+        // Each RR counted, unless it crossed the stream's end (then it is a stray datagram).
+        let counted = server.stats.rtcp_reports.load(Ordering::Relaxed);
+        assert!(counted >= 1, "{counted}");
+        assert_eq!(
+            counted + server.stats.datagrams_ignored.load(Ordering::Relaxed),
+            got.rtcp_reports
+        );
+        // 250 media packets and 3 of the probe.
+        assert_eq!(server.stats.bytes_sent.load(Ordering::Relaxed), 253 * 1000);
+        // The fast start is held to the server's rate cap (10 Mb/s) at five times the rate.
+        let e = ask(
+            server.addr,
+            &StreamRequest {
+                fast_start_s: 1.0,
+                ..req(Transport::Udp, 3e6, 1.0)
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("fast start at 15000000 bit/s is over the server's --max-rate"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! - UDP: probe-stream metrics from [`udp_stream`] (loss, jitter, OWD, gaps, delay periods);
 //!   for an echoed flow, round trips and half-RTT OWD from [`udp_echo`].
 //!
+//! [`rtp::analyze_capture`] is a pass of its own: the RTP streams and RTCP reports of one
+//! capture (the `stream` test's, docs/methods.md §13).
+//!
 //! Uplink is MN→CN. Which endpoint is the MN is decided per flow, in this order:
 //! `--mn-addr`; the TTL (a packet's TTL is highest at the capture of its sender, since every
 //! router on the way lowers it); and else the connection's initiator (**choice**: phones
@@ -22,6 +25,7 @@ pub mod nat;
 pub mod owd;
 mod pass;
 pub mod record;
+pub mod rtp;
 pub mod seq;
 pub mod spikes;
 pub mod stats;

@@ -167,15 +167,24 @@ fn media_serve(
     serve_until_interrupted(py, |keep_going| server.serve(keep_going))
 }
 
-/// Checks a stream's rate, packet size and duration as the receiver will (the first problem
-/// as one line naming the option), before anything else is read or sent.
+/// Checks a stream's rate, packet size, duration, fast start and probe as the receiver will
+/// (the first problem as one line naming the option), before anything else is read or sent.
 #[pyfunction]
-fn media_check(rate_bps: f64, packet_bytes: u32, duration_s: f64) -> PyResult<()> {
+#[pyo3(signature = (rate_bps, packet_bytes, duration_s, fast_start_s = 0.0, probe_packets = 0))]
+fn media_check(
+    rate_bps: f64,
+    packet_bytes: u32,
+    duration_s: f64,
+    fast_start_s: f64,
+    probe_packets: u32,
+) -> PyResult<()> {
     let req = StreamRequest {
         transport: Transport::Udp,
         rate_bps,
         packet_bytes,
         duration_s,
+        fast_start_s,
+        probe_packets,
     };
     req.schedule().map(|_| ()).map_err(AgentError::new_err)
 }
@@ -184,7 +193,7 @@ fn media_check(rate_bps: f64, packet_bytes: u32, duration_s: f64) -> PyResult<()
 /// `buffer_s` buffer. Returns (summary JSON: request, schedule, the stream's loss/jitter/OWD
 /// and the playout; per-packet log batch).
 #[pyfunction]
-#[pyo3(signature = (server, token, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id))]
+#[pyo3(signature = (server, token, transport, rate_bps, packet_bytes, duration_s, buffer_s, drain_s, flow_id, fast_start_s = 0.0, probe_packets = 0))]
 #[allow(clippy::too_many_arguments)]
 fn media_receive(
     py: Python<'_>,
@@ -197,6 +206,8 @@ fn media_receive(
     buffer_s: f64,
     drain_s: f64,
     flow_id: String,
+    fast_start_s: f64,
+    probe_packets: u32,
 ) -> PyResult<(String, Option<Py<PyAny>>)> {
     let addr: std::net::SocketAddr = server
         .parse()
@@ -215,6 +226,8 @@ fn media_receive(
         rate_bps,
         packet_bytes,
         duration_s,
+        fast_start_s,
+        probe_packets,
     };
     req.schedule().map_err(AgentError::new_err)?;
     let received = py
@@ -230,6 +243,7 @@ fn media_receive(
     let doc = serde_json::json!({
         "request_ns": received.request_ns, "interval_ns": received.interval_ns,
         "expected": received.expected, "stream": summary, "playout": play,
+        "rtcp_reports": received.rtcp_reports,
     });
     let batch = if rows.is_empty() {
         None

@@ -140,9 +140,22 @@ fn analyze_udp_stream(
     ))
 }
 
+/// The RTP streams, SSRC changes and RTCP reports of one capture (cellperf_analysis::rtp), as JSON.
+#[pyfunction]
+fn rtp_streams(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let report = py
+        .detach(|| {
+            let capture = cellperf_capture::Capture::open(&path)?;
+            cellperf_analysis::rtp::analyze_capture(&capture)
+        })
+        .map_err(|e| InputError::new_err(e.to_string()))?;
+    serde_json::to_string(&report).map_err(|e| InputError::new_err(e.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(analyze_captures, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_udp_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(rtp_streams, m)?)?;
     Ok(())
 }

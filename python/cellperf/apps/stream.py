@@ -1,5 +1,7 @@
 """The `stream` test (docs/methods.md §13, seed 004 §VI.B): a constant-bitrate media stream from the
-CN, as RTP over UDP or over TCP (RFC 4571 framing), played at the MN through a buffer.
+CN, as RTP over UDP or over TCP (RFC 4571 framing), played at the MN through a buffer; optionally
+with a fast start and a bandwidth probe on an SSRC of its own before the media (004 §VI.C), and
+over UDP with RTCP sender and receiver reports. `rtp_rows` finds the RTP streams of a capture.
 
 Sending, receiving and the playout model are Rust (`cellperf_agent::media`); this module
 turns the receiver's record into the test's document and the store's row. The per-packet
@@ -9,6 +11,7 @@ its loss, jitter and OWD as for any UDP stream of the agents.
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from cellperf import _native
@@ -35,25 +38,25 @@ def serve(listen: str, token: bytes, on_ready: Callable[[str], None] | None = No
         raise UserError(str(e)) from None
 
 
-def check(rate_bps: float, packet_bytes: int, duration_s: float) -> None:
+def check(rate_bps: float, packet_bytes: int, duration_s: float, fast_start_s: float = 0.0,
+          probe_packets: int = 0) -> None:
     """Refuses a stream the test cannot send (one line naming the option)."""
     try:
-        _native.media_check(rate_bps, packet_bytes, duration_s)
+        _native.media_check(rate_bps, packet_bytes, duration_s, fast_start_s, probe_packets)
     except _native.AgentError as e:
         raise UserError(str(e)) from None
 
 
 def play(server: str, token: bytes, *, transport: str, rate_bps: float, packet_bytes: int, duration_s: float,
-         buffer_s: float, drain_s: float = 2.0, flow_id: str = "stream"):
+         buffer_s: float, drain_s: float = 2.0, flow_id: str = "stream", fast_start_s: float = 0.0,
+         probe_packets: int = 0):
     """Receives one stream from `server` (ADDR:PORT), authenticating with `token`, and plays
     it through `buffer_s` of buffer. Returns (document, per-packet log as a pyarrow table or None)."""
-    import json
-
     import pyarrow as pa
 
     try:
         text, batch = _native.media_receive(server, token, transport, rate_bps, packet_bytes, duration_s, buffer_s,
-                                            drain_s, flow_id)
+                                            drain_s, flow_id, fast_start_s, probe_packets)
     except _native.AgentError as e:
         raise UserError(str(e)) from None
     raw = json.loads(text)
@@ -62,6 +65,7 @@ def play(server: str, token: bytes, *, transport: str, rate_bps: float, packet_b
     doc = {
         "test": "stream", "server": server, "transport": transport, "rate_bps": rate_bps,
         "packet_bytes": packet_bytes, "duration_s": duration_s, "buffer_s": buffer_s,
+        "fast_start_s": fast_start_s, "probe_packets": probe_packets, "rtcp_reports": raw["rtcp_reports"],
         "interval_ms": raw["interval_ns"] / 1e6, "expected": raw["expected"], "received": received,
         "startup_ms": None if play["startup_ns"] is None else play["startup_ns"] / 1e6,
         "stalls": play["stalls"], "stall_s": play["stall_ns"] / 1e9,
@@ -83,3 +87,37 @@ def stream_row(doc: dict) -> dict:
         "jitter_ms": (s.get("jitter_ms") or {}).get("rfc3550"),
         "owd_median_ms": owd.get("median"), "owd_p95_ms": owd.get("p95"),
     }
+
+
+def rtp_rows(capture, side: str) -> list[dict]:
+    """One `rtp_streams` row per RTP stream (5-tuple and SSRC) of a capture (`side`: mn or cn),
+    found and measured in Rust (`cellperf_analysis::rtp`, docs/methods.md §13): its packets,
+    loss, RFC 3550 jitter, start-up burst, the SSRC changes into it on its 5-tuple with the
+    header-compression context refreshes they cost, and the RTCP reports about it seen there."""
+    try:
+        report = json.loads(_native.rtp_streams(str(capture)))
+    except _native.InputError as e:
+        raise UserError(str(e)) from None
+    rows = []
+    for s in report["streams"]:
+        tuple_ = (s["src"], s["src_port"], s["dst"], s["dst_port"])
+        into = [c for c in report["ssrc_changes"]
+                if (c["src"], c["src_port"], c["dst"], c["dst_port"]) == tuple_ and c["to_ssrc"] == s["ssrc"]]
+        about = [r for r in report["reports"] if r["source_ssrc"] == s["ssrc"] and r["kind"] == "rr"]
+        # The RTCP round trip (arrival − LSR − DLSR) at the capture of the SR's sender, the CN;
+        # at the MN's capture the same sum is only the SR's way down.
+        rtts = sorted(r["rtt_ms"] for r in about if r["rtt_ms"] is not None) if side == "cn" else []
+        burst = s["burst"] or {}
+        last = about[-1] if about else {}
+        rows.append({
+            "capture": side, "src": s["src"], "src_port": s["src_port"], "dst": s["dst"], "dst_port": s["dst_port"],
+            "ssrc": s["ssrc"], "payload_type": s["payload_type"], "packets": s["packets"], "lost": s["lost"],
+            "jitter_ms": s["jitter_ms"], "max_jitter_ms": s["max_jitter_ms"], "mean_jitter_ms": s["mean_jitter_ms"],
+            "max_delta_ms": s["max_delta_ms"], "rate_bps": s["rate_bps"], "burst_s": burst.get("duration_s"),
+            "burst_packets": burst.get("packets"), "burst_bps": burst.get("rate_bps"), "burst_lead_s": burst.get("lead_s"),
+            "ssrc_changes": len(into), "refresh_bytes": sum(c["refresh_bytes"] for c in into),
+            "receiver_reports": len(about), "rr_fraction_lost": last.get("fraction_lost"),
+            "rr_cumulative_lost": last.get("cumulative_lost"), "rr_jitter_ms": last.get("jitter_ms"),
+            "rtcp_rtt_ms": rtts[len(rtts) // 2] if rtts else None,
+        })
+    return rows

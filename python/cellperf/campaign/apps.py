@@ -22,7 +22,7 @@ from cellperf.errors import UserError
 from cellperf.store import write_parquet
 
 #: Options of each test that its MN command takes (the rest are the campaign's own).
-_STREAM_OPTIONS = ("transport", "rate", "packet", "duration", "buffer", "timeout")
+_STREAM_OPTIONS = ("transport", "rate", "packet", "duration", "buffer", "timeout", "fast_start", "probe_packets")
 _INTERACTIVE_OPTIONS = ("count", "interval", "timeout")
 #: A keystroke test's default length when the campaign gives none: 50 keys, 0.2 s apart.
 DEFAULT_KEYS, DEFAULT_KEY_INTERVAL_S = 50, 0.2
@@ -101,11 +101,17 @@ def interactive_argv(exe: str, run: RunSpec, host: str, log: Path, *, port: int 
     return [exe, "term", "type", host, *server, *probe_args(options), "--json", "--log", str(log)]
 
 
-def stream_tables(run: RunSpec, result: dict) -> dict[str, pl.DataFrame]:
-    """One `streams` row per run (start-up, stalls, late, lost; the stream's loss/jitter/OWD)."""
-    from cellperf.apps.stream import stream_row
+def stream_tables(run: RunSpec, result: dict, folder: Path) -> dict[str, pl.DataFrame]:
+    """One `streams` row per run (start-up, stalls, late, lost; the stream's loss/jitter/OWD), and
+    one `rtp_streams` row per RTP stream of each capture (docs/methods.md §13)."""
+    from cellperf.apps.stream import rtp_rows, stream_row
 
-    return {"streams": pl.DataFrame([{"run_id": run.run_id, **stream_row(result)}], infer_schema_length=None)}
+    tables = {"streams": pl.DataFrame([{"run_id": run.run_id, **stream_row(result)}], infer_schema_length=None)}
+    rows = [{"run_id": run.run_id, **r} for side in ("mn", "cn") if (folder / f"{side}.pcap").exists()
+            for r in rtp_rows(folder / f"{side}.pcap", side)]
+    if rows:
+        tables["rtp_streams"] = pl.DataFrame(rows, infer_schema_length=None)
+    return tables
 
 
 def interactive_tables(run: RunSpec, result: dict, folder: Path) -> dict[str, pl.DataFrame]:

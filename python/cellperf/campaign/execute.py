@@ -166,7 +166,7 @@ def _analyse(campaign: Campaign, run: RunSpec, folder: Path, outcome: Outcome, c
     elif run.test.type == "stream":
         from cellperf.campaign.apps import stream_tables
 
-        tables.update(stream_tables(run, outcome.result))
+        tables.update(stream_tables(run, outcome.result, folder))
     elif run.test.type == "interactive":
         from cellperf.campaign.apps import interactive_tables
 

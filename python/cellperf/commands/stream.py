@@ -64,7 +64,10 @@ def serve_command(args: argparse.Namespace) -> None:
 def play_command(args: argparse.Namespace) -> None:
     """Receive one stream and play it through a buffer; report start-up, stalls and losses.
 
-    The stream is --rate bit/s of --packet-byte RTP packets for --duration seconds. Packets
+    The stream is --rate bit/s of --packet-byte RTP packets for --duration seconds, the first
+    --fast-start seconds of media sent five times faster, after --probe-packets packets of a
+    bandwidth probe on another SSRC. Over UDP the server sends an RTCP sender report and the
+    receiver a receiver report (loss, jitter, LSR/DLSR) once a second on the stream's port. Packets
     that never arrive are skipped (lost); those later than their time in a playout that never
     stalls are late; the stream's loss, jitter and one-way delay are measured as for the
     agents' UDP streams (OWD on the two hosts' clocks, exact in an emulation). --log writes
@@ -73,18 +76,20 @@ def play_command(args: argparse.Namespace) -> None:
     Examples:
       cellperf stream play 10.0.0.1:5260 --token-file token --rate 384k --buffer 2
       cellperf stream play 10.0.0.1:5260 --token-file token --transport tcp --rate 1M --duration 30 --json
+      cellperf stream play 10.0.0.1:5260 --token-file token --fast-start 2 --probe-packets 3
     """
     from cellperf.agents import check_log_path, parse_rate, read_token, write_log
     from cellperf.apps.stream import check, play
 
     _check_server(args.server)
     rate = parse_rate(args.rate, "--rate")
-    check(rate, args.packet, args.duration)
+    check(rate, args.packet, args.duration, args.fast_start, args.probe_packets)
     if args.log is not None:
         check_log_path(args.log)
     token = read_token(args.token_file)
     doc, log = play(args.server, token, transport=args.transport, rate_bps=rate, packet_bytes=args.packet,
-                    duration_s=args.duration, buffer_s=args.buffer, drain_s=args.timeout)
+                    duration_s=args.duration, buffer_s=args.buffer, drain_s=args.timeout,
+                    fast_start_s=args.fast_start, probe_packets=args.probe_packets)
     if args.log is not None and log is not None:
         write_log(log, args.log, doc)
     if args.as_json:
@@ -139,6 +144,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    default=10.0, help="Length of the stream.")
     p.add_argument("--buffer", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=600, unit="seconds"),
                    default=2.0, help="Playout buffer: media held before playback starts and after a stall.")
+    p.add_argument("--fast-start", metavar="SECONDS", type=number_arg(lo=0, hi=3600, unit="seconds"), default=0.0,
+                   help="Media the server sends first at five times the rate, staying that far ahead after "
+                        "(a fast-start streaming server; 0: none).")
+    p.add_argument("--probe-packets", metavar="N", type=number_arg(lo=0, hi=100, integer=True), default=0,
+                   help="RTP packets the server sends back to back before the media on an SSRC of their own "
+                        "(a bandwidth probe; 004 saw 3).")
     p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=60, unit="seconds"),
                    default=2.0, help="UDP: how long after the last packet was due late ones are still taken.")
     p.add_argument("--log", metavar="FILE", type=file_path(Path), help="Per-packet log (.parquet or .csv).")

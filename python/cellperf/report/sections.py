@@ -16,6 +16,7 @@ from cellperf.report.maps import route_maps
 from cellperf.report.min_owd import SECTIONS as MIN_OWD_SECTIONS
 from cellperf.report.radio_states import SECTIONS as RADIO_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
+from cellperf.report.rtp import SECTIONS as RTP_SECTIONS
 from cellperf.report.simulated import seed001_section
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
 from cellperf.report.tcp_options import bdp_table, settings_table
@@ -25,7 +26,7 @@ from cellperf.report.web import download_times, pages_table
 
 SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_throughput,)), ("TCP", (tcp,)),
             ("TCP settings", (bdp_table, settings_table)), ("VoIP", (voip,)), ("Web", (pages_table, download_times)),
-            ("Streaming", (stream_stalls,)), ("Remote terminal", (keystroke_latency,)), ("Radio", (channel_table,)),
+            ("Streaming", (stream_stalls,)), *RTP_SECTIONS, ("Remote terminal", (keystroke_latency,)), ("Radio", (channel_table,)),
             ("Simulated TCP (seed 001)", (seed001_section,)), *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)),
             *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS,
             *MIN_OWD_SECTIONS, *HOP_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))

@@ -76,6 +76,8 @@ TEST_OPTIONS = {
     "transport": ("--transport", check.choice("udp", "tcp"), ("stream",)),
     "packet": ("--packet", check.packet, ("stream",)),
     "buffer": ("--buffer", check.parse_duration, ("stream",)),
+    "fast_start": ("--fast-start", check.parse_duration, ("stream",)),
+    "probe_packets": ("--probe-packets", check.probe_packets, ("stream",)),
     "port": (None, check.port, ("stream", "interactive")),
     "identity": (None, check.text, ("interactive",)),
     # hops (docs/methods.md §2): rounds `interval` apart over the run's duration.

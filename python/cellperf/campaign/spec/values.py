@@ -41,6 +41,13 @@ def hop_limit(value, where):
     return number(value, lo=1, hi=MAX_HOPS, integer=True)
 
 
+def probe_packets(value, where):
+    """A stream's bandwidth probe before the media (`cellperf stream play --probe-packets`)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number of packets in 1..100")
+    return number(value, lo=1, hi=100, integer=True)
+
+
 def payload(value, where):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number of bytes")
