@@ -349,15 +349,19 @@ fn probe_check(
     kernel_check(&p, both_ends, &proc_sys.unwrap_or_else(|| PROC_SYS.into())).err()
 }
 
-/// The `hops` test's settings, checked (one line naming the option).
-fn hops_config(
+/// Runs the `hops` test (cellperf_agent::hops) to `target` with the GIL released, its settings
+/// checked first (one line naming the option, nothing sent); Ctrl-C stops it with what was
+/// measured. Returns (hops JSON, per-probe batch or None).
+#[pyfunction]
+fn hops_run(
+    py: Python<'_>,
     target: &str,
     first_port: u16,
     max_hops: u8,
     count: u32,
     interval_s: f64,
     timeout_s: f64,
-) -> PyResult<hops::HopsConfig> {
+) -> PyResult<(String, Option<Py<PyAny>>)> {
     let target = target.parse().map_err(|_| {
         AgentError::new_err(format!("TARGET: '{target}' is not an IP address"))
     })?;
@@ -370,35 +374,6 @@ fn hops_config(
         timeout_ns: (timeout_s * 1e9) as u64,
     };
     cfg.check().map_err(AgentError::new_err)?;
-    Ok(cfg)
-}
-
-/// Checks the `hops` test's settings as `hops_run` will, before anything is sent.
-#[pyfunction]
-fn hops_check(
-    target: &str,
-    first_port: u16,
-    max_hops: u8,
-    count: u32,
-    interval_s: f64,
-    timeout_s: f64,
-) -> PyResult<()> {
-    hops_config(target, first_port, max_hops, count, interval_s, timeout_s).map(drop)
-}
-
-/// Runs the `hops` test (cellperf_agent::hops) to `target` with the GIL released; Ctrl-C
-/// stops it with what was measured. Returns (hops JSON, per-probe batch or None).
-#[pyfunction]
-fn hops_run(
-    py: Python<'_>,
-    target: &str,
-    first_port: u16,
-    max_hops: u8,
-    count: u32,
-    interval_s: f64,
-    timeout_s: f64,
-) -> PyResult<(String, Option<Py<PyAny>>)> {
-    let cfg = hops_config(target, first_port, max_hops, count, interval_s, timeout_s)?;
     let probes = py
         .detach(|| {
             hops::run(&cfg, &mut || {
@@ -430,7 +405,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(media_receive, m)?)?;
     m.add_function(wrap_pyfunction!(media_check, m)?)?;
     m.add_function(wrap_pyfunction!(type_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(hops_check, m)?)?;
     m.add_function(wrap_pyfunction!(hops_run, m)?)?;
     Ok(())
 }

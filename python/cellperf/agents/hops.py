@@ -32,19 +32,11 @@ def resolve(target: str) -> str:
         raise UserError(f"TARGET: cannot resolve '{target}'") from None
 
 
-def check(target: str, *, count: int, interval_s: float, max_hops: int, timeout_s: float,
-          first_port: int = FIRST_PORT) -> None:
-    """Refuses settings the test cannot run with (one line naming the option)."""
-    try:
-        _native.hops_check(target, first_port, max_hops, count, interval_s, timeout_s)
-    except (_native.AgentError, OverflowError) as e:
-        raise UserError(str(e)) from None
-
-
 def trace(target: str, *, count: int = DEFAULT_COUNT, interval_s: float = DEFAULT_INTERVAL_S,
           max_hops: int = DEFAULT_MAX_HOPS, timeout_s: float = DEFAULT_TIMEOUT_S,
           first_port: int = FIRST_PORT) -> tuple[dict, pa.Table | None]:
-    """Probes every hop to `target` (an IP address) `count` times, one round every `interval_s`.
+    """Probes every hop to `target` (an IP address) `count` times, one round every `interval_s`
+    (settings the test cannot run with are refused first, in one line naming the option).
     Returns (document, per-probe table or None)."""
     import pyarrow as pa
 

@@ -50,14 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from cellperf.agents import check_log_path, write_log
-    from cellperf.agents.hops import check, resolve, trace
+    from cellperf.agents.hops import resolve, trace
 
     if args.log is not None:
         check_log_path(args.log)
     target = resolve(args.target)
     settings = {"count": args.count, "interval_s": args.interval, "max_hops": args.max_hops,
                 "timeout_s": args.timeout, "first_port": args.port}
-    check(target, **settings)
     doc, log = trace(target, **settings)
     if args.log is not None and log is not None:
         write_log(log, args.log, doc)
