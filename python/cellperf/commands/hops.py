@@ -11,7 +11,7 @@ answered, and the round trip's min / median / p95 / max. A target with an open U
 it from the emulated MN to the CN (docs/campaigns.md).
 
 Examples:
-  cellperf hops 127.0.0.1 --count 3 --interval 0.2    # this host: the target at TTL 1
+  cellperf hops 127.0.0.1 --count 3 --interval 0.2   # this host: TTL 1
   cellperf hops 192.0.2.7
   cellperf hops cn.example.net --count 60 --json
   sudo cellperf emulate --profile umts-stationary -- \\
