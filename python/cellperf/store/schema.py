@@ -218,7 +218,7 @@ CREATE TABLE min_owd (
 #: many answered, probes sent and answered, and the RTT distribution of the answers.
 _V14 = """
 CREATE TABLE hop_rtt (
-    run_id VARCHAR NOT NULL, ttl UTINYINT NOT NULL, responder VARCHAR, responders INTEGER, sent UBIGINT,
+    run_id VARCHAR NOT NULL, ttl UINTEGER NOT NULL, responder VARCHAR, responders INTEGER, sent UBIGINT,
     answered UBIGINT, loss_rate DOUBLE, reached BOOLEAN, rtt_min_ms DOUBLE, rtt_q1_ms DOUBLE, rtt_median_ms DOUBLE,
     rtt_q3_ms DOUBLE, rtt_p95_ms DOUBLE, rtt_max_ms DOUBLE, rtt_mean_ms DOUBLE, rtt_std_ms DOUBLE);
 """
