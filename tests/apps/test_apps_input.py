@@ -26,6 +26,8 @@ def test_a_bitrate_above_what_the_stream_can_send():
     (["nohost", "--rate", "1M"], "SERVER: 'nohost' is not ADDR:PORT"),
     (["127.0.0.1:9", "--rate", "fast"], "--rate: 'fast' is not a rate"),
     (["127.0.0.1:9", "--log", "x.txt"], "--log x.txt: use a .parquet or .csv file name"),
+    (["127.0.0.1:9", "--duration", "2", "--fast-start", "3"], "--fast-start: 3 s outside 0..2 s (--duration)"),
+    (["127.0.0.1:9", "--rate", "100M", "--fast-start", "1"], "--fast-start: 5 × 100000000 bit/s is above what the"),
 ])
 def test_bad_stream_options(args, needle):
     _fails("stream", "play", *args, needle=needle)
@@ -46,6 +48,8 @@ def test_a_missing_key_and_a_refused_ssh(tmp_path):
     ("packet = 20", "tests[0].packet: "),
     ("port = 5260", 'tests[0].port: is for kind = "real"'),
     ("loads = 2", "tests[0].loads: does not apply to test type stream"),
+    ("probe_packets = 101", "tests[0].probe_packets: "),
+    ("fast_start = -1", "tests[0].fast_start: "),
 ])
 def test_bad_stream_campaign_keys(tmp_path, line, needle):
     f = tmp_path / "c.toml"
