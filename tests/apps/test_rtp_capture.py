@@ -101,3 +101,17 @@ def test_cellperf_agrees_with_tshark(captures):
             assert m["max_delta_ms"] == pytest.approx(t["max_delta"], abs=2e-3), (side, m, t)
             assert m["max_jitter_ms"] == pytest.approx(t["max_jitter"], abs=2e-3), (side, m, t)
             assert m["mean_jitter_ms"] == pytest.approx(t["mean_jitter"], abs=2e-3), (side, m, t)
+
+
+def test_stream_rtp_prints_them_in_80_columns(captures):
+    folder, _ = captures
+    p = subprocess.run([CELLPERF, "stream", "rtp", str(folder / "cn.pcap")], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "2 RTP streams in cn.pcap" and all(len(x) <= 80 for x in lines), lines
+    assert any(x.startswith("  after   SSRC 0x") and x.endswith("one context refresh, 40 B") for x in lines), lines
+    assert any(x.startswith("  burst   0.") and "0.8" in x for x in lines), lines
+    assert lines[-1].startswith("  round trip (arrival − LSR − DLSR): median ")
+    bad = subprocess.run([CELLPERF, "stream", "rtp", str(folder / "none.pcap")], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.strip().endswith("none.pcap: no such file"), bad.stderr

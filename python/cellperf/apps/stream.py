@@ -89,15 +89,21 @@ def stream_row(doc: dict) -> dict:
     }
 
 
+def rtp_report(capture) -> dict:
+    """The RTP streams, SSRC changes and RTCP report blocks of a capture (`cellperf_analysis::rtp`,
+    docs/methods.md §13); a capture that cannot be read is one line."""
+    try:
+        return json.loads(_native.rtp_streams(str(capture)))
+    except _native.InputError as e:
+        raise UserError(str(e)) from None
+
+
 def rtp_rows(capture, side: str) -> list[dict]:
     """One `rtp_streams` row per RTP stream (5-tuple and SSRC) of a capture (`side`: mn or cn),
     found and measured in Rust (`cellperf_analysis::rtp`, docs/methods.md §13): its packets,
     loss, RFC 3550 jitter, start-up burst, the SSRC changes into it on its 5-tuple with the
     header-compression context refreshes they cost, and the RTCP reports about it seen there."""
-    try:
-        report = json.loads(_native.rtp_streams(str(capture)))
-    except _native.InputError as e:
-        raise UserError(str(e)) from None
+    report = rtp_report(capture)
     rows = []
     for s in report["streams"]:
         tuple_ = (s["src"], s["src_port"], s["dst"], s["dst_port"])

@@ -6,7 +6,8 @@ and plays it through a buffer of --buffer seconds: playback starts once that muc
 and stalls (rebuffers to the full buffer) when the packet due has not arrived. Both ends share
 a token, as `cellperf server` and `cellperf probe` do (--token-file, else $CELLPERF_TOKEN): the
 stream goes only to a receiver that proved it knows it. In a campaign (`type = "stream"`) the
-runner does both around the emulated link (docs/apps.md).
+runner does both around the emulated link (docs/apps.md). `rtp` reads the RTP streams and RTCP
+reports of a capture (seed 004 §VI.C).
 
 Examples:
   cellperf stream serve --listen 0.0.0.0:5260 --token-file token
@@ -15,6 +16,7 @@ Examples:
         --buffer 2 --json
   cellperf stream play cn.example.net:5260 --token-file token --transport tcp \\
        --rate 1M --log stream.parquet
+  cellperf stream rtp cn.pcap
 """
 
 from __future__ import annotations
@@ -106,6 +108,58 @@ def play_command(args: argparse.Namespace) -> None:
         print(f"  OWD       median {owd['median']:.1f} / p95 {owd['p95']:.1f} / max {owd['max']:.1f} ms")
 
 
+def rtp_command(args: argparse.Namespace) -> None:
+    """The RTP streams of a capture: packets, loss, jitter, start-up burst, SSRC changes, RTCP.
+
+    A stream is a 5-tuple and an SSRC; per stream the figures tshark's RTP analysis gives
+    (packets, loss from the sequence numbers, largest gap, RFC 3550 jitter: last, largest, mean)
+    and the start-up burst (how far it ran ahead of its media clock); each change of SSRC on a
+    5-tuple with the header-compression context refresh it costs; the RTCP report blocks, and
+    the round trip they give at the capture of the sender reports' sender (docs/methods.md §13).
+
+    Examples:
+      cellperf stream rtp cn.pcap
+      cellperf stream rtp mn.pcap --json
+    """
+    from cellperf.apps.stream import rtp_report
+
+    report = rtp_report(args.capture)
+    if args.as_json:
+        print(json.dumps(report))
+        return
+    print(_rtp_text(report, args.capture.name))
+
+
+def _rtp_text(report: dict, name: str) -> str:
+    lines = [f"{len(report['streams'])} RTP streams in {name}"]
+    for s in report["streams"]:
+        lines.append(f"SSRC 0x{s['ssrc']:08X}, PT {s['payload_type']}: {s['src']}:{s['src_port']} → "
+                     f"{s['dst']}:{s['dst_port']}")
+        lines.append(f"  packets {s['packets']}, lost {s['lost']}, largest gap {s['max_delta_ms']:.2f} ms")
+        if s["jitter_ms"] is not None:
+            lines.append(f"  jitter  {s['jitter_ms']:.2f} last / {s['max_jitter_ms']:.2f} max / "
+                         f"{s['mean_jitter_ms']:.2f} mean ms (RFC 3550)")
+        if s["burst"]:
+            b = s["burst"]
+            lines.append(f"  burst   {b['duration_s']:.2f} s at {b['rate_bps'] / 1e3:.0f} kb/s, "
+                         f"{b['lead_s']:.2f} s ahead of the media clock")
+        for c in report["ssrc_changes"]:
+            if c["to_ssrc"] == s["ssrc"] and (c["src"], c["src_port"]) == (s["src"], s["src_port"]):
+                lines.append(f"  after   SSRC 0x{c['from_ssrc']:08X} ({c['after_packets']} packets): one "
+                             f"context refresh, {c['refresh_bytes']} B")
+    rr = [r for r in report["reports"] if r["kind"] == "rr"]
+    rtts = sorted(r["rtt_ms"] for r in rr if r["rtt_ms"] is not None)
+    lines.append(f"RTCP: {report['sender_reports']} sender reports, {len(rr)} receiver report blocks")
+    if rr:
+        last = rr[-1]
+        jitter = "-" if last["jitter_ms"] is None else f"{last['jitter_ms']:.2f} ms"
+        lines.append(f"  last RR: {100 * last['fraction_lost']:.1f} % lost, {last['cumulative_lost']} in all, "
+                     f"jitter {jitter}")
+    if rtts:
+        lines.append(f"  round trip (arrival − LSR − DLSR): median {rtts[len(rtts) // 2]:.1f} ms")
+    return "\n".join(lines)
+
+
 def _check_server(text: str) -> None:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
@@ -153,6 +207,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=60, unit="seconds"),
                    default=2.0, help="UDP: how long after the last packet was due late ones are still taken.")
     p.add_argument("--log", metavar="FILE", type=file_path(Path), help="Per-packet log (.parquet or .csv).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
+
+
+    p = add_subcommand(subcommands, "rtp", rtp_command)
+    p.add_argument("capture", metavar="CAPTURE", type=file_path(Path), help="A pcap or pcapng file.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print one JSON document.")
 
 
