@@ -10,14 +10,16 @@ import pytest
 from tests.conftest import cellperf
 
 
-def test_loopback_is_one_hop_and_its_rows():
+@pytest.mark.parametrize("target", ["127.0.0.1", "::1"])
+def test_loopback_is_one_hop_and_its_rows(target):
+    """IPv4 (ICMP port unreachable) and IPv6 (ICMPv6 type 1 code 4) alike."""
     from cellperf.agents.hops import HOP_COLUMNS, hop_rows
 
-    doc = json.loads(cellperf("hops", "127.0.0.1", "--count", "3", "--interval", "0.05", "--timeout", "0.5",
+    doc = json.loads(cellperf("hops", target, "--count", "3", "--interval", "0.05", "--timeout", "0.5",
                               "--json").stdout)
-    assert (doc["test"], doc["target"], doc["reached"], doc["path_hops"]) == ("hops", "127.0.0.1", True, 1)
+    assert (doc["test"], doc["target"], doc["reached"], doc["path_hops"]) == ("hops", target, True, 1)
     h = doc["hops"][0]
-    assert (h["ttl"], h["responder"], h["sent"], h["answered"], h["reached"]) == (1, "127.0.0.1", 3, 3, True)
+    assert (h["ttl"], h["responder"], h["sent"], h["answered"], h["reached"]) == (1, target, 3, 3, True)
     assert 0 <= h["rtt_ms"]["min"] <= h["rtt_ms"]["median"] <= h["rtt_ms"]["max"] < 50
     rows = hop_rows(doc)
     assert [tuple(r) for r in rows] == [HOP_COLUMNS]
