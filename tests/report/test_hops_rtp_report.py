@@ -47,8 +47,11 @@ def test_hops_and_rtp_streams_over_two_runs(tmp_path):
     assert "<td>1</td><td>???</td><td>2</td><td>20</td><td>100.0</td><td>-</td>" in table
     assert ("<td>2</td><td>10.0.0.1 (target)</td><td>2</td><td>20</td><td>5.0</td><td>105.00</td><td>118.00</td>"
             "<td>150.00</td><td>160.00</td>") in table
-    (box,) = items["hop-rtt-figure"].figure.data
+    fig = items["hop-rtt-figure"].figure
+    (box,) = fig.data
     assert (list(box.x), list(box.median), list(box.q1), list(box.upperfence)) == ([2], [118.0], [111.5], [150.0])
+    # The silent hop keeps its place on the axis, marked.
+    assert [(a.x, a.text) for a in fig.layout.annotations] == [(1, "???")] and fig.layout.xaxis.range == (0.5, 2.5)
     # Two runs, four streams, two SSRC changes (80 B of refreshes); media: 238 packets, 2 lost,
     # jitter median 2.0, largest 2.0, RTCP RTT median 205.
     assert ("<td>CN</td><td>2</td><td>4</td><td>2</td><td>80</td><td>238</td><td>2</td><td>2.00</td><td>2.00</td>"

@@ -51,7 +51,11 @@ def hop_rtt(store: Store) -> list[Item]:
             fig.add_trace(go.Box(x=d["ttl"].to_list(), q1=d["q1"].to_list(), median=d["median"].to_list(),
                                  q3=d["q3"].to_list(), lowerfence=d["min"].to_list(), upperfence=d["p95"].to_list(),
                                  name=f"{network} {scenario}"))
-    fig.update_layout(boxmode="group", xaxis=dict(title="hop (TTL)", dtick=1), yaxis_title="RTT (ms)")
+    # Every hop on the axis: one that never answered is a gap, marked as mtr marks it.
+    for ttl in agg.group_by("ttl").agg(pl.col("median").is_null().all().alias("silent")).filter("silent")["ttl"]:
+        fig.add_annotation(x=ttl, y=0, yref="paper", text="???", showarrow=False, yanchor="bottom")
+    fig.update_layout(boxmode="group", xaxis=dict(title="hop (TTL)", dtick=1, range=[0.5, agg["ttl"].max() + 0.5]),
+                      yaxis_title="RTT (ms)", showlegend=True)
     return [Item("hop-rtt", "Round trip and loss per hop", caption, table_html=table),
             Item("hop-rtt-figure", "RTT by the hop", caption + " Boxes: quartiles (medians over the runs), "
                  "whiskers from the least RTT to the largest p95.", layout(fig))]
