@@ -324,3 +324,22 @@ def test_without_cn_capture_a_downlink_stream_is_measured_at_its_receiver(bed):
         # Its intervals are the MN capture's (payload bytes: 1460 a datagram), only the downlink's.
         down = s.frame("SELECT direction, sum(bytes)::BIGINT AS b FROM intervals GROUP BY 1").rows()
         assert down == [("downlink", 1460 * data["packets"])]
+
+
+def test_a_hops_run_times_the_router_and_the_cn(bed):
+    """Seed 003 slides 9-10 in real-network mode: the router namespace (kernel forwarding)
+    answers TTL 1 with time exceeded, the CN TTL 2 with port unreachable, both within
+    milliseconds on the idle veth path; four rounds 0.5 s apart over the run's 2 s."""
+    tb, folder, server, token = bed
+    work = folder / "hops"
+    work.mkdir()
+    path = campaign(work, server, cn_capture=None, token=token, radio=None,
+                    tests='\n[[tests]]\ntype = "hops"\ninterval = 0.5\nduration = 2\n')
+    p = run_in_mn(tb, path, work / "out")
+    assert p.returncode == 0, p.stderr
+    with Store.open(work / "out", read_only=True) as s:
+        run = s.frame("SELECT status, reason, cn_addr FROM runs").row(0, named=True)
+        hops = s.frame("SELECT ttl, responder, sent, answered, reached, rtt_median_ms FROM hop_rtt ORDER BY ttl").rows()
+    assert run["status"] == "ok" and run["cn_addr"] == tb.CN_ADDR, run
+    assert [h[:5] for h in hops] == [(1, "10.201.1.1", 4, 4, False), (2, tb.CN_ADDR, 4, 4, True)], hops
+    assert all(0 < h[5] < 50 for h in hops), hops
