@@ -213,8 +213,17 @@ CREATE TABLE min_owd (
     kind VARCHAR, offset_ms DOUBLE, uncertainty_ms DOUBLE, basis VARCHAR);
 """
 
+#: Version 14 (seed 004 §IV.B 2.1, issue 32): handover zones, the handoffs between one pair of
+#: cells close together in time, ping-pong or not, and the serving signal's change at them
+#: (`cellperf.handoffs.zones`).
+_V14 = """
+CREATE TABLE handover_zones (
+    run_id VARCHAR NOT NULL, cell_a VARCHAR, cell_b VARCHAR, start_s DOUBLE, end_s DOUBLE, handoffs UINTEGER,
+    a_to_b UINTEGER, b_to_a UINTEGER, pingpong BOOLEAN, signal VARCHAR, signal_diff_db DOUBLE, within_margin BOOLEAN);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -227,4 +236,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
               "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes",
-              "min_owd")
+              "min_owd", "handover_zones")
