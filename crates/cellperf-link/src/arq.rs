@@ -13,6 +13,7 @@
 //! keeps the element cheap; `block_error` is then the per-packet error probability of a first
 //! transmission.
 use crate::element::{Drops, DueQueue, Element, Nanos, Packet};
+use crate::frame_errors::{FrameBins, FrameTally};
 use crate::random::{exponential, SeededRng};
 use std::collections::VecDeque;
 
@@ -128,6 +129,8 @@ pub struct Arq {
     held: DueQueue,
     drops: Drops,
     stats: ArqStats,
+    /// Every transmission and its outcome, at its time, once the radio log asks for them.
+    frames: Option<FrameTally>,
 }
 
 impl Arq {
@@ -161,6 +164,7 @@ impl Arq {
             held: DueQueue::default(),
             drops: Drops::default(),
             stats: ArqStats::default(),
+            frames: None,
         }
     }
 
@@ -177,10 +181,16 @@ impl Element for Arq {
         if let Some(f) = fades.as_mut() {
             f.forget_before(arrival);
         }
+        let mut frames = self.frames.as_ref().map(|t| t.lock().expect("frame tally"));
         let fate = self.params.fate(&mut |p, extra| {
             let fading = fades.as_mut().is_some_and(|f| f.in_fade(arrival + extra));
-            decide(if fading { fade_error } else { p })
+            let failed = decide(if fading { fade_error } else { p });
+            if let Some(bins) = frames.as_mut() {
+                bins.record(arrival + extra, failed);
+            }
+            failed
         });
+        drop(frames);
         self.stats.packets += 1;
         self.stats.retransmitted += u64::from(fate.transmissions > 1);
         self.stats.arq_retransmitted += u64::from(fate.arq_rounds > 0);
@@ -206,6 +216,10 @@ impl Element for Arq {
 
     fn drops(&self) -> Drops {
         self.drops
+    }
+
+    fn count_frames(&mut self, bin: Nanos) -> Option<FrameTally> {
+        Some(self.frames.get_or_insert_with(|| FrameBins::shared(bin)).clone())
     }
 }
 
@@ -269,6 +283,19 @@ mod tests {
         assert_eq!(out, vec![(120 * MS, 100), (120 * MS, 100)]);
         assert_eq!(arq.stats().arq_retransmitted, 1);
         assert_eq!(arq.drops(), Drops::default());
+    }
+
+    #[test]
+    fn every_transmission_is_counted_as_a_frame_at_its_time_failed_or_not() {
+        // Packet 0 (at 0): transmissions 0, 1, 2 fail (first and both HARQ retries, at 0, 10,
+        // 20 ms), the ARQ retransmission at 120 ms succeeds. Packet 1 (at 5 ms): one frame, sent.
+        let mut arq = Arq::with_errors(params(), scripted(&[0, 1, 2]));
+        let tally = arq.count_frames(100 * MS).expect("the ARQ sends frames");
+        run(&mut arq, &[(0, 100), (5 * MS, 100)], MS, 300 * MS);
+        let mut bins = tally.lock().unwrap();
+        use crate::frame_errors::FrameCount;
+        assert_eq!(bins.take_until(100 * MS), FrameCount { sent: 4, failed: 3 });
+        assert_eq!(bins.take_until(200 * MS), FrameCount { sent: 1, failed: 0 });
     }
 
     #[test]
