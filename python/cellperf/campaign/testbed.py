@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cellperf.campaign.argv import command_argv
-from cellperf.campaign.clocks import ONE_HOST, clock_state
+from cellperf.campaign.clocks import clock_state, cn_clock_state, one_host_clock
 from cellperf.campaign.phases import Phases, emulated_phases
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
@@ -220,6 +220,7 @@ class EmulatedTestbed:
                 f'"$@" >"$out" 2>"$err"; rc=$?; t1=$(date +%s.%N); {DRAIN_SH}; '
                 'echo "$t0 $t1 $(date +%s.%N)" >"$marks"; exit $rc',
                 "sh", str(folder / outputs[0]), str(folder / outputs[1]), str(folder / "marks"), *command]
+        clocks = one_host_clock()
         started = time.time()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
@@ -227,7 +228,7 @@ class EmulatedTestbed:
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
         out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True,
-                      clock_sync=ONE_HOST)
+                      clock_sync=clocks)
         out.phases = emulated_phases(started, _marks(folder), out.ended_at)
         try:
             stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
@@ -371,7 +372,8 @@ class RealTestbed:
         poller = None
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
-        clocks = clock_state()  # this (the MN's) host's, as the test starts
+        # This (the MN's) host's clock and the CN's, as the test starts.
+        clocks = {**clock_state(), "cn": cn_clock_state(self.tb.cn_clock)}
         started = time.time()
         inside = run.test.type == GROUP or bool(run.tcp_options)
         if run.test.type == "web":
