@@ -20,7 +20,8 @@ from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path
 from cellperf.validate import number_arg
 from cellperf.errors import UserError, os_reason
 
-TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
+TRACE_HELP = ("Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, "
+              "radio log, or MobileInsight log (its LTE CQI reports, per 1-ms subframe).")
 
 
 def trace_options(parser: argparse.ArgumentParser) -> None:
