@@ -105,13 +105,13 @@ def test_a_buffering_handoff_is_a_gap_then_a_burst(tmp_path, iperf3_server):
 
 
 def test_the_radio_log_counts_every_arq_frame_and_its_errors(tmp_path):
-    """002 Fig. 9 left: the ARQ's frames in the radio log. 30 % of transmissions fail, RLC
-    rounds retry up to 8 times, so nothing is lost: each packet the downlink delivered (the 40
-    echo replies and anything else the CN side sent) had exactly one frame without error, and
-    the errors are about 30 % of the frames."""
+    """002 Fig. 9 left: the ARQ's frames in the radio log. Without HARQ retries a frame is one
+    transmission; 30 % fail, RLC rounds retry up to 8 times, so nothing is lost: each packet the
+    downlink delivered (the 40 echo replies and anything else the CN side sent) had exactly one
+    frame without error, and the errors are about 30 % of the frames."""
     radio = tmp_path / "radio.csv"
     p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--delay", "10", "--uplink-arq", "off",
-                "--downlink-arq", "bler=0.3,arq=8,arq-delay=50ms", "--radio-log", str(radio), "--json", "--",
+                "--downlink-arq", "bler=0.3,harq=0,arq=8,arq-delay=50ms", "--radio-log", str(radio), "--json", "--",
                 "sh", "-c", 'ping -c 40 -i 0.1 "$CELLPERF_CN" && sleep 0.3')
     assert p.returncode == 0, p.stderr
     assert " 40 received" in p.stdout

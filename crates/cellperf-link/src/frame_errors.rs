@@ -1,13 +1,13 @@
 //! Radio frames sent and frames in error over time: the frame error rate of seed 002 Fig. 9
 //! left, which a modem's log reports and the emulated cell's ARQ knows. The ARQ element adds
-//! every transmission (first, HARQ or ARQ retransmission) at the time it happens; the radio
-//! log takes the counts of each of its intervals. Time here is the link's nanoseconds
+//! every frame (a HARQ chain) when it ends, in error or not; the radio log takes the counts of
+//! each of its intervals. Time here is the link's nanoseconds
 //! (`element::Nanos`); this module sits below `element` so that the `Element` trait can hand
 //! a tally out.
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Frames (transmissions) sent and, of those, the ones that failed.
+/// Frames sent and, of those, the ones that failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameCount {
     pub sent: u64,
@@ -42,8 +42,8 @@ impl FrameBins {
         }))
     }
 
-    /// A transmission at `at`. One in a bin already taken (a packet accepted after the log
-    /// passed its time) counts in the first bin not yet taken.
+    /// A frame at `at`. One in a bin already taken (a packet accepted after the log passed its
+    /// time) counts in the first bin not yet taken.
     pub fn record(&mut self, at: u64, failed: bool) {
         let k = (at / self.bin).max(self.first);
         let i = (k - self.first) as usize;
@@ -81,7 +81,13 @@ mod tests {
     fn counts_are_taken_per_bin_once_and_late_ones_go_to_the_next_bin() {
         let tally = FrameBins::shared(100);
         let mut b = tally.lock().unwrap();
-        for (at, failed) in [(0, false), (99, true), (100, true), (250, false), (251, true)] {
+        for (at, failed) in [
+            (0, false),
+            (99, true),
+            (100, true),
+            (250, false),
+            (251, true),
+        ] {
             b.record(at, failed);
         }
         assert_eq!(b.take_until(100), FrameCount { sent: 2, failed: 1 });

@@ -1,7 +1,7 @@
 """The frame error rate (seed 002 Fig. 9 left: "overall mean and a few individual per-experiment
 sample frame error rates", all below 1 % on EV-DO, where turbo codes and hybrid ARQ keep the
 loss the link layer leaves negligible) from the radio log's frame counts: the emulated cell's
-downlink ARQ (every transmission and whether it failed) or a modem's transport blocks and their
+downlink ARQ (every HARQ chain and whether it failed) or a modem's transport blocks and their
 CRC (MobileInsight's PDSCH statistics). Per network, scenario and profile: frames, frames in
 error, the pooled FER and the spread of the runs' FERs; per network a figure of the FER over
 time, each run's FER per second beside the overall mean (docs/methods.md §1)."""
@@ -83,9 +83,9 @@ def frame_error_rates(store: Store) -> list[Item]:
              _pct(r["least"]), _pct(r["median"]), _pct(r["largest"])] for r in summary.iter_rows(named=True)]
     items = [Item("fer-table", "Frame error rate",
                   "Radio frames sent on the downlink and those in error, from the radio log: the emulated cell's "
-                  "link-layer ARQ counts every transmission (first, HARQ and ARQ retransmissions) and whether it "
-                  "failed; a MobileInsight log counts the LTE transport blocks the modem decoded and those whose CRC "
-                  "failed. FER = frames in error / frames, pooled over the runs, and the least, median and largest "
+                  "link-layer ARQ counts each HARQ chain (a transmission with its hybrid-ARQ retries; in error when "
+                  "all failed and RLP/RLC resent; none while a deep fade holds the channel at the null rate); a "
+                  "MobileInsight log counts the LTE transport blocks the modem decoded and those whose CRC failed. FER = frames in error / frames, pooled over the runs, and the least, median and largest "
                   "per run. Seed 002 Fig. 9 left (EV-DO: below 1 %). Per sample: SELECT * FROM radio_samples.",
                   table_html=html_table(["network", "scenario", "profile", "runs", "frames", "in error", "FER %",
                                          "least run %", "median run %", "largest run %"], rows, name="fer",

@@ -4,8 +4,8 @@
 //! (downlink capacity offered over the interval ending at `time_s`, 0 in an outage), `state`
 //! (`up` or `outage`), and with radio states `radio_state` (`idle`, `promoting`, `connected`,
 //! `drx`, `fach`, `inactive`: `radio_state::State`), with link-layer ARQ `frames`,
-//! `frame_errors` and `fer` (radio frames sent over the interval ending at `time_s`, those in
-//! error, their ratio: seed 002 Fig. 9 left; empty on handoff rows, which end no interval, and
+//! `frame_errors` and `fer` (HARQ chains ended over the interval ending at `time_s`, those that
+//! failed, their ratio: seed 002 Fig. 9 left; empty on handoff rows, which end no interval, and
 //! `fer` empty when nothing was sent). With several users a last column `user` (0-based) is
 //! added. One row per user every interval, and one at each handoff (the cell that the row names
 //! is the new one).
@@ -77,7 +77,10 @@ impl RadioLog {
         let header = format!(
             "time_s,bs_id,sector_id,technology,rate_bps,state{}{}{}\n",
             column(users.iter().any(|u| u.radio.is_some()), ",radio_state"),
-            column(users.iter().any(|u| u.frames.is_some()), ",frames,frame_errors,fer"),
+            column(
+                users.iter().any(|u| u.frames.is_some()),
+                ",frames,frame_errors,fer"
+            ),
             column(users.len() > 1, ",user")
         );
         out.write_all(header.as_bytes())
@@ -181,38 +184,61 @@ impl RadioLog {
 mod tests {
     use super::*;
     use crate::capacity::SlotRates;
+    use crate::frame_errors::FrameBins;
     use crate::outage::OutageClipped;
 
-    #[test]
-    fn each_sample_row_counts_the_arq_frames_of_its_interval() {
-        let ms = 1_000_000;
-        let plan = OutagePlan::new(&[], None, None);
-        let meter = CapacityMeter::new(Box::new(SlotRates::constant(1e6).unwrap()));
-        let mut user = UserRadio::new(meter, plan);
-        let tally = crate::frame_errors::FrameBins::shared(100 * ms);
-        {
-            let mut bins = tally.lock().unwrap();
-            // Interval (0, 100 ms]: 4 frames, 1 in error; (100, 200]: none; (200, 300]: 2 of 2.
-            for (at, failed) in [(10, false), (20, true), (30, false), (99, false), (210, true), (250, true)] {
-                bins.record(at * ms, failed);
-            }
-        }
-        user.frames = Some(tally);
+    const MS: Nanos = 1_000_000;
+
+    /// The lines of a log of `user` with one handoff to 7/2 at 150 ms, written up to `until`.
+    fn written(user: UserRadio, epoch_at_zero_ns: u64, until: Nanos) -> Vec<String> {
         let handoffs = HandoffSchedule::listed(vec![Handoff {
-            at: 150 * ms,
+            at: 150 * MS,
             bs_id: "7".into(),
             sector_id: "2".into(),
             outage: 0,
         }]);
-        let path = std::env::temp_dir().join(format!("cellperf-fer-{}.csv", std::process::id()));
+        let name = format!(
+            "cellperf-radio-{}-{epoch_at_zero_ns}.csv",
+            std::process::id()
+        );
+        let path = std::env::temp_dir().join(name);
         let p = path.to_str().unwrap();
-        let mut log = RadioLog::create(p, vec![user], Some(handoffs), "EV-DO", 100 * ms, 0).unwrap();
-        log.write_due(300 * ms).unwrap();
+        let mut log = RadioLog::create(
+            p,
+            vec![user],
+            Some(handoffs),
+            "EV-DO",
+            100 * MS,
+            epoch_at_zero_ns,
+        )
+        .unwrap();
+        log.write_due(until).unwrap();
         log.flush().unwrap();
         let text = std::fs::read_to_string(p).unwrap();
         std::fs::remove_file(p).unwrap();
+        text.lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn each_sample_row_counts_the_arq_frames_of_its_interval() {
+        let plan = OutagePlan::new(&[], None, None);
+        let meter = CapacityMeter::new(Box::new(SlotRates::constant(1e6).unwrap()));
+        let mut user = UserRadio::new(meter, plan);
+        let tally = FrameBins::shared(100 * MS);
+        // Interval (0, 100 ms]: 4 frames, 1 in error; (100, 200]: none; (200, 300]: 2 of 2.
+        for (at, failed) in [
+            (10, false),
+            (20, true),
+            (30, false),
+            (99, false),
+            (210, true),
+            (250, true),
+        ] {
+            tally.lock().unwrap().record(at * MS, failed);
+        }
+        user.frames = Some(tally);
         assert_eq!(
-            text.lines().collect::<Vec<_>>(),
+            written(user, 0, 300 * MS),
             vec![
                 "time_s,bs_id,sector_id,technology,rate_bps,state,frames,frame_errors,fer",
                 "0.000000,1,1,EV-DO,0,up,0,0,",
@@ -226,36 +252,17 @@ mod tests {
 
     #[test]
     fn rows_at_each_interval_and_handoff() {
-        let ms = 1_000_000;
-        let plan = OutagePlan::new(&[(250 * ms, 100 * ms)], None, None);
+        let plan = OutagePlan::new(&[(250 * MS, 100 * MS)], None, None);
         let meter = CapacityMeter::new(Box::new(OutageClipped::new(
             Box::new(SlotRates::constant(1e6).unwrap()),
             plan.clone(),
         )));
-        let handoffs = HandoffSchedule::listed(vec![Handoff {
-            at: 150 * ms,
-            bs_id: "7".into(),
-            sector_id: "2".into(),
-            outage: 0,
-        }]);
-        let path = std::env::temp_dir().join(format!("cellperf-radio-{}.csv", std::process::id()));
-        let p = path.to_str().unwrap();
-        let mut log = RadioLog::create(
-            p,
-            vec![UserRadio::new(meter, plan)],
-            Some(handoffs),
-            "EV-DO",
-            100 * ms,
-            1_000_000_000_000_000_000,
-        )
-        .unwrap();
-        log.write_due(400 * ms).unwrap();
-        log.flush().unwrap();
-        let text = std::fs::read_to_string(p).unwrap();
-        std::fs::remove_file(p).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
-            lines,
+            written(
+                UserRadio::new(meter, plan),
+                1_000_000_000_000_000_000,
+                400 * MS
+            ),
             vec![
                 "time_s,bs_id,sector_id,technology,rate_bps,state",
                 "1000000000.000000,1,1,EV-DO,0,up",
