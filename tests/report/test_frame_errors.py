@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 import polars as pl
 import pytest
 
-from cellperf.campaign.analyse import radio_samples
 from cellperf.report import frame_errors
 from cellperf.store import RunRecord, Store
+from tests.report.test_cells import commit_radio_run
 
 T0 = 1_700_000_000.0
 
@@ -28,16 +28,11 @@ LOGS = {
 def store(tmp_path):
     with Store.open(tmp_path / "store", create=True) as s:
         for k, (run, (network, profile, log)) in enumerate(LOGS.items()):
-            staging = s.staging_dir(run)
             start = T0 + 100 * k
             radio = pl.DataFrame({"time_s": [start + t for t, _, _ in log], "bs_id": ["1"] * len(log),
                                   "frames": [f for _, f, _ in log], "frame_errors": [e for _, _, e in log]},
                                  schema_overrides={"frames": pl.Int64, "frame_errors": pl.Int64})
-            radio_samples(radio, run).write_parquet(staging / "radio_samples.parquet")
-            row = {"run_id": run, "network": network, "scenario": "mobile", "test": "udp-cbr", "profile": profile,
-                   "test_type": "udp-cbr", "repetition": k + 1, "config": {}, "config_sha256": "x", "status": "ok",
-                   "started_at": datetime.fromtimestamp(start, timezone.utc)}
-            s.commit_run(RunRecord(row, {}, staging_dir=staging))
+            commit_radio_run(s, run, k, radio, network=network, profile=profile)
     with Store.open(tmp_path / "store", read_only=True) as s:
         yield s
 

@@ -4,7 +4,6 @@ counts, shares and durations, the ping-pong zones listed with the last fix befor
 
 from __future__ import annotations
 
-import io
 from datetime import datetime, timezone
 
 import polars as pl
