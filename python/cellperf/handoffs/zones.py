@@ -15,6 +15,10 @@ signal where the source logs one), each zone with how the device crossed it:
   **within the hysteresis margin** when that is at most `HYSTERESIS_DB` (**choice**: 3 dB, the
   upper end of LTE's A3-event hysteresis, TS 36.331 `hysteresis` 0-15 dB in 0.5-dB steps, 1-3
   typical): the two cells were about equally strong wherever the device changed between them.
+
+On a route with positions (`hysteresis_on_route`): per pair of cells handed over both ways,
+the mean place of the handovers each way and the distance between the two, 004's zone B
+(going) against zone A (returning).
 """
 
 from __future__ import annotations
@@ -89,3 +93,28 @@ def handover_zones(radio: pl.DataFrame, handoffs: pl.DataFrame) -> pl.DataFrame:
         rows.append({**z, "pingpong": z["handoffs"] >= 2, "signal": column if known else None,
                      "signal_diff_db": largest, "within_margin": None if largest is None else largest <= HYSTERESIS_DB})
     return pl.DataFrame(rows, schema=ZONE_SCHEMA)
+
+
+#: Mean Earth radius (m), for distances between position fixes.
+EARTH_RADIUS_M = 6_371_008.8
+
+
+def hysteresis_on_route(handoffs: pl.DataFrame) -> pl.DataFrame:
+    """004 Fig. 2's hysteresis on a route: per network and pair of cells {x, y} (x < y) handed
+    over both ways, where the handovers x → y and y → x happened (the mean of the position fixes
+    at them) and the distance between those two places (haversine). `handoffs` has network,
+    from_cell, to_cell, lat, lon (the last fix at or before each handover; rows without one are
+    left out)."""
+    h = handoffs.drop_nulls(["lat", "lon"]).with_columns(
+        x=pl.min_horizontal("from_cell", "to_cell"), y=pl.max_horizontal("from_cell", "to_cell"))
+    h = h.with_columns(forward=pl.col("from_cell") == pl.col("x"))
+    sides = h.group_by("network", "x", "y", "forward").agg(n=pl.len(), lat=pl.col("lat").mean(), lon=pl.col("lon").mean())
+    fwd = sides.filter("forward").drop("forward")
+    back = sides.filter(~pl.col("forward")).drop("forward")
+    both = fwd.join(back, on=["network", "x", "y"], suffix="_back")
+    lat1, lat2 = pl.col("lat").radians(), pl.col("lat_back").radians()
+    a = ((lat2 - lat1) / 2).sin() ** 2 + lat1.cos() * lat2.cos() * (((pl.col("lon_back") - pl.col("lon")).radians()) / 2).sin() ** 2
+    return (both.with_columns(displacement_m=2 * EARTH_RADIUS_M * a.sqrt().arcsin())
+            .rename({"x": "cell_x", "y": "cell_y", "n": "x_to_y", "lat": "lat_x_to_y", "lon": "lon_x_to_y",
+                     "n_back": "y_to_x", "lat_back": "lat_y_to_x", "lon_back": "lon_y_to_x"})
+            .sort("network", "cell_x", "cell_y"))

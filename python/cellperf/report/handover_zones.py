@@ -10,7 +10,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.handoffs.zones import HYSTERESIS_DB, PINGPONG_WINDOW_S
+from cellperf.handoffs.zones import HYSTERESIS_DB, PINGPONG_WINDOW_S, hysteresis_on_route
 from cellperf.report.item import Item, layout
 from cellperf.report.tables import html_table
 from cellperf.store import Store
@@ -28,6 +28,15 @@ SQL = """
     ASOF LEFT JOIN positions p ON z.run_id = p.run_id AND z.start_s >= p.time_s
     WHERE r.status = 'ok'
     ORDER BY r.network, r.scenario, z.run_id, z.start_s"""
+
+
+#: Each handover with the last position fix at or before it (runs with positions only).
+HANDOVERS_SQL = """
+    SELECT r.network, h.from_bs_id || '/' || h.from_sector_id AS from_cell, h.to_bs_id || '/' || h.to_sector_id AS to_cell,
+           p.lat, p.lon
+    FROM handoffs h JOIN runs r USING (run_id)
+    ASOF JOIN positions p ON h.run_id = p.run_id AND h.time_s >= p.time_s
+    WHERE r.status = 'ok'"""
 
 
 def zone_summary(zones: pl.DataFrame) -> pl.DataFrame:
@@ -98,6 +107,18 @@ def handover_zone_items(store: Store) -> list[Item]:
                           table_html=html_table(["network", "scenario", "run", "cells", "start s", "duration s",
                                                  "handoffs", "a → b", "b → a", "signal change dB", "position"],
                                                 listed, name="zones-pingpong", query=SQL)))
+    route = hysteresis_on_route(store.frame(HANDOVERS_SQL))
+    if route.height:
+        places = [[r["network"], f"{r['cell_x']} ↔ {r['cell_y']}", r["x_to_y"], r["y_to_x"],
+                   f"{r['lat_x_to_y']:.5f}, {r['lon_x_to_y']:.5f}", f"{r['lat_y_to_x']:.5f}, {r['lon_y_to_x']:.5f}",
+                   f"{r['displacement_m']:.0f}"] for r in route.iter_rows(named=True)]
+        items.append(Item("zones-route", "Where the handovers happen each way",
+                          "Per pair of cells handed over both ways on routes with positions: the mean place of the "
+                          "handovers x → y and of those y → x (the last position fix before each) and the distance "
+                          "between them: seed 004 Fig. 2's hysteresis (zone B going, zone A returning).",
+                          table_html=html_table(["network", "cells x ↔ y", "x → y", "y → x", "place x → y",
+                                                 "place y → x", "apart m"], places, name="zones-route",
+                                                query=HANDOVERS_SQL)))
     for (network,), z in zones.group_by("network", maintain_order=True):
         busiest = (z.group_by("run_id").agg(n=pl.col("handoffs").filter(pl.col("pingpong")).sum())
                    .sort("n", "run_id", descending=[True, False]).head(MAX_RUNS))
