@@ -405,6 +405,9 @@ class RealTestbed:
                 p.wait()
 
     def run(self, run: RunSpec, folder: Path, test_over: Callable[[], None] | None = None) -> Outcome:
+        """The run on the real network. `test_over` is not called: the runner frees the run's
+        slot when it returns, because the next run's captures would share this one's
+        interfaces (a real run is never overlapped)."""
         c = self.campaign
         # A web run talks to its pages' hosts (resolved now, as the browser is about to), the
         # others to the server's.
