@@ -177,3 +177,17 @@ def test_report_figures_count_the_sections_then_each_file(imported, tmp_path, re
         p.name for p in (tmp_path / "figs").iterdir()}
     _main("report", imported, "-o", tmp_path / "j.html", "--json")
     assert not recorded[1]._enabled and "report" not in capsys.readouterr().err
+
+
+def test_the_closing_line_is_not_the_last_one_again_with_a_later_time():
+    log = Log()
+    with Progress("run", total=2, unit="runs", stream=log, every_s=0.05) as progress:
+        progress.update(2)
+        deadline = time.monotonic() + 5
+        while not log.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        progress._stop.set()  # no more periodic lines
+        progress._ticker.join()
+        progress._started -= 1  # the time so far has moved on since
+        before = log.getvalue()
+    assert before.startswith("run: 2/2 runs (100 %)") and log.getvalue() == before

@@ -47,7 +47,8 @@ class Progress:
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._ticker: threading.Thread | None = None
-        self._printed = ""  # the last plain line: work that ends before the first says nothing
+        self._printed: tuple[float, str] | None = None  # the count and detail of the last plain line
+        # (work that ends before the first says nothing)
 
     # -- the work reports -------------------------------------------------------------------
 
@@ -138,8 +139,9 @@ class Progress:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.every_s):
-            self._printed = self.line()
-            print(self._printed, file=self._stream, flush=True)
+            line = self.line()
+            self._printed = (self.done, self.detail)
+            print(line, file=self._stream, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
@@ -147,7 +149,8 @@ class Progress:
         elif self._ticker is not None:
             self._stop.set()
             self._ticker.join()
-            if exc[0] is None and self._printed and self.line() != self._printed:
+            # The closing line, unless the last one already said how far (only the time differs).
+            if exc[0] is None and self._printed and self._printed != (self.done, self.detail):
                 print(self.line(), file=self._stream, flush=True)
 
 
