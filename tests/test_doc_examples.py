@@ -116,12 +116,17 @@ def why_not_run(example: str, folder: Path) -> str | None:
         return "mahimahi's tools (not installed here)"
     words = shlex.split(example.split("#", 1)[0].split(">", 1)[0])
     missing = [w for w in words[2:] if re.search(r"\.(pcap|pcapng|csv|parquet|json|txt|toml|down)$|/$", w)
-               and not w.startswith("-") and not (folder / w).exists() and not _written_by(words, w)]
+               and not w.startswith("-") and not _exists(folder, w) and not _written_by(words, w)]
     # A recording bundle the example reads (a folder, named with or without a slash).
     bundle = re.match(r"cellperf (?:replay \w+|record --check) (?!-)(\S+)", example)
     if bundle and not (folder / bundle.group(1)).exists():
         missing.append(bundle.group(1))
     return f"the user's own files: {', '.join(dict.fromkeys(missing))}" if missing else None
+
+
+def _exists(folder: Path, name: str) -> bool:
+    """Whether the file, folder or glob pattern (`run-*.json`) `name` names something."""
+    return Path(name).exists() if Path(name).is_absolute() else any(folder.glob(name))
 
 
 def _written_by(words: list[str], name: str) -> bool:
