@@ -109,8 +109,9 @@ def test_a_panel_with_nothing_to_draw_says_none(tmp_path):
     with Store.open(tmp_path, read_only=True) as s:
         fig = {i.key: i for i in handover_modes(s)}["handover-modes-figure"].figure
     notes = [a for a in fig.layout.annotations if a.text.startswith("none")]
-    assert [(a.text, a.xref, a.yref) for a in notes] == [
-        ("none: no delay spike<br>within 5 s of a handover", "x3 domain", "y3 domain")]
+    assert [(a.text, a.xref, a.yref, a.y) for a in notes] == [
+        ("none: no delay spike<br>within 5 s of a handover", "paper", "paper", 0.5)]
+    assert fig.layout.xaxis3.domain[0] < notes[0].x < fig.layout.xaxis3.domain[1]  # over the third panel
     assert {t.xaxis for t in fig.data} == {"x", "x2"} and len(fig.data) == 4  # soft and hard, two panels
     assert fig.layout.xaxis3.visible is False and fig.layout.yaxis3.visible is False
     assert [t.showlegend for t in fig.data] == [True, False, True, False]

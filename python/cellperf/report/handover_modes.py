@@ -74,9 +74,12 @@ def handover_modes(store: Store) -> list[Item]:
     # A panel with nothing to draw says so, instead of showing empty axes.
     for k, (_, _, none) in enumerate(panels, 1):
         if k not in drawn:
+            # In the middle of the panel, in paper coordinates (plotly.js placed a reference to a
+            # hidden axis's domain on the first panel's data).
             axis = "" if k == 1 else k
-            fig.add_annotation(text=f"none: {none}<br>within 5 s of a handover", showarrow=False, x=0.5, y=0.5,
-                               xref=f"x{axis} domain", yref=f"y{axis} domain")
+            (x0, x1), (y0, y1) = fig.layout[f"xaxis{axis}"].domain, fig.layout[f"yaxis{axis}"].domain
+            fig.add_annotation(text=f"none: {none}<br>within 5 s of a handover", showarrow=False,
+                               x=(x0 + x1) / 2, y=(y0 + y1) / 2, xref="paper", yref="paper")
             fig.update_xaxes(visible=False, row=1, col=k)
             fig.update_yaxes(visible=False, row=1, col=k)
     fig.update_layout(boxmode="group")
