@@ -172,7 +172,8 @@ def _read_later(example: str, examples: list[str]) -> bool:
     """Whether another example reads a file this one writes (`channel fit ... -o evdo.json`)."""
     words = example.split("#", 1)[0].split()
     written = [w for w in words if _written_by(words, w)]
-    return any(w in other for w in written for other in examples if other != example)
+    return any(w in words and not _written_by(words, w) for other in examples if other != example
+               for words in [other.split("#", 1)[0].split()] for w in written)
 
 
 def _run_all(examples: list[str], folder: Path, *, as_root: bool = False, before=None) -> tuple[list[str], dict[str, str]]:
