@@ -10,7 +10,7 @@ Examples:
   sudo cellperf term serve --listen 10.0.0.1 --allow-from 10.0.0.2 --json
   sudo cellperf emulate --profile umts-stationary \\
        -- cellperf term type '$CELLPERF_CN' \\
-      --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' --count 50 --json
+      --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' --count 20 --json
 """
 
 from __future__ import annotations
