@@ -1,7 +1,6 @@
 """Progress of long work, for people (issue 28 §3): on a terminal, a rich bar with what is
-being done, how far, the time so far and an ETA; when stderr is not a terminal (a log file,
-CI), one plain line every `every_s` seconds and one at the end (none for work shorter than
-that); nothing when disabled (--json).
+being done, how far, the time so far and an ETA; nothing extra when stderr is not a terminal
+(a log file, CI: only the work's own notes, such as a failed run) nor when disabled (--json).
 It writes to stderr, so stdout keeps only the command's result.
 
     with Progress("report", total=len(makers)) as progress:
@@ -9,7 +8,7 @@ It writes to stderr, so stdout keeps only the command's result.
             progress.advance(detail=make.__name__)
 
 Work done in one call (a capture analysed by the Rust core) has no total: the bar pulses and
-the plain lines say how long it has run. Work that knows its time left better than the count
+says how long it has run. Work that knows its time left better than the count
 does (a campaign: each run's planned seconds) gives it with `update(..., left_s=...)`.
 """
 
@@ -36,19 +35,15 @@ class Progress:
     figures, planned seconds: `unit="s"`)."""
 
     def __init__(self, what: str, total: float | None = None, *, unit: str = "", enabled: bool = True,
-                 stream: TextIO | None = None, every_s: float = 10.0):
-        self.what, self.total, self.unit, self.every_s = what, total, unit, every_s
+                 stream: TextIO | None = None):
+        self.what, self.total, self.unit = what, total, unit
         self.done, self.detail = 0.0, ""
         self._left_s: float | None = None  # the work's own estimate of the time left, if it gives one
         self._stream = stream or sys.stderr
         self._enabled = enabled
         self._bar = None
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._started = time.monotonic()
-        self._ticker: threading.Thread | None = None
-        self._printed: tuple[float, str] | None = None  # the count and detail of the last plain line
-        # (work that ends before the first says nothing)
 
     # -- the work reports -------------------------------------------------------------------
 
@@ -92,24 +87,6 @@ class Progress:
             return given
         return (time.monotonic() - self._started) * (total - done) / done if done > 0 else None
 
-    def line(self) -> str:
-        """The plain line: what, how far, time so far and, with a total, the time left."""
-        elapsed = time.monotonic() - self._started
-        with self._lock:
-            done, total, detail = self.done, self.total, self.detail
-        unit = f" {self.unit}" if self.unit else ""
-        parts = [f"{self.what}:"]
-        if total:
-            parts.append(f"{done:.0f}/{total:.0f}{unit} ({100 * min(done / total, 1):.0f} %),")
-        parts.append(f"{clock(elapsed)} elapsed")
-        left = self.left_s()
-        if left is not None:
-            parts[-1] += ","
-            parts.append(f"about {clock(left)} left")
-        if detail:
-            parts.append(f"· {detail}")
-        return " ".join(parts)
-
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
         if not self._enabled:
@@ -132,26 +109,11 @@ class Progress:
                             console=Console(file=self._stream), transient=True, expand=True)
             self._task = self._bar.add_task(self.what, total=self.total, detail="")
             self._bar.start()
-        else:
-            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
-            self._ticker.start()
         return self
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.every_s):
-            line = self.line()
-            self._printed = (self.done, self.detail)
-            print(line, file=self._stream, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
-        elif self._ticker is not None:
-            self._stop.set()
-            self._ticker.join()
-            # The closing line, unless the last one already said how far (only the time differs).
-            if exc[0] is None and self._printed and self._printed != (self.done, self.detail):
-                print(self.line(), file=self._stream, flush=True)
 
 
 def _computed_column(render):
