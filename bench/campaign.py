@@ -91,6 +91,22 @@ def print_phases(summary: dict, wall: float) -> None:
         print(f"  failed {f['run_id']}: {f['reason']}")
 
 
+def print_cadence(store: Path) -> None:
+    """Wall time per emulated run as the campaign spends it: from the run's start to the next
+    run's (a run's drain and teardown overlap the next one's link coming up), medians per
+    test; the campaign's last run is left out (nothing follows it)."""
+    from cellperf.store import Store
+
+    with Store.open(store, read_only=True) as s:
+        rows = s.frame("SELECT run_id, epoch(started_at) AS t FROM runs WHERE phases LIKE '%link_up%' "
+                       "ORDER BY started_at").rows()
+    per_test: dict[str, list[float]] = {}
+    for (run_id, t), (_, t_next) in zip(rows, rows[1:]):
+        per_test.setdefault(test_of(run_id), []).append(t_next - t)
+    print("wall time per run (start to the next run's start, s): " + ", ".join(
+        f"{test} {statistics.median(v):.2f} ({len(v)})" for test, v in per_test.items()))
+
+
 def test_phase_split(store: Path, summary: dict) -> None:
     """Each emulated run's `test` phase split by its MN capture (tshark): the command's start
     to the probe's SYN (start-up), the SYN to the first data packet (control round trips), the
@@ -131,6 +147,7 @@ def overhead(work: Path, a) -> None:
     print(f"== overhead: {a.profile}, {a.seconds:g}-s tests x {a.repetitions}, captures on ({load()})")
     summary, wall = run(spec, work / "overhead")
     print_phases(summary, wall)
+    print_cadence(work / "overhead")
     if shutil.which("tshark"):
         test_phase_split(work / "overhead", summary)
 

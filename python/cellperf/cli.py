@@ -36,7 +36,7 @@ Measure, emulate and explain cellular data links.
 Examples:
   cellperf demo                          # emulated testbed, campaign, report
   cellperf analyze --mn mn.pcap --cn cn.pcap --json
-  cellperf analyze capture.pcapng
+  cellperf analyze mn.pcap
   cellperf analyze --help                # a command's options and examples
 """
 

@@ -1,7 +1,6 @@
 """Progress of long work, for people (issue 28 §3): on a terminal, a rich bar with what is
-being done, how far, the time so far and an ETA; when stderr is not a terminal (a log file,
-CI), one plain line every `every_s` seconds and one at the end (none for work shorter than
-that); nothing when disabled (--json).
+being done, how far, the time so far and an ETA; nothing extra when stderr is not a terminal
+(a log file, CI: only the work's own notes, such as a failed run) nor when disabled (--json).
 It writes to stderr, so stdout keeps only the command's result.
 
     with Progress("report", total=len(makers)) as progress:
@@ -9,7 +8,8 @@ It writes to stderr, so stdout keeps only the command's result.
             progress.advance(detail=make.__name__)
 
 Work done in one call (a capture analysed by the Rust core) has no total: the bar pulses and
-the plain lines say how long it has run.
+says how long it has run. Work that knows its time left better than the count
+does (a campaign: each run's planned seconds) gives it with `update(..., left_s=...)`.
 """
 
 from __future__ import annotations
@@ -35,17 +35,15 @@ class Progress:
     figures, planned seconds: `unit="s"`)."""
 
     def __init__(self, what: str, total: float | None = None, *, unit: str = "", enabled: bool = True,
-                 stream: TextIO | None = None, every_s: float = 10.0):
-        self.what, self.total, self.unit, self.every_s = what, total, unit, every_s
+                 stream: TextIO | None = None):
+        self.what, self.total, self.unit = what, total, unit
         self.done, self.detail = 0.0, ""
+        self._left_s: float | None = None  # the work's own estimate of the time left, if it gives one
         self._stream = stream or sys.stderr
         self._enabled = enabled
         self._bar = None
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._started = time.monotonic()
-        self._ticker: threading.Thread | None = None
-        self._printed = ""  # the last plain line: work that ends before the first says nothing
 
     # -- the work reports -------------------------------------------------------------------
 
@@ -57,11 +55,13 @@ class Progress:
     def advance(self, n: float = 1, detail: str | None = None) -> None:
         self.update(self.done + n, detail)
 
-    def update(self, done: float, detail: str | None = None) -> None:
+    def update(self, done: float, detail: str | None = None, left_s: float | None = None) -> None:
         with self._lock:
             self.done = done
             if detail is not None:
                 self.detail = detail
+            if left_s is not None:
+                self._left_s = left_s
         if self._bar is not None:
             self._bar.update(self._task, completed=done, detail=self.detail)
 
@@ -76,22 +76,16 @@ class Progress:
 
     # -- what a person sees -----------------------------------------------------------------
 
-    def line(self) -> str:
-        """The plain line: what, how far, time so far and, with a total, the time left."""
-        elapsed = time.monotonic() - self._started
+    def left_s(self) -> float | None:
+        """Seconds left: the work's own estimate, else the time so far scaled to what is left
+        (None before the first step, without a total, and once done)."""
         with self._lock:
-            done, total, detail = self.done, self.total, self.detail
-        unit = f" {self.unit}" if self.unit else ""
-        parts = [f"{self.what}:"]
-        if total:
-            parts.append(f"{done:.0f}/{total:.0f}{unit} ({100 * min(done / total, 1):.0f} %),")
-        parts.append(f"{clock(elapsed)} elapsed")
-        if total and done > 0 and done < total:
-            parts[-1] += ","
-            parts.append(f"about {clock(elapsed * (total - done) / done)} left")
-        if detail:
-            parts.append(f"· {detail}")
-        return " ".join(parts)
+            done, total, given = self.done, self.total, self._left_s
+        if not total or done >= total:
+            return None
+        if given is not None:
+            return given
+        return (time.monotonic() - self._started) * (total - done) / done if done > 0 else None
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -99,29 +93,36 @@ class Progress:
             return self
         if self._stream.isatty():
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(self.unit),
-                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                            TextColumn("{task.fields[detail]}"), console=Console(file=self._stream), transient=True)
+            from rich.table import Column
+
+            left = lambda _task: "-:--" if (s := self.left_s()) is None else clock(s)  # noqa: E731
+            # The bar and the detail share what the counts and times leave of the line; a long
+            # detail is cut with '…' (the counts and times never are).
+            self._bar = Bar(TextColumn("{task.description}"),
+                            BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=10)),
+                            MofNCompleteColumn(), TextColumn(self.unit), TimeElapsedColumn(), TextColumn("ETA"),
+                            _computed_column(left),
+                            TextColumn("{task.fields[detail]}",
+                                       table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+                            console=Console(file=self._stream), transient=True, expand=True)
             self._task = self._bar.add_task(self.what, total=self.total, detail="")
             self._bar.start()
-        else:
-            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
-            self._ticker.start()
         return self
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self._printed = self.line()
-            print(self._printed, file=self._stream, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
-        elif self._ticker is not None:
-            self._stop.set()
-            self._ticker.join()
-            if exc[0] is None and self._printed and self.line() != self._printed:
-                print(self.line(), file=self._stream, flush=True)
+
+
+def _computed_column(render):
+    """A rich column showing `render(task)` (rich imported only for a terminal)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Column(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(render(task), style="progress.remaining")
+
+    return Column()

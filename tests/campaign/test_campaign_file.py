@@ -131,6 +131,10 @@ def test_real_testbed_needs_server_token_and_files(tmp_path):
     emulated = GOOD + '[testbed]\nkind = "emulated"\nretries = 2\n'
     with pytest.raises(UserError, match=r"testbed.retries: only for kind = \"real\""):
         load_campaign(write(tmp_path, emulated))
+    c = load_campaign(write(tmp_path, base.format(extra=ok + 'cn_clock = "ssh cn chronyc -c tracking"')))
+    assert c.testbed.cn_clock == "ssh cn chronyc -c tracking"
+    with pytest.raises(UserError, match=r"testbed.cn_clock: only for kind = \"real\""):
+        load_campaign(write(tmp_path, GOOD + '[testbed]\nkind = "emulated"\ncn_clock = "chronyc -c tracking"\n'))
 
 
 def test_cli_check_is_one_line(tmp_path):

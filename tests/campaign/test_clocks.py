@@ -10,8 +10,10 @@ from cellperf.campaign.clocks import (
     STA_PPSTIME,
     STA_UNSYNC,
     clock_state,
+    cn_clock_state,
     decode_kernel,
     min_one_way_delays,
+    one_host_clock,
     parse_chrony_tracking,
     summarise,
 )
@@ -64,3 +66,24 @@ def test_least_owd_per_direction_exact_on_one_clock_corrected_on_two():
     group = {"members": {"voice": {"streams": {"down": _stream("raw", 20.0)}}}}
     assert min_one_way_delays("g", group, one_host=True).select("member", "direction", "min_ms").rows() == [
         ("voice", "downlink", 20.0)]
+
+
+def test_the_cns_clock_state_is_read_by_the_testbeds_command_with_the_same_parser(tmp_path):
+    # A stand-in for `ssh cn chronyc -c tracking`: a real command printing chrony's line.
+    script = tmp_path / "cn-chronyc"
+    script.write_text(f"#!/bin/sh\necho 'Warning: Permanently added cn'\nprintf '%s' '{CHRONY_PPS.strip()}'\n")
+    script.chmod(0o755)
+    cn = cn_clock_state(str(script))
+    assert cn["summary"] == "chrony: PPS stratum 1, offset -0.000 ms, error ≤ 0.010 ms, Normal"
+    assert cn["chrony"]["error_bound_ms"] == pytest.approx(0.010412)
+    assert cn_clock_state(None) == {"summary": "not read (no testbed.cn_clock)"}
+    assert cn_clock_state("false") == {"summary": "unknown (cn_clock: exited 1)"}
+    assert cn_clock_state("echo 506 Cannot talk to daemon") == {
+        "summary": "unknown (cn_clock: no chronyc -c tracking line in its output)"}
+    assert cn_clock_state(str(tmp_path / "absent"))["summary"].startswith("unknown (cn_clock: [Errno 2]")
+
+
+def test_on_the_emulated_testbed_the_cn_is_the_mns_host():
+    doc = one_host_clock()
+    assert doc["summary"].startswith("one host clock (emulated testbed: both ends' timestamps on it): ")
+    assert doc["cn"] == {"summary": "the MN's host (one clock)", "same_host": True}

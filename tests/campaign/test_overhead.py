@@ -48,7 +48,7 @@ UMTS = short_tests()
 
 
 @pytest.mark.netns
-def test_runs_store_their_phases_and_a_tcp_test_lasts_its_duration_with_a_bounded_drain(tmp_path):
+def test_runs_store_their_phases_overlap_a_drain_and_a_tcp_test_lasts_its_duration(tmp_path):
     spec = tmp_path / "c.toml"
     spec.write_text(UMTS)
     summary = cellperf_json("run", spec, "--out", tmp_path / "out")
@@ -66,7 +66,10 @@ def test_runs_store_their_phases_and_a_tcp_test_lasts_its_duration_with_a_bounde
         assert phases["test"] >= 2.0
         result = json.loads(r["result"])
         assert result["clock_offset"] is None  # both ends on the host's clock: no exchange
-    tcp = json.loads(runs["UMTS.stationary.tcp-bulk-down.1"]["result"])
+    # The TCP run's link came up while the UDP run's link still drained and went down.
+    udp_run, tcp_run = runs["UMTS.stationary.udp-cbr-down.1"], runs["UMTS.stationary.tcp-bulk-down.1"]
+    assert tcp_run["started_at"] < udp_run["ended_at"], (tcp_run["started_at"], udp_run["ended_at"])
+    tcp = json.loads(tcp_run["result"])
     # 384 kb/s with a 64-KB queue: the download goes on after its 2 s (it went on 4.5 s before).
     assert tcp["duration_s"] <= 2.0
     assert 0 < tcp["drain_s"] <= 1.0 + 0.15 and tcp["drain_bytes"] > 0

@@ -191,6 +191,30 @@ def test_least_one_way_delay_per_direction_on_one_clock(e2e_store):
     assert "<td>WiBro</td><td>stationary</td><td>voip</td><td>–</td><td>uplink</td><td>1</td>" in items["min-owd"].table_html
 
 
+def test_frame_errors_handover_zones_and_both_clocks_are_stored_and_reported(e2e_store):
+    """002 Fig. 9 left: every run's radio log counts the downlink ARQ's frames (HARQ chains) and
+    those in error: both profiles fail 10 % of first transmissions and 30 % of 3 HARQ retries, so
+    0.27 % of chains, below 002's 1 %; 004 §IV.B: every handoff lies in exactly one zone;
+    003 slides 11-12: on one host the CN's clock is the MN's."""
+    from cellperf.report import collect_items
+
+    out, _ = e2e_store
+    with Store.open(out, read_only=True) as s:
+        fer = s.frame("""SELECT r.network, sum(frames)::BIGINT AS frames, sum(frame_errors)::BIGINT AS errors
+                         FROM radio_samples JOIN runs r USING (run_id) GROUP BY ALL ORDER BY ALL""")
+        zoned = s.frame("""SELECT h.run_id, h.n, z.n AS in_zones FROM
+                           (SELECT run_id, count(*) AS n FROM handoffs GROUP BY ALL) h
+                           JOIN (SELECT run_id, sum(handoffs)::BIGINT AS n FROM handover_zones GROUP BY ALL) z
+                           USING (run_id)""")
+        clocks = s.frame("SELECT clock_sync FROM runs WHERE status = 'ok'")["clock_sync"]
+        items = {i.key for _, its in collect_items(s) for i in its}
+    assert fer["network"].to_list() == ["EV-DO", "WiBro"] and (fer["frames"] > 100).all(), fer
+    assert (fer["errors"] / fer["frames"] < 0.02).all(), fer
+    assert zoned.height > 0 and (zoned["n"] == zoned["in_zones"]).all(), zoned
+    assert all(json.loads(c)["cn"]["same_host"] for c in clocks)
+    assert {"fer-table", "fer-EV-DO", "fer-WiBro", "zones-table"} <= items
+
+
 def test_mobile_runs_are_drawn_on_a_synthetic_route_with_their_handoffs(e2e_store):
     """000 Fig. 3.1 without GPS: each emulated mobile run's positions along the ring road at its
     profile's speed (WiBro 38 km/h, EV-DO 88 km/h), its two handoffs marked on the map."""

@@ -110,7 +110,12 @@ def test_real_network_campaign_end_to_end(bed):
     work = folder / "ok"
     work.mkdir()
     cn_capture = f"ip netns exec {tb.cn} tcpdump -i c0 -U --immediate-mode -s 0 -w - host {tb.MN_ADDR}"
-    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=folder / "mmcli.py", tests=TESTS)
+    # The CN's clock state through a command run in the CN's namespace: a stand-in for
+    # `ssh cn chronyc -c tracking` printing a PPS-disciplined host's tracking line.
+    tracking = "50505300,PPS,1,1764230000.1,-0.000000412,0.00000015,0.0000009,-3.2,0.001,0.02,0,0.00001,16.0,Normal"
+    cn_clock = f"cn_clock = 'ip netns exec {tb.cn} printf %s {tracking}'"
+    path = campaign(work, server, cn_capture=cn_capture, token=token, radio=folder / "mmcli.py", tests=TESTS,
+                    testbed=cn_clock)
     p = run_in_mn(tb, path, work / "out")
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
@@ -164,6 +169,8 @@ def test_real_network_campaign_end_to_end(bed):
         assert ((owd["offset_ms"].abs() <= owd["uncertainty_ms"]) & (owd["uncertainty_ms"] < 5)).all(), owd
         assert ((owd["min_ms"] > -owd["uncertainty_ms"]) & (owd["min_ms"] < 20)).all(), owd
         assert all(json.loads(c)["summary"] for c in owd["clock_sync"])
+        assert {json.loads(c)["cn"]["summary"] for c in owd["clock_sync"]} == {
+            "chrony: PPS stratum 1, offset -0.000 ms, error ≤ 0.010 ms, Normal"}
     report = subprocess.run([CELLPERF, "report", str(work / "out"), "--json"], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     items = json.loads(report.stdout)["items"]

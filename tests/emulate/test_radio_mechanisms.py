@@ -11,6 +11,7 @@ import re
 import subprocess
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tests.emulate.conftest import CELLPERF, emulate, read_pcap, udp_packets
@@ -101,3 +102,24 @@ def test_a_buffering_handoff_is_a_gap_then_a_burst(tmp_path, iperf3_server):
     assert np.median(burst) < 0.0006 and burst.sum() < 0.06, (np.median(burst), burst.sum())
     assert np.sum(burst >= 0.002) <= 2, np.sort(burst)[-5:]
     assert np.sort(gaps)[-2] < 0.1
+
+
+def test_the_radio_log_counts_every_arq_frame_and_its_errors(tmp_path):
+    """002 Fig. 9 left: the ARQ's frames in the radio log. Without HARQ retries a frame is one
+    transmission; 30 % fail, RLC rounds retry up to 8 times, so nothing is lost: each packet the
+    downlink delivered (the 40 echo replies and anything else the CN side sent) had exactly one
+    frame without error, and the errors are about 30 % of the frames."""
+    radio = tmp_path / "radio.csv"
+    p = emulate("--downlink", "10mbit", "--uplink", "10mbit", "--delay", "10", "--uplink-arq", "off",
+                "--downlink-arq", "bler=0.3,harq=0,arq=8,arq-delay=50ms", "--radio-log", str(radio), "--json", "--",
+                "sh", "-c", 'ping -c 40 -i 0.1 "$CELLPERF_CN" && sleep 0.3')
+    assert p.returncode == 0, p.stderr
+    assert " 40 received" in p.stdout
+    down = json.loads(p.stdout.strip().splitlines()[-1])["downlink"]
+    rows = pl.read_csv(radio)
+    frames, errors = rows["frames"].sum(), rows["frame_errors"].sum()
+    assert down["dropped_packets"] == 0 and down["packets_out"] >= 40, down
+    assert frames - errors == down["packets_out"], (frames, errors, down)
+    assert 0.1 < errors / frames < 0.55, (frames, errors)
+    sent = rows.filter(pl.col("frames") > 0)
+    assert sent["fer"].to_list() == pytest.approx((sent["frame_errors"] / sent["frames"]).to_list(), abs=1e-6)

@@ -118,3 +118,22 @@ def test_unknown_formats_name_the_known_ones(tmp_path):
         sniff_radio(odd)
     with pytest.raises(UserError, match=r"radio.log: unknown position-track format; known: nmea .*gpx .*gpsd"):
         sniff_positions(odd)
+
+
+@pytest.mark.parametrize("name", ["mobileinsight-phy.xml", "mobileinsight-phy.jsonl"])
+def test_mobileinsight_pdsch_transport_blocks_give_frames_errors_and_fer(name):
+    # Three LTE_PHY_PDSCH_Stat_Indication messages: 3 blocks (1 CRC fail), 4 (none), 4 (2 fail);
+    # the last after a handover to sector 2. The CQI reports in the file carry no frames.
+    radio, _ = read_radio(DATA / name, "mobileinsight")
+    blocks = radio.filter(pl.col("frames").is_not_null())
+    assert blocks.select("sector_id", "frames", "frame_errors").rows() == [("1", 3, 1), ("1", 4, 0), ("2", 4, 2)]
+    assert blocks["fer"].to_list() == [1 / 3, 0.0, 0.5]
+    assert blocks["time_s"][0] == datetime(2016, 7, 14, 0, 21, 43, 200000, tzinfo=timezone.utc).timestamp()
+
+
+def test_a_pdsch_block_with_an_unknown_crc_result_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "mi.jsonl"
+    line = (DATA / "mobileinsight-phy.jsonl").read_text().splitlines()[1].replace('"Fail"', '"Maybe"')
+    bad.write_text(line + "\n")
+    with pytest.raises(UserError, match=r"mi.jsonl: a LTE_PHY_PDSCH_Stat_Indication message has CRC Result 'Maybe'"):
+        read_radio(bad, "mobileinsight")

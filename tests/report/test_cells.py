@@ -24,19 +24,26 @@ LOGS = {
 }
 
 
+def commit_radio_run(s: Store, run: str, k: int, radio: pl.DataFrame, **row) -> None:
+    """Stores run `run` (the k-th, from 0) with `radio` as its radio samples; `row` sets its
+    columns beyond a WiBro mobile udp-cbr run that started at the radio log's first time."""
+    staging = s.staging_dir(run)
+    radio_samples(radio, run).write_parquet(staging / "radio_samples.parquet")
+    start = radio["time_s"].min()
+    row = {"run_id": run, "network": "WiBro", "scenario": "mobile", "test": "udp-cbr", "test_type": "udp-cbr",
+           "repetition": k + 1, "config": {}, "config_sha256": "x", "status": "ok",
+           "started_at": datetime.fromtimestamp(start, timezone.utc)} | row
+    s.commit_run(RunRecord(row, {}, staging_dir=staging))
+
+
 @pytest.fixture
 def store(tmp_path):
     with Store.open(tmp_path / "store", create=True) as s:
         for k, (run, log) in enumerate(LOGS.items()):
-            staging = s.staging_dir(run)
             start = T0 + 100 * k
-            radio = pl.DataFrame({"time_s": [start + t for t, _, _ in log], "bs_id": [b for _, b, _ in log],
-                                  "sector_id": [x for _, _, x in log]})
-            radio_samples(radio, run).write_parquet(staging / "radio_samples.parquet")
-            row = {"run_id": run, "network": "WiBro", "scenario": "mobile", "test": "udp-cbr",
-                   "test_type": "udp-cbr", "repetition": k + 1, "config": {}, "config_sha256": "x", "status": "ok",
-                   "started_at": datetime.fromtimestamp(start, timezone.utc)}
-            s.commit_run(RunRecord(row, {}, staging_dir=staging))
+            commit_radio_run(s, run, k, pl.DataFrame({"time_s": [start + t for t, _, _ in log],
+                                                      "bs_id": [b for _, b, _ in log],
+                                                      "sector_id": [x for _, _, x in log]}))
     # Opened again, as the report opens it: the per-sample views cover the files there at open.
     with Store.open(tmp_path / "store", read_only=True) as s:
         yield s

@@ -98,3 +98,20 @@ def test_the_report_puts_soft_beside_hard(store):
     assert table.count("</tr>") == 1 + 4
     fig = items["handover-modes-figure"].figure
     assert {t.name for t in fig.data} == {"soft", "hard"} and len(fig.data) == 6
+
+
+def test_a_panel_with_nothing_to_draw_says_none(tmp_path):
+    """No delay spike came within 5 s of a handover: the spike panel says so, with no axes."""
+    from cellperf.report.handover_modes import handover_modes
+
+    with Store.open(tmp_path, create=True) as s:
+        _commit(s, "R", "lab", {"testbed": "real"}, [10.0, 30.0], (0.0, 40.0), gaps=[(9.0, 2000, 3)])
+    with Store.open(tmp_path, read_only=True) as s:
+        fig = {i.key: i for i in handover_modes(s)}["handover-modes-figure"].figure
+    notes = [a for a in fig.layout.annotations if a.text.startswith("none")]
+    assert [(a.text, a.xref, a.yref, a.y) for a in notes] == [
+        ("none: no delay spike<br>within 5 s of a handover", "paper", "paper", 0.5)]
+    assert fig.layout.xaxis3.domain[0] < notes[0].x < fig.layout.xaxis3.domain[1]  # over the third panel
+    assert {t.xaxis for t in fig.data} == {"x", "x2"} and len(fig.data) == 4  # soft and hard, two panels
+    assert fig.layout.xaxis3.visible is False and fig.layout.yaxis3.visible is False
+    assert [t.showlegend for t in fig.data] == [True, False, True, False]

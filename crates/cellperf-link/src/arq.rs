@@ -13,6 +13,7 @@
 //! keeps the element cheap; `block_error` is then the per-packet error probability of a first
 //! transmission.
 use crate::element::{Drops, DueQueue, Element, Nanos, Packet};
+use crate::frame_errors::{FrameBins, FrameTally};
 use crate::random::{exponential, SeededRng};
 use std::collections::VecDeque;
 
@@ -128,6 +129,8 @@ pub struct Arq {
     held: DueQueue,
     drops: Drops,
     stats: ArqStats,
+    /// Every HARQ chain (frame) and whether it failed, at its end, once the radio log asks.
+    frames: Option<FrameTally>,
 }
 
 impl Arq {
@@ -161,6 +164,7 @@ impl Arq {
             held: DueQueue::default(),
             drops: Drops::default(),
             stats: ArqStats::default(),
+            frames: None,
         }
     }
 
@@ -181,6 +185,31 @@ impl Element for Arq {
             let fading = fades.as_mut().is_some_and(|f| f.in_fade(arrival + extra));
             decide(if fading { fade_error } else { p })
         });
+        if let Some(tally) = &self.frames {
+            let mut bins = tally.lock().expect("frame tally");
+            // A frame is one HARQ chain (a physical-layer packet with its hybrid-ARQ
+            // retransmissions), in error when the whole chain failed and RLP/RLC had to resend:
+            // the frame error rate a modem logs (002 Fig. 9 left). Round r starts at r × (HARQ
+            // retries × HARQ round trip + ARQ status delay); a failed chain ends after all its
+            // HARQ retries, the delivering one at the packet's last transmission.
+            let p = &self.params;
+            let harq_span = Nanos::from(p.harq_retries) * p.harq_rtt;
+            for round in 0..=fate.arq_rounds {
+                let delivering = fate.delivered && round == fate.arq_rounds;
+                let start = Nanos::from(round) * (harq_span + p.arq_delay);
+                let end = arrival
+                    + if delivering {
+                        fate.extra
+                    } else {
+                        start + harq_span
+                    };
+                // In a deep fade the channel reports the null rate and nothing is sent: the
+                // model's rounds ending there only time the wait, and are no frames.
+                if !fades.as_mut().is_some_and(|f| f.in_fade(end)) {
+                    bins.record(end, !delivering);
+                }
+            }
+        }
         self.stats.packets += 1;
         self.stats.retransmitted += u64::from(fate.transmissions > 1);
         self.stats.arq_retransmitted += u64::from(fate.arq_rounds > 0);
@@ -207,12 +236,21 @@ impl Element for Arq {
     fn drops(&self) -> Drops {
         self.drops
     }
+
+    fn count_frames(&mut self, bin: Nanos) -> Option<FrameTally> {
+        Some(
+            self.frames
+                .get_or_insert_with(|| FrameBins::shared(bin))
+                .clone(),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::element::testing::run;
+    use crate::frame_errors::FrameCount;
 
     const MS: Nanos = 1_000_000;
 
@@ -269,6 +307,28 @@ mod tests {
         assert_eq!(out, vec![(120 * MS, 100), (120 * MS, 100)]);
         assert_eq!(arq.stats().arq_retransmitted, 1);
         assert_eq!(arq.drops(), Drops::default());
+    }
+
+    #[test]
+    fn each_harq_chain_is_a_frame_in_error_when_the_whole_chain_failed() {
+        // Packet 0 (at 0): transmissions 0, 1, 2 fail (first and both HARQ retries, at 0, 10,
+        // 20 ms): a frame in error at 20 ms; the ARQ round at 120 ms succeeds at once: a frame.
+        // Packet 1 (at 5 ms) fails its first transmission, its HARQ retry at 15 ms succeeds:
+        // one frame, not in error.
+        let mut arq = Arq::with_errors(params(), scripted(&[0, 1, 2, 4]));
+        let tally = arq.count_frames(100 * MS).expect("the ARQ sends frames");
+        run(&mut arq, &[(0, 100), (5 * MS, 100)], MS, 300 * MS);
+        let mut bins = tally.lock().unwrap();
+        assert_eq!(bins.take_until(100 * MS), FrameCount { sent: 2, failed: 1 });
+        assert_eq!(bins.take_until(200 * MS), FrameCount { sent: 1, failed: 0 });
+        // A packet given up: every round's chain failed (3 frames, ending at 20, 140, 260 ms).
+        let mut arq = Arq::with_errors(params(), |_| true);
+        let tally = arq.count_frames(1_000 * MS).unwrap();
+        run(&mut arq, &[(0, 100)], MS, 400 * MS);
+        assert_eq!(
+            tally.lock().unwrap().take_until(1_000 * MS),
+            FrameCount { sent: 3, failed: 3 }
+        );
     }
 
     #[test]
@@ -332,7 +392,9 @@ mod tests {
     fn a_deep_fade_holds_packets_until_it_ends_then_releases_them_in_a_burst() {
         // No errors outside fades; fades every ~2 s lasting ~300 ms; HARQ every 10 ms, ARQ
         // every 100 ms, enough retries to outlast any fade: nothing is lost, and each packet
-        // sent into a fade leaves at its first transmission after the fade's end.
+        // sent into a fade leaves at its first transmission after the fade's end. The rounds
+        // that end in a fade are no frames (the channel is at the null rate), and the one that
+        // delivers a packet ends outside: one frame a packet, never in error.
         let p = ArqParams {
             block_error: 0.0,
             harq_error: 0.0,
@@ -342,6 +404,7 @@ mod tests {
             ..params()
         };
         let mut arq = Arq::new(p, 5);
+        let tally = arq.count_frames(100 * MS).unwrap();
         let arrivals: Vec<(Nanos, usize)> = (0..20_000).map(|i| (i * MS, 100)).collect();
         let out = run(&mut arq, &arrivals, MS, 40_000 * MS);
         assert_eq!(out.len(), arrivals.len());
@@ -352,5 +415,13 @@ mod tests {
         assert!((500..6_000).contains(&spikes), "{spikes}");
         assert_eq!(arq.drops(), Drops::default());
         assert!(arq.stats().arq_retransmitted > 0);
+        let counted = tally.lock().unwrap().take_until(100_000 * MS);
+        assert_eq!(
+            counted,
+            FrameCount {
+                sent: 20_000,
+                failed: 0
+            }
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! packet it stamps the packet with the time it was *due* (not the time `release` happened to
 //! be called), so a chain of elements is exact however late the caller polls.
 
+use crate::frame_errors::FrameTally;
 use std::collections::VecDeque;
 
 /// Nanoseconds on the clock that drives the model.
@@ -96,6 +97,12 @@ pub trait Element: Send {
     /// Moves the events recorded so far to `out` (only a bottleneck asked to record them has any).
     /// A departure may be recorded before it is due: it is known once its service starts.
     fn take_events(&mut self, _out: &mut Vec<LinkEvent>) {}
+    /// Starts counting the radio frames this element sends, in bins of `bin`, and hands the
+    /// tally out (the ARQ element, for the radio log's frame error rate); None from the
+    /// elements that send no frames.
+    fn count_frames(&mut self, _bin: Nanos) -> Option<FrameTally> {
+        None
+    }
 }
 
 /// Packets whose release times are already decided, in release order: the tail of every
@@ -208,6 +215,10 @@ impl Element for Pipeline {
         for e in &mut self.elements {
             e.take_events(out);
         }
+    }
+
+    fn count_frames(&mut self, bin: Nanos) -> Option<FrameTally> {
+        self.elements.iter_mut().find_map(|e| e.count_frames(bin))
     }
 }
 

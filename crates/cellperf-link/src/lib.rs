@@ -17,6 +17,7 @@ pub mod delay;
 pub mod element;
 pub mod emulator;
 pub mod error;
+pub mod frame_errors;
 pub mod frames;
 pub mod loss;
 pub mod outage;

@@ -8,7 +8,8 @@
   receive times, fetched over the control connection; the server's own record of the run,
   `--server-log`, is kept as `server_log.parquet`);
 - radio log (`radio.csv`) → its samples (`radio_samples.parquet`: signal levels, rates),
-  `cellperf.handoffs.detect_handoffs`, and with rates `cellperf.channel` statistics; intervals
+  `cellperf.handoffs.detect_handoffs` and their zones (`cellperf.handoffs.zones`), and with
+  rates `cellperf.channel` statistics; intervals
   and VoIP windows within ±5 s of a handoff are marked (docs/methods.md §6).
 Nothing here loops over packets: the work is in those modules.
 """
@@ -28,6 +29,7 @@ from cellperf.errors import UserError
 from cellperf.handoffs import detect_handoffs, near_handoff, read_radio_log
 from cellperf.handoffs.bursts import handoff_bursts, receiver_packets
 from cellperf.handoffs.spikes import label_spikes
+from cellperf.handoffs.zones import handover_zones
 from cellperf.promotions import label_promotions, radio_tail_s
 from cellperf.store import write_parquet
 from cellperf.studies import add_utilisation, competing_groups, leading, queue_estimate, shares
@@ -194,12 +196,14 @@ def _with_studies(flows: pl.DataFrame, saturating: bool) -> pl.DataFrame:
 
 
 #: Columns of the `radio_samples` dataset (docs/store.md): every run's radio log in one schema,
-#: a column the tool did not log being null (the emulator logs rate and channel state, a
-#: drive-test tool signal levels; `cellperf.radiologs` reads both into these names).
+#: a column the tool did not log being null (the emulator logs rate, channel state and its ARQ's
+#: frames and frame errors, a drive-test tool signal levels, MobileInsight transport blocks
+#: with their CRC and CQI reports; `cellperf.radiologs` reads them into these names).
 RADIO_SAMPLE_COLUMNS = {"time_s": pl.Float64, "bs_id": pl.String, "sector_id": pl.String, "technology": pl.String,
                         "rsrp_dbm": pl.Float64, "rsrq_db": pl.Float64, "rssi_dbm": pl.Float64,
                         "sinr_db": pl.Float64, "dl_bitrate_bps": pl.Float64, "ul_bitrate_bps": pl.Float64,
-                        "rate_bps": pl.Float64, "state": pl.Int64, "user": pl.Int64}
+                        "rate_bps": pl.Float64, "state": pl.Int64, "user": pl.Int64,
+                        "frames": pl.Int64, "frame_errors": pl.Int64, "fer": pl.Float64, "cqi": pl.Int64}
 
 
 def _radio_log(radio: Path, warnings: list[str]) -> pl.DataFrame | None:
@@ -431,6 +435,7 @@ def analyse_run(run: RunSpec, folder: Path, *, interval_s: float, mn_addr: str |
     if handoffs is not None:
         tables["handoffs"] = handoffs.with_columns(run_id=run_id)
         summary["handoffs"] = handoffs.height
+        tables["handover_zones"] = handover_zones(radio, handoffs).with_columns(run_id=run_id)
         # Rates are in the emulator's log and a user's CSV may have them; a modem's cell ids alone
         # give handoffs but no channel statistics.
         if {"rate_bps", "state"} & set(pl.read_csv(folder / "radio.csv", n_rows=0).columns):

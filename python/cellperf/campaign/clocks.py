@@ -8,6 +8,11 @@ a PPS or GPS reference clock names itself there), and the kernel's NTP state, wh
 daemon (chrony, ntpd, systemd-timesyncd) disciplines: synchronised or not, PPS in use, its
 estimated and maximum error (adjtimex(2), read only).
 
+The CN host's state sits beside the MN's in `runs.clock_sync` under `cn`: on the emulated
+testbed the CN is this host (`one_host_clock`); on a real network `cn_clock_state` runs the
+testbed's `cn_clock` command (e.g. `ssh cn chronyc -c tracking`) and reads its output with the
+same chrony parser.
+
 `min_one_way_delays(run_id, result, one_host)` turns a probe's per-direction least raw OWD into
 a one-way figure: exact when both ends share one clock (the emulated testbed); else corrected
 by the clock offset the probe measured (server − probe, NTP-style, ± half the best exchange's
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import shlex
 import shutil
 import subprocess
 
@@ -27,6 +33,8 @@ import polars as pl
 STA_PPSFREQ, STA_PPSTIME, STA_UNSYNC, STA_PPSSIGNAL = 0x2, 0x4, 0x40, 0x100
 
 ONE_HOST = {"summary": "one host clock (emulated testbed: both ends' timestamps on it)"}
+#: How long the CN's clock command may take (an ssh login included).
+CN_CLOCK_TIMEOUT_S = 10.0
 
 MIN_OWD_SCHEMA = {"run_id": pl.Utf8, "member": pl.Utf8, "direction": pl.Utf8, "min_ms": pl.Float64,
                   "raw_min_ms": pl.Float64, "kind": pl.Utf8, "offset_ms": pl.Float64, "uncertainty_ms": pl.Float64,
@@ -110,6 +118,30 @@ def clock_state() -> dict:
     chrony, kernel = _chrony_state(), _kernel_state()
     return {"summary": summarise(chrony, kernel), **({"chrony": chrony} if chrony else {}),
             **({"kernel": kernel} if kernel else {})}
+
+
+def one_host_clock() -> dict:
+    """The emulated testbed's clocks: MN and CN are this host, its state read now for both."""
+    state = clock_state()
+    return {**state, "summary": f"{ONE_HOST['summary']}: {state['summary']}",
+            "cn": {"summary": "the MN's host (one clock)", "same_host": True}}
+
+
+def cn_clock_state(command: str | None) -> dict:
+    """The CN host's clock state from the testbed's `cn_clock` command, whose output's last line
+    is `chronyc -c tracking`'s; "not read" without a command, "unknown (reason)" when it fails."""
+    if not command:
+        return {"summary": "not read (no testbed.cn_clock)"}
+    try:
+        p = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=CN_CLOCK_TIMEOUT_S)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        return {"summary": f"unknown (cn_clock: {str(e).splitlines()[0] if str(e) else type(e).__name__})"}
+    last = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    chrony = parse_chrony_tracking(last) if p.returncode == 0 else None
+    if chrony is None:
+        why = f"exited {p.returncode}" if p.returncode else "no chronyc -c tracking line in its output"
+        return {"summary": f"unknown (cn_clock: {why})"}
+    return {"summary": summarise(chrony, None), "chrony": chrony}
 
 
 _STREAM_DIRECTIONS = {"up": "uplink", "down": "downlink"}

@@ -10,6 +10,7 @@ import platform
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -65,12 +66,14 @@ class Measured:
     tables: dict = field(default_factory=dict)  # a simulated run's rows
 
 
-def measure_run(campaign: Campaign, run: RunSpec, runs_dir: Path, testbed, stop: threading.Event) -> Measured:
+def measure_run(campaign: Campaign, run: RunSpec, runs_dir: Path, testbed, stop: threading.Event,
+                test_over: Callable[[], None] = lambda: None) -> Measured:
     """Runs one run's test on the testbed (or its simulation) in a fresh staging folder; a
     failure becomes the reason (never an exception), except a full disk, which stops the
     campaign. On a real network a run that failed for a network reason is tried again
     (`[testbed] retries`, `retry_wait`), unless `stop` is set meanwhile (the campaign is
-    interrupted); every attempt is kept in `run_attempts`."""
+    interrupted); every attempt is kept in `run_attempts`. The emulated testbed calls
+    `test_over` when the test's command has ended, before its link drains and goes down."""
     real = campaign.testbed.kind == "real" and not run.simulated
     attempts = []
     while True:
@@ -85,7 +88,7 @@ def measure_run(campaign: Campaign, run: RunSpec, runs_dir: Path, testbed, stop:
                 outcome, tables = simulate_run(run, folder)
                 outcome.phases["simulate"] = time.monotonic() - t0
             else:
-                outcome = testbed.run(run, folder)
+                outcome = testbed.run(run, folder, test_over)
             failure.reason = outcome.error
         if failure.reason and os.strerror(errno.ENOSPC) in failure.reason:
             # A child (capture, emulator, probe) ran out of space: every later run would too.

@@ -30,6 +30,11 @@ class Progress:
         self.started_at = time.time()
 
     @property
+    def running(self) -> list[str]:
+        """The ids of the runs started and not yet finished, in the order they started."""
+        return list(self._running)
+
+    @property
     def left(self) -> int:
         return self.total - self.done - self.failed
 

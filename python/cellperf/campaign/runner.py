@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -103,30 +103,37 @@ def _commit_all(store: Store, finished, summary: Summary, progress: Progress, on
 def _on_this_host(campaign: Campaign, todo: list[RunSpec], runs_dir: Path, progress: Progress):
     """The runs on this host: `parallel` tests at a time on the testbed, each run's analysis
     in a pool beside them (the next run's link comes up while the last one is analysed), at
-    most `parallel` analyses waiting. Yields lists of (run, record, seconds) of the runs
-    finished since the last (empty every half second while none finished)."""
+    most `parallel` analyses waiting. A run's slot is free once its test is over (`over`): an
+    emulated run's link drains and goes down beside the next run's test, in its own
+    namespaces. Yields lists of (run, record, seconds) of the runs finished since the last
+    (empty every half second while none finished)."""
     pending = list(todo)
-    testing: dict[Future, tuple[RunSpec, float]] = {}
+    testing: dict[Future, tuple[RunSpec, float, Future]] = {}
     analysing: dict[Future, tuple[RunSpec, float]] = {}
     stop = threading.Event()  # no run is tried again once the campaign is interrupted
     # Simulated runs need no testbed (nor root): it is set up only for measured runs.
     measured = any(not r.simulated for r in todo)
     n = campaign.parallel
     with (testbed_for(campaign, runs_dir.parent) if measured else contextlib.nullcontext()) as testbed, \
-            ThreadPoolExecutor(n) as tests, ThreadPoolExecutor(n) as analyses:
+            ThreadPoolExecutor(2 * n) as tests, ThreadPoolExecutor(n) as analyses:
         try:
             while pending or testing or analysing:
-                while pending and len(testing) < n and len(analysing) <= n:
-                    run = pending.pop(0)
-                    testing[tests.submit(measure_run, campaign, run, runs_dir, testbed, stop)] = (run, time.time())
+                in_test = sum(not over.done() for _, _, over in testing.values())
+                while pending and in_test < n and len(testing) < 2 * n and len(analysing) <= n:
+                    run, over = pending.pop(0), Future()
+                    fut = tests.submit(measure_run, campaign, run, runs_dir, testbed, stop, _setter(over))
+                    testing[fut] = (run, time.time(), over)
+                    in_test += 1
                     progress.started(run)
-                done, _ = wait([*testing, *analysing], timeout=0.5, return_when=FIRST_COMPLETED)
+                still_testing = [over for _, _, over in testing.values() if not over.done()]
+                done, _ = wait([*testing, *still_testing, *analysing], timeout=0.5, return_when=FIRST_COMPLETED)
                 finished = []
                 for fut in done:
                     if fut in testing:
-                        run, t0 = testing.pop(fut)
+                        run, t0, over = testing.pop(fut)
+                        _setter(over)()
                         analysing[analyses.submit(finish_run, campaign, fut.result())] = (run, t0)
-                    else:
+                    elif fut in analysing:
                         run, t0 = analysing.pop(fut)
                         finished.append((run, fut.result(), time.time() - t0))
                 yield finished
@@ -135,3 +142,13 @@ def _on_this_host(campaign: Campaign, todo: list[RunSpec], runs_dir: Path, progr
             tests.shutdown(wait=False, cancel_futures=True)
             analyses.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+def _setter(over: Future):
+    """Marks `over` done, once, from whichever thread comes first (the testbed's or the loop's)."""
+
+    def mark() -> None:
+        with contextlib.suppress(InvalidStateError):
+            over.set_result(None)
+
+    return mark

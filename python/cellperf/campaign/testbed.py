@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cellperf.campaign.argv import command_argv
-from cellperf.campaign.clocks import ONE_HOST, clock_state
+from cellperf.campaign.clocks import clock_state, cn_clock_state, one_host_clock
 from cellperf.campaign.phases import Phases, emulated_phases
 from cellperf.campaign.radio import CommandPoller
 from cellperf.campaign.spec import GROUP, Campaign, RunSpec, probe_args
@@ -139,22 +140,27 @@ class EmulatedTestbed:
                 self.server.wait()
         self.token_file.unlink(missing_ok=True)
 
-    def run(self, run: RunSpec, folder: Path) -> Outcome:
+    def run(self, run: RunSpec, folder: Path, test_over: Callable[[], None] | None = None) -> Outcome:
+        """The run's test through its own emulated link; `test_over()` is called once every
+        user's command has ended, while the link still drains and goes down (the runner
+        starts the next run's link then)."""
+        over = test_over or (lambda: None)
         exe = cellperf_exe()
         if run.test.type == "web":
-            return self._run_web(run, folder, exe)
+            return self._run_web(run, folder, exe, over)
         if run.test.type == "stream":
-            return self._run_stream(run, folder, exe)
+            return self._run_stream(run, folder, exe, over)
         if run.test.type == "interactive":
-            return self._run_interactive(run, folder, exe)
+            return self._run_interactive(run, folder, exe, over)
         if run.test.type == "hops":
             from cellperf.campaign.apps import hops_argv
 
-            return self._emulate(run, folder, hops_argv(exe, run, "$CELLPERF_CN", folder / "hops.parquet"))
+            return self._emulate(run, folder, hops_argv(exe, run, "$CELLPERF_CN", folder / "hops.parquet"), over)
         if run.test.type == GROUP or run.tcp_options:
             plan = inside_plan(run, folder, lambda t, o, log: self._probe(exe, t, o, log), f"/proc/{os.getpid()}/ns/net")
-            return self._emulate(run, folder, [sys.executable, "-m", "cellperf.campaign.inside", str(plan)], inside=True)
-        return self._emulate(run, folder, self._probe(exe, run.test.type, run.options, folder / "agent.parquet"))
+            return self._emulate(run, folder, [sys.executable, "-m", "cellperf.campaign.inside", str(plan)], over,
+                                 inside=True)
+        return self._emulate(run, folder, self._probe(exe, run.test.type, run.options, folder / "agent.parquet"), over)
 
     def _probe(self, exe: str, test_type: str, options: dict, log: Path) -> list[str]:
         # Both ends run on this host's clock: no clock exchange (8 round trips, 1.7 s of a
@@ -162,7 +168,7 @@ class EmulatedTestbed:
         return [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", test_type, *probe_args(options, test_type),
                 "--clock-samples", "0", "--token-file", str(self.token_file), "--json", "--log", str(log)]
 
-    def _run_web(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+    def _run_web(self, run: RunSpec, folder: Path, exe: str, over: Callable[[], None]) -> Outcome:
         from cellperf.campaign import web
 
         if self.site is None:
@@ -173,18 +179,18 @@ class EmulatedTestbed:
                              preexec_fn=die_with_parent) as (port, spki):
             scheme = "https" if http == "2" else "http"
             urls = web.page_urls(f"{scheme}://$CELLPERF_CN:{port}", pages)
-            return self._emulate(run, folder, web.load_argv(exe, run, urls, spki))
+            return self._emulate(run, folder, web.load_argv(exe, run, urls, spki), over)
 
-    def _run_stream(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+    def _run_stream(self, run: RunSpec, folder: Path, exe: str, over: Callable[[], None]) -> Outcome:
         from cellperf.campaign import apps
 
         with apps.json_server(apps.stream_server_argv(exe, self.token_file), "the stream server",
                               die_with_parent) as doc:
             port = doc["listening"].rsplit(":", 1)[1]
             return self._emulate(run, folder, apps.stream_argv(exe, run, f"$CELLPERF_CN:{port}", self.token_file,
-                                                               folder / "agent.parquet"))
+                                                               folder / "agent.parquet"), over)
 
-    def _run_interactive(self, run: RunSpec, folder: Path, exe: str) -> Outcome:
+    def _run_interactive(self, run: RunSpec, folder: Path, exe: str, over: Callable[[], None]) -> Outcome:
         from cellperf.campaign import apps
 
         # The run's CN address exists only once its emulator runs: the session, started at
@@ -192,9 +198,10 @@ class EmulatedTestbed:
         # its key accepted from the MN's address only.
         argv = apps.interactive_argv(exe, run, "$CELLPERF_CN", folder / "keys.parquet", serve_in=f"/proc/{os.getpid()}/ns/net",
                                      allow_from="$CELLPERF_MN")
-        return self._emulate(run, folder, argv)
+        return self._emulate(run, folder, argv, over)
 
-    def _emulate(self, run: RunSpec, folder: Path, command: list[str], inside: bool = False) -> Outcome:
+    def _emulate(self, run: RunSpec, folder: Path, command: list[str], test_over: Callable[[], None],
+                 inside: bool = False) -> Outcome:
         """`command` inside the run's emulated MN; its JSON document is the run's result (with
         `inside`, the launcher of cellperf.campaign.inside, whose members write their own)."""
         c = self.campaign
@@ -217,34 +224,72 @@ class EmulatedTestbed:
         # `o$(touch x)` or holding a `"` must stay a name (the runner is root). The launcher's
         # files are per emulated user (a shared cell runs it once per user).
         # Each user's shell also notes when its command started and ended and when the drain
-        # ended (`marks.USER`: the run's phases).
+        # ended (`marks.USER`: the run's phases), and leaves `ended.USER` as soon as its
+        # command has ended (the test is over: see `_wait`).
         names = ('out=$1.$CELLPERF_USER err=$2.$CELLPERF_USER' if inside else 'out=$1 err=$2')
         outputs = ("inside.out", "inside.err") if inside else ("probe.json", "probe.err")
-        cmd += ["--", "sh", "-c", f'{names} marks=$3.$CELLPERF_USER; shift 3; t0=$(date +%s.%N); '
-                f'"$@" >"$out" 2>"$err"; rc=$?; t1=$(date +%s.%N); {DRAIN_SH}; '
+        cmd += ["--", "sh", "-c", f'{names} marks=$3.$CELLPERF_USER ended=$4.$CELLPERF_USER; shift 4; '
+                f't0=$(date +%s.%N); "$@" >"$out" 2>"$err"; rc=$?; t1=$(date +%s.%N); : >"$ended"; {DRAIN_SH}; '
                 'echo "$t0 $t1 $(date +%s.%N)" >"$marks"; exit $rc',
-                "sh", str(folder / outputs[0]), str(folder / outputs[1]), str(folder / "marks"), *command]
+                "sh", str(folder / outputs[0]), str(folder / outputs[1]), str(folder / "marks"), str(folder / "ended"),
+                *command]
+        clocks = one_host_clock()
         started = time.time()
+        users = len(run.test.members) if run.test.cell else 1
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=run.duration_s + RUN_OVERHEAD_S,
-                               preexec_fn=die_with_parent)
+            stdout, stderr, returncode = _wait(cmd, run.duration_s + RUN_OVERHEAD_S, folder, users, test_over)
         except subprocess.TimeoutExpired:
             return Outcome(started, time.time(), error=f"timed out after {run.duration_s + RUN_OVERHEAD_S:.0f} s")
         out = Outcome(started, time.time(), result=inside_result(run, folder), clocks_synced=True,
-                      clock_sync=ONE_HOST)
+                      clock_sync=clocks)
         out.phases = emulated_phases(started, _marks(folder), out.ended_at)
         try:
-            stats = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
+            stats = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else None
         except ValueError:
             stats = None
         if stats:
             out.emulator = {k: v for k, v in stats.items() if k not in ("captures", "radio_log")}
             out.mn_addr, out.cn_addr = stats["mn_addrs"][0], stats["cn_addrs"][0]
-        if p.returncode != 0 or out.result is None:
+        if returncode != 0 or out.result is None:
             errs = sorted(folder.glob("inside.err.*")) + [folder / "probe.err"]
             texts = [e.read_text() for e in errs if e.exists()]
-            out.error = _last_error_line(*texts, p.stderr) or f"cellperf emulate exited {p.returncode}"
+            out.error = _last_error_line(*texts, stderr) or f"cellperf emulate exited {returncode}"
         return out
+
+
+#: How often `_wait` looks for the users' `ended` files (a stat each: no load on the test).
+ENDED_POLL_S = 0.02
+
+
+def _wait(cmd: list[str], timeout: float, folder: Path, users: int, test_over: Callable[[], None]) -> tuple[str, str, int]:
+    """Runs `cellperf emulate` (`cmd`) to its end: its stdout, stderr and exit status. Calls
+    `test_over()` once, when all `users` have left their `ended` file (every test command has
+    ended; the link still drains the connections' closes and goes down, which needs no test
+    slot) or when the emulator exits. Raises TimeoutExpired (the process killed) past `timeout`."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
+    deadline, over = time.monotonic() + timeout, False
+    try:
+        while True:
+            try:
+                stdout, stderr = p.communicate(timeout=ENDED_POLL_S if not over else max(0.0, deadline - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    p.kill()
+                    p.communicate()
+                    raise
+                if not over and len(list(folder.glob("ended.*"))) >= users:
+                    over = True
+                    test_over()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for f in folder.glob("ended.*"):
+            f.unlink(missing_ok=True)
+    if not over:
+        test_over()
+    return stdout, stderr, p.returncode
 
 
 def _marks(folder: Path) -> list[tuple[float, float, float]]:
@@ -364,7 +409,10 @@ class RealTestbed:
                 p.kill()
                 p.wait()
 
-    def run(self, run: RunSpec, folder: Path) -> Outcome:
+    def run(self, run: RunSpec, folder: Path, test_over: Callable[[], None] | None = None) -> Outcome:
+        """The run on the real network. `test_over` is not called: the runner frees the run's
+        slot when it returns, because the next run's captures would share this one's
+        interfaces (a real run is never overlapped)."""
         c = self.campaign
         # A web run talks to its pages' hosts (resolved now, as the browser is about to), the
         # others to the server's.
@@ -375,7 +423,8 @@ class RealTestbed:
         poller = None
         if c.radio_log.kind == "command":
             poller = CommandPoller(c.radio_log.command, c.radio_log.format, c.radio_log.interval_s, folder / "radio.csv").start()
-        clocks = clock_state()  # this (the MN's) host's, as the test starts
+        # This (the MN's) host's clock and the CN's, as the test starts.
+        clocks = {**clock_state(), "cn": cn_clock_state(self.tb.cn_clock)}
         started = time.time()
         inside = run.test.type == GROUP or bool(run.tcp_options)
         if run.test.type == "web":

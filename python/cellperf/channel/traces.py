@@ -17,6 +17,11 @@ Accepted inputs (by content, not only by extension):
 - **mahimahi trace** (one millisecond per line, `.down`/`.up`/`.trace`/`.txt` or any file
   whose first line is an integer): converted to the rate of each slot (1500 bytes per
   delivery opportunity).
+- **MobileInsight log** (decoded messages, XML or JSON lines; `cellperf.radiologs.mobileinsight`):
+  the LTE channel-state reports' wideband CQI (LTE_PHY_PUCCH_CSF "CQI CW0", LTE_PHY_PUSCH_CSF
+  "WideBand CQI CW0"), each held until the next report, one slot per 1-ms subframe unless
+  `--slot-ms` says otherwise; a state's rate is the one its CQI asks for on the serving cell's
+  bandwidth, so each CQI index is one state (seed 002 §5's per-slot DRC, for LTE).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import pyarrow.parquet as pq
 
 from cellperf import _native
 from cellperf.errors import UserError, os_reason
+from cellperf.radiologs import mobileinsight
 from cellperf.validate import looks_binary
 
 native = _native.channel
@@ -40,6 +46,8 @@ native = _native.channel
 DRC_RATES_BPS, DRC_SLOT_S = native.drc_rate_table()
 #: Default slot: EV-DO's 1.667 ms (002 §2).
 DEFAULT_SLOT_MS = 1.667
+#: An LTE subframe, the slot of a MobileInsight CQI trace.
+LTE_SUBFRAME_S = 0.001
 MAHIMAHI_SUFFIXES = (".down", ".up", ".trace", ".mahimahi")
 
 
@@ -141,6 +149,8 @@ def read_trace(path: str | Path, *, slot_ms: float | None = None, rate_table: st
     if not head.startswith(b"PAR1") and looks_binary(head):
         raise UserError(f"{path}: not a trace (a binary file; expected CSV, mahimahi text or Parquet)")
     try:
+        if mobileinsight.sniff(head.decode("utf-8", errors="replace"), path):
+            return _read_mobileinsight(path, slot_s if slot_ms is not None else LTE_SUBFRAME_S, rate_table)
         if _looks_like_mahimahi(path):
             if rate_table is not None:
                 raise UserError(f"{path}: a mahimahi trace carries rates; --rate-table does not apply")
@@ -150,6 +160,22 @@ def read_trace(path: str | Path, *, slot_ms: float | None = None, rate_table: st
         return _read_slot_table(path, _read_table(path, "trace"), slot_s if slot_ms is not None else None, read_rate_table(rate_table))
     except _native.InputError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def _read_mobileinsight(path: Path, slot_s: float, rate_table: str | None) -> SlotTrace:
+    """The CQI reports of a MobileInsight log as a per-subframe trace (module doc)."""
+    import polars as pl
+
+    if rate_table is not None:
+        raise UserError(f"{path}: a MobileInsight log's CQI reports give their rates; --rate-table does not apply")
+    radio, _ = mobileinsight.read(path, "UTC")
+    cqi = radio.filter(pl.col("cqi").is_not_null())
+    if cqi.is_empty():
+        raise UserError(f"{path}: no CQI report ({', '.join(mobileinsight.CQI)}) in the MobileInsight log")
+    if cqi["cqi_rate_bps"].null_count():
+        raise UserError(f"{path}: a CQI report before any LTE serving-cell message giving the downlink bandwidth")
+    table = cqi.select("time_s", pl.col("cqi_rate_bps").alias("rate_bps"), "bs_id", "sector_id", "technology")
+    return _read_slot_table(path, table.to_arrow(), slot_s, None)
 
 
 def _read_slot_table(path: Path, table: pa.Table, slot_s: float | None, rate_table) -> SlotTrace:

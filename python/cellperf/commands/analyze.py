@@ -10,7 +10,7 @@ measured like one found in captures.
 Examples:
   cellperf analyze --mn mn.pcap --cn cn.pcap
   cellperf analyze --mn mn.pcap --cn cn.pcap --json > report.json
-  cellperf analyze trace.pcapng --side cn --interval 1 --out results/
+  cellperf analyze cn.pcap --side cn --interval 1 --out tables/
   cellperf analyze voip.parquet              # a probe's per-packet log
   # + channel utilisation
   cellperf analyze --mn mn.pcap --cn cn.pcap --radio-log radio.csv
@@ -240,4 +240,4 @@ def run(args: argparse.Namespace) -> None:
 
         _print_human(result.report, Console())
         if out_dir is not None:
-            Console().print(f"tables written to {out_dir}/")
+            Console().print(f"tables written to {str(out_dir).rstrip('/')}/")

@@ -20,7 +20,8 @@ from cellperf.cli import add_subcommand, add_subcommands, file_path, folder_path
 from cellperf.validate import number_arg
 from cellperf.errors import UserError, os_reason
 
-TRACE_HELP = "Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, or radio log."
+TRACE_HELP = ("Per-slot trace: CSV/Parquet (slot|time_s, rate_bps|state [, sinr_db, bs_id, sector_id]), mahimahi trace, "
+              "radio log, or MobileInsight log (its LTE CQI reports, per 1-ms subframe).")
 
 
 def trace_options(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +43,9 @@ def stats(args: argparse.Namespace) -> None:
     and the one-step Markov fit's sojourn RMSE (002 eq. 4).
 
     Examples:
-      cellperf channel stats day.parquet --rate-table drc --window 3600
-      cellperf channel stats a.csv b.csv --figures figs/ --json
+      cellperf channel stats drc.csv --rate-table drc --window 5
+      cellperf channel stats drc1.csv drc2.csv --rate-table drc \\
+           --figures figs/ --json
     """
     from rich import box
     from rich.console import Console
@@ -172,7 +174,8 @@ def generate_command(args: argparse.Namespace) -> None:
 
     Examples:
       cellperf channel generate evdo.json --slots 600000 --seed 7 -o synth.csv
-      cellperf channel generate evdo.json --slots 60000 -o s.parquet --mahimahi s.down
+      cellperf channel generate evdo.json --slots 60000 -o s.parquet \\
+           --mahimahi s.down
     """
     from cellperf.channel import write_trace
     from cellperf.channel.analysis import describe_model, generate, trace_stats

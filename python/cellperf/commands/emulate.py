@@ -7,11 +7,11 @@ in $CELLPERF_CN, or $CELLPERF_CN6 over IPv6 (reach a server started outside the 
 there). Needs root. Everything it creates is removed when it ends.
 
 Examples:
-  sudo cellperf emulate --profile wibro-stationary -- ping -c 5 '$CELLPERF_CN'
+  sudo cellperf emulate --profile wibro-stationary -- ping -c 3 '$CELLPERF_CN'
   sudo cellperf emulate --profile hsdpa-mobile \\
-       -- iperf3 -6 -c '$CELLPERF_CN6' -R
+       -- iperf3 -6 -c '$CELLPERF_CN6' -R -t 3
   sudo cellperf emulate --downlink evdo.down --uplink 1mbit \\
-       --delay 20 --pcap-dir run1 -- sh -c 'iperf3 -c $CELLPERF_CN -R -t 10'
+       --delay 20 --pcap-dir run1 -- sh -c 'iperf3 -c $CELLPERF_CN -R -t 3'
   sudo cellperf emulate --downlink 10mbit --uplink 2mbit --queue packets=100 \\
        --loss 1%
   sudo cellperf emulate --downlink evdo.down --uplink 5mbit \\
@@ -19,13 +19,13 @@ Examples:
        -- iperf3 -c '$CELLPERF_CN' -R -t 10; \\
        mm-throughput-graph 500 down.log > down.svg
   sudo cellperf emulate --replay home-lte/ --pcap-dir run1 \\
-       -- ping -c 20 '$CELLPERF_CN'
+       -- ping -c 3 '$CELLPERF_CN'
   sudo cellperf emulate --replay home-lte/ --replay-mode heavy \\
-       -- iperf3 -c '$CELLPERF_CN' -R
+       -- iperf3 -c '$CELLPERF_CN' -R -t 3
   sudo cellperf emulate --users 2 --scheduler pf \\
        --downlink ge:good=1mbit,bad=100kbit,switch=1 \\
        --uplink 1mbit \\
-       -- sh -c 'iperf3 -c $CELLPERF_CN -p $((5201+CELLPERF_USER)) -R -t 20'
+       -- sh -c 'iperf3 -c $CELLPERF_CN -p $((5201+CELLPERF_USER)) -R -t 3'
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ Examples:
   cellperf import results/ --captures runs.csv --workers 2
   cellperf import results/ --captures /nfs/corpus/ --cluster tcp://10.0.0.5:8786
   cellperf import results/ --network SKT-WiBro --scenario mobile \\
-       --iperf3 old/run-*.json
+       --iperf3 run-*.json
   cellperf import results/ --network KT-HSDPA --ditg recv.txt \\
-       --direction down --date 2009-05-14
+       --direction up --date 2009-05-14
   cellperf report results/
 """
 

@@ -6,7 +6,7 @@ campaigns measured with those tools analyse like cellperf's own.
 Examples:
   cellperf interop iperf3 run-17.json
   cellperf interop iperf3 run-17.json --json --out imported/run-17
-  cellperf interop ditg recv.txt --direction down --date 2009-05-14 \\
+  cellperf interop ditg recv.txt --direction up --date 2009-05-14 \\
        --out imported/voip-3
 """
 
@@ -60,8 +60,9 @@ def iperf3(args: argparse.Namespace) -> None:
     is `up`.
 
     Examples:
-      iperf3 -c cn -u -b 2M -t 60 -R -J > down.json && cellperf interop iperf3 down.json
-      cellperf interop iperf3 down.json --out imported/down
+      iperf3 -c cn -u -b 2M -t 60 -R -J > down.json && \\
+           cellperf interop iperf3 down.json
+      cellperf interop iperf3 run-17.json --out imported/down
     """
     _show(read_iperf3(args.file), args.as_json, args.out)
 
@@ -72,8 +73,9 @@ def ditg(args: argparse.Namespace) -> None:
     FILE is the per-packet text of `ITGDec RECV_LOG -l FILE`.
 
     Examples:
-      ITGDec recv.log -l recv.txt && cellperf interop ditg recv.txt --date 2009-05-14
-      cellperf interop ditg recv.txt --direction down --json --out imported/voip-3
+      ITGDec recv.log -l recv.txt && \\
+           cellperf interop ditg recv.txt --date 2009-05-14
+      cellperf interop ditg recv.txt --direction up --json --out imported/voip-3
     """
     _show(read_ditg(args.file, date=args.date, direction=args.direction, interval_s=args.interval), args.as_json, args.out)
 

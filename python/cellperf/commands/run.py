@@ -11,7 +11,7 @@ Examples:
   sudo cellperf run campaign.toml --out results/
   cellperf run campaign.toml --check
   sudo cellperf run campaign.toml --out results/ --json > summary.json
-  cellperf run grid.toml --out results/ --workers 2  # a local Dask cluster
+  cellperf run grid.toml --out grid/ --workers 2  # a local Dask cluster
   sudo cellperf run campaign.toml --out /shared/results/ \\
        --cluster tcp://HOST:8786
   cellperf report results/ -o report.html
@@ -52,34 +52,28 @@ def print_summary(summary: Summary, console: Console) -> None:
 
 def execute(campaign_file: Path, out_dir: Path | None, as_json: bool, workers: int | None = None,
             cluster: str | None = None) -> Summary:
-    """Loads, runs and reports a campaign (shared with `cellperf demo`)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    """Loads, runs and reports a campaign (shared with `cellperf demo`): the progress of its
+    runs (cellperf.progress, with the campaign's own ETA from the runs' planned times) and a
+    line per finished run on stderr, neither with --json."""
     from cellperf.campaign import load_campaign, run_campaign
+    from cellperf.progress import Progress
 
     campaign = load_campaign(campaign_file)
     out = out_dir or Path(campaign.name)
-    err = Console(stderr=True)
-    live = err.is_terminal and not as_json
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[runs]}"),
-                        TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=err, disable=not live)
-    task = progress.add_task(f"{campaign.name}", total=None, runs="", eta="-")
 
     def on_progress(p):
-        eta = int(p.eta_s())
-        progress.update(task, completed=p.done + p.failed, total=p.total, eta=f"{eta // 3600}:{eta // 60 % 60:02d}:{eta % 60:02d}",
-                        runs=f"{p.done} done, {p.failed} failed, {p.left} left")
+        running = p.running
+        detail = running[0] + (f" and {len(running) - 1} more" if len(running) > 1 else "") if running else ""
+        progress.set_total(p.total)
+        progress.update(p.done + p.failed, detail=detail + (f" ({p.failed} failed)" if p.failed else ""),
+                        left_s=p.eta_s())
 
     def on_run(status, index, count):
-        mark = "[green]ok[/]" if status.status == "ok" else f"[red]failed[/]: {status.reason}"
-        if not as_json:
-            progress.console.print(f"[{index}/{count}] {status.run_id} {mark} ({status.seconds:.1f} s)",
-                                   highlight=False)
+        mark = "ok" if status.status == "ok" else f"failed: {status.reason}"
+        progress.note(f"[{index}/{count}] {status.run_id} {mark} ({status.seconds:.1f} s)")
 
-    with progress:
-        summary = run_campaign(campaign, out, workers=workers, cluster=cluster, on_progress=on_progress, on_run=on_run)
-    return summary
+    with Progress(f"run {campaign.name}", unit="runs", enabled=not as_json) as progress:
+        return run_campaign(campaign, out, workers=workers, cluster=cluster, on_progress=on_progress, on_run=on_run)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

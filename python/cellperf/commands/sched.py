@@ -8,7 +8,7 @@ also the PF gain when each handoff resets the user's average, as a new sector wo
 Examples:
   cellperf sched drc1.csv drc2.csv drc3.csv drc4.csv --rate-table drc \\
        --users 1..4
-  cellperf sched mobile.parquet --handoffs radio.csv --json
+  cellperf sched drc1.csv drc2.csv --rate-table drc --handoffs radio.csv --json
   cellperf sched synth.csv --handoff-interval 25 --repeats 10 --seed 1
 """
 

@@ -43,7 +43,8 @@ def serve_command(args: argparse.Namespace) -> None:
 
     Examples:
       cellperf stream serve --listen 0.0.0.0:5260 --token-file token
-      CELLPERF_TOKEN=s3cret cellperf stream serve --listen 0.0.0.0:0 --max-rate 10M --json
+      CELLPERF_TOKEN=s3cret cellperf stream serve --listen 0.0.0.0:0 \\
+           --max-rate 10M --json
     """
     from cellperf.agents import parse_rate, read_token
     from cellperf.apps.stream import serve
@@ -77,8 +78,10 @@ def play_command(args: argparse.Namespace) -> None:
 
     Examples:
       cellperf stream play 10.0.0.1:5260 --token-file token --rate 384k --buffer 2
-      cellperf stream play 10.0.0.1:5260 --token-file token --transport tcp --rate 1M --duration 30 --json
-      cellperf stream play 10.0.0.1:5260 --token-file token --fast-start 2 --probe-packets 3
+      cellperf stream play 10.0.0.1:5260 --token-file token --transport tcp \\
+           --rate 1M --duration 30 --json
+      cellperf stream play 10.0.0.1:5260 --token-file token --fast-start 2 \\
+           --probe-packets 3
     """
     from cellperf.agents import check_log_path, parse_rate, read_token, write_log
     from cellperf.apps.stream import check, play

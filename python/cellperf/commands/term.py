@@ -10,7 +10,7 @@ Examples:
   sudo cellperf term serve --listen 10.0.0.1 --allow-from 10.0.0.2 --json
   sudo cellperf emulate --profile umts-stationary \\
        -- cellperf term type '$CELLPERF_CN' \\
-      --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' --count 50 --json
+      --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' --count 20 --json
 """
 
 from __future__ import annotations
@@ -67,10 +67,14 @@ def type_command(args: argparse.Namespace) -> None:
     threshold. --log writes one row per key (Parquet: key, sent_ts, echo_ms).
 
     Examples:
-      cellperf term type 10.0.0.1 --port 2222 --identity key --count 100 --interval 0.15
-      cellperf term type 10.0.0.1 --port 2222 --identity key --json --log keys.parquet
-      sudo cellperf emulate -- cellperf term type '$CELLPERF_CN' --serve-in /proc/$$/ns/net \\
-          --allow-from '$CELLPERF_MN'      # the session's own sshd, on the CN address only
+      cellperf term type 10.0.0.1 --port 2222 --identity key --count 100 \\
+           --interval 0.15
+      cellperf term type 10.0.0.1 --port 2222 --identity key --json \\
+           --log keys.parquet
+      # the session's own sshd, on the CN address only
+      sudo cellperf emulate --profile lte-stationary -- cellperf term type \\
+          '$CELLPERF_CN' --serve-in /proc/$$/ns/net --allow-from '$CELLPERF_MN' \\
+          --count 20
     """
     from cellperf.apps.terminal import latency_summary
 

@@ -119,7 +119,8 @@ def load_command(args: argparse.Namespace) -> None:
 
     Examples:
       cellperf web load http://10.0.0.1:8080/yahoo/ --connections 2 --loads 5
-      cellperf web load URL1 URL2 --connections 2,4,6,8,10 --json --objects objects.parquet
+      cellperf web load URL1 URL2 --connections 2,4,6,8,10 --json \\
+           --objects objects.parquet
     """
     from cellperf.web.browser import load_pages
 

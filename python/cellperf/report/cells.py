@@ -14,19 +14,19 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.report.item import Item, has_view, layout
+from cellperf.report.item import Item, has_view, layout, natural
 from cellperf.store import Store
 
 #: Lines per figure at most: beyond that the step lines cannot be told apart anyway.
 MAX_LINES = 12
 
-_SAMPLES = """
+_SAMPLES = f"""
     SELECT s.run_id, r.network, coalesce(s."user", 0) AS "user",
            s.time_s - min(s.time_s) OVER (PARTITION BY s.run_id) AS t,
            s.bs_id || coalesce('/' || s.sector_id, '') AS cell
     FROM radio_samples s JOIN runs r USING (run_id)
     WHERE r.status = 'ok' AND s.bs_id IS NOT NULL
-    ORDER BY r.network, s.run_id, "user", s.time_s"""
+    ORDER BY r.network, {natural("s.run_id")}, "user", s.time_s"""
 
 
 def cell_changes(samples: pl.DataFrame) -> pl.DataFrame:
@@ -63,7 +63,8 @@ def serving_cells(store: Store) -> list[Item]:
     items = []
     for (network,), s in samples.group_by("network", maintain_order=True):
         changes = cell_changes(s)
-        moved = changes.filter(pl.col("cells") > 1).sort("changes", "run_id", descending=[True, False])
+        # The most changes first, then the runs in _SAMPLES' (natural) order.
+        moved = changes.filter(pl.col("cells") > 1).sort("changes", descending=True, maintain_order=True)
         if moved.is_empty():
             continue
         lines = moved.head(MAX_LINES)

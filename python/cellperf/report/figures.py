@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from cellperf.report.item import Item, cdf_trace, has_view, layout
+from cellperf.report.item import Item, cdf_trace, has_view, layout, natural
 from cellperf.report.tables import html_table
 from cellperf.report.tcp_tests import tcp_test_flows
 from cellperf.store import Store
@@ -309,7 +309,7 @@ def voip(store: Store) -> list[Item]:
 
 def summary_table(store: Store) -> list[Item]:
     """Runs per network, scenario and test with their options and headline results (Table 4.1)."""
-    df = store.frame("""
+    df = store.frame(f"""
         WITH per_run AS (
             SELECT r.run_id, r.network, r.test, r.test_type, r.scenario, r.status, r.config,
                    -- the test's direction only (a downlink CBR test also has the probe's uplink hello)
@@ -334,7 +334,7 @@ def summary_table(store: Store) -> list[Item]:
                any_value(json_extract_string(config, '$.options.tcp')) AS tcp,
                any_value(json_extract(config, '$.duration_s')::DOUBLE) AS duration,
                median(goodput) AS goodput, median(loss) AS loss, median(loss_before) AS loss_before
-        FROM per_run GROUP BY ALL ORDER BY network, test, scenario DESC""")
+        FROM per_run GROUP BY network, test, test_type, scenario ORDER BY network, {natural("test")}, scenario DESC""")
     if df.height == 0:
         return []
     voip_r = store.frame("""SELECT r.network, r.scenario, median(v.r) AS r FROM voip_windows v JOIN runs r USING (run_id)

@@ -58,15 +58,30 @@ def handover_modes(store: Store) -> list[Item]:
     table = html_table(["network", "scenario", "mode", "mode from", "runs", "handovers", "median interruption ms",
                         "max interruption ms", "with loss %", "lost per handover", "max lost", "with delay spike %",
                         "median spike peak ms", "max spike peak ms"], rows, name="handover-modes")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("interruption (ms)", "lost packets", "delay spike peak (ms)"))
+    panels = (("interruption_ms", "interruption (ms)", "no gap or delay period"), ("lost", "lost packets", "no loss"),
+              ("spike_ms", "delay spike peak (ms)", "no delay spike"))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[title for _, title, _ in panels])
+    drawn = [k for k, (col, _, _) in enumerate(panels, 1) if per[col].is_not_null().any()]
     for mode in ("soft", "hard"):
         d = per.filter(pl.col("mode") == mode)
         if d.height == 0:
             continue
         x = (d["network"] + " " + d["scenario"]).to_list()
-        for col, k in (("interruption_ms", 1), ("lost", 2), ("spike_ms", 3)):
-            fig.add_trace(go.Box(x=x, y=d[col].to_list(), name=mode, legendgroup=mode, showlegend=k == 1,
-                                 marker_color=MODE_COLOURS[mode], boxpoints="all"), row=1, col=k)
+        for k in drawn:
+            fig.add_trace(go.Box(x=x, y=d[panels[k - 1][0]].to_list(), name=mode, legendgroup=mode,
+                                 showlegend=k == drawn[0], marker_color=MODE_COLOURS[mode], boxpoints="all"),
+                          row=1, col=k)
+    # A panel with nothing to draw says so, instead of showing empty axes.
+    for k, (_, _, none) in enumerate(panels, 1):
+        if k not in drawn:
+            # In the middle of the panel, in paper coordinates (plotly.js placed a reference to a
+            # hidden axis's domain on the first panel's data).
+            axis = "" if k == 1 else k
+            (x0, x1), (y0, y1) = fig.layout[f"xaxis{axis}"].domain, fig.layout[f"yaxis{axis}"].domain
+            fig.add_annotation(text=f"none: {none}<br>within 5 s of a handover", showarrow=False,
+                               x=(x0 + x1) / 2, y=(y0 + y1) / 2, xref="paper", yref="paper")
+            fig.update_xaxes(visible=False, row=1, col=k)
+            fig.update_yaxes(visible=False, row=1, col=k)
     fig.update_layout(boxmode="group")
     caption = ("Each handover that a sequenced UDP stream crossed, by mode: hard (the link loses what arrives during "
                "the interruption) or soft (it keeps it). The mode comes from the run's link (an emulated run's outage "

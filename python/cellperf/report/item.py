@@ -42,3 +42,10 @@ def cdf_trace(values: np.ndarray, name: str, **kw) -> go.Scatter | None:
 
 def has_view(store: Store, name: str) -> bool:
     return bool(store.con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchall()[0][0])
+
+
+def natural(column: str) -> str:
+    """SQL sort key of a text column with its numbers ordered by value, not as text: a sweep's
+    tests `sparse-interval5` before `sparse-interval15` (as text, '1' < '5'), and their runs."""
+    return (f"list_transform(regexp_extract_all({column}, '\\d+|\\D+'), "
+            "lambda x: CASE WHEN regexp_matches(x, '^\\d') THEN lpad(x, 20, '0') ELSE x END)")

@@ -10,7 +10,9 @@ from cellperf.report.cells import serving_cells
 from cellperf.report.delay_spikes import SECTIONS as SPIKE_SECTIONS
 from cellperf.report.figures import channel_table, failed_table, summary_table, tcp, udp_throughput, voip
 from cellperf.report.fragmentation import SECTIONS as FRAGMENT_SECTIONS
+from cellperf.report.frame_errors import SECTIONS as FRAME_ERROR_SECTIONS
 from cellperf.report.handover_modes import SECTIONS as HANDOVER_MODE_SECTIONS
+from cellperf.report.handover_zones import SECTIONS as HANDOVER_ZONE_SECTIONS
 from cellperf.report.hops import SECTIONS as HOP_SECTIONS
 from cellperf.report.maps import route_maps
 from cellperf.report.min_owd import SECTIONS as MIN_OWD_SECTIONS
@@ -29,4 +31,5 @@ SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_through
             ("Streaming", (stream_stalls,)), *RTP_SECTIONS, ("Remote terminal", (keystroke_latency,)), ("Radio", (channel_table,)),
             ("Simulated TCP (seed 001)", (seed001_section,)), *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)),
             *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS,
-            *MIN_OWD_SECTIONS, *HOP_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+            *MIN_OWD_SECTIONS, *HOP_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)),
+            *HANDOVER_ZONE_SECTIONS, *FRAME_ERROR_SECTIONS)

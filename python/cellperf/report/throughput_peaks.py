@@ -4,7 +4,7 @@ right after each handoff (`handoff_bursts`, docs/methods.md §6), beside their m
 
 from __future__ import annotations
 
-from cellperf.report.item import Item
+from cellperf.report.item import Item, natural
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -16,12 +16,13 @@ def _kbps(v) -> str:
 def spread_table(store: Store) -> list[Item]:
     """Per network, scenario, test and direction over the data flows of the good runs: the
     mean of their interval means and standard deviations, and the largest interval."""
-    df = store.frame("""
+    df = store.frame(f"""
         SELECT r.network, r.scenario, r.test, f.direction, count(*) AS flows,
                avg(f.interval_mean_bps) AS mean, avg(f.interval_std_bps) AS std, max(f.interval_max_bps) AS max
         FROM flows f JOIN runs r USING (run_id)
         WHERE r.status = 'ok' AND f.role = 'data' AND f.interval_max_bps IS NOT NULL
-        GROUP BY ALL ORDER BY ALL""")
+        GROUP BY r.network, r.scenario, r.test, f.direction
+        ORDER BY r.network, r.scenario, {natural("r.test")}, f.direction""")
     if df.height == 0:
         return []
     rows = [[r["network"], r["scenario"], r["test"], r["direction"], r["flows"], _kbps(r["mean"]), _kbps(r["std"]),
@@ -37,12 +38,13 @@ def spread_table(store: Store) -> list[Item]:
 def bursts_table(store: Store) -> list[Item]:
     """Per network, scenario, test and direction: handoffs met by data flows, the median and
     largest peak rate after them, and the peak over the flow's mean rate."""
-    df = store.frame("""
+    df = store.frame(f"""
         SELECT r.network, r.scenario, r.test, b.direction, count(*) AS handoffs,
                median(b.peak_bps) AS peak_median, max(b.peak_bps) AS peak_max, median(b.peak_ratio) AS ratio,
                max(b.peak_ratio) AS ratio_max, avg(b.flow_bps) AS flow_bps, any_value(b.bin_s) AS bin_s
         FROM handoff_bursts b JOIN runs r USING (run_id)
-        WHERE r.status = 'ok' GROUP BY r.network, r.scenario, r.test, b.direction ORDER BY ALL""")
+        WHERE r.status = 'ok' GROUP BY r.network, r.scenario, r.test, b.direction
+        ORDER BY r.network, r.scenario, {natural("r.test")}, b.direction""")
     if df.height == 0:
         return []
     rows = [[r["network"], r["scenario"], r["test"], r["direction"], r["handoffs"], _kbps(r["flow_bps"]),

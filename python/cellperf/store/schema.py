@@ -213,21 +213,30 @@ CREATE TABLE min_owd (
     kind VARCHAR, offset_ms DOUBLE, uncertainty_ms DOUBLE, basis VARCHAR);
 """
 
-#: Version 14 (seed 003 slides 9-10, issue 32): the `hops` test's round trip and loss per hop
+#: Version 14 (seed 004 §IV.B 2.1, issue 32): handover zones, the handoffs between one pair of
+#: cells close together in time, ping-pong or not, and the serving signal's change at them
+#: (`cellperf.handoffs.zones`).
+_V14 = """
+CREATE TABLE handover_zones (
+    run_id VARCHAR NOT NULL, cell_a VARCHAR, cell_b VARCHAR, start_s DOUBLE, end_s DOUBLE, handoffs UINTEGER,
+    a_to_b UINTEGER, b_to_a UINTEGER, pingpong BOOLEAN, signal VARCHAR, signal_diff_db DOUBLE, within_margin BOOLEAN);
+"""
+
+#: Version 15 (seed 003 slides 9-10, issue 32): the `hops` test's round trip and loss per hop
 #: of the path (`cellperf hops`, docs/methods.md §2): the address that answered most often, how
 #: many answered, probes sent and answered, and the RTT distribution of the answers.
-_V14 = """
+_V15 = """
 CREATE TABLE hop_rtt (
     run_id VARCHAR NOT NULL, ttl UINTEGER NOT NULL, responder VARCHAR, responders INTEGER, sent UBIGINT,
     answered UBIGINT, loss_rate DOUBLE, reached BOOLEAN, rtt_min_ms DOUBLE, rtt_q1_ms DOUBLE, rtt_median_ms DOUBLE,
     rtt_q3_ms DOUBLE, rtt_p95_ms DOUBLE, rtt_max_ms DOUBLE, rtt_mean_ms DOUBLE, rtt_std_ms DOUBLE);
 """
 
-#: Version 15 (seed 004 §VI.C, issue 32): the RTP streams of a `stream` run's captures, one row
+#: Version 16 (seed 004 §VI.C, issue 32): the RTP streams of a `stream` run's captures, one row
 #: per capture, 5-tuple and SSRC: packets, loss, RFC 3550 jitter, the start-up burst, the SSRC
 #: changes into the stream with the header-compression context refreshes they cost, and the
 #: RTCP receiver reports about it (docs/methods.md §13).
-_V15 = """
+_V16 = """
 CREATE TABLE rtp_streams (
     run_id VARCHAR NOT NULL, capture VARCHAR NOT NULL, src VARCHAR, src_port INTEGER, dst VARCHAR, dst_port INTEGER,
     ssrc UBIGINT NOT NULL, payload_type INTEGER, packets UBIGINT, lost BIGINT, jitter_ms DOUBLE, max_jitter_ms DOUBLE,
@@ -237,7 +246,7 @@ CREATE TABLE rtp_streams (
 """
 
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15, _V16]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
@@ -250,4 +259,4 @@ PARQUET_TABLES = ("packets", "udp_packets", "rtt", "agent_log", "server_log", "p
 RUN_TABLES = ("flows", "intervals", "tcp_retransmissions", "ack_compression", "voip_windows",
               "handoffs", "channel_stats", "page_loads",
               "positions", "streams", "terminal_sessions", "gaps", "run_attempts", "handoff_bursts", "delay_spikes",
-              "min_owd", "hop_rtt", "rtp_streams")
+              "min_owd", "handover_zones", "hop_rtt", "rtp_streams")

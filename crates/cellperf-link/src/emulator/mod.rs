@@ -16,7 +16,7 @@ pub mod tun;
 
 use crate::capacity::CapacityMeter;
 use crate::cell::{Independent, MultiUserLink, SharedCell};
-use crate::element::{secs_to_nanos, LinkEvent, Nanos};
+use crate::element::{Element, LinkEvent, Nanos};
 use crate::error::LinkError;
 use crate::outage::OutageMode;
 use crate::radio_state::{gates, Gated, RadioStatesJson};
@@ -300,7 +300,7 @@ impl Emulator {
         let mut cell_users = Vec::new();
         let (mut down_meter, mut up_meter) = (None, None);
         for (i, u) in spec.users.iter().enumerate() {
-            let (down, source) = build_link(
+            let (mut down, source) = build_link(
                 &u.downlink,
                 &plan,
                 mode,
@@ -318,20 +318,25 @@ impl Emulator {
                 down_meter = spec.downlink_log.as_ref().map(|_| meter(&source, &plan));
                 up_meter = spec.uplink_log.as_ref().map(|_| meter(&up_source, &plan));
             }
-            radio_users.push(UserRadio::new(meter(&source, &plan), plan.clone()));
+            let mut radio = UserRadio::new(meter(&source, &plan), plan.clone());
+            // The radio log counts the downlink ARQ's frames in its own intervals.
+            let log_bin = spec
+                .radio_log
+                .as_ref()
+                .map(|_| radio_log::interval_ns(spec.radio_log_interval_s));
             if spec.cell.is_some() {
-                cell_users.push(cell_user(
-                    &u.downlink,
-                    &source,
-                    &plan,
-                    user_seed(spec.seed, i, 0),
-                )?);
+                let mut user = cell_user(&u.downlink, &source, &plan, user_seed(spec.seed, i, 0))?;
+                radio.frames = log_bin.and_then(|bin| user.after.count_frames(bin));
+                cell_users.push(user);
                 if mode == OutageMode::Drop && !plan.is_empty() {
                     return Err(LinkError::spec(
                         "a shared cell supports buffering outages only (drop mode is per-user)",
                     ));
                 }
+            } else {
+                radio.frames = log_bin.and_then(|bin| down.count_frames(bin));
             }
+            radio_users.push(radio);
             down_links.push(down);
             up_links.push(up);
         }
@@ -476,7 +481,7 @@ impl Emulator {
                 users,
                 handoffs,
                 &self.spec.technology,
-                secs_to_nanos(self.spec.radio_log_interval_s),
+                radio_log::interval_ns(self.spec.radio_log_interval_s),
                 clock.epoch(0),
             )?);
         }

@@ -151,6 +151,8 @@ class Testbed:
     # tried again this many times, `retry_wait_s` apart: a real link goes away for a while.
     retries: int = DEFAULT_RETRIES
     retry_wait_s: float = DEFAULT_RETRY_WAIT_S
+    # real: shell command printing the CN host's `chronyc -c tracking` line (its clock state).
+    cn_clock: str | None = None
 
 
 @dataclass(frozen=True)

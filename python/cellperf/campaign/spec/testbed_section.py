@@ -20,10 +20,10 @@ RETRY_KEYS = ("retries", "retry_wait")
 def testbed_section(c: Checker, doc: dict, path: Path, parallel: int, capture: bool) -> tuple[str, Testbed]:
     """The `[testbed]` table: its kind and the testbed."""
     tb = c.table(doc.get("testbed", {"kind": "emulated"}), ("testbed",),
-                 {"kind", "server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS})
+                 {"kind", "server", "token_file", "mn_interface", "cn_capture", "cn_clock", *RETRY_KEYS})
     kind = c.value(tb, ("testbed",), "kind", check.choice(*TESTBEDS), default="emulated")
     if kind == "emulated":
-        for k in ("server", "token_file", "mn_interface", "cn_capture", *RETRY_KEYS):
+        for k in ("server", "token_file", "mn_interface", "cn_capture", "cn_clock", *RETRY_KEYS):
             if k in tb:
                 c.fail(("testbed", k), "only for kind = \"real\" (the emulated testbed starts its own server)")
         testbed = Testbed("emulated")
@@ -43,7 +43,8 @@ def testbed_section(c: Checker, doc: dict, path: Path, parallel: int, capture: b
         testbed = Testbed("real", server, token_path, c.value(tb, ("testbed",), "mn_interface", check.text),
                           c.value(tb, ("testbed",), "cn_capture", check.text),
                           c.value(tb, ("testbed",), "retries", check.retries, default=DEFAULT_RETRIES),
-                          c.value(tb, ("testbed",), "retry_wait", check.parse_duration, default=DEFAULT_RETRY_WAIT_S))
+                          c.value(tb, ("testbed",), "retry_wait", check.parse_duration, default=DEFAULT_RETRY_WAIT_S),
+                          c.value(tb, ("testbed",), "cn_clock", check.text))
         if capture and not (testbed.mn_interface or testbed.cn_capture):
             c.fail(("testbed",), "capture = true needs mn_interface and/or cn_capture (or set campaign.capture = false)")
     return kind, testbed
