@@ -4,6 +4,7 @@ write the store, its Parquet files or anything else, nor read files outside the 
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -46,6 +47,13 @@ def test_queries_still_read_tables_and_the_runs_parquet(tmp_path):
     assert '"n":3' in p.stdout.replace(" ", "") and '"bytes":3060' in p.stdout.replace(" ", "")
     p = query(store, "SELECT run_id, status FROM runs")
     assert p.returncode == 0 and "r1" in p.stdout
+
+
+def test_an_interval_is_given_in_seconds(tmp_path):
+    store = make_store(tmp_path / "out")
+    p = query(store, "--json", "SELECT started_at + INTERVAL 90 SECOND - started_at AS \"run time\", run_id FROM runs")
+    assert p.returncode == 0 and not p.stderr, p.stderr  # polars cannot read DuckDB's interval: a traceback
+    assert json.loads(p.stdout) == [{"run time": 90.0, "run_id": "r1"}]
 
 
 @pytest.mark.parametrize("sql", [

@@ -220,9 +220,15 @@ class Store:
                             "the store is read-only")
 
     def frame(self, query: str, params: list | None = None) -> pl.DataFrame:
-        """Query result as a polars DataFrame."""
+        """Query result as a polars DataFrame; an INTERVAL column (`ended_at - started_at`) comes
+        out as its seconds (polars reads no Arrow month-day-nano interval)."""
         try:
-            return self.con.sql(query, params=params or None).pl()
+            rel = self.con.sql(query, params=params or None)
+            if rel is not None and any(str(t) == "INTERVAL" for t in rel.types):
+                quoted = ['"' + c.replace('"', '""') + '"' for c in rel.columns]
+                rel = rel.project(", ".join(f"epoch({q}) AS {q}" if str(t) == "INTERVAL" else q
+                                            for q, t in zip(quoted, rel.types)))
+            return rel.pl()
         except duckdb.IOException as e:
             # A damaged file opens and fails only when a damaged block is read.
             raise UserError(f"{self.db_file}: cannot read the store, damaged or truncated? "
