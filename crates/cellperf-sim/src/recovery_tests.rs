@@ -94,8 +94,9 @@ fn linux_recovery_repairs_three_losses_of_one_window_in_one_round_trip() {
     // A window of 20 (0..19, in congestion avoidance) loses 3, 7 and 8. At 100 ms the ACKs of
     // 0..2 send 20..22; 4 and 5 are SACKed (23, 24 go: in flight stays under cwnd); the third
     // SACKed segment (6) marks 3 lost (sent before a delivered one) and starts recovery:
-    // ssthresh = 22 in flight / 2 = 11, PRR sends ⌈11·k/20⌉ − out per delivered segment k —
-    // 3 at once (the forced first), 7 and 8 once 9 is SACKed (RACK marks them) and PRR lets.
+    // ssthresh = ⌊cwnd 20.15⌋ / 2 = 10 (Linux halves the window, not the flight), PRR lets
+    // ⌈10·k/20⌉ segments out by the k-th delivered one — 3 at once (the forced first), 7 and
+    // 8 (RACK marks them when 9 is SACKed) at k = 3 and 5.
     // All three arrive at 200 ms, and everything up to 25 is acknowledged then.
     let mut s = Sender::new(config(Recovery::Linux, Variant::Reno, 20.0, true));
     let r = run(&mut s, &losing(&[3, 7, 8]), 25);
@@ -106,7 +107,7 @@ fn linux_recovery_repairs_three_losses_of_one_window_in_one_round_trip() {
         (st.fast_retransmits, st.timeouts, st.retransmissions),
         (3, 0, 3)
     );
-    assert_eq!(s.ssthresh(), 11.0);
+    assert_eq!(s.ssthresh(), 10.0);
     // Classic NewReno repairs one hole per round trip: 3 at 100 ms, 7 on the partial ACK at
     // 200 ms, 8 on the next at 300 ms, acknowledged at 400 ms.
     let mut s = Sender::new(config(Recovery::Classic, Variant::NewReno, 20.0, true));
@@ -273,4 +274,25 @@ fn receiver_reports_sack_blocks_newest_first_and_echoes_timestamps() {
     assert_eq!(at(6), ack(1, &[(5, 8), (2, 4)], 0));
     // 1 fills the first hole: ACK 4, its own timestamp echoed.
     assert_eq!(at(1), ack(4, &[(5, 8)], 1));
+}
+
+#[test]
+fn a_window_the_receiver_limits_does_not_grow() {
+    // Receive window 5, IW 2, slow start: Linux grows the window only while it limits the
+    // sending (`tcp_is_cwnd_limited`; in slow start, up to twice what is in flight): 2, 4,
+    // then 5 in flight at most, so it stops at 10. The classic model grows on every ACK.
+    for (recovery, cwnd) in [(Recovery::Linux, 10.0), (Recovery::Classic, 2.0 + 40.0)] {
+        let mut s = Sender::new(TcpConfig {
+            initial_window: 2.0,
+            receive_window: 5,
+            recovery,
+            ..TcpConfig::default()
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        for k in 1..=40u64 {
+            s.on_ack(k, k * RTT, &mut out);
+        }
+        assert_eq!(s.cwnd(), cwnd, "{recovery:?}");
+    }
 }

@@ -216,6 +216,10 @@ struct LinuxRecovery {
     /// PRR's counters (RFC 6937).
     prr_delivered: u64,
     prr_out: u64,
+    /// The last sending stopped at the window, not the receive window (Linux's
+    /// `is_cwnd_limited`), and what was in flight then (`max_packets_out`).
+    cwnd_limited: bool,
+    max_out: u64,
 }
 
 pub struct Sender {
@@ -274,6 +278,8 @@ impl Sender {
                 send_new: false,
                 prr_delivered: 0,
                 prr_out: 0,
+                cwnd_limited: false,
+                max_out: 0,
             },
             last_rtt: None,
             stats: SenderStats::default(),
@@ -380,15 +386,21 @@ impl Sender {
             let seq = match lost {
                 Some(seq) => seq,
                 None if self.snd_max() < self.snd_una + self.cfg.receive_window => self.snd_max(),
-                None => break,
+                None => {
+                    self.linux.cwnd_limited = false;
+                    self.linux.max_out = self.board.in_flight();
+                    self.linux.send_new = false;
+                    return;
+                }
             };
             self.transmit(seq, now, out);
             if self.linux.state == State::Recovery {
                 self.linux.prr_out += 1;
             }
         }
+        self.linux.cwnd_limited = true;
+        self.linux.max_out = self.board.in_flight();
         self.linux.send_new = false;
-        self.snd_nxt = self.snd_max();
     }
 
     /// RFC 6298 §2: updates SRTT, RTTVAR and the RTO from one sample.
@@ -526,12 +538,20 @@ impl Sender {
         }
         if self.linux.state == State::Recovery {
             self.prr(d, advanced && newly_lost == 0);
-        } else if advanced && d.delivered > 0 {
+        } else if advanced && d.delivered > 0 && self.cwnd_limited() {
             // Linux grows the window on ACKs of new data, by what they delivered
-            // (`tcp_may_raise_cwnd`, `tcp_cong_avoid(sk, ack, acked_sacked)`).
+            // (`tcp_may_raise_cwnd`, `tcp_cong_avoid(sk, ack, acked_sacked)`), and only while
+            // the window is what limits the sending.
             self.cc
                 .on_new_ack(&mut self.cwnd, &mut self.ssthresh, d.delivered, rtt, now);
         }
+    }
+
+    /// Linux's `tcp_is_cwnd_limited`: the window held the sending back, or in slow start it
+    /// is under twice what was in flight.
+    fn cwnd_limited(&self) -> bool {
+        let l = &self.linux;
+        l.cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2.0 * l.max_out as f64)
     }
 
     fn open(&mut self) {
@@ -546,7 +566,7 @@ impl Sender {
         self.linux.prior_ssthresh = self.ssthresh;
         self.ssthresh = self
             .cc
-            .ssthresh_after_loss(self.cwnd, self.flight_size(), now);
+            .ssthresh_after_loss(self.cwnd, self.cwnd.floor(), now);
         self.linux.high_seq = self.snd_max();
         self.linux.prr_delivered = 0;
         self.linux.prr_out = 0;
@@ -722,7 +742,7 @@ impl Sender {
             self.linux.prior_ssthresh = self.ssthresh;
             self.ssthresh = self
                 .cc
-                .ssthresh_after_loss(self.cwnd, self.flight_size(), now);
+                .ssthresh_after_loss(self.cwnd, self.cwnd.floor(), now);
             self.linux.retrans_stamp = None;
         }
         self.linux.frto = l.state != State::Recovery;
