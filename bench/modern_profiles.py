@@ -13,7 +13,7 @@
    (`--recovery linux --byte-counting on --rto linux --rwnd 2200`: SACK, RACK, PRR, spurious
    timeouts undone, the kernel's window growth, RTO and in-flight limit).
 
-    sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only]
+    sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only] [--profile P ...]
 """
 
 from __future__ import annotations
@@ -123,13 +123,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tcp-only", action="store_true")
     ap.add_argument("--agreement-only", action="store_true")
+    ap.add_argument("--profile", action="append", help="only this profile (repeatable)")
     a = ap.parse_args()
+    wanted = (lambda p: p in a.profile) if a.profile else (lambda p: True)
     if os.geteuid() != 0:
         sys.exit("bench/modern_profiles.py needs root (namespaces)")
     print(f"load average {os.getloadavg()[0]:.2f} at the start")
     if not a.agreement_only:
         print(f"{'profile':<22}{'down Mb/s':>9}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
-        for p in TCP_PROFILES:
+        for p in filter(wanted, TCP_PROFILES):
             print(tcp_row(p), flush=True)
         for family, text in CITED.items():
             print(f"  {family}: {text}")
@@ -138,7 +140,7 @@ def main() -> None:
               "kernel ('!' beyond 15 %), retransmissions, timeouts/undone; classic recovery, then Linux's")
         print(f"{'profile':<22}{'kernel':>10}" + f"{'classic':>10}{'ratio':>9}{'retx':>7}{'to/undo':>8}"
               + f"{'linux':>10}{'ratio':>9}{'retx':>7}{'to/undo':>8}")
-        for p in AGREEMENT_PROFILES:
+        for p in filter(wanted, AGREEMENT_PROFILES):
             print(agreement_row(p), flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
