@@ -92,6 +92,7 @@ def test_toml_scenario_and_options_override_it(tmp_path):
     ('channel = "ge:good=0,bad=0,switch=1"\n', "channel"),
     ('users = [1\n', "not a TOML scenario"),
     ('users = 2\nrto = "karn"\n', ":2: rto: 'karn' is not one of rfc6298, classic"),
+    ('byte_counting = 3\n', ":1: byte_counting: 3 is not on or off"),
 ])
 def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, needle):
     toml = tmp_path / "bad.toml"
@@ -114,6 +115,8 @@ def test_bad_scenarios_are_one_line_naming_the_file_and_line(tmp_path, text, nee
     (("--rto-timer", "tick"), "--rto-timer: 'tick' is not one of ack, segment"),
     (("--timeout-recovery", "sack"), "--timeout-recovery: 'sack' is not one of go-back-n, one-segment"),
     (("--scheduling", "queue"), "--scheduling: 'queue' is not one of backlog, channel"),
+    (("--recovery", "sack"), "--recovery: 'sack' is not one of classic, linux"),
+    (("--byte-counting", "yes"), "--byte-counting: 'yes' is not on or off"),
 ])
 def test_bad_options_are_one_line_exit_1(args, needle):
     p = cellperf("simulate", *args, check=False)

@@ -349,13 +349,20 @@ fn median_offset(times: impl Iterator<Item = (Option<i64>, Option<i64>)>) -> Opt
 /// receiver's capture could not have seen: those due to arrive (send time plus the median
 /// one-way offset of the datagrams that did arrive) before it started or after it ended.
 /// They are neither delivered nor lost; counted as lost, they would turn two captures
-/// stopped a moment apart into loss.
+/// stopped a moment apart into loss. After the last datagram that arrived, those the capture
+/// ended before they could have arrived with the largest delay the stream showed are left out
+/// too, unresolved: nothing later arrived to show them lost, and a link that holds packets (a
+/// zero-rate stretch, an outage that buffers) may still have had them.
 pub fn keep_within_capture(packets: &mut Vec<StreamPacket>, (start, end): (i64, i64)) {
-    let Some(offset) = median_offset(packets.iter().map(|p| (p.send_ns, p.recv_ns))) else { return };
+    let times = || packets.iter().map(|p| (p.send_ns, p.recv_ns));
+    let Some(offset) = median_offset(times()) else { return };
+    let longest = times().filter_map(|(send, recv)| Some(recv?.saturating_sub(send?))).max().unwrap_or(offset);
     let seen = |p: &StreamPacket| {
         p.recv_ns.is_some() || p.send_ns.is_some_and(|t| (start..=end).contains(&t.saturating_add(offset)))
     };
-    let Some(last) = packets.iter().rposition(seen) else { return };
+    let resolved = |p: &StreamPacket| p.recv_ns.is_some() || p.send_ns.is_some_and(|t| t.saturating_add(longest) <= end);
+    let arrived = packets.iter().rposition(|p| p.recv_ns.is_some()).unwrap_or(0);
+    let Some(last) = packets.iter().rposition(|p| seen(p) && resolved(p)).map(|l| l.max(arrived)) else { return };
     packets.truncate(last + 1);
     let first = packets.iter().position(seen).unwrap_or(0);
     packets.drain(..first);
@@ -450,6 +457,25 @@ mod tests {
         keep_within_capture(&mut pk, (5_035_000_000, 5_085_000_000));
         let kept: Vec<(u64, i64, bool)> = pk.iter().map(|x| (x.seq, x.send_ns.unwrap() / 1_000_000, x.recv_ns.is_some())).collect();
         assert_eq!(kept, vec![(0, 20, true), (1, 30, true), (2, 40, false), (3, 50, true), (4, 60, true)]);
+    }
+
+    #[test]
+    fn datagrams_after_the_last_arrival_are_unresolved_until_the_longest_delay_has_passed() {
+        // Sent every 20 ms, 20 ms of delay but #5 took 300 ms (a stall), capture to 1 s:
+        // #0..#29 arrive but #12, #30..#39 do not. #12 is lost (later ones arrived). Of the
+        // tail, those sent by 0.7 s (#30..#35) would have arrived by 1 s even with the 300 ms:
+        // lost; #36..#39 might still have been held by the link when the capture ended:
+        // unresolved, out of the stream.
+        let mut pk: Vec<StreamPacket> = (0..40)
+            .map(|i| {
+                let delay = if i == 5 { 300 } else { 20 };
+                p(i, i as i64 * 20, (i < 30 && i != 12).then_some(i as i64 * 20 + delay))
+            })
+            .collect();
+        keep_within_capture(&mut pk, (0, 1_000_000_000));
+        assert_eq!(pk.len(), 36);
+        let lost: Vec<u64> = pk.iter().filter(|x| x.recv_ns.is_none()).map(|x| x.seq).collect();
+        assert_eq!(lost, vec![12, 30, 31, 32, 33, 34, 35]);
     }
 
     #[test]

@@ -122,6 +122,8 @@ impl WestwoodState {
 #[derive(Debug, Clone)]
 pub struct Controller {
     variant: Variant,
+    /// Grow per segment acknowledged, not per ACK (RFC 3465, Linux).
+    byte_counting: bool,
     min_rtt: Option<Nanos>,
     cubic: CubicState,
     vegas: VegasState,
@@ -129,9 +131,10 @@ pub struct Controller {
 }
 
 impl Controller {
-    pub fn new(variant: Variant) -> Self {
+    pub fn new(variant: Variant, byte_counting: bool) -> Self {
         Controller {
             variant,
+            byte_counting,
             min_rtt: None,
             cubic: CubicState::default(),
             vegas: VegasState::default(),
@@ -170,9 +173,19 @@ impl Controller {
         now: Nanos,
     ) {
         self.note_rtt(rtt);
+        // With byte counting each segment acknowledged grows the window as an ACK would.
+        let (steps, per_step) = if self.byte_counting {
+            (acked, 1)
+        } else {
+            (1, acked)
+        };
         match self.variant {
-            Variant::Reno | Variant::NewReno | Variant::Westwood => reno_increase(cwnd, *ssthresh),
-            Variant::Cubic => self.cubic_increase(cwnd, *ssthresh, acked, now),
+            Variant::Reno | Variant::NewReno | Variant::Westwood => {
+                (0..steps).for_each(|_| reno_increase(cwnd, *ssthresh))
+            }
+            Variant::Cubic => {
+                (0..steps).for_each(|_| self.cubic_increase(cwnd, *ssthresh, per_step, now))
+            }
             Variant::Vegas => self.vegas_update(cwnd, ssthresh, rtt, now),
         }
     }

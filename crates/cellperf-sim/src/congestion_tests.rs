@@ -1,7 +1,8 @@
 //! Cubic and Vegas against values worked out from their definitions (RFC 9438; Brakmo and
 //! Peterson 1995).
 use crate::congestion::{Controller, Variant};
-use crate::tcp::{Receiver, Sender, TcpConfig};
+use crate::receiver::Receiver;
+use crate::tcp::{Sender, TcpConfig};
 use cellperf_link::Nanos;
 
 const MS: Nanos = 1_000_000;
@@ -26,7 +27,7 @@ fn avoid(c: &mut Controller, mut cwnd: f64, rtt: Nanos, from: Nanos, until: Nano
 fn cubic_returns_to_w_max_after_k_then_grows_cubically() {
     // Loss at cwnd = FlightSize = 100: ssthresh = 0.7·100 = 70, W_max = 100,
     // K = ∛((100 − 70)/0.4) = ∛75 = 4.217 s.
-    let mut c = Controller::new(Variant::Cubic);
+    let mut c = Controller::new(Variant::Cubic, false);
     assert_eq!(c.ssthresh_after_loss(100.0, 100.0, 0), 70.0);
     let k = 75f64.cbrt();
     let rtt = 100 * MS;
@@ -49,7 +50,7 @@ fn cubic_returns_to_w_max_after_k_then_grows_cubically() {
 #[test]
 fn cubic_fast_convergence_lowers_w_max_on_a_second_loss_below_it() {
     // Second loss at cwnd 80 < W_max 100: W_max = 80·(1 + 0.7)/2 = 68, ssthresh 0.7·80 = 56.
-    let mut c = Controller::new(Variant::Cubic);
+    let mut c = Controller::new(Variant::Cubic, false);
     c.ssthresh_after_loss(100.0, 100.0, 0);
     assert!((c.ssthresh_after_loss(80.0, 80.0, 0) - 56.0).abs() < 1e-9);
     // K = ∛((68 − 56)/0.4) = ∛30 = 3.107 s: the plateau is at 68, not 80. With a 200-ms RTT
@@ -64,7 +65,7 @@ fn cubic_on_a_short_path_grows_as_reno_friendly_estimate() {
     // Small W_max and a short RTT: W_est outruns the cubic curve (W(0.2 s) ≈ 7.1). Each round
     // acknowledges floor(cwnd) segments, each adding α/cwnd, α = 3·0.3/1.7 = 0.529: between
     // α·7/8 and α per round, so after 20 rounds from 7, between 16.3 and 17.6 (Reno: 27).
-    let mut c = Controller::new(Variant::Cubic);
+    let mut c = Controller::new(Variant::Cubic, false);
     c.ssthresh_after_loss(10.0, 10.0, 0);
     let w = avoid(&mut c, 7.0, 10 * MS, 0, 200 * MS);
     assert!((16.26..=17.58).contains(&w), "{w}");
@@ -73,7 +74,7 @@ fn cubic_on_a_short_path_grows_as_reno_friendly_estimate() {
 /// A path of `rate` segments per second and base RTT `base`: a window above the BDP queues
 /// (cwnd − BDP) segments, adding (cwnd − BDP)/rate to the RTT. Returns cwnd per round.
 fn queueing_path(sender: &mut Sender, base: Nanos, rate: f64, rounds: usize) -> Vec<f64> {
-    let mut receiver = Receiver::new(None);
+    let mut receiver = Receiver::new(None, false);
     let mut out = Vec::new();
     sender.start(0, &mut out);
     let bdp = rate * base as f64 / 1e9;
@@ -83,7 +84,7 @@ fn queueing_path(sender: &mut Sender, base: Nanos, rate: f64, rounds: usize) -> 
         let queued = (out.len() as f64 - bdp).max(0.0);
         now += base + (queued / rate * 1e9) as Nanos;
         for seq in std::mem::take(&mut out) {
-            let ack = receiver.on_segment(seq, now).expect("no delayed ACKs");
+            let ack = receiver.on_segment(seq, now, now).expect("no delayed ACKs");
             sender.on_ack(ack, now, &mut out);
         }
         windows.push(sender.cwnd());
@@ -128,20 +129,24 @@ fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_the_minimum_rtt() {
     // 100 segments acknowledged per 100-ms round trip: every sample is 1000 segments/s, and
     // the cascaded filters start at the first sample, so BWE = 1000/s. RTT_min 100 ms:
     // ssthresh = 1000 · 0.1 = 100 segments, whatever the window was (Reno: flight/2 = 60).
-    let mut c = Controller::new(Variant::Westwood);
+    let mut c = Controller::new(Variant::Westwood, false);
     let rtt = 100 * MS;
     // The first ACK (1 ms) opens the interval; one each ms after it: a sample of 101
     // segments in 101 ms at 102 ms, 203 ms, 304 ms.
     for k in 1..=400u64 {
         c.on_delivered(1, Some(rtt), k * MS);
     }
-    assert!((c.bandwidth_estimate() - 1000.0).abs() < 1e-6, "{}", c.bandwidth_estimate());
+    assert!(
+        (c.bandwidth_estimate() - 1000.0).abs() < 1e-6,
+        "{}",
+        c.bandwidth_estimate()
+    );
     assert!((c.ssthresh_after_loss(120.0, 120.0, 400 * MS) - 100.0).abs() < 1e-6);
 }
 
 #[test]
 fn westwood_filters_a_rate_change_and_halves_before_its_first_estimate() {
-    let mut c = Controller::new(Variant::Westwood);
+    let mut c = Controller::new(Variant::Westwood, false);
     // No estimate yet: a loss halves the window, as Reno's.
     assert_eq!(c.ssthresh_after_loss(40.0, 40.0, 0), 20.0);
     let rtt = 100 * MS;
@@ -157,5 +162,9 @@ fn westwood_filters_a_rate_change_and_halves_before_its_first_estimate() {
         c.on_delivered(1, Some(rtt), (102 + 2 * k) * MS);
     }
     let expected = 0.875 * 1000.0 + 0.125 * (0.875 * 1000.0 + 0.125 * 500.0);
-    assert!((c.bandwidth_estimate() - expected).abs() < 1.0, "{}", c.bandwidth_estimate());
+    assert!(
+        (c.bandwidth_estimate() - expected).abs() < 1.0,
+        "{}",
+        c.bandwidth_estimate()
+    );
 }

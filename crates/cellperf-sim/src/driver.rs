@@ -2,8 +2,9 @@
 //! elements (their `next_event`), the senders' retransmission timers and the receivers'
 //! delayed-ACK timers, and moves packets between them. Nothing is ticked: time jumps from one
 //! event to the next (a backlogged cell has one per slot, as it has in the emulator).
+use crate::receiver::{Ack, Receiver};
 use crate::scenario::{Network, Scenario};
-use crate::tcp::{Receiver, Sender};
+use crate::tcp::{Recovery, Sender};
 use cellperf_analysis::stats::quantile_sorted;
 use cellperf_link::element::{Nanos, Packet, NANOS_PER_SEC};
 use cellperf_link::LinkError;
@@ -23,6 +24,8 @@ pub struct FlowResult {
     pub retransmissions: u64,
     pub fast_retransmits: u64,
     pub timeouts: u64,
+    /// Timeouts found spurious and undone (`--recovery linux`).
+    pub undone_timeouts: u64,
     pub rtt_samples: u64,
     pub rtt_mean_s: Option<f64>,
     pub rtt_min_s: Option<f64>,
@@ -63,19 +66,59 @@ fn secs(t: Nanos) -> f64 {
     t as f64 / NANOS_PER_SEC
 }
 
-/// A segment or ACK number, carried in the first 8 bytes of a packet of the wire size.
-fn packet(number: u64, bytes: usize, time: Nanos) -> Packet {
-    let mut data = vec![0u8; bytes];
-    data[..8].copy_from_slice(&number.to_le_bytes());
+/// A data segment on the wire: its number and its timestamp (when it was sent) in the
+/// packet's first 16 bytes, the packet of the data size.
+fn segment(seq: u64, bytes: usize, time: Nanos) -> Packet {
+    let mut data = vec![0u8; bytes.max(16)];
+    data[..8].copy_from_slice(&seq.to_le_bytes());
+    data[8..16].copy_from_slice(&time.to_le_bytes());
     Packet::new(data, time)
 }
 
-fn number(p: &Packet) -> u64 {
+fn word(p: &Packet, i: usize) -> u64 {
     u64::from_le_bytes(
-        p.data[..8]
+        p.data[8 * i..8 * i + 8]
             .try_into()
-            .expect("packets are at least 8 bytes"),
+            .expect("the packet holds the word"),
     )
+}
+
+/// (segment number, timestamp) of a data packet.
+fn segment_of(p: &Packet) -> (u64, Nanos) {
+    (word(p, 0), word(p, 1))
+}
+
+/// An ACK on the wire: `ack_bytes`, plus a SACK option's 4 + 8 bytes per block (RFC 2018,
+/// with two NOPs as Linux pads it). Carried: the ACK number, the echoed timestamp
+/// (u64::MAX for none), the block count and the blocks.
+fn ack_packet(ack: &Ack, ack_bytes: usize, time: Nanos) -> Packet {
+    let sack_bytes = if ack.sack.is_empty() {
+        0
+    } else {
+        4 + 8 * ack.sack.len()
+    };
+    let mut words = vec![
+        ack.next,
+        ack.echo.unwrap_or(u64::MAX),
+        ack.sack.len() as u64,
+    ];
+    words.extend(ack.sack.iter().flat_map(|&(s, e)| [s, e]));
+    let mut data = vec![0u8; (ack_bytes + sack_bytes).max(8 * words.len())];
+    for (i, w) in words.iter().enumerate() {
+        data[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    Packet::new(data, time)
+}
+
+fn ack_of(p: &Packet) -> Ack {
+    let blocks = word(p, 2) as usize;
+    Ack {
+        next: word(p, 0),
+        echo: Some(word(p, 1)).filter(|&e| e != u64::MAX),
+        sack: (0..blocks)
+            .map(|b| (word(p, 3 + 2 * b), word(p, 4 + 2 * b)))
+            .collect(),
+    }
 }
 
 struct Flow {
@@ -99,7 +142,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
         .iter()
         .map(|cfg| Flow {
             sender: Sender::new(cfg.clone()),
-            receiver: Receiver::new(cfg.delayed_ack),
+            receiver: Receiver::new(cfg.delayed_ack, cfg.recovery == Recovery::Linux),
             rtts: Vec::new(),
             cwnd_area: 0.0,
             cwnd_since: 0,
@@ -111,7 +154,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
     for (u, f) in flows.iter_mut().enumerate() {
         f.sender.start(0, &mut segs);
         for seq in segs.drain(..) {
-            net.wired_down.accept(u, packet(seq, data_bytes, 0));
+            net.wired_down.accept(u, segment(seq, data_bytes, 0));
         }
         if scenario.record {
             record_cwnd(&mut series, u, 0, &f.sender);
@@ -130,14 +173,15 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
         // The air delivers to the mobile hosts, which acknowledge.
         net.air_down.release(now, &mut buf, &mut scratch);
         for (u, p) in buf.drain(..) {
-            if let Some(ack) = flows[u].receiver.on_segment(number(&p), p.time) {
-                net.up.accept(u, packet(ack, ack_bytes, p.time));
+            let (seq, sent) = segment_of(&p);
+            if let Some(ack) = flows[u].receiver.on_segment(seq, sent, p.time) {
+                net.up.accept(u, ack_packet(&ack, ack_bytes, p.time));
             }
         }
         for (u, f) in flows.iter_mut().enumerate() {
             if f.receiver.next_timer().is_some_and(|t| t <= now) {
                 if let Some(ack) = f.receiver.on_timer(now) {
-                    net.up.accept(u, packet(ack, ack_bytes, now));
+                    net.up.accept(u, ack_packet(&ack, ack_bytes, now));
                 }
             }
         }
@@ -145,7 +189,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
         net.up.release(now, &mut buf, &mut scratch);
         for (u, p) in buf.drain(..) {
             let f = &mut flows[u];
-            f.sender.on_ack(number(&p), p.time, &mut segs);
+            f.sender.on_ack(ack_of(&p), p.time, &mut segs);
             if let Some(r) = f.sender.take_rtt_sample() {
                 f.rtts.push(secs(r));
                 if scenario.record {
@@ -200,6 +244,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
                 retransmissions: st.retransmissions,
                 fast_retransmits: st.fast_retransmits,
                 timeouts: st.timeouts,
+                undone_timeouts: st.undone_timeouts,
                 rtt_samples: f.rtts.len() as u64,
                 rtt_mean_s: (!f.rtts.is_empty())
                     .then(|| f.rtts.iter().sum::<f64>() / f.rtts.len() as f64),
@@ -236,7 +281,7 @@ fn after_sender_event(
     series: &mut Series,
 ) {
     for seq in segs.drain(..) {
-        net.wired_down.accept(u, packet(seq, data_bytes, now));
+        net.wired_down.accept(u, segment(seq, data_bytes, now));
     }
     let cwnd = f.sender.cwnd();
     if cwnd != f.cwnd_now {

@@ -1,14 +1,19 @@
 //! TCP in virtual time over the cell model of `cellperf-link` (docs/methods.md §14): a bulk sender
-//! and its receiver per flow (`tcp.rs`, variants in `congestion.rs`), and the discrete-event
-//! driver that runs them over the very elements and scheduler the emulator runs in real time.
+//! and its receiver per flow (`tcp.rs` with its `scoreboard.rs`, `receiver.rs`, variants in
+//! `congestion.rs`), and the discrete-event driver that runs them over the very elements and
+//! scheduler the emulator runs in real time.
 pub mod congestion;
 pub mod driver;
+pub mod receiver;
 pub mod scenario;
+pub mod scoreboard;
 pub mod tables;
 pub mod tcp;
 
 #[cfg(test)]
 mod congestion_tests;
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod tcp_tests;
 

@@ -7,7 +7,7 @@
 //! downlink (or the user's own downlink without a cell) → the mobile host; ACKs go back over
 //! the user's air uplink, then the same wired hops.
 use crate::congestion::Variant;
-use crate::tcp::{RtoEstimator, RtoTimer, TcpConfig, TimeoutRecovery};
+use crate::tcp::{Recovery, RtoEstimator, RtoTimer, TcpConfig, TimeoutRecovery};
 use cellperf_link::cell::{MultiUserLink, SharedCell};
 use cellperf_link::element::{secs_to_nanos, Drops, Element, Nanos, Packet, Pipeline};
 use cellperf_link::outage::OutageMode;
@@ -125,6 +125,12 @@ pub struct TcpJson {
     /// What a timeout resends: `go-back-n` or `one-segment`.
     #[serde(default = "go_back_n")]
     pub timeout_recovery: String,
+    /// Loss recovery: `classic` (duplicate ACKs, no SACK) or `linux` (SACK, RACK, PRR, undo).
+    #[serde(default = "classic")]
+    pub recovery: String,
+    /// Grow the window per segment acknowledged (RFC 3465), not per ACK.
+    #[serde(default)]
+    pub byte_counting: bool,
 }
 
 impl Default for TcpJson {
@@ -144,6 +150,9 @@ fn ack() -> String {
 }
 fn go_back_n() -> String {
     "go-back-n".into()
+}
+fn classic() -> String {
+    "classic".into()
 }
 
 /// One of `names`, parsed, or an error naming what was given and what is accepted.
@@ -217,6 +226,12 @@ impl TcpJson {
             TimeoutRecovery::parse,
             &TimeoutRecovery::NAMES,
         )?;
+        let recovery = named(
+            "loss recovery",
+            &self.recovery,
+            Recovery::parse,
+            &Recovery::NAMES,
+        )?;
         if self.packet_bytes < 16 || self.packet_bytes > 65_535 {
             return Err(LinkError::spec(format!(
                 "packet size must be 16 to 65535 bytes, got {}",
@@ -275,6 +290,8 @@ impl TcpJson {
             rto_estimator,
             rto_timer,
             timeout_recovery,
+            recovery,
+            byte_counting: self.byte_counting,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! Hand-worked traces of the sender and receiver (each expected value is worked out in the
 //! comment above it).
 use crate::congestion::Variant;
-use crate::tcp::{Receiver, RtoEstimator, RtoTimer, Sender, TcpConfig, TimeoutRecovery};
+use crate::receiver::Receiver;
+use crate::tcp::{RtoEstimator, RtoTimer, Sender, TcpConfig, TimeoutRecovery};
 use cellperf_link::Nanos;
 
 const MS: Nanos = 1_000_000;
@@ -19,7 +20,7 @@ fn config(variant: Variant, initial_window: f64, ssthresh: f64) -> TcpConfig {
 /// A loss-free path of infinite rate and a fixed round trip: every segment sent at t is
 /// acknowledged at t + rtt (no delayed ACKs). Returns the window at the end of each round.
 fn windows_per_round(sender: &mut Sender, rtt: Nanos, rounds: usize) -> Vec<f64> {
-    let mut receiver = Receiver::new(None);
+    let mut receiver = Receiver::new(None, false);
     let mut out = Vec::new();
     sender.start(0, &mut out);
     let mut windows = Vec::new();
@@ -27,7 +28,7 @@ fn windows_per_round(sender: &mut Sender, rtt: Nanos, rounds: usize) -> Vec<f64>
         let now = round as Nanos * rtt;
         let in_flight: Vec<u64> = std::mem::take(&mut out);
         for seq in in_flight {
-            let ack = receiver.on_segment(seq, now).expect("no delayed ACKs");
+            let ack = receiver.on_segment(seq, now, now).expect("no delayed ACKs");
             sender.on_ack(ack, now, &mut out);
         }
         windows.push(sender.cwnd());
@@ -202,17 +203,17 @@ fn rto_follows_rfc_6298_backs_off_and_karn_skips_retransmitted_samples() {
 
 #[test]
 fn receiver_delays_acks_for_in_order_pairs_and_acks_holes_at_once() {
-    let mut r = Receiver::new(Some(200 * MS));
-    assert_eq!(r.on_segment(0, 0), None);
+    let mut r = Receiver::new(Some(200 * MS), false);
+    assert_eq!(r.on_segment(0, 0, 0).map(|a| a.next), None);
     assert_eq!(r.next_timer(), Some(200 * MS));
-    assert_eq!(r.on_segment(1, 10 * MS), Some(2)); // every second segment
+    assert_eq!(r.on_segment(1, 0, 10 * MS).map(|a| a.next), Some(2)); // every second segment
     assert_eq!(r.next_timer(), None);
-    assert_eq!(r.on_segment(2, 20 * MS), None);
-    assert_eq!(r.on_timer(100 * MS), None);
-    assert_eq!(r.on_timer(220 * MS), Some(3)); // the delayed-ACK timer
-    assert_eq!(r.on_segment(4, 300 * MS), Some(3)); // out of order: duplicate ACK at once
-    assert_eq!(r.on_segment(3, 310 * MS), Some(5)); // fills the hole: at once
-    assert_eq!(r.on_segment(1, 320 * MS), Some(5)); // a duplicate: at once
+    assert_eq!(r.on_segment(2, 0, 20 * MS).map(|a| a.next), None);
+    assert_eq!(r.on_timer(100 * MS).map(|a| a.next), None);
+    assert_eq!(r.on_timer(220 * MS).map(|a| a.next), Some(3)); // the delayed-ACK timer
+    assert_eq!(r.on_segment(4, 0, 300 * MS).map(|a| a.next), Some(3)); // out of order: duplicate ACK at once
+    assert_eq!(r.on_segment(3, 0, 310 * MS).map(|a| a.next), Some(5)); // fills the hole: at once
+    assert_eq!(r.on_segment(1, 0, 320 * MS).map(|a| a.next), Some(5)); // a duplicate: at once
     let st = r.stats();
     assert_eq!(
         (st.segments_received, st.segments_delivered, st.acks_sent),

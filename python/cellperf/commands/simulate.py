@@ -66,14 +66,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tcp.add_argument("--delayed-ack", metavar="T|off", help="Delayed-ACK timeout, or off [default: off].")
     tcp.add_argument("--min-rto", metavar="T", help="Minimum retransmission timeout [default: 1s].")
     tcp.add_argument("--initial-rto", metavar="T", help="Retransmission timeout before the first RTT sample [default: 1s].")
-    tcp.add_argument("--rto", metavar="rfc6298|classic",
-                     help="RTO estimator: RFC 6298 (SRTT + 4 RTTVAR) or classic RFC 793 (2 SRTT) [default: rfc6298].")
+    tcp.add_argument("--rto", metavar="rfc6298|classic|linux",
+                     help="RTO estimator: RFC 6298 (SRTT + 4 RTTVAR), classic RFC 793 (2 SRTT), or Linux's "
+                     "(SRTT + max(4 RTTVAR, --min-rto)) [default: rfc6298].")
     tcp.add_argument("--rto-timer", metavar="ack|segment",
                      help="The timer runs from the last new ACK (RFC 6298) or from the oldest segment's "
                      "transmission [default: ack].")
     tcp.add_argument("--timeout-recovery", metavar="go-back-n|one-segment",
                      help="After a timeout resend everything from the first unacknowledged segment, or that "
                      "segment only [default: go-back-n].")
+    tcp.add_argument("--recovery", metavar="classic|linux",
+                     help="Loss recovery: classic (duplicate ACKs, no SACK; --timeout-recovery applies) or linux "
+                     "(SACK with RACK loss marking, PRR, spurious timeouts undone by timestamps and F-RTO) "
+                     "[default: classic].")
+    tcp.add_argument("--byte-counting", metavar="on|off",
+                     help="Grow the window per segment acknowledged (RFC 3465, as Linux) rather than per ACK "
+                     "[default: off].")
     run = parser.add_argument_group("run")
     run.add_argument("--duration", metavar="T", help="Simulated time per repetition [default: 1000 s].")
     run.add_argument("--seed", metavar="N", help="Seed of the first repetition; repetition k uses seed + k [default: 1].")

@@ -16,9 +16,10 @@ from cellperf.validate import number
 
 SCHEDULERS = ("pf", "rr", "none")
 VARIANTS = ("reno", "newreno", "cubic", "vegas", "westwood")
-RTO_ESTIMATORS = ("rfc6298", "classic")
+RTO_ESTIMATORS = ("rfc6298", "classic", "linux")
 RTO_TIMERS = ("ack", "segment")
 TIMEOUT_RECOVERIES = ("go-back-n", "one-segment")
+RECOVERIES = ("classic", "linux")
 SCHEDULINGS = ("backlog", "channel")
 
 #: Seed 001 §3 Table 1, and the choices where it is silent (docs/simulate.md gives reasons).
@@ -46,6 +47,8 @@ DEFAULTS = {
     "rto": "rfc6298",
     "rto_timer": "ack",
     "timeout_recovery": "go-back-n",
+    "recovery": "classic",
+    "byte_counting": "off",
     "duration": 1000.0,
     "seed": 1,
     "repetitions": 1,
@@ -91,6 +94,15 @@ def _seconds(value, what: str, least: float = 0.0) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = f"{value}s"
     return parse_duration(str(value), what, least=least)
+
+
+def _switch(value, what: str) -> bool:
+    """`on`/`off` (or a TOML boolean)."""
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("on", "off"):
+        return str(value).lower() == "on"
+    raise UserError(f"{what}: {value!r} is not on or off")
 
 
 def read_toml(path: str) -> dict:
@@ -177,7 +189,8 @@ def build(options: dict, label=None) -> Scenario:
         raise UserError(f"{name('scheduler')}: unknown scheduler {o['scheduler']!r} (pf, rr, none)")
     variants = _variants(o["tcp"], users, name("tcp"))
     choices = {}
-    for key, accepted in (("rto", RTO_ESTIMATORS), ("rto_timer", RTO_TIMERS), ("timeout_recovery", TIMEOUT_RECOVERIES)):
+    for key, accepted in (("rto", RTO_ESTIMATORS), ("rto_timer", RTO_TIMERS), ("timeout_recovery", TIMEOUT_RECOVERIES),
+                          ("recovery", RECOVERIES)):
         choices[key] = str(o[key]).lower()
         if choices[key] not in accepted:
             raise UserError(f"{name(key)}: {o[key]!r} is not one of {', '.join(accepted)}")
@@ -215,6 +228,7 @@ def build(options: dict, label=None) -> Scenario:
         else _real(o["initial_ssthresh"], name("initial_ssthresh"), 2, 1e9),
         "min_rto_s": _seconds(o["min_rto"], name("min_rto"), least=1e-6),
         "initial_rto_s": _seconds(o["initial_rto"], name("initial_rto"), least=1e-6),
+        "byte_counting": _switch(o["byte_counting"], name("byte_counting")),
         **choices,
     }
     if o["rwnd"] is not None:
