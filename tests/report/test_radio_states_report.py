@@ -57,3 +57,24 @@ def test_first_packet_after_idle_and_the_promotions(tmp_path):
     gaps = {i.key: i for i in sections["Path studies"]}["gaps-table"].table_html
     assert "<td>promotion</td><td>lte</td>" in gaps
 
+
+
+def test_page_loads_after_idle_against_the_least_idle(tmp_path):
+    """Two loads of cnn after 0 s and two after 15 s of idle, one failed load and one without
+    `idle` (neither counted): medians per idle and the difference from the least idle."""
+    loads = pl.DataFrame({
+        "run_id": ["web"] * 6, "page": ["cnn"] * 6, "load": [0, 1, 0, 1, 2, 0], "status": ["ok"] * 4 + ["failed", "ok"],
+        "cache": ["cold"] * 6, "idle_s": [0.0, 0.0, 15.0, 15.0, 15.0, None],
+        "load_ms": [900.0, 1000.0, 1300.0, 1500.0, None, 50.0], "ttfb_ms": [120.0, 130.0, 400.0, 420.0, None, 5.0],
+        "connections": [6] * 6, "http": ["1.1"] * 6, "compression": [False] * 6, "objects": [70] * 6,
+        "bytes": [200_000] * 6})
+    with Store.open(tmp_path, create=True) as s:
+        row = run_row("web") | {"network": "lte", "test": "web", "test_type": "web", "scenario": "stationary"}
+        s.commit_run(RunRecord(row, {"page_loads": loads}, staging_dir=s.staging_dir("web")))
+    with Store.open(tmp_path, read_only=True) as s:
+        items = {i.key: i for i in dict(collect_items(s))["Radio states"]}
+    table = items["page-loads-after-idle"].table_html
+    assert "<td>lte</td><td>stationary</td><td>cnn</td><td>cold</td><td>0</td><td>2</td><td>950</td><td>125</td>" \
+           "<td>–</td>" in table
+    assert "<td>15</td><td>2</td><td>1400</td><td>410</td><td>+450</td>" in table
+    assert table.count("<td>cnn</td>") == 2

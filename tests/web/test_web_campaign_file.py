@@ -25,6 +25,7 @@ def test_example_campaign_is_valid():
     ('site = "nowhere"', ":8: tests[0].site: "),
     ('rate = "1M"', ":8: tests[0].rate: does not apply to test type web"),
     ('http = "3"', ":8: tests[0].http: must be one of 1.1, 2"),
+    ('idle = "-1s"', ":8: tests[0].idle: is not a duration"),
 ])
 def test_bad_web_options_name_the_line_and_key(tmp_path, line, message):
     f = tmp_path / "c.toml"
@@ -32,6 +33,18 @@ def test_bad_web_options_name_the_line_and_key(tmp_path, line, message):
     with pytest.raises(UserError) as e:
         load_campaign(f)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("value, seconds", [('"0s"', 0.0), ("0", 0.0), ('"15s"', 15.0), ('"500ms"', 0.5)])
+def test_idle_is_the_browsers_idle_option(tmp_path, value, seconds):
+    from cellperf.campaign.web import load_argv
+
+    f = tmp_path / "c.toml"
+    f.write_text(HEAD + f"idle = {value}\n")
+    (run,) = load_campaign(f).runs
+    assert run.options["idle"] == seconds
+    argv = load_argv("cellperf", run, ["http://cn/cnn/"])
+    assert argv[argv.index("--idle") + 1] == str(seconds)
 
 
 def test_site_without_pages_is_refused(tmp_path):

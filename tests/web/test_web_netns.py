@@ -127,3 +127,20 @@ def test_warm_cache_takes_the_page_from_the_browsers_cache(chromium, page_server
     assert w["decoded_bytes"] == c["decoded_bytes"]
     wire = sum(map(int, _tshark(tmp_path / "mn.pcap", f"tcp.srcport == {port}", "tcp.len")))
     assert 1.6 * c["bytes"] < wire < 2.5 * c["bytes"], (wire, c["bytes"])
+
+
+def test_a_load_after_the_radios_tail_pays_its_promotion(chromium, page_server, tmp_path):
+    """LTE's radio states with a 1-s tail and its 260-ms promotion (rates and delays otherwise
+    plain): the cnn page loaded 0 s after a load of it finds the radio connected; loaded 2 s
+    after, the first request waits for the promotion (and the page's data for the paging
+    occasion of an idle terminal, 0-1.28 s), so the load is at least 0.2 s longer and its time
+    to first byte too. `idle_s` says which is which."""
+    port = page_server()
+    url = f"http://$CELLPERF_CN:{port}/cnn/"
+    link = ["--profile", "lte-stationary", "--downlink", "20mbit", "--uplink", "10mbit", "--downlink-arq", "off",
+            "--uplink-arq", "off", "--delay-wander", "off", "--loss", "0", "--radio-states", "tail=1s"]
+    warm, idle = _over_link(tmp_path, link, [[url, "--idle", "0"], [url, "--idle", "2"]])
+    w, i = warm["loads"][0], idle["loads"][0]
+    assert w["status"] == i["status"] == "ok" and (w["idle_s"], i["idle_s"]) == (0, 2)
+    assert i["ttfb_ms"] >= w["ttfb_ms"] + 200, (w["ttfb_ms"], i["ttfb_ms"])
+    assert i["load_ms"] >= w["load_ms"] + 200, (w["load_ms"], i["load_ms"])

@@ -65,7 +65,7 @@ def load_argv(exe: str, run: RunSpec, urls: list[str], spki: str | None = None) 
     """`cellperf web load` for the run's options (duration is the run's budget, not the
     browser's), trusting the page server's certificate (`spki`) if it has one. The objects come
     in its JSON document: polars and the store (~0.4 s to import) stay out of the run."""
-    options = {k: v for k, v in run.options.items() if k in ("connections", "http", "cache", "loads", "timeout")}
+    options = {k: v for k, v in run.options.items() if k in ("connections", "http", "cache", "loads", "timeout", "idle")}
     trust = ["--trust-spki", spki] if spki else []
     return [exe, "web", "load", *urls, *probe_args(options), *trust, "--json", "--objects", "-"]
 

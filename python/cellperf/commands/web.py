@@ -126,7 +126,8 @@ def load_command(args: argparse.Namespace) -> None:
 
     pages = [(_page_name(u), u) for u in args.urls]
     loads, session = load_pages(pages, connections=args.connections, http=args.http, cache=args.cache,
-                                loads=args.loads, timeout_s=args.timeout, trust_spki=args.trust_spki)
+                                loads=args.loads, timeout_s=args.timeout, idle_s=args.idle,
+                                trust_spki=args.trust_spki)
     inline = args.objects is not None and str(args.objects) == "-"
     if inline and not args.as_json:
         raise UserError("--objects -: puts the objects into the --json document; give --json too")
@@ -212,6 +213,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Loads of each page per connection limit.")
     p.add_argument("--timeout", metavar="SECONDS", type=number_arg(lo=0, lo_open=True, hi=3600, unit="seconds"),
                    default=60.0, help="Longest a load may take before it counts as failed.")
+    p.add_argument("--idle", metavar="SECONDS", type=number_arg(lo=0, hi=3600, unit="seconds"),
+                   help="Load each page this long after a load of it that nothing followed (0: the radio "
+                   "still connected; longer than its tail: promoted again; docs/methods.md §13).")
     p.add_argument("--objects", metavar="FILE", type=file_path(Path),
                    help="Write every load's objects here (Parquet), or with '-' into the --json document as "
                    "`objects` (the campaign runner's way: no Parquet writer to start in the browser's process).")

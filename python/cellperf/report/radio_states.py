@@ -88,4 +88,34 @@ def first_packet_after_idle(store: Store) -> list[Item]:
     return items
 
 
-SECTIONS = (("Radio states", (first_packet_after_idle,)),)
+PAGE_LOADS_SQL = """
+    SELECT r.network, r.scenario, p.page, p.cache, p.idle_s, count(*) AS loads, median(p.load_ms) AS load_ms,
+           median(p.ttfb_ms) AS ttfb_ms
+    FROM page_loads p JOIN runs r USING (run_id)
+    WHERE r.status = 'ok' AND p.status = 'ok' AND p.idle_s IS NOT NULL
+    GROUP BY ALL ORDER BY r.network, r.scenario, p.page, p.cache, p.idle_s"""
+
+
+def page_loads_after_idle(store: Store) -> list[Item]:
+    """Page load time against the silence before the load (web tests with `idle`), with the
+    difference from the shortest idle of the same network, scenario, page and cache."""
+    loads = store.frame(PAGE_LOADS_SQL)
+    if loads.height == 0:
+        return []
+    rows = []
+    for _, g in loads.group_by(["network", "scenario", "page", "cache"], maintain_order=True):
+        base = g.row(0, named=True)["load_ms"]
+        for k, r in enumerate(g.iter_rows(named=True)):
+            rows.append([r["network"], r["scenario"], r["page"], r["cache"], f"{r['idle_s']:g}", r["loads"],
+                         f"{r['load_ms']:.0f}", f"{r['ttfb_ms']:.0f}", "–" if k == 0 else f"{r['load_ms'] - base:+.0f}"])
+    table = html_table(["network", "scenario", "page", "cache", "idle s", "loads", "load ms", "TTFB ms",
+                        "vs least idle ms"], rows, name="page-loads-after-idle", query=PAGE_LOADS_SQL)
+    return [Item("page-loads-after-idle", "Page loads after idle",
+                 "Median page load time (the browser's load event) and time to first byte of loads that came the "
+                 "test's `idle` seconds after a load of the same page (`cellperf web load --idle`), and the "
+                 "difference from the least idle measured: after 0 s the radio is still connected, after more than "
+                 "its tail the page's first request waits for the promotion (and a downlink for paging) "
+                 "(docs/methods.md §13).", table_html=table)]
+
+
+SECTIONS = (("Radio states", (first_packet_after_idle, page_loads_after_idle)),)

@@ -245,8 +245,15 @@ CREATE TABLE rtp_streams (
     rr_fraction_lost DOUBLE, rr_cumulative_lost BIGINT, rr_jitter_ms DOUBLE, rtcp_rtt_ms DOUBLE);
 """
 
+#: Version 17 (issue 30 §3): how long the link was silent before a page load (`web` test's
+#: `idle`: the radio's state then; null for loads without it and for stored runs).
+_V17 = """
+ALTER TABLE page_loads ADD COLUMN idle_s DOUBLE;
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15, _V16]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15, _V16,
+                         _V17]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned

@@ -78,10 +78,12 @@ def _failed(page: str, reason: str, **row) -> Load:
 
 
 def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: str = "1.1", cache: str = "cold",
-               loads: int = 1, timeout_s: float = 60.0, chromium: str | None = None,
+               loads: int = 1, timeout_s: float = 60.0, idle_s: float | None = None, chromium: str | None = None,
                trust_spki: list[str] = ()) -> tuple[list[Load], dict]:
     """Loads each (name, url) of `pages` `loads` times for each connection limit; HTTPS
-    servers whose certificates' public keys hash to `trust_spki` are trusted.
+    servers whose certificates' public keys hash to `trust_spki` are trusted. With `idle_s`,
+    each load comes `idle_s` seconds after a load of the same page that nothing followed (the
+    radio's state after that much silence: `_one_load`).
     Returns the loads (failed ones with the browser's reason) and facts about the session
     (browser version, start-up seconds). UserError when the browser cannot start."""
     from playwright.sync_api import Error as PlaywrightError
@@ -105,7 +107,8 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
         # The limiters' certificates are trusted, not merely excused: Chromium's HTTP cache keeps
         # no response that came with a certificate error (a warm cache would stay cold).
         trusted = [*trust_spki, *(lim.tls.spki for lim in limiters.values())]
-        args = _QUIET + ([f"--ignore-certificate-errors-spki-list={','.join(trusted)}"] if trusted else [])
+        args = _QUIET + _resolve_only(pages) + (
+            [f"--ignore-certificate-errors-spki-list={','.join(trusted)}"] if trusted else [])
         try:
             browser = pw.chromium.launch(executable_path=exe, args=args, timeout=30_000)
         except PlaywrightError as e:
@@ -116,10 +119,22 @@ def load_pages(pages: list[tuple[str, str]], *, connections: list[int], http: st
                 for name, url in pages:
                     limiter = limiters[_origin(url)].wait() if _origin(url) in limiters else None
                     for k in range(loads):
-                        out.append(_one_load(browser, limiter, name, url, n, http, cache, k, timeout_s))
+                        out.append(_one_load(browser, limiter, name, url, n, http, cache, k, timeout_s, idle_s))
         finally:
             browser.close()
     return out, session
+
+
+def _resolve_only(pages: list[tuple[str, str]]) -> list[str]:
+    """Chromium's resolver limited to the pages' own host names: its background lookups
+    (clients2.google.com, accounts.google.com, update.googleapis.com: seen 1.5 s into a quiet
+    pause despite --disable-background-networking) would cross the measured link, show in its
+    captures and wake an idle radio before the load that should find it idle."""
+    from urllib.parse import urlsplit
+
+    # The loopback of the connection limiters (limiter.py) is looked up through the rules too.
+    hosts = sorted({"127.0.0.1", *(h for _, u in pages if (h := urlsplit(u).hostname))})
+    return ["--host-resolver-rules=" + ", ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)])]
 
 
 def _origin(url: str) -> str:
@@ -130,12 +145,24 @@ def _origin(url: str) -> str:
 
 
 def _one_load(browser, limiter, name: str, url: str, connections: int, http: str, cache: str, index: int,
-              timeout_s: float) -> Load:
+              timeout_s: float, idle_s: float | None = None) -> Load:
+    """One load of `url`. With a warm cache it follows a load of the page in the same browser
+    context; with `idle_s` it follows a load of the page (that one, or one in a context of its
+    own for a cold cache) by `idle_s` seconds of silence: after 0 s the radio is still
+    connected, after more than its tail it has to be promoted again (docs/methods.md §13)."""
     from playwright.sync_api import Error as PlaywrightError
 
-    base = {"connections": connections, "http": http, "cache": cache, "load": index, "url": url}
+    base = {"connections": connections, "http": http, "cache": cache, "load": index, "url": url, "idle_s": idle_s}
     # Through the limiter the browser loads the same path from loopback (see limiter.py).
     target = limiter.base + url[len(limiter.origin):] if limiter else url
+    if idle_s is not None and cache == "cold":
+        warm_up = browser.new_context(ignore_https_errors=True, service_workers="block")
+        try:
+            warm_up.new_page().goto(target, wait_until="load", timeout=timeout_s * 1000)
+        except PlaywrightError as e:
+            return _failed(name, "the load before the idle time failed: " + str(e).removeprefix("Page.goto: "), **base)
+        finally:
+            warm_up.close()
     ctx = browser.new_context(ignore_https_errors=True, service_workers="block")
     try:
         page = ctx.new_page()
@@ -146,6 +173,8 @@ def _one_load(browser, limiter, name: str, url: str, connections: int, http: str
             page.goto("about:blank")
             if limiter:
                 limiter.reset(connections)  # count this load's connections only
+        if idle_s:
+            time.sleep(idle_s)
         cdp = ctx.new_cdp_session(page)
         cdp.send("Network.enable")
         # A response from a cache (the disk cache, or the renderer's memory cache: its request

@@ -72,6 +72,7 @@ TEST_OPTIONS = {
     "http": ("--http", check.choice("1.1", "2"), ("web",)),
     "cache": ("--cache", check.choice("cold", "warm"), ("web",)),
     "loads": ("--loads", check.count, ("web",)),
+    "idle": ("--idle", check.idle_time, ("web",)),
     # stream and interactive (docs/apps.md); interactive types `count` keys `interval` apart.
     "transport": ("--transport", check.choice("udp", "tcp"), ("stream",)),
     "packet": ("--packet", check.packet, ("stream",)),

@@ -124,6 +124,14 @@ def parse_duration(value, where) -> float:
     return positive(float(m.group(1)) * scale, where)
 
 
+def idle_time(value, where) -> float:
+    """Seconds of silence before a page load (`parse_duration`'s forms), 0 allowed: the load
+    right after the one before it."""
+    if value in (0, "0", "0s", "0ms") and not isinstance(value, bool):
+        return 0.0
+    return parse_duration(value, where)
+
+
 def connections(value, where):
     values = value if isinstance(value, list) else [value]
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 32 for v in values):
