@@ -78,6 +78,25 @@ def light_lines(train: np.ndarray, place: np.ndarray, send_ns: np.ndarray, recv_
     return pc.take(lines, pa.array(keep)).to_pylist()
 
 
+def behind_own_packets(send_ns: np.ndarray, all_send_ns: np.ndarray, all_recv_ns: np.ndarray) -> np.ndarray:
+    """Whether each packet sent at `send_ns` may have waited behind the recorder's own earlier
+    packets of the same direction (`all_send_ns`, `all_recv_ns`: every phase's, NaN = lost):
+    one sent before it arrived later than it could have left behind it, its send time plus the
+    direction's least one-way delay. Such a packet's delay is the recorder's own queue, not the
+    link's base delay: a 10-packet train sent while the 100-packet train before it was still
+    arriving on a slow uplink recorded 130-180 ms where the link's base delay was 24 ms, and
+    trains right after a saturate phase sit behind what is left of its queue."""
+    got = ~np.isnan(all_recv_ns)
+    if not got.any() or len(send_ns) == 0:
+        return np.zeros(len(send_ns), dtype=bool)
+    least = float(np.min(all_recv_ns[got] - all_send_ns[got]))
+    order = np.argsort(all_send_ns, kind="stable")
+    arrived = np.maximum.accumulate(np.where(got[order], all_recv_ns[order], -np.inf))
+    before = np.searchsorted(all_send_ns[order], send_ns, side="left")
+    latest = np.where(before > 0, arrived[np.maximum(before - 1, 0)], -np.inf)
+    return latest > send_ns + least
+
+
 def opportunities_ms(recv_ns: np.ndarray, wire_bytes: np.ndarray, t0_ns: int) -> np.ndarray:
     """Delivery opportunities of MTU-sized packets (integer ms from `t0_ns`) from the arrivals
     of one saturated stretch: one each time the bytes delivered pass another 1500."""
