@@ -16,7 +16,7 @@ call, 10 KB-10 MB HTTP downloads) live, replayed `full` and replayed `heavy`; th
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 Web page loads are not among the workloads (not done: see docs).
 
-    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR]
+    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 from cellperf.agents import run_probe  # noqa: E402
 from cellperf.replay import scorecard, workloads  # noqa: E402
+from cellperf.replay.results import store_check  # noqa: E402
 
 CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded")
@@ -185,6 +186,7 @@ def main() -> None:
     ap.add_argument("--record", type=float, help="Seconds of recording per condition (default 60, quick 20).")
     ap.add_argument("--json", type=Path, help="Write every figure and the raw samples here.")
     ap.add_argument("--keep", type=Path, help="Keep the bundles in this folder.")
+    ap.add_argument("--store", type=Path, help="Keep each condition's samples in this results store (for cellperf report).")
     ap.add_argument("--background", help=argparse.SUPPRESS)
     ap.add_argument("--token-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--stop", type=Path, help=argparse.SUPPRESS)
@@ -212,6 +214,9 @@ def main() -> None:
                 print(f"live link: {json.dumps(got['link'])}")
                 print(scorecard.table(got["card"]), flush=True)
                 report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
+                if args.store:
+                    store_check(args.store, got["bundle"], f"bench/replay.py seed {args.seed}, {condition}",
+                                        got["results"])
         report["replay_cpu"] = replay_cpu(work / conditions[0] / "bundle", work, 300 if args.quick else 1000)
         print("\nreplay CPU vs recording length (the same pings, 100 a second each way):")
         for r in report["replay_cpu"]:

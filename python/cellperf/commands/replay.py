@@ -92,11 +92,15 @@ def check(args: argparse.Namespace) -> None:
     emulate --replay BUNDLE` in full and heavy mode (against a server on this host), in turn,
     --rounds times; prints per workload the relative error of the means and the EMD over the
     live mean (CellReplay's measures) and the issue's targets. Needs root (the replays).
+    With --store, the samples go into a results store too, where `cellperf report` draws the
+    live-vs-replay CDFs and the scorecard.
 
     Examples:
       sudo cellperf replay check home-lte/ --server cn.example.net --token-file t
       sudo cellperf replay check home-lte/ --server cn --token-file t \\
           --http cn:8090 --rounds 3 --json
+      sudo cellperf replay check home-lte/ --server cn --token-file t \\
+          --store results/ --label "home LTE, evening"; cellperf report results/
       cellperf replay downloads --listen 0.0.0.0:8090     # at the CN, for --http
     """
     from cellperf.agents import read_token
@@ -122,6 +126,10 @@ def check(args: argparse.Namespace) -> None:
                     args.http and f"$CELLPERF_CN:{http_port}")
             results = scorecard.alternate(runs, args.rounds, say)
     card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
+    if args.store:
+        from cellperf.replay.results import store_check
+
+        store_check(args.store, args.bundle, args.label or "", results)
     if args.as_json:
         print(json.dumps({"card": card, "results": results}))
     else:
@@ -170,6 +178,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Live, full, heavy in turn, N times over.")
     p.add_argument("--quick", action="store_true", help="Shorter workloads (about 1 min a run, not 3).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the scorecard and samples as JSON.")
+    p.add_argument("--store", metavar="DIR", type=folder_path(),
+                   help="Also keep the samples in this results store (created if missing) for `cellperf report`.")
+    p.add_argument("--label", metavar="TEXT", help="The check's name in the report (default: the bundle).")
     p = add_subcommand(sub, "downloads", downloads)
     p.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:8090", type=host_port,
                    help="Address to serve on (default 0.0.0.0:8090).")

@@ -14,6 +14,7 @@ from cellperf.report.handover_modes import SECTIONS as HANDOVER_MODE_SECTIONS
 from cellperf.report.maps import route_maps
 from cellperf.report.min_owd import SECTIONS as MIN_OWD_SECTIONS
 from cellperf.report.radio_states import SECTIONS as RADIO_SECTIONS
+from cellperf.report.replay import SECTIONS as REPLAY_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.simulated import seed001_section
 from cellperf.report.studies import SECTIONS as STUDY_SECTIONS
@@ -27,4 +28,5 @@ SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_through
             ("Streaming", (stream_stalls,)), ("Remote terminal", (keystroke_latency,)), ("Radio", (channel_table,)),
             ("Simulated TCP (seed 001)", (seed001_section,)), *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)),
             *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS,
-            *MIN_OWD_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)))
+            *MIN_OWD_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)),
+            *REPLAY_SECTIONS)
