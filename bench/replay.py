@@ -11,7 +11,7 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 10 KB-10 MB HTTP downloads) live, replayed `full` and replayed `heavy`; the scorecard
+call, 10 KB-10 MB HTTP downloads, 30-s bulk TCP) live, replayed `full` and replayed `heavy`; the scorecard
 (cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 Web page loads are not among the workloads (not done: see docs).

@@ -30,7 +30,8 @@ MODES = ("full", "heavy")
 #: The measures' order and labels in the table; units in the label.
 LABELS = {"ping_rtt_ms": "ping RTT ms", "train_ms_10": "10-pkt train ms", "train_ms_100": "100-pkt train ms",
           "voip_r": "VoIP R (5-s)", "download_s_10KB": "10 KB download s", "download_s_100KB": "100 KB download s",
-          "download_s_1MB": "1 MB download s", "download_s_10MB": "10 MB download s"}
+          "download_s_1MB": "1 MB download s", "download_s_10MB": "10 MB download s",
+          "bulk_goodput_mbps": "bulk TCP Mb/s (1-s)", "bulk_rtt_ms": "RTT in bulk TCP ms"}
 #: Issue 29's targets for `full`: measure → (statistic, bound). `mean`: relative error of the
 #: means; `median`: relative error of the medians; `median_points`: absolute difference of
 #: the medians; `train_ratio`: the 100- over 10-packet train rate ratio's relative error.

@@ -6,7 +6,8 @@ a `cellperf server`: through a live link, or behind `cellperf emulate --replay`.
         [--http HOST:PORT]
 
 runs, in this order, ping trains (ICMP echo RTTs), the agents' packet trains downstream (each
-train's delivery time and bytes), a VoIP call (R per 5-s window, both directions) and, with
+train's delivery time and bytes), a VoIP call (R per 5-s window, both directions), a 30-s bulk
+TCP download (goodput each second, RTT of pings meanwhile) and, with
 --http, TCP downloads of each size from a download server (`serve_downloads`; completion
 time from connect to the last byte, a new connection each), and writes one JSON document:
 each measure's list of values (`ping_rtt_ms`, `train_ms_10`, `voip_r`, `download_s_1MB`,
@@ -39,6 +40,7 @@ DEFAULT_PLAN = {
     "trains": {"duration_s": 20.0, "lengths": [10, 100], "period_s": 0.5},
     "voip": {"duration_s": 30.0, "window_s": 5.0},
     "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 3},
+    "bulk": {"duration_s": 30.0, "ping_interval_s": 0.2},
 }
 #: `cellperf replay check --quick`'s (and `bench/replay.py --quick`'s): about a minute.
 QUICK_PLAN = {
@@ -46,6 +48,7 @@ QUICK_PLAN = {
     "trains": {"duration_s": 8.0, "lengths": [10, 100], "period_s": 0.5},
     "voip": {"duration_s": 15.0, "window_s": 5.0},
     "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 1},
+    "bulk": {"duration_s": 10.0, "ping_interval_s": 0.2},
 }
 #: Bytes in front of a UDP payload on an IPv4 link (IP 20 + UDP 8).
 UDP_IPV4_HEADERS = 28
@@ -64,6 +67,30 @@ def pings(host: str, count: int, interval_s: float) -> list[float]:
     p = subprocess.run(["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", host],
                        capture_output=True, text=True)
     return [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+
+
+def bulk_tcp(server: str, token: bytes, host: str, duration_s: float, ping_interval_s: float) -> dict[str, list[float]]:
+    """A bulk TCP download (the agents' tcp-bulk, downstream, the host's congestion control)
+    for `duration_s`: its goodput each second (Mb/s, the probe's progress, the first second
+    and any after the end left out), and the round trip meanwhile (pings every `ping_interval_s`
+    through the same queues as the flow's data and ACKs: the RTT the flow makes, which the
+    server's TCP reports only as a summary)."""
+    count = max(1, int(duration_s / ping_interval_s) - 1)
+    ping = subprocess.Popen(["ping", "-n", "-c", str(count), "-i", f"{ping_interval_s:g}", "-W", "2", host],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rates: list[float] = []
+
+    def progress(p: dict) -> bool:
+        # Whole seconds of the transfer only: the first is slow start, one after the end is cut short.
+        if 1.5 < p.get("elapsed_s", 0) <= duration_s and p.get("rate_bps") is not None:
+            rates.append(p["rate_bps"] / 1e6)
+        return True
+
+    try:
+        run_probe(server, token, "tcp-bulk", {"duration_s": duration_s, "direction": "down"}, progress)
+    finally:
+        out, _ = ping.communicate(timeout=duration_s + 30)
+    return {"bulk_goodput_mbps": rates, "bulk_rtt_ms": [float(t) for t in re.findall(r"time=([0-9.]+) ms", out)]}
 
 
 def train_deliveries(log, lengths: list[int]) -> dict[int, tuple[list[float], list[float]]]:
@@ -168,6 +195,8 @@ def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str
     if "voip" in plan:
         r = run_probe(server, token, "voip", {"duration_s": plan["voip"]["duration_s"]})
         out["voip_r"] = voip_r(r.log, plan["voip"]["window_s"])
+    if "bulk" in plan:
+        out.update(bulk_tcp(server, token, ping_host, plan["bulk"]["duration_s"], plan["bulk"]["ping_interval_s"]))
     if "downloads" in plan and http_at:
         d = plan["downloads"]
         for _ in range(d["repeats"]):
