@@ -227,7 +227,7 @@ class Recorder:
             rate = min(rate, self.opts.max_rate_bps)
             # The end of the stream reaches the receiver behind the queue it built (one FIFO), so
             # a short wait after it is enough for the packets still held (ARQ); the queue's drops
-            # never come, and a wait as long as the phase kept 60-s recordings going for 92 s.
+            # never come, and a wait as long as the phase made a 60-s recording take 92 s (85 s now).
             runs[d] = {"rate_bps": rate, "payload": self.opts.payload, "duration_s": phase.seconds,
                        "direction": PROBE_DIRECTION[d], "timeout_s": SATURATE_DRAIN_S}
         stop = threading.Event()
