@@ -11,10 +11,9 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 10 KB-10 MB HTTP downloads, 30-s bulk TCP) live, replayed `full` and replayed `heavy`; the scorecard
+call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full` and replayed `heavy`; the scorecard
 (cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
-Web page loads are not among the workloads (not done: see docs).
 
     sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
 """
@@ -161,7 +160,8 @@ def replay_cpu(bundle: Path, work: Path, pings: int) -> list[dict]:
     return rows
 
 
-def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, token: Path, work: Path) -> dict:
+def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, web_at: str, token: Path,
+                   work: Path) -> dict:
     opts, users, drawn = draw_link(condition, args.seed, work)
     live = live_prefix(opts, users, server_at, token, work)
     bundle = work / "bundle"
@@ -169,10 +169,10 @@ def condition_card(condition: str, args, plan: dict, server_at: str, http_at: st
     record(live, server_at, token, args.record, bundle)
     print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
     runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
-                                                    plan, http_at)}
+                                                    plan, http_at, web_at=web_at)}
     for mode in scorecard.MODES:
         runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
-                                                               plan, http_at)
+                                                               plan, http_at, web_at=web_at)
     results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
     card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
     return {"link": drawn, "card": card, "results": results, "bundle": bundle}
@@ -205,12 +205,12 @@ def main() -> None:
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; seed {args.seed}", flush=True)
     report = {"seed": args.seed, "record_s": args.record, "plan": plan, "conditions": {}}
     try:
-        with scorecard.local_servers(token) as (port, http_port):
+        with scorecard.local_servers(token) as (port, http_port, web_port):
             for condition in conditions:
                 print(f"\n== {condition} ==", flush=True)
                 (work / condition).mkdir()
-                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}", token,
-                                     work / condition)
+                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}",
+                                     f"$CELLPERF_CN:{web_port}", token, work / condition)
                 print(f"live link: {json.dumps(got['link'])}")
                 print(scorecard.table(got["card"]), flush=True)
                 report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}

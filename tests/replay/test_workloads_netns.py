@@ -36,3 +36,20 @@ def test_bulk_tcp_gives_the_links_goodput_and_the_rtt_under_load(tmp_path):
     assert 2 <= len(got["bulk_goodput_mbps"]) <= 3 and all(8.0 < r < 10.5 for r in got["bulk_goodput_mbps"]), got
     # 19 pings, 0.2 s apart: none faster than the 20 + 20 ms base; the flow's queue adds to most.
     assert len(got["bulk_rtt_ms"]) >= 15 and min(got["bulk_rtt_ms"]) >= 40.0, got
+
+
+def test_the_004_pages_load_in_chromium_behind_the_emulator(tmp_path):
+    from cellperf.replay import scorecard
+    from cellperf.web.browser import find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium")
+    token = tmp_path / "token"
+    token.write_bytes(TOKEN + b"\n")
+    with scorecard.local_servers(token) as (port, _, web):
+        got = scorecard.run_workloads([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "5mbit", "--delay", "20",
+                                       "--"], f"$CELLPERF_CN:{port}", token, {"pages": {"loads": 1}}, web_at=f"$CELLPERF_CN:{web}")
+    # Each of the three pages loaded once (a fresh context: cold cache); a load takes its
+    # connections' handshakes and requests, several 40-ms round trips, and well under 30 s.
+    assert sorted(got) == ["page_load_s"] and len(got["page_load_s"]) == 3, got
+    assert all(0.2 < s < 30 for s in got["page_load_s"]), got
