@@ -114,6 +114,10 @@ def test_silent_spans_need_packets_sent_into_them():
     # A pause in sending (between phases) is no outage.
     send2 = np.r_[np.arange(0, 200, 10.0), np.arange(900, 1000, 10.0)] * MS
     assert t.silent_spans(send2, send2 + 20 * MS, 400 * MS) == []
+    # A phase's first delivery 600 ms after its first send is its start-up, not an outage;
+    # a phase that delivers nothing at all is silent from its first send to its last.
+    assert t.silent_spans(send_ms * MS, (send_ms + 600) * MS, 400 * MS) == []
+    assert t.silent_spans(send_ms * MS, np.full(len(send_ms), NAN), 400 * MS) == [(0.0, 990 * MS)]
     assert t.merge_spans([(5, 9), (0, 3), (2, 4)]) == [(0, 4), (5, 9)]
 
 

@@ -385,7 +385,7 @@ class Recorder:
                 if len(opps):
                     stretches.append((opps, int(opps[0]), int(opps[-1]) + 1))
             out[f"{d}.heavy"] = [str(v) for v in traces.heavy_ms(stretches, end_ms).tolist()]
-            spans = traces.silent_spans(cat("send", parts), cat("recv", parts), 2 * o.period_s * 1e9)
+            spans = [span for c in parts for span in traces.silent_spans(c["send"], c["recv"], 2 * o.period_s * 1e9)]
             for a, b in traces.merge_spans(spans + self.recorded.no_path[d]):
                 outages.append((a, d, b))
         # A direction cut short before it had every series (no saturated stretch yet, say) is
