@@ -59,12 +59,12 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
         assert mbit == 10 or sum(len(l) == 12 for l in light) <= 1, direction
         # Base delay: 20 ms plus the smallest recorded packet's transmission (128 B: 0.10 ms at
         # 10 Mb/s, 0.20 at 5; the trains' 1428-byte packets' offset taken off): the median, and
-        # every train within a busy host's stalls (the old recorder's uplink 10-packet trains
-        # said 48 ms).
+        # three trains in four within 3 ms (a busy host's stalls delay a few by tens of ms; the
+        # old recorder's uplink 10-packet trains, half of them, said 48 ms).
         long = [l for l in light if len(l) == 102]
         serialise = 1428 * 8 / (mbit * 1e3)
         bases = np.array([float(l[1]) for l in light]) - (20 + 128 * 8 / (mbit * 1e3))
-        assert abs(np.median(bases)) < 1.0 and np.all(np.abs(bases) < 5.0), (direction, bases)
+        assert abs(np.median(bases)) < 1.0 and np.percentile(np.abs(bases), 75) < 3.0, (direction, bases)
         # A back-to-back train arrives at the link's rate: 99 packets after the first in 99 × serialise.
         assert abs(np.median([float(l[-1]) for l in long]) - 99 * serialise) < 0.1 * 99 * serialise
         heavy = np.array([int(l[0]) for l in _series(out / f"{direction}.heavy")])
