@@ -498,9 +498,9 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
                 ),
             ));
         }
-        let at_ms = s.non_negative(line, &f[0], "time")?;
+        let at_ms = s.non_negative(line, f[0], "time")?;
         s.in_order(line, at_ms, out.last().map(|t| t.at_ms))?;
-        let base_delay_ms = s.non_negative(line, &f[1], "base delay")?;
+        let base_delay_ms = s.non_negative(line, f[1], "base delay")?;
         let mut pdo_ms = Vec::with_capacity(f.len() - 2);
         for field in &f[2..] {
             let pdo = s.non_negative(line, field, "delivery time")?;
@@ -565,8 +565,8 @@ fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {
     let mut out: Vec<(f64, f64)> = Vec::new();
     for (line, f) in s.rows() {
         s.fields(line, &f, 2, "size_bytes offset_ms")?;
-        let size = s.non_negative(line, &f[0], "packet size")?;
-        let offset = s.number(line, &f[1], "offset")?;
+        let size = s.non_negative(line, f[0], "packet size")?;
+        let offset = s.number(line, f[1], "offset")?;
         if let Some(&(prev, _)) = out.last() {
             if size <= prev {
                 return Err(s.error(line, format!("sizes must increase ({size} after {prev})")));
@@ -584,10 +584,10 @@ fn parse_loss(s: &Series) -> Result<Vec<LossWindow>, LinkError> {
     let mut out: Vec<LossWindow> = Vec::new();
     for (line, f) in s.rows() {
         s.fields(line, &f, 3, "start_ms sent lost")?;
-        let start_ms = s.non_negative(line, &f[0], "window start")?;
+        let start_ms = s.non_negative(line, f[0], "window start")?;
         s.in_order(line, start_ms, out.last().map(|w| w.start_ms))?;
-        let sent = s.count(line, &f[1], "sent")?;
-        let lost = s.count(line, &f[2], "lost")?;
+        let sent = s.count(line, f[1], "sent")?;
+        let lost = s.count(line, f[2], "lost")?;
         if lost > sent {
             return Err(s.error(line, format!("{lost} lost of {sent} sent")));
         }
@@ -611,8 +611,8 @@ fn parse_outages(s: &Series, direction: &str) -> Result<Vec<(f64, f64)>, LinkErr
         if f[0] != "downlink" && f[0] != "uplink" {
             return Err(s.error(line, "the direction is not downlink or uplink"));
         }
-        let start = s.non_negative(line, &f[1], "start")?;
-        let end = s.non_negative(line, &f[2], "end")?;
+        let start = s.non_negative(line, f[1], "start")?;
+        let end = s.non_negative(line, f[2], "end")?;
         if end <= start {
             return Err(s.error(
                 line,
