@@ -11,12 +11,11 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 10 KB-10 MB HTTP downloads) live, replayed `full` and replayed `heavy`; the scorecard
+call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full` and replayed `heavy`; the scorecard
 (cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
-Web page loads are not among the workloads (not done: see docs).
 
-    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR]
+    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 from cellperf.agents import run_probe  # noqa: E402
 from cellperf.replay import scorecard, workloads  # noqa: E402
+from cellperf.replay.results import store_check  # noqa: E402
 
 CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded")
@@ -160,7 +160,8 @@ def replay_cpu(bundle: Path, work: Path, pings: int) -> list[dict]:
     return rows
 
 
-def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, token: Path, work: Path) -> dict:
+def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, web_at: str, token: Path,
+                   work: Path) -> dict:
     opts, users, drawn = draw_link(condition, args.seed, work)
     live = live_prefix(opts, users, server_at, token, work)
     bundle = work / "bundle"
@@ -168,10 +169,10 @@ def condition_card(condition: str, args, plan: dict, server_at: str, http_at: st
     record(live, server_at, token, args.record, bundle)
     print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
     runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
-                                                    plan, http_at)}
+                                                    plan, http_at, web_at=web_at)}
     for mode in scorecard.MODES:
         runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
-                                                               plan, http_at)
+                                                               plan, http_at, web_at=web_at)
     results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
     card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
     return {"link": drawn, "card": card, "results": results, "bundle": bundle}
@@ -185,6 +186,7 @@ def main() -> None:
     ap.add_argument("--record", type=float, help="Seconds of recording per condition (default 60, quick 20).")
     ap.add_argument("--json", type=Path, help="Write every figure and the raw samples here.")
     ap.add_argument("--keep", type=Path, help="Keep the bundles in this folder.")
+    ap.add_argument("--store", type=Path, help="Keep each condition's samples in this results store (for cellperf report).")
     ap.add_argument("--background", help=argparse.SUPPRESS)
     ap.add_argument("--token-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--stop", type=Path, help=argparse.SUPPRESS)
@@ -203,15 +205,18 @@ def main() -> None:
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; seed {args.seed}", flush=True)
     report = {"seed": args.seed, "record_s": args.record, "plan": plan, "conditions": {}}
     try:
-        with scorecard.local_servers(token) as (port, http_port):
+        with scorecard.local_servers(token) as (port, http_port, web_port):
             for condition in conditions:
                 print(f"\n== {condition} ==", flush=True)
                 (work / condition).mkdir()
-                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}", token,
-                                     work / condition)
+                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}",
+                                     f"$CELLPERF_CN:{web_port}", token, work / condition)
                 print(f"live link: {json.dumps(got['link'])}")
                 print(scorecard.table(got["card"]), flush=True)
                 report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
+                if args.store:
+                    store_check(args.store, got["bundle"], f"bench/replay.py seed {args.seed}, {condition}",
+                                        got["results"])
         report["replay_cpu"] = replay_cpu(work / conditions[0] / "bundle", work, 300 if args.quick else 1000)
         print("\nreplay CPU vs recording length (the same pings, 100 a second each way):")
         for r in report["replay_cpu"]:

@@ -50,17 +50,21 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
         lone = [l for l in light if len(l) == 3]
         assert 30 <= len(lone) <= 40 and float(lone[0][0]) < 1500, (len(lone), lone[:1])
         assert abs(np.median([float(l[1]) for l in lone]) - (20 + 128 * 8 / (mbit * 1e3))) < 1.0, direction
-        # Then 4 s of trains, one every 200 ms.
+        # Then 4 s of trains, one every 200 ms; on the 5-Mb/s uplink a 100-packet train takes
+        # 228 ms to arrive, so the 10-packet train after each queues behind its tail (the
+        # recorder warns) and is left out: its delay is the recorder's own queue.
         light = [l for l in light if len(l) > 3]
-        assert 18 <= len(light) <= 21, len(light)
+        assert (18 <= len(light) <= 21) if mbit == 10 else (9 <= len(light) <= 12), (direction, len(light))
+        # (the phase's first train, a 10-packet one, queues behind nothing)
+        assert mbit == 10 or sum(len(l) == 12 for l in light) <= 1, direction
         # Base delay: 20 ms plus the smallest recorded packet's transmission (128 B: 0.10 ms at
-        # 10 Mb/s, 0.20 at 5; the trains' 1428-byte packets' offset taken off), seen by the
-        # 100-packet trains (a 10-packet train after one on the 5-Mb/s uplink queues behind its
-        # tail: 228 ms of delivery in a 200-ms period; the recorder warns).
+        # 10 Mb/s, 0.20 at 5; the trains' 1428-byte packets' offset taken off): the median, and
+        # three trains in four within 3 ms (a busy host's stalls delay a few by tens of ms; the
+        # old recorder's uplink 10-packet trains, half of them, said 48 ms).
         long = [l for l in light if len(l) == 102]
         serialise = 1428 * 8 / (mbit * 1e3)
-        base = np.median([float(l[1]) for l in long])
-        assert abs(base - (20 + 128 * 8 / (mbit * 1e3))) < 1.0, (direction, base)
+        bases = np.array([float(l[1]) for l in light]) - (20 + 128 * 8 / (mbit * 1e3))
+        assert abs(np.median(bases)) < 1.0 and np.percentile(np.abs(bases), 75) < 3.0, (direction, bases)
         # A back-to-back train arrives at the link's rate: 99 packets after the first in 99 × serialise.
         assert abs(np.median([float(l[-1]) for l in long]) - 99 * serialise) < 0.1 * 99 * serialise
         heavy = np.array([int(l[0]) for l in _series(out / f"{direction}.heavy")])

@@ -37,6 +37,21 @@ def test_light_lines_give_send_time_base_delay_and_delivery_offsets():
     assert t.light_lines(train, place, send, np.full(6, NAN), 0) == []
 
 
+def test_packets_sent_while_the_recorders_own_packets_were_arriving_are_found():
+    # A saturate phase's last packets (sent until 1000 ms) arrive until 1180 ms: its queue.
+    # The least one-way delay is 20 ms. A train head sent at 1100 ms could have arrived at
+    # 1120: it waited behind that queue. One sent at 1170 could arrive at 1190, after the
+    # queue's end: free. A 100-packet train sent at 1200 is still arriving at 1340: the head
+    # sent at 1300 waited behind it; that train's own first packet (1200) is behind nothing
+    # (the saturate queue ended at 1180 < 1220). A lost packet (NaN) says nothing.
+    every_send = np.array([900, 950, 1000, 1200, 1200, 1250]) * MS
+    every_recv = np.array([920, 1100, 1180, 1260, 1340, NAN]) * MS
+    heads = np.array([1100, 1170, 1300, 1200]) * MS
+    assert t.behind_own_packets(heads, every_send, every_recv).tolist() == [True, False, True, False]
+    # With nothing delivered, nothing is behind.
+    assert t.behind_own_packets(heads, every_send, np.full(6, NAN)).tolist() == [False] * 4
+
+
 def test_lone_packets_are_base_delay_samples_less_their_size_offset():
     # The sizes phase: 128 B at 10 ms (delay 20), 1428 B at 60 ms (delay 22.5), 128 B at 110 ms
     # lost, 828 B at 160 ms (delay 21); offsets 0 at 128 B, 2 ms at 1428 B (1 ms at 778 B).
@@ -99,6 +114,10 @@ def test_silent_spans_need_packets_sent_into_them():
     # A pause in sending (between phases) is no outage.
     send2 = np.r_[np.arange(0, 200, 10.0), np.arange(900, 1000, 10.0)] * MS
     assert t.silent_spans(send2, send2 + 20 * MS, 400 * MS) == []
+    # A phase's first delivery 600 ms after its first send is its start-up, not an outage;
+    # a phase that delivers nothing at all is silent from its first send to its last.
+    assert t.silent_spans(send_ms * MS, (send_ms + 600) * MS, 400 * MS) == []
+    assert t.silent_spans(send_ms * MS, np.full(len(send_ms), NAN), 400 * MS) == [(0.0, 990 * MS)]
     assert t.merge_spans([(5, 9), (0, 3), (2, 4)]) == [(0, 4), (5, 9)]
 
 

@@ -102,6 +102,8 @@ def test_the_download_server_gives_exactly_the_bytes_asked():
     (["{bundle}"], 2, "--server"),
     (["{bundle}", "--server", "cn", "--rounds", "0"], 2, "--rounds"),
     (["{bundle}", "--server", "cn", "--http", "cn"], 2, "'cn' is not HOST:PORT"),
+    (["{bundle}", "--server", "cn", "--web", "cn:0"], 2, "'cn:0' is not HOST:PORT"),
+    (["{bundle}", "--server", "cn", "--store", "{file}"], 2, "--store"),
     (["{missing}", "--server", "cn"], 1, "not a recording bundle"),
     (["{bad}", "--server", "cn"], 1, "version"),
     (["{bundle}", "--server", "cn", "--token-file", "{missing}"], 1, "cannot read token file"),
@@ -112,7 +114,8 @@ def test_check_refuses_bad_input_in_one_line(tmp_path, capsys, args, code, text)
 
     bundle = write_bundle(tmp_path / "b")
     bad = write_bundle(tmp_path / "bad", {"manifest.json": json.dumps({"format": "cellperf-recording", "version": 9})})
-    names = {"bundle": bundle, "missing": tmp_path / "none", "bad": bad}
+    (tmp_path / "f").write_text("a file, not a folder")
+    names = {"bundle": bundle, "missing": tmp_path / "none", "bad": bad, "file": tmp_path / "f"}
     with pytest.raises(SystemExit) as exit:
         main(["replay", "check", *(a.format(**names) for a in args)])
     err = capsys.readouterr().err.strip()

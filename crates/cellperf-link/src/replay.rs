@@ -351,8 +351,13 @@ fn light_idle(light: &[Train]) -> Nanos {
 
 /// One direction's trace of a bundle, or a one-line error naming the bundle.
 fn load_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTrace), LinkError> {
-    let b = Bundle::load(bundle)?;
-    let trace = b.direction(direction).cloned().ok_or_else(|| {
+    let mut b = Bundle::load_direction(bundle, direction)?;
+    let trace = match direction {
+        "downlink" => b.downlink.take(),
+        "uplink" => b.uplink.take(),
+        _ => None,
+    }
+    .ok_or_else(|| {
         LinkError::file(
             bundle,
             format!("the recording has no {direction} (its manifest's directions)"),
@@ -498,8 +503,9 @@ mod tests {
         // 21 ms after the last light opportunity (less than a quarter of the trains' 200 ms),
         // take the heavy ones from 80 ms (80, 82, ... 98), each + the base delay then.
         let mut r = replay(crafted(), ReplayMode::Full);
-        let arrivals: Vec<(Nanos, usize)> =
-            (0..20).map(|i| ((if i < 10 { 50 } else { 80 }) * MS, 1500)).collect();
+        let arrivals: Vec<(Nanos, usize)> = (0..20)
+            .map(|i| ((if i < 10 { 50 } else { 80 }) * MS, 1500))
+            .collect();
         let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
             .iter()
             .map(|&(t, _)| t as f64 / 1e6)

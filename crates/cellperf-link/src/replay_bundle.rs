@@ -95,6 +95,17 @@ const CELLREPLAY_FILES: [(&str, &str, &str); 2] = [
 impl Bundle {
     /// Reads and checks a bundle folder of either kind.
     pub fn load(path: &str) -> Result<Bundle, LinkError> {
+        Self::open(path, None)
+    }
+
+    /// Reads and checks the manifest and the series of one direction only (a cellperf
+    /// bundle; a CellReplay folder is read whole: its period is the longer direction's). Each
+    /// direction's replay reads its own: a long recording's series are read once, not twice.
+    pub fn load_direction(path: &str, direction: &str) -> Result<Bundle, LinkError> {
+        Self::open(path, Some(direction))
+    }
+
+    fn open(path: &str, only: Option<&str>) -> Result<Bundle, LinkError> {
         let dir = Path::new(path);
         if !dir.is_dir() {
             return Err(LinkError::file(
@@ -103,7 +114,7 @@ impl Bundle {
             ));
         }
         if dir.join("manifest.json").exists() {
-            Self::load_cellperf(dir)
+            Self::load_cellperf(dir, only)
         } else if dir.join(CELLREPLAY_FILES[0].0).exists()
             || dir.join(CELLREPLAY_FILES[1].0).exists()
         {
@@ -166,7 +177,7 @@ impl Bundle {
         }
     }
 
-    fn load_cellperf(dir: &Path) -> Result<Bundle, LinkError> {
+    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
         let manifest_path = dir.join("manifest.json");
         let name = manifest_path.display().to_string();
         let text = read(&manifest_path)?;
@@ -219,6 +230,15 @@ impl Bundle {
             uplink: None,
         };
         for direction in &manifest.directions {
+            if direction != "downlink" && direction != "uplink" {
+                return Err(LinkError::file(
+                    &name,
+                    format!("direction {direction:?} is not downlink or uplink"),
+                ));
+            }
+            if only.is_some_and(|o| o != direction) {
+                continue;
+            }
             let trace = DirectionTrace {
                 light: parse_light(&read_series(&dir.join(format!("{direction}.light")), true)?)?,
                 heavy_ms: parse_heavy(&read_series(
@@ -232,15 +252,10 @@ impl Bundle {
                 loss: parse_loss(&read_series(&dir.join(format!("{direction}.loss")), true)?)?,
                 outages: parse_outages(&outage_lines, direction)?,
             };
-            match direction.as_str() {
-                "downlink" => bundle.downlink = Some(trace),
-                "uplink" => bundle.uplink = Some(trace),
-                other => {
-                    return Err(LinkError::file(
-                        &name,
-                        format!("direction {other:?} is not downlink or uplink"),
-                    ))
-                }
+            if direction == "downlink" {
+                bundle.downlink = Some(trace);
+            } else {
+                bundle.uplink = Some(trace);
             }
         }
         Ok(bundle)
@@ -371,13 +386,22 @@ impl DirectionTrace {
 /// The loss series' window (docs/formats.md).
 pub const LOSS_WINDOW_MS: f64 = 1000.0;
 
-/// A series file's meaningful lines: (line number, fields), without comments and blank lines.
+/// A series file's text; `rows` gives its meaningful lines, split into fields as they are
+/// parsed (a long recording's heavy trace has millions of lines: no string is copied).
 struct Series {
     name: String,
-    lines: Vec<(usize, Vec<String>)>,
+    text: String,
 }
 
 impl Series {
+    /// (line number, fields) of each line that is not blank or a comment.
+    fn rows(&self) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
+        self.text.lines().enumerate().filter_map(|(i, l)| {
+            let l = l.trim();
+            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.split_whitespace().collect()))
+        })
+    }
+
     fn error(&self, line: usize, problem: impl std::fmt::Display) -> LinkError {
         LinkError::file(&self.name, format!("line {line}: {problem}"))
     }
@@ -425,7 +449,7 @@ impl Series {
     fn fields(
         &self,
         line: usize,
-        fields: &[String],
+        fields: &[&str],
         want: usize,
         layout: &str,
     ) -> Result<(), LinkError> {
@@ -459,40 +483,31 @@ fn read_series(path: &Path, newline_ends: bool) -> Result<Series, LinkError> {
             format!("line {last}: truncated (the file ends inside a line)"),
         ));
     }
-    let lines = text
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let l = l.trim();
-            (!l.is_empty() && !l.starts_with('#'))
-                .then(|| (i + 1, l.split_whitespace().map(str::to_string).collect()))
-        })
-        .collect();
-    Ok(Series { name, lines })
+    Ok(Series { name, text })
 }
 
 fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
-    let mut out: Vec<Train> = Vec::with_capacity(s.lines.len());
-    for (line, f) in &s.lines {
+    let mut out: Vec<Train> = Vec::new();
+    for (line, f) in s.rows() {
         if f.len() < 3 {
             return Err(s.error(
-                *line,
+                line,
                 format!(
                     "expected t_ms base_delay_ms pdo_0 [pdo_1 ...], found {} fields",
                     f.len()
                 ),
             ));
         }
-        let at_ms = s.non_negative(*line, &f[0], "time")?;
-        s.in_order(*line, at_ms, out.last().map(|t| t.at_ms))?;
-        let base_delay_ms = s.non_negative(*line, &f[1], "base delay")?;
+        let at_ms = s.non_negative(line, f[0], "time")?;
+        s.in_order(line, at_ms, out.last().map(|t| t.at_ms))?;
+        let base_delay_ms = s.non_negative(line, f[1], "base delay")?;
         let mut pdo_ms = Vec::with_capacity(f.len() - 2);
         for field in &f[2..] {
-            let pdo = s.non_negative(*line, field, "delivery time")?;
+            let pdo = s.non_negative(line, field, "delivery time")?;
             if let Some(&prev) = pdo_ms.last() {
                 if pdo < prev {
                     return Err(s.error(
-                        *line,
+                        line,
                         format!("delivery times go backwards ({pdo} after {prev})"),
                     ));
                 }
@@ -512,14 +527,28 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
 }
 
 fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
-    let mut out: Vec<u64> = Vec::with_capacity(s.lines.len());
-    for (line, f) in &s.lines {
-        s.fields(*line, f, 1, "one millisecond per line")?;
-        if f[0].starts_with('-') {
-            return Err(s.error(*line, format!("negative time ({})", f[0])));
-        }
-        let ms = s.count(*line, &f[0], "time (ms)")?;
-        s.in_order(*line, ms, out.last().copied())?;
+    let mut out: Vec<u64> = Vec::new();
+    // A line of digits alone is read from its bytes at once (a long recording has millions of
+    // lines: trimming and parsing each as text was most of a replay's start-up); any other
+    // line (a comment, spaces, CR LF, a mistake) goes the way of every series.
+    for (i, raw) in s.text.as_bytes().split(|&b| b == b'\n').enumerate() {
+        let line = i + 1;
+        let ms = if !raw.is_empty() && raw.len() <= 18 && raw.iter().all(u8::is_ascii_digit) {
+            raw.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'))
+        } else {
+            // Split at a newline of valid UTF-8: still valid.
+            let text = std::str::from_utf8(raw).unwrap_or_default().trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let f: Vec<&str> = text.split_whitespace().collect();
+            s.fields(line, &f, 1, "one millisecond per line")?;
+            if f[0].starts_with('-') {
+                return Err(s.error(line, format!("negative time ({})", f[0])));
+            }
+            s.count(line, f[0], "time (ms)")?
+        };
+        s.in_order(line, ms, out.last().copied())?;
         out.push(ms);
     }
     match out.last() {
@@ -534,13 +563,13 @@ fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {
     let mut out: Vec<(f64, f64)> = Vec::new();
-    for (line, f) in &s.lines {
-        s.fields(*line, f, 2, "size_bytes offset_ms")?;
-        let size = s.non_negative(*line, &f[0], "packet size")?;
-        let offset = s.number(*line, &f[1], "offset")?;
+    for (line, f) in s.rows() {
+        s.fields(line, &f, 2, "size_bytes offset_ms")?;
+        let size = s.non_negative(line, f[0], "packet size")?;
+        let offset = s.number(line, f[1], "offset")?;
         if let Some(&(prev, _)) = out.last() {
             if size <= prev {
-                return Err(s.error(*line, format!("sizes must increase ({size} after {prev})")));
+                return Err(s.error(line, format!("sizes must increase ({size} after {prev})")));
             }
         }
         out.push((size, offset));
@@ -553,14 +582,14 @@ fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {
 
 fn parse_loss(s: &Series) -> Result<Vec<LossWindow>, LinkError> {
     let mut out: Vec<LossWindow> = Vec::new();
-    for (line, f) in &s.lines {
-        s.fields(*line, f, 3, "start_ms sent lost")?;
-        let start_ms = s.non_negative(*line, &f[0], "window start")?;
-        s.in_order(*line, start_ms, out.last().map(|w| w.start_ms))?;
-        let sent = s.count(*line, &f[1], "sent")?;
-        let lost = s.count(*line, &f[2], "lost")?;
+    for (line, f) in s.rows() {
+        s.fields(line, &f, 3, "start_ms sent lost")?;
+        let start_ms = s.non_negative(line, f[0], "window start")?;
+        s.in_order(line, start_ms, out.last().map(|w| w.start_ms))?;
+        let sent = s.count(line, f[1], "sent")?;
+        let lost = s.count(line, f[2], "lost")?;
         if lost > sent {
-            return Err(s.error(*line, format!("{lost} lost of {sent} sent")));
+            return Err(s.error(line, format!("{lost} lost of {sent} sent")));
         }
         out.push(LossWindow {
             start_ms,
@@ -577,16 +606,16 @@ fn parse_loss(s: &Series) -> Result<Vec<LossWindow>, LinkError> {
 /// One direction's outages from the shared `outages` file (which may be empty: none happened).
 fn parse_outages(s: &Series, direction: &str) -> Result<Vec<(f64, f64)>, LinkError> {
     let mut out: Vec<(f64, f64)> = Vec::new();
-    for (line, f) in &s.lines {
-        s.fields(*line, f, 3, "direction start_ms end_ms")?;
+    for (line, f) in s.rows() {
+        s.fields(line, &f, 3, "direction start_ms end_ms")?;
         if f[0] != "downlink" && f[0] != "uplink" {
-            return Err(s.error(*line, "the direction is not downlink or uplink"));
+            return Err(s.error(line, "the direction is not downlink or uplink"));
         }
-        let start = s.non_negative(*line, &f[1], "start")?;
-        let end = s.non_negative(*line, &f[2], "end")?;
+        let start = s.non_negative(line, f[1], "start")?;
+        let end = s.non_negative(line, f[2], "end")?;
         if end <= start {
             return Err(s.error(
-                *line,
+                line,
                 format!("the outage ends ({end}) before it starts ({start})"),
             ));
         }
@@ -595,7 +624,7 @@ fn parse_outages(s: &Series, direction: &str) -> Result<Vec<(f64, f64)>, LinkErr
         }
         if let Some(&(_, prev_end)) = out.last() {
             if start < prev_end {
-                return Err(s.error(*line, format!("times go backwards ({start:.1} before the previous outage's end {prev_end:.1})")));
+                return Err(s.error(line, format!("times go backwards ({start:.1} before the previous outage's end {prev_end:.1})")));
             }
         }
         out.push((start, end));
@@ -754,6 +783,40 @@ pub(crate) mod tests {
         let path = write_bundle("missing", &[("manifest.json", MANIFEST)]);
         let err = Bundle::load(&path).err().unwrap().to_string();
         assert!(err.ends_with("outages: missing from the bundle"), "{err}");
+    }
+
+    #[test]
+    fn one_direction_reads_its_own_series_only() {
+        // Each direction's replay reads its own files: a broken uplink does not stop the
+        // downlink, and the uplink's error names its file and line.
+        let path = bundle_with("onedir", &[("uplink.heavy", "5\n2\n")]);
+        let b = Bundle::load_direction(&path, "downlink").unwrap();
+        assert!(b.downlink.is_some() && b.uplink.is_none());
+        assert_eq!(b.downlink.unwrap().heavy_ms, vec![1, 2, 3, 10]);
+        let err = Bundle::load_direction(&path, "uplink")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.ends_with("uplink.heavy: line 2: times go backwards (2 after 5)"),
+            "{err}"
+        );
+        // A heavy line that is not one whole number says why, as before the fast path.
+        for (text, want) in [
+            (
+                "1\n2 3\n",
+                "line 2: expected 1 fields (one millisecond per line), found 2",
+            ),
+            ("1\n-4\n", "line 2: negative time (-4)"),
+            ("1\n2.5\n", "line 2: time (ms) is not a whole number ≥ 0"),
+        ] {
+            let path = bundle_with("heavyline", &[("downlink.heavy", text)]);
+            let err = Bundle::load_direction(&path, "downlink")
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.ends_with(&format!("downlink.heavy: {want}")), "{err}");
+        }
     }
 
     #[test]

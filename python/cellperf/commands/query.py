@@ -3,7 +3,7 @@
 Tables of the store in STORE_DIR: campaign, runs, run_attempts, flows, intervals,
 tcp_retransmissions, ack_compression, voip_windows, handoffs, channel_stats, page_loads,
 positions, streams, terminal_sessions, gaps, delay_spikes, handoff_bursts, min_owd, handover_zones,
-hop_rtt, rtp_streams; per-packet views
+hop_rtt, rtp_streams, replay_samples; per-packet views
 over the runs' Parquet files: packets, udp_packets, rtt, agent_log, server_log, page_objects,
 keystrokes, radio_samples, sim_cwnd, sim_rtt. Schema: docs/store.md. The SQL runs read-only: one query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN ...), no access to files other
 than the store's own; --upgrade migrates an older store first. Ctrl-C stops a running query

@@ -87,17 +87,22 @@ def export(args: argparse.Namespace) -> None:
 def check(args: argparse.Namespace) -> None:
     """Score replays of a bundle against the live network it recorded.
 
-    Runs the scorecard's workloads (pings, 10- and 100-packet trains, a VoIP call and, with
-    --http, 10 KB-10 MB downloads) at SERVER over the live network, then behind `cellperf
-    emulate --replay BUNDLE` in full and heavy mode (against a server on this host), in turn,
-    --rounds times; prints per workload the relative error of the means and the EMD over the
+    Runs the scorecard's workloads (pings, 10- and 100-packet trains, a VoIP call, 30-s bulk
+    TCP, with --http 10 KB-10 MB downloads, with --web the 004 pages in Chromium) at SERVER
+    over the live network, then behind `cellperf emulate --replay BUNDLE` in full and heavy
+    mode (against servers on this host), in turn, --rounds times; prints per workload the relative error of the means and the EMD over the
     live mean (CellReplay's measures) and the issue's targets. Needs root (the replays).
+    With --store, the samples go into a results store too, where `cellperf report` draws the
+    live-vs-replay CDFs and the scorecard.
 
     Examples:
       sudo cellperf replay check home-lte/ --server cn.example.net --token-file t
       sudo cellperf replay check home-lte/ --server cn --token-file t \\
           --http cn:8090 --rounds 3 --json
+      sudo cellperf replay check home-lte/ --server cn --token-file t \\
+          --store results/ --label "home LTE, evening"; cellperf report results/
       cellperf replay downloads --listen 0.0.0.0:8090     # at the CN, for --http
+      cellperf web pages pages/ && cellperf web serve pages/ --listen 0.0.0.0:8080  # for --web
     """
     from cellperf.agents import read_token
     from cellperf.replay import scorecard
@@ -114,14 +119,19 @@ def check(args: argparse.Namespace) -> None:
         token_file = Path(tmp) / "token"
         token_file.write_bytes(token + b"\n")
         token_file.chmod(0o600)
-        with scorecard.local_servers(token_file) as (port, http_port):
-            runs = {"live": lambda: scorecard.run_workloads([], args.server, token_file, plan, args.http)}
+        with scorecard.local_servers(token_file) as (port, http_port, web_port):
+            runs = {"live": lambda: scorecard.run_workloads([], args.server, token_file, plan, args.http,
+                                                            web_at=args.web)}
             for mode in scorecard.MODES:
                 runs[mode] = lambda mode=mode: scorecard.run_workloads(
                     scorecard.replay_prefix(args.bundle, mode), f"$CELLPERF_CN:{port}", token_file, plan,
-                    args.http and f"$CELLPERF_CN:{http_port}")
+                    args.http and f"$CELLPERF_CN:{http_port}", web_at=args.web and f"$CELLPERF_CN:{web_port}")
             results = scorecard.alternate(runs, args.rounds, say)
     card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
+    if args.store:
+        from cellperf.replay.results import store_check
+
+        store_check(args.store, args.bundle, args.label or "", results)
     if args.as_json:
         print(json.dumps({"card": card, "results": results}))
     else:
@@ -166,10 +176,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--token-file", metavar="FILE", type=Path, help="Its token (else $CELLPERF_TOKEN).")
     p.add_argument("--http", metavar="HOST:PORT", type=host_port,
                    help="`cellperf replay downloads` at the CN: adds the downloads.")
+    p.add_argument("--web", metavar="HOST:PORT", type=host_port,
+                   help="`cellperf web serve` of the 004 pages (`cellperf web pages`) at the CN: adds page loads.")
     p.add_argument("--rounds", metavar="N", type=number_arg(lo=1, hi=100, integer=True), default=1,
                    help="Live, full, heavy in turn, N times over.")
     p.add_argument("--quick", action="store_true", help="Shorter workloads (about 1 min a run, not 3).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the scorecard and samples as JSON.")
+    p.add_argument("--store", metavar="DIR", type=folder_path(),
+                   help="Also keep the samples in this results store (created if missing) for `cellperf report`.")
+    p.add_argument("--label", metavar="TEXT", help="The check's name in the report (default: the bundle).")
     p = add_subcommand(sub, "downloads", downloads)
     p.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:8090", type=host_port,
                    help="Address to serve on (default 0.0.0.0:8090).")

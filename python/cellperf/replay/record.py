@@ -46,11 +46,13 @@ TRAINS_SHARE = 2 / 3
 #: Sizes phase: one packet every SIZES_PERIOD_S at each size.
 SIZES_PERIOD_S = 0.05
 #: Saturating rate over what the link last delivered: the queue grows by this share of the
-#: link's rate while a phase lasts (bounded, drained before the next trains), never empties.
+#: link's rate while a phase lasts; never empties.
 OVERDRIVE = 1.25
 #: A saturate phase that delivered more than this share of what it sent did not saturate:
 #: the next one sends at twice the delivered rate.
 UNSATURATED = 0.9
+#: How long a saturate phase's receiver waits for its last packets after the sender's end.
+SATURATE_DRAIN_S = 2.0
 #: First saturating rate when the trains gave no estimate (bit/s).
 FALLBACK_RATE_BPS = 10e6
 
@@ -223,8 +225,11 @@ class Recorder:
             rate = self.rates.get(d) or self._train_rate(d) * 1.5 or FALLBACK_RATE_BPS
             # The server refuses a test over its --max-rate.
             rate = min(rate, self.opts.max_rate_bps)
+            # The end of the stream reaches the receiver behind the queue it built (one FIFO), so
+            # a short wait after it is enough for the packets still held (ARQ); the queue's drops
+            # never come, and a wait as long as the phase made a 60-s recording take 92 s (85 s now).
             runs[d] = {"rate_bps": rate, "payload": self.opts.payload, "duration_s": phase.seconds,
-                       "direction": PROBE_DIRECTION[d], "timeout_s": min(30.0, max(2.0, phase.seconds))}
+                       "direction": PROBE_DIRECTION[d], "timeout_s": SATURATE_DRAIN_S}
         stop = threading.Event()
         results: dict[str, bool] = {}
         others = [threading.Thread(target=lambda d=d: results.__setitem__(d, self._probe(
@@ -311,8 +316,8 @@ class Recorder:
         if took_ms > self.opts.period_s * 1e3:
             self.warned.add(d)
             self.say(f"warning: {d} trains of {int(counts.max())} take {took_ms:.0f} ms to arrive, longer than "
-                     f"--period {self.opts.period_s * 1e3:g} ms: the next train queues behind them (a longer --period "
-                     f"keeps the trains apart)")
+                     f"--period {self.opts.period_s * 1e3:g} ms: the next train queues behind them and is left out of "
+                     f"the light series (a longer --period keeps the trains apart)")
 
     def _next_rate(self, d: str, sent_bps: float, number: int) -> None:
         """The next saturating rate of `d` from what this phase delivered: OVERDRIVE × that,
@@ -355,23 +360,32 @@ class Recorder:
             place = np.concatenate([p for _, p in tr]) if tr else np.zeros(0, np.int64)
             send, recv = cat("send", trains), cat("recv", trains)
             sizes = [c for c in parts if c["kind"] == "sizes"]
-            size_ms = traces.size_offsets(cat("bytes", sizes).astype(np.int64) + wire_extra,
-                                          cat("recv", sizes) - cat("send", sizes))
+            size_send, size_recv = cat("send", sizes), cat("recv", sizes)
+            size_bytes = cat("bytes", sizes).astype(np.int64) + wire_extra
+            size_ms = traces.size_offsets(size_bytes, size_recv - size_send)
             out[f"{d}.offset"] = traces.offset_lines(*size_ms)
+            # Light samples that waited behind the recorder's own packets (the train before, a
+            # saturate phase's queue) are left out of the light and loss series.
+            every_send, every_recv = cat("send", parts), cat("recv", parts)
+            lone = ~traces.behind_own_packets(size_send, every_send, every_recv)
+            train = train.astype(np.int64)
+            first = np.full(int(train.max()) + 1 if len(train) else 0, np.inf)
+            np.minimum.at(first, train, send)
+            light = ~traces.behind_own_packets(first, every_send, every_recv)[train]
             # The base delay is the smallest size's: the trains' larger packets carry their offset.
             # The sizes phase's single packets come first in time: the series' first samples.
             out[f"{d}.light"] = traces.lone_packet_lines(
-                cat("send", sizes), cat("recv", sizes), cat("bytes", sizes).astype(np.int64) + wire_extra, *size_ms, 0) \
-                + traces.light_lines(train.astype(np.int64), place, send, recv, 0,
+                size_send[lone], size_recv[lone], size_bytes[lone], *size_ms, 0) \
+                + traces.light_lines(train[light], place[light], send[light], recv[light], 0,
                                      traces.offset_at(*size_ms, o.payload + wire_extra))
-            out[f"{d}.loss"] = traces.loss_lines(send, recv, 0)
+            out[f"{d}.loss"] = traces.loss_lines(send[light], recv[light], 0)
             stretches = []
             for c in (c for c in parts if c["kind"] == "saturate"):
                 opps = traces.opportunities_ms(c["recv"], c["bytes"] + wire_extra, 0)
                 if len(opps):
                     stretches.append((opps, int(opps[0]), int(opps[-1]) + 1))
             out[f"{d}.heavy"] = [str(v) for v in traces.heavy_ms(stretches, end_ms).tolist()]
-            spans = traces.silent_spans(cat("send", parts), cat("recv", parts), 2 * o.period_s * 1e9)
+            spans = [span for c in parts for span in traces.silent_spans(c["send"], c["recv"], 2 * o.period_s * 1e9)]
             for a, b in traces.merge_spans(spans + self.recorded.no_path[d]):
                 outages.append((a, d, b))
         # A direction cut short before it had every series (no saturated stretch yet, say) is

@@ -3,12 +3,14 @@ a `cellperf server`: through a live link, or behind `cellperf emulate --replay`.
 
     python -m cellperf.replay.workloads SERVER --token-file F --plan PLAN.json --out RESULT.json
 
-        [--http HOST:PORT]
+        [--http HOST:PORT] [--web HOST:PORT]
 
 runs, in this order, ping trains (ICMP echo RTTs), the agents' packet trains downstream (each
-train's delivery time and bytes), a VoIP call (R per 5-s window, both directions) and, with
---http, TCP downloads of each size from a download server (`serve_downloads`; completion
-time from connect to the last byte, a new connection each), and writes one JSON document:
+train's delivery time and bytes), a VoIP call (R per 5-s window, both directions), a 30-s bulk
+TCP download (goodput each second, RTT of pings meanwhile), with --http, TCP downloads of
+each size from a download server (`serve_downloads`; completion time from connect to the last
+byte, a new connection each) and, with --web, the 004 pages in Chromium (page load time), and
+writes one JSON document:
 each measure's list of values (`ping_rtt_ms`, `train_ms_10`, `voip_r`, `download_s_1MB`,
 ...). The same plan runs in the same order live and replayed, so each sees the same stretch
 of the link's time.
@@ -39,6 +41,8 @@ DEFAULT_PLAN = {
     "trains": {"duration_s": 20.0, "lengths": [10, 100], "period_s": 0.5},
     "voip": {"duration_s": 30.0, "window_s": 5.0},
     "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 3},
+    "bulk": {"duration_s": 30.0, "ping_interval_s": 0.2},
+    "pages": {"loads": 2},
 }
 #: `cellperf replay check --quick`'s (and `bench/replay.py --quick`'s): about a minute.
 QUICK_PLAN = {
@@ -46,6 +50,8 @@ QUICK_PLAN = {
     "trains": {"duration_s": 8.0, "lengths": [10, 100], "period_s": 0.5},
     "voip": {"duration_s": 15.0, "window_s": 5.0},
     "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 1},
+    "bulk": {"duration_s": 10.0, "ping_interval_s": 0.2},
+    "pages": {"loads": 1},
 }
 #: Bytes in front of a UDP payload on an IPv4 link (IP 20 + UDP 8).
 UDP_IPV4_HEADERS = 28
@@ -64,6 +70,42 @@ def pings(host: str, count: int, interval_s: float) -> list[float]:
     p = subprocess.run(["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", host],
                        capture_output=True, text=True)
     return [float(t) for t in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+
+
+def bulk_tcp(server: str, token: bytes, host: str, duration_s: float, ping_interval_s: float) -> dict[str, list[float]]:
+    """A bulk TCP download (the agents' tcp-bulk, downstream, the host's congestion control)
+    for `duration_s`: its goodput each second (Mb/s, the probe's progress, the first second
+    and any after the end left out), and the round trip meanwhile (pings every `ping_interval_s`
+    through the same queues as the flow's data and ACKs: the RTT the flow makes, which the
+    server's TCP reports only as a summary)."""
+    count = max(1, int(duration_s / ping_interval_s) - 1)
+    ping = subprocess.Popen(["ping", "-n", "-c", str(count), "-i", f"{ping_interval_s:g}", "-W", "2", host],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rates: list[float] = []
+
+    def progress(p: dict) -> bool:
+        # Whole seconds of the transfer only: the first is slow start, one after the end is cut short.
+        if 1.5 < p.get("elapsed_s", 0) <= duration_s and p.get("rate_bps") is not None:
+            rates.append(p["rate_bps"] / 1e6)
+        return True
+
+    try:
+        run_probe(server, token, "tcp-bulk", {"duration_s": duration_s, "direction": "down"}, progress)
+    finally:
+        out, _ = ping.communicate(timeout=duration_s + 30)
+    return {"bulk_goodput_mbps": rates, "bulk_rtt_ms": [float(t) for t in re.findall(r"time=([0-9.]+) ms", out)]}
+
+
+def page_loads(web_at: str, loads: int) -> list[float]:
+    """Page load times (s, navigation start to the load event) of the 004 pages (Table VI,
+    `cellperf.web.pages`) from the page server at HOST:PORT (`cellperf web serve` of them), in
+    headless Chromium (`cellperf.web.browser`: a cold cache each load, HTTP/1.1, six
+    connections per host as browsers open), `loads` times each; failed loads absent."""
+    from cellperf.web.browser import load_pages
+    from cellperf.web.pages import PAGE_NAMES
+
+    done, _ = load_pages([(n, f"http://{web_at}/{n}/") for n in PAGE_NAMES], connections=[6], loads=loads)
+    return [d.row["load_ms"] / 1e3 for d in done if d.row.get("status") == "ok"]
 
 
 def train_deliveries(log, lengths: list[int]) -> dict[int, tuple[list[float], list[float]]]:
@@ -153,9 +195,11 @@ def voip_r(log, window_s: float) -> list[float]:
     return [float(r) for r in w["r"].drop_nulls()]
 
 
-def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str | None) -> dict[str, list[float]]:
-    """Every workload of `plan` (keys as DEFAULT_PLAN's; a missing key is skipped, and the
-    downloads without a download server `http_at`), in order."""
+def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str | None,
+             web_at: str | None = None) -> dict[str, list[float]]:
+    """Every workload of `plan` (keys as DEFAULT_PLAN's; a missing key is skipped, the
+    downloads without a download server `http_at`, the page loads without a page server
+    `web_at`), in order."""
     out: dict[str, list[float]] = {}
     if "ping" in plan:
         out["ping_rtt_ms"] = pings(ping_host, plan["ping"]["count"], plan["ping"]["interval_s"])
@@ -168,6 +212,8 @@ def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str
     if "voip" in plan:
         r = run_probe(server, token, "voip", {"duration_s": plan["voip"]["duration_s"]})
         out["voip_r"] = voip_r(r.log, plan["voip"]["window_s"])
+    if "bulk" in plan:
+        out.update(bulk_tcp(server, token, ping_host, plan["bulk"]["duration_s"], plan["bulk"]["ping_interval_s"]))
     if "downloads" in plan and http_at:
         d = plan["downloads"]
         for _ in range(d["repeats"]):
@@ -176,6 +222,8 @@ def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str
                 # A download that did not finish (the link went away) is no completion time.
                 if seconds is not None:
                     out.setdefault(f"download_s_{size_label(size)}", []).append(seconds)
+    if "pages" in plan and web_at:
+        out["page_load_s"] = page_loads(web_at, plan["pages"]["loads"])
     return out
 
 
@@ -186,10 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plan", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--http", metavar="HOST:PORT", help="The download server (serve_downloads).")
+    ap.add_argument("--web", metavar="HOST:PORT", help="The page server (`cellperf web serve` of the 004 pages).")
     args = ap.parse_args(argv)
     host = args.server.rsplit(":", 1)[0].strip("[]") if args.server.count(":") == 1 or "]" in args.server \
         else args.server
-    result = run_plan(args.server, read_token(args.token_file), json.loads(args.plan.read_text()), host, args.http)
+    result = run_plan(args.server, read_token(args.token_file), json.loads(args.plan.read_text()), host, args.http,
+                      args.web)
     tmp = args.out.with_name(args.out.name + ".part")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, args.out)

@@ -17,6 +17,7 @@ from cellperf.report.hops import SECTIONS as HOP_SECTIONS
 from cellperf.report.maps import route_maps
 from cellperf.report.min_owd import SECTIONS as MIN_OWD_SECTIONS
 from cellperf.report.radio_states import SECTIONS as RADIO_SECTIONS
+from cellperf.report.replay import SECTIONS as REPLAY_SECTIONS
 from cellperf.report.resegmented import SECTIONS as RESEGMENTED_SECTIONS
 from cellperf.report.rtp import SECTIONS as RTP_SECTIONS
 from cellperf.report.simulated import seed001_section
@@ -32,4 +33,4 @@ SECTIONS = (("Summary", (summary_table, failed_table)), ("UDP CBR", (udp_through
             ("Simulated TCP (seed 001)", (seed001_section,)), *STUDY_SECTIONS, ("TCP variants", (tcp_variants,)),
             *PEAK_SECTIONS, *RESEGMENTED_SECTIONS, *FRAGMENT_SECTIONS, *SPIKE_SECTIONS, *HANDOVER_MODE_SECTIONS,
             *MIN_OWD_SECTIONS, *HOP_SECTIONS, *RADIO_SECTIONS, ("Maps", (route_maps,)), ("Serving cells", (serving_cells,)),
-            *HANDOVER_ZONE_SECTIONS, *FRAME_ERROR_SECTIONS)
+            *HANDOVER_ZONE_SECTIONS, *FRAME_ERROR_SECTIONS, *REPLAY_SECTIONS)

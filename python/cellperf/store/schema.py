@@ -251,9 +251,18 @@ _V17 = """
 ALTER TABLE page_loads ADD COLUMN idle_s DOUBLE;
 """
 
+#: Version 18 (issue 29): the samples of replay fidelity checks (`cellperf replay check
+#: --store`, `bench/replay.py --store`): per check, each workload measure's values live and
+#: replayed in each mode, from which the report draws the CDFs and the scorecard.
+_V18 = """
+CREATE TABLE replay_samples (
+    check_id VARCHAR NOT NULL, checked_at TIMESTAMPTZ, bundle VARCHAR, label VARCHAR,
+    mode VARCHAR NOT NULL, measure VARCHAR NOT NULL, value DOUBLE NOT NULL);
+"""
+
 #: MIGRATIONS[k] takes a store from version k to version k + 1.
 MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14, _V15, _V16,
-                         _V17]
+                         _V17, _V18]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Per-packet tables kept as Parquet beside the database, one file per run in a Hive-partitioned
