@@ -133,8 +133,10 @@ def test_a_load_after_the_radios_tail_pays_its_promotion(chromium, page_server, 
     """LTE's radio states with a 1-s tail and its 260-ms promotion (rates and delays otherwise
     plain): the cnn page loaded 0 s after a load of it finds the radio connected; loaded 2 s
     after, the first request waits for the promotion (and the page's data for the paging
-    occasion of an idle terminal, 0-1.28 s), so the load is at least 0.2 s longer and its time
-    to first byte too. `idle_s` says which is which."""
+    occasion of an idle terminal, 0-1.28 s), so its time to first byte is at least 0.2 s longer.
+    (The whole load's time is not compared: a 70-object page's load varies by more than the
+    promotion between two loads on a busy host, 1.29 and 1.38 s once.) `idle_s` says which is
+    which."""
     port = page_server()
     url = f"http://$CELLPERF_CN:{port}/cnn/"
     link = ["--profile", "lte-stationary", "--downlink", "20mbit", "--uplink", "10mbit", "--downlink-arq", "off",
@@ -143,4 +145,3 @@ def test_a_load_after_the_radios_tail_pays_its_promotion(chromium, page_server, 
     w, i = warm["loads"][0], idle["loads"][0]
     assert w["status"] == i["status"] == "ok" and (w["idle_s"], i["idle_s"]) == (0, 2)
     assert i["ttfb_ms"] >= w["ttfb_ms"] + 200, (w["ttfb_ms"], i["ttfb_ms"])
-    assert i["load_ms"] >= w["load_ms"] + 200, (w["load_ms"], i["load_ms"])

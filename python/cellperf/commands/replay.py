@@ -102,7 +102,8 @@ def check(args: argparse.Namespace) -> None:
       sudo cellperf replay check home-lte/ --server cn --token-file t \\
           --store results/ --label "home LTE, evening"; cellperf report results/
       cellperf replay downloads --listen 0.0.0.0:8090     # at the CN, for --http
-      cellperf web pages pages/ && cellperf web serve pages/ --listen 0.0.0.0:8080  # for --web
+      cellperf web pages pages/ && \\
+          cellperf web serve pages/ --listen 0.0.0.0:8080     # at the CN, for --web
     """
     from cellperf.agents import read_token
     from cellperf.replay import scorecard
