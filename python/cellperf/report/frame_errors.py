@@ -11,7 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from cellperf.report.item import Item, has_view, layout
+from cellperf.report.item import Item, has_view, layout, percent
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
@@ -51,10 +51,6 @@ def fer_summary(runs: pl.DataFrame) -> pl.DataFrame:
             .with_columns(fer=pl.when(pl.col("frames") > 0).then(pl.col("frame_errors") / pl.col("frames"))))
 
 
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.3f}"
-
-
 def _figure(samples: pl.DataFrame, runs: list[str], mean: float | None) -> go.Figure:
     fig = go.Figure()
     for run_id in runs:
@@ -79,8 +75,8 @@ def frame_error_rates(store: Store) -> list[Item]:
         return []
     runs = per_run(samples)
     summary = fer_summary(runs)
-    rows = [[r["network"], r["scenario"], r["profile"], r["runs"], r["frames"], r["frame_errors"], _pct(r["fer"]),
-             _pct(r["least"]), _pct(r["median"]), _pct(r["largest"])] for r in summary.iter_rows(named=True)]
+    rows = [[r["network"], r["scenario"], r["profile"], r["runs"], r["frames"], r["frame_errors"], percent(r["fer"], 3),
+             percent(r["least"], 3), percent(r["median"], 3), percent(r["largest"], 3)] for r in summary.iter_rows(named=True)]
     items = [Item("fer-table", "Frame error rate",
                   "Radio frames sent on the downlink and those in error, from the radio log: the emulated cell's "
                   "link-layer ARQ counts each HARQ chain (a transmission with its hybrid-ARQ retries; in error when "

@@ -40,6 +40,11 @@ def cdf_trace(values: np.ndarray, name: str, **kw) -> go.Scatter | None:
     return go.Scatter(x=np.quantile(values, CDF_LEVELS), y=CDF_LEVELS, mode="lines", name=f"{name} (n={values.size})", **kw)
 
 
+def percent(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage for a table cell (no sign: the header says %), '–' when unknown."""
+    return "–" if x is None else f"{100 * x:.{digits}f}"
+
+
 def has_view(store: Store, name: str) -> bool:
     return bool(store.con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchall()[0][0])
 

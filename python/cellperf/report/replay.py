@@ -10,15 +10,11 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from cellperf.report.item import Item, cdf_trace, layout
+from cellperf.report.item import Item, cdf_trace, layout, percent
 from cellperf.report.tables import html_table
 from cellperf.store import Store
 
 _COLOURS = {"live": "#222222", "full": "#1f77b4", "heavy": "#d62728"}
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
 
 
 def replay_fidelity(store: Store) -> list[Item]:
@@ -40,7 +36,7 @@ def replay_fidelity(store: Store) -> list[Item]:
             row = [scorecard.LABELS.get(measure, measure), first.get("n_live", 0),
                    "–" if first.get("live_mean") is None else f"{first['live_mean']:.4g}"]
             for m in modes:
-                row += [_pct(by_mode[m].get("mean_error")), _pct(by_mode[m].get("emd_over_mean"))]
+                row += [percent(by_mode[m].get("mean_error")), percent(by_mode[m].get("emd_over_mean"))]
             rows.append(row)
         for target, t in card["targets"].items():
             unit = (lambda x: "–" if x is None else f"{x:.2f} pts") if t["statistic"] == "median_points" \
