@@ -203,9 +203,15 @@ def test_flows_are_paired_across_a_nat(tmp_path):
             assert f["tcp"]["data_matched"] == len(tshark_fields(
                 mn, f"tcp.srcport == {f['sport']} && tcp.dstport == {f['dport']} && tcp.len > 0", "ip.id"))
         else:
-            n_sent = len(tshark_fields(cn, flt, "frame.number"))
-            n_got = len(tshark_fields(mn, f"udp.srcport == {f['sport']} && udp.dstport == {f['dport']}",
-                                      "frame.number"))
+            sent_ids = [i for (i,) in tshark_fields(cn, flt, "ip.id")]
+            got_ids = [i for (i,) in tshark_fields(
+                mn, f"udp.srcport == {f['sport']} && udp.dstport == {f['dport']}", "ip.id")]
+            n_sent, n_got = len(sent_ids), len(got_ids)
+            # Datagrams sent after the last one that arrived, which the MN's capture ended too
+            # soon to see arrive or not, are left out as unresolved (udp_stream.rs
+            # keep_within_capture): the count sent is exact up to those.
+            unresolved_at_most = n_sent - 1 - max(i for i, x in enumerate(sent_ids) if x == got_ids[-1])
             assert f["udp_view"] == "two-sided"
-            assert (f["udp"]["packets_sent"], f["udp"]["packets_received"]) == (n_sent, n_got)
+            assert f["udp"]["packets_received"] == n_got
+            assert n_sent - unresolved_at_most <= f["udp"]["packets_sent"] <= n_sent
             assert n_got < n_sent  # 30 Mb/s offered to 20 Mb/s
