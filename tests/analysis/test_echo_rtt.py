@@ -27,8 +27,9 @@ DELAY_MS, JITTER_MS, LOSS = 25, 2, 0.05
 #: per request measured on this host. 10 ms leaves room for a busy 2-core host waking the
 #: probe's receiver late (5.6 ms seen once, with other engineers' builds running), and is
 #: still half the voip spacing, so an echo paired with the wrong request (20 ms off) cannot
-#: pass. The medians must agree within 1 ms.
-PER_REQUEST_MS, MEDIAN_MS = 10.0, 1.0
+#: pass. The medians must agree within 3 ms (1.8 ms apart seen with three other sessions
+#: building on the 2 cores; 0.1-0.2 ms on a quiet host).
+PER_REQUEST_MS, MEDIAN_MS = 10.0, 3.0
 
 #: Runs inside the emulated MN: tcpdump on every interface (waiting until it listens),
 #: `cellperf probe` with the arguments after the first four, then tcpdump stopped once the
@@ -102,8 +103,11 @@ def test_round_trips_from_the_mn_capture_agree_with_the_probe(tmp_path, test, du
     assert table.height == log.height == probe["packets_received"]
     arrival_lag_ms = (log["recv_ts"] - table["ts"]).dt.total_microseconds() / 1e3
     rtt_lag_ms = log["rtt_ms"] - table["rtt_ms"]
-    assert 0 <= arrival_lag_ms.min() and arrival_lag_ms.max() < PER_REQUEST_MS
-    assert 0 <= rtt_lag_ms.min() and rtt_lag_ms.max() < PER_REQUEST_MS
+    # A request paired with the wrong echo would shift every later one by the spacing (20 ms
+    # or more); the 95th percentile is held to PER_REQUEST_MS (one lag of 15 ms was seen on
+    # a host loaded to 8, with every other under 10).
+    assert 0 <= arrival_lag_ms.min() and arrival_lag_ms.quantile(0.95) < PER_REQUEST_MS
+    assert 0 <= rtt_lag_ms.min() and rtt_lag_ms.quantile(0.95) < PER_REQUEST_MS
 
 
 def _run_probe(tb: VethTestbed, token, *args: str) -> dict:
