@@ -2,7 +2,8 @@
 """The LTE and NR profiles as shipped, measured through `cellperf emulate` (issue 30 §4).
 
 1. TCP: for each profile, real pings (10, 0.2 s apart) on the idle link, then a 15-s iperf3
-   download (CUBIC, the kernel's default) with pings 0.2 s apart beside it, then a 10-s upload:
+   download (the host's default congestion control, net.ipv4.tcp_congestion_control: CUBIC
+   unless the host chose another) with pings 0.2 s apart beside it, then a 10-s upload:
    goodput each way and the RTT idle and under the download's load, beside the ranges the
    cited measurements report (printed with each row), and the downlink rate the link offered
    during the download (the radio log's mean): the NR channels hold each state ~20 s on
@@ -141,7 +142,8 @@ def main() -> None:
     wanted = (lambda p: p in a.profile) if a.profile else (lambda p: True)
     if os.geteuid() != 0:
         sys.exit("bench/modern_profiles.py needs root (namespaces)")
-    print(f"load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"load average {os.getloadavg()[0]:.2f} at the start; congestion control "
+          f"{Path('/proc/sys/net/ipv4/tcp_congestion_control').read_text().strip()}")
     if not a.agreement_only:
         print(f"{'profile':<22}{'offered':>9}{'down Mb/s':>10}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
         for p in filter(wanted, TCP_PROFILES):
