@@ -477,7 +477,7 @@ mod tests {
     fn packets_in_one_slot_share_its_transport_blocks_harq_chain() {
         // 16 packets a 0.125-ms slot (1.5 Gb/s of 1500-B packets), 3 slots. The second slot's
         // first transmission fails (transmission 1), its HARQ retransmission succeeds: its 16
-        // packets leave one HARQ round trip late, and the third slot's wait behind them.
+        // packets leave one HARQ round trip late, and the third slot's packets wait behind them.
         let gap = 7_812;
         let arrivals: Vec<(Nanos, usize)> = (0..48)
             .map(|i| (i / 16 * 125 * US + i % 16 * gap, 1500))
