@@ -50,10 +50,12 @@ LINUX = ("--recovery", "linux", "--byte-counting", "on", "--rto", "linux", "--rw
 CITED = {
     "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract and §4): median downlink 13 Mb/s, "
            "uplink 6 Mb/s; the profile's comment cites LTE RTTs of 60-70 ms median",
-    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): mid-band "
-          "downloads of the order of 100-200 Mb/s (as summarised; the paper's figures not checked here); the "
-          "profile's 400/80 Mb/s two-state channel and 10-ms one-way delay are choices (docs/emulator.md)",
-    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave downloads above 1 Gb/s in line of sight",
+    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): its figures "
+          "are not reachable from here (the stored copies hold its abstract only); a third-party summary gives "
+          "mid-band downloads of 100-200 Mb/s; the profile's 400/80 Mb/s two-state channel and 10-ms one-way "
+          "delay are choices (docs/emulator.md)",
+    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave above 1 Gb/s in line of sight (as summarised); the profile's "
+                 "1.5 Gb/s / 200 Mb/s states are choices, held ~20 s each: see 'offered'",
 }
 
 
