@@ -2,9 +2,13 @@
 """The LTE and NR profiles as shipped, measured through `cellperf emulate` (issue 30 §4).
 
 1. TCP: for each profile, real pings (10, 0.2 s apart) on the idle link, then a 15-s iperf3
-   download (CUBIC, the kernel's default) with pings 0.2 s apart beside it, then a 10-s upload:
+   download (the host's default congestion control, net.ipv4.tcp_congestion_control: CUBIC
+   unless the host chose another) with pings 0.2 s apart beside it, then a 10-s upload:
    goodput each way and the RTT idle and under the download's load, beside the ranges the
-   cited measurements report (printed with each row).
+   cited measurements report (printed with each row), and the downlink rate the link offered
+   during the download (the radio log's mean): the NR channels hold each state ~20 s on
+   average, so one 15-s download sees mostly one of them, and which one follows the seed
+   (`--seed`; the emulator's default otherwise).
 2. Same profile, two clocks: a 30-s kernel Reno download through `cellperf emulate --profile P`
    and `cellperf simulate --profile P` on the same profile and seed, set to what the kernel does
    (1500-B packets, initial window 10, no initial ssthresh, min RTO 200 ms, delayed ACKs 40 ms:
@@ -13,7 +17,7 @@
    (`--recovery linux --byte-counting on --rto linux --rwnd 2200`: SACK, RACK, PRR, spurious
    timeouts undone, the kernel's window growth, RTO and in-flight limit).
 
-    sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only] [--profile P ...]
+    sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only] [--profile P ...] [--seed N]
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pathlib import Path
 CELLPERF = str(Path(sys.executable).parent / "cellperf")
 PORT = 5401
 TCP_PROFILES = ("lte-stationary", "lte-mobile", "nr-stationary", "nr-mobile", "nr-mmwave-stationary", "nr-mmwave-mobile")
-AGREEMENT_PROFILES = ("lte-stationary", "lte-mobile", "nr-stationary")
+AGREEMENT_PROFILES = ("lte-stationary", "lte-mobile", "nr-stationary", "nr-mmwave-stationary")
 AGREEMENT_S, SEED = 30, 3
 #: The simulator set to the kernel where it can be (tests/emulate/test_simulate_crosscheck.py).
 KERNEL_LIKE = ("--users", "1", "--scheduler", "none", "--wired-hops", "0", "--packet", "1500", "--tcp", "reno",
@@ -46,10 +50,12 @@ LINUX = ("--recovery", "linux", "--byte-counting", "on", "--rto", "linux", "--rw
 CITED = {
     "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract and §4): median downlink 13 Mb/s, "
            "uplink 6 Mb/s; the profile's comment cites LTE RTTs of 60-70 ms median",
-    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): mid-band "
-          "downloads of the order of 100-200 Mb/s (as summarised; the paper's figures not checked here); the "
-          "profile's 400/80 Mb/s two-state channel and 10-ms one-way delay are choices (docs/emulator.md)",
-    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave downloads above 1 Gb/s in line of sight",
+    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): its figures "
+          "are not reachable from here (the stored copies hold its abstract only); a third-party summary gives "
+          "mid-band downloads of 100-200 Mb/s; the profile's 400/80 Mb/s two-state channel and 10-ms one-way "
+          "delay are choices (docs/emulator.md)",
+    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave above 1 Gb/s in line of sight (as summarised); the profile's "
+                 "1.5 Gb/s / 200 Mb/s states are choices, held ~20 s each: see 'offered'",
 }
 
 
@@ -87,18 +93,27 @@ def received_mbps(path: Path) -> float:
     return doc["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def tcp_row(profile: str) -> str:
+def offered_mbps(radio_log: Path, download: Path) -> float:
+    """The mean downlink rate the radio log shows over the download's seconds."""
+    start = json.loads(download.read_text())["start"]["timestamp"]["timesecs"]
+    rows = [line.split(",") for line in radio_log.read_text().splitlines()[1:]]
+    rates = [float(r[4]) for r in rows if start <= float(r[0]) < start + 15]
+    return statistics.mean(rates) / 1e6
+
+
+def tcp_row(profile: str, seed: list[str]) -> str:
     with tempfile.TemporaryDirectory() as tmp, Iperf3Server():
         out = Path(tmp)
         script = (f"ping -n -c 10 -i 0.2 $CELLPERF_CN > {out}/idle.txt; "
                   f"ping -n -c 70 -i 0.2 $CELLPERF_CN > {out}/loaded.txt & "
                   f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t 15 -J > {out}/down.json; wait; "
                   f"iperf3 -c $CELLPERF_CN -p {PORT + 1} -t 10 -J > {out}/up.json")
-        emulate(profile, script)
+        emulate(profile, script, "--radio-log", f"{out}/radio.csv", *seed)
         down, up = (received_mbps(out / f"{d}.json") for d in ("down", "up"))
+        offered = offered_mbps(out / "radio.csv", out / "down.json")
         idle, loaded = rtts_ms((out / "idle.txt").read_text()), rtts_ms((out / "loaded.txt").read_text())
-    return (f"{profile:<22}{down:>9.1f}{up:>8.1f}{statistics.median(idle):>10.1f}{statistics.median(loaded):>10.1f}"
-            f"{max(loaded):>9.0f}")
+    return (f"{profile:<22}{offered:>9.1f}{down:>10.1f}{up:>8.1f}{statistics.median(idle):>10.1f}"
+            f"{statistics.median(loaded):>10.1f}{max(loaded):>9.0f}")
 
 
 def agreement_row(profile: str) -> str:
@@ -124,15 +139,17 @@ def main() -> None:
     ap.add_argument("--tcp-only", action="store_true")
     ap.add_argument("--agreement-only", action="store_true")
     ap.add_argument("--profile", action="append", help="only this profile (repeatable)")
+    ap.add_argument("--seed", help="the emulator's seed for the TCP rows (the agreement rows use their own)")
     a = ap.parse_args()
     wanted = (lambda p: p in a.profile) if a.profile else (lambda p: True)
     if os.geteuid() != 0:
         sys.exit("bench/modern_profiles.py needs root (namespaces)")
-    print(f"load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"load average {os.getloadavg()[0]:.2f} at the start; congestion control "
+          f"{Path('/proc/sys/net/ipv4/tcp_congestion_control').read_text().strip()}")
     if not a.agreement_only:
-        print(f"{'profile':<22}{'down Mb/s':>9}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
+        print(f"{'profile':<22}{'offered':>9}{'down Mb/s':>10}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
         for p in filter(wanted, TCP_PROFILES):
-            print(tcp_row(p), flush=True)
+            print(tcp_row(p, ["--seed", a.seed] if a.seed else []), flush=True)
         for family, text in CITED.items():
             print(f"  {family}: {text}")
     if not a.tcp_only:

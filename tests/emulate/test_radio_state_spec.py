@@ -10,7 +10,7 @@ import json
 import pytest
 
 from cellperf.emulate.profiles import PROFILE_NAMES, TRACES, profile
-from cellperf.emulate.spec import parse_radio_states
+from cellperf.emulate.spec import parse_arq, parse_radio_states
 from cellperf.errors import UserError
 from tests.conftest import cellperf
 
@@ -41,6 +41,13 @@ def test_the_documented_numbers():
         cfg = profile(name)
         assert cfg.slot_s == slot and cfg.uplink.frames["frame_s"] == slot and cfg.handoffs, name
     assert profile("lte-stationary").downlink.arq["harq_rtt_s"] == 0.008
+    # NR's HARQ works on a slot's transport block (one chain a slot, not a packet); LTE's 1-ms
+    # TTI carries about one packet at its rates and keeps a chain a packet.
+    for name, slot in (("nr-stationary", 0.0005), ("nr-mmwave-mobile", 0.000125)):
+        cfg = profile(name)
+        assert cfg.downlink.arq["block_s"] == cfg.uplink.arq["block_s"] == slot, name
+    assert "block_s" not in profile("lte-stationary").downlink.arq
+    assert parse_arq("bler=0.1,harq=3,harq-rtt=0.5ms,block=0.125ms", "--downlink-arq")["block_s"] == 0.000125
     # The LTE rates come from the shipped traces: AT&T driving as recorded (4.6 Mb/s mean);
     # Verizon LTE (5.02 Mb/s) scaled to the cited 13 Mb/s median, every slot by the same
     # factor (its zero slots stay zero, the slot-to-slot ratios stay).

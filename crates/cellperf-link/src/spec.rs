@@ -67,6 +67,10 @@ pub struct ArqJson {
     pub fade_s: f64,
     #[serde(default = "one")]
     pub fade_error: f64,
+    /// Transport block period (a TTI or slot): packets in one period share a HARQ chain; 0:
+    /// each packet its own block.
+    #[serde(default)]
+    pub block_s: f64,
 }
 
 fn one() -> f64 {
@@ -447,7 +451,10 @@ pub fn outage_plan(
             })
         }
     };
-    Ok((OutagePlan::new(&scheduled, random, handoffs), outages.mode.outage_mode()))
+    Ok((
+        OutagePlan::new(&scheduled, random, handoffs),
+        outages.mode.outage_mode(),
+    ))
 }
 
 pub fn handoff_schedule(h: &HandoffsJson, seed: u64) -> Result<HandoffSchedule, LinkError> {
@@ -506,6 +513,7 @@ pub fn arq_params(a: &ArqJson) -> Result<ArqParams, LinkError> {
     check_seconds("ARQ status delay", a.arq_delay_s)?;
     check_seconds("fade interval", a.fade_every_s)?;
     check_seconds("fade duration", a.fade_s)?;
+    check_seconds("transport block period", a.block_s)?;
     if a.harq_retries > 64 || a.arq_retries > 64 {
         return Err(LinkError::spec(
             "ARQ and HARQ retry limits must be at most 64",
@@ -521,6 +529,7 @@ pub fn arq_params(a: &ArqJson) -> Result<ArqParams, LinkError> {
         fade_every: secs_to_nanos(a.fade_every_s),
         fade_mean: secs_to_nanos(a.fade_s),
         fade_error: a.fade_error,
+        block: secs_to_nanos(a.block_s),
     })
 }
 

@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "codel[,target=5ms,interval=100ms], unbounded.")
     parser.add_argument("--downlink-arq", metavar="SPEC",
                         help="Link-layer retransmission on the downlink: bler=P,harq=N,harq-rtt=T[,harq-bler=P],"
-                        "arq=N,arq-delay=T (ms unless a unit is given), or off. In-order delivery.")
+                        "arq=N,arq-delay=T[,block=T] (ms unless a unit is given; block: the packets of each period "
+                        "share one transport block's HARQ chain), or off. In-order delivery.")
     parser.add_argument("--uplink-arq", metavar="SPEC", help="The same for the uplink.")
     parser.add_argument("--uplink-frames", metavar="SPEC",
                         help="Uplink sent only in granted frames: frame=T[,grant=T][,bytes=N], or off.")

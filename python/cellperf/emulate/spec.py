@@ -259,19 +259,19 @@ def parse_loss(text: str) -> dict | None:
 
 ARQ_KEYS = {"bler": "block_error", "harq-bler": "harq_error", "harq": "harq_retries", "harq-rtt": "harq_rtt_s",
             "arq": "arq_retries", "arq-delay": "arq_delay_s", "fade-every": "fade_every_s", "fade": "fade_s",
-            "fade-bler": "fade_error"}
+            "fade-bler": "fade_error", "block": "block_s"}
 
 
 def parse_arq(text: str, what: str) -> dict | None:
     """`bler=0.1,harq=3,harq-rtt=12ms[,harq-bler=0.3],arq=3,arq-delay=120ms`
-    `[,fade-every=10s,fade=300ms[,fade-bler=1]]` (ms unless a unit is given), or `off`."""
+    `[,fade-every=10s,fade=300ms[,fade-bler=1]][,block=0.5ms]` (ms unless a unit is given), or `off`."""
     if text.strip().lower() == "off":
         return None
     kv = key_values(text, what)
     unknown = set(kv) - set(ARQ_KEYS)
     if unknown or "bler" not in kv:
         raise UserError(f"{what}: expected bler=P[,harq=N,harq-rtt=T,harq-bler=P,arq=N,arq-delay=T,"
-                        "fade-every=T,fade=T,fade-bler=P] or off"
+                        "fade-every=T,fade=T,fade-bler=P,block=T] or off"
                         + (f" (unknown {', '.join(sorted(unknown))})" if unknown else ""))
     out = {}
     for key, value in kv.items():
