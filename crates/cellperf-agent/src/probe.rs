@@ -22,6 +22,7 @@ use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
 use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
+use crate::ticket::TicketFile;
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
@@ -91,18 +92,31 @@ impl Client {
     /// right behind the proof ([`handshake::prove`]: one round trip less; its answer is then
     /// read with [`Client::accepted`]); a server busy with other handshakes is asked again
     /// ([`handshake::retrying_busy`]).
+    ///
+    /// With a ticket file the first flight carries the proof ([`crate::ticket`]); a server
+    /// older than version 3 is asked again without tickets.
     fn connect(
         server: SocketAddr,
         token: &[u8],
         first: Option<&Message>,
+        tickets: Option<&TicketFile>,
     ) -> Result<Client, String> {
-        handshake::retrying_busy(server, || Client::connect_once(server, token, first))
+        let connect = |tickets| {
+            handshake::retrying_busy(server, || {
+                Client::connect_once(server, token, first, tickets)
+            })
+        };
+        match connect(tickets) {
+            Err(e) if tickets.is_some() && handshake::older_server(&e) => connect(None),
+            other => other,
+        }
     }
 
     fn connect_once(
         server: SocketAddr,
         token: &[u8],
         first: Option<&Message>,
+        tickets: Option<&TicketFile>,
     ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
@@ -123,6 +137,7 @@ impl Client {
             server,
             REPLY_TIMEOUT,
             first,
+            tickets,
         )?;
         Ok(c)
     }
@@ -772,7 +787,8 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         .flatten();
     // Whether the next step's request went out already (behind a connection's proof).
     let mut sent_ahead = first.is_some();
-    let mut client = match Client::connect(addr, token, first.as_ref()) {
+    let tickets = plan.ticket_file.as_ref().map(TicketFile::new);
+    let mut client = match Client::connect(addr, token, first.as_ref(), tickets.as_ref()) {
         Ok(c) => c,
         Err(e) => {
             return ProbeRun {
@@ -852,7 +868,7 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 steps_out.push((step.label, out));
                 if let Some(next) = plan.steps.get(i + 1) {
                     let request = start_message(&next.step);
-                    match Client::connect(addr, token, Some(&request)) {
+                    match Client::connect(addr, token, Some(&request), tickets.as_ref()) {
                         Ok(c) => {
                             client = c;
                             sent_ahead = true;
