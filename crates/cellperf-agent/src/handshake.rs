@@ -90,10 +90,7 @@ pub fn accept(
             mac,
             then,
         }) if version == PROTOCOL_VERSION && tickets.is_some() => {
-            let peer = ctrl
-                .peer_addr()
-                .map_err(|e| Refusal::Other(e.to_string()))?;
-            let redeemed = tickets.is_some_and(|t| t.redeem(&ticket, peer.ip()));
+            let redeemed = tickets.is_some_and(|t| t.redeem(&ticket));
             if redeemed && auth::verify_resume(token, &ticket, &client_nonce, &mac) {
                 return Ok(Verified {
                     server_nonce: ticket,
@@ -168,7 +165,7 @@ pub fn prove(
     };
     let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
     let mut sent_ns = crate::clock::realtime_ns();
-    let ticket = tickets.and_then(|f| f.take(server));
+    let ticket = tickets.and_then(TicketFile::take);
     let first_flight = match ticket {
         Some(ticket) => Message::Resume {
             version: PROTOCOL_VERSION,
@@ -244,7 +241,7 @@ fn keep_ticket(
     };
     match reply(ctrl, reader, server, timeout)? {
         Message::Ticket { ticket, lifetime_s } => {
-            file.keep(server, ticket, lifetime_s);
+            file.keep(ticket, lifetime_s);
             Ok(())
         }
         other => Err(unexpected(&other)),

@@ -396,7 +396,7 @@ impl Session {
         self.ticket = None;
         self.send(&verified.auth_ok(&self.cfg.token))?;
         if verified.wants_ticket {
-            let ticket = self.tickets.issue(self.peer.ip())?;
+            let ticket = self.tickets.issue()?;
             self.send(&Message::Ticket {
                 ticket,
                 lifetime_s: TICKET_LIFETIME.as_secs() as u32,

@@ -10,14 +10,15 @@
 //! foreign ticket, or a MAC made with another token, gets the full `challenge` (never an
 //! error, which would tell a guesser something). A ticket is not a secret (it crosses the
 //! network in the clear, like a server nonce given in advance): what proves the client is the
-//! MAC, which only a holder of the token can make.
+//! MAC, which only a holder of the token can make. So a ticket is bound to neither end's
+//! address: a mobile node's address changes (each emulated run's link has its own), and
+//! a ticket shown to another server only gets the challenge a `hello` would have.
 //!
 //! [`TicketStore`] is the server's set (bounded: the oldest ticket goes when it is full, so
 //! memory does not grow with clients); [`TicketFile`] is the client's one ticket on disk,
 //! taken (renamed away) before use, so two probes sharing a file never present the same one.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -29,8 +30,7 @@ pub const TICKET_LIFETIME: Duration = Duration::from_secs(600);
 /// Most tickets a server remembers; issuing one more forgets the oldest.
 pub const MAX_TICKETS: usize = 4096;
 
-/// The server's outstanding tickets: each accepted once, from the address it was issued to,
-/// within its lifetime.
+/// The server's outstanding tickets: each accepted once, within its lifetime.
 #[derive(Debug, Default)]
 pub struct TicketStore {
     inner: Mutex<Outstanding>,
@@ -38,14 +38,15 @@ pub struct TicketStore {
 
 #[derive(Debug, Default)]
 struct Outstanding {
-    by_ticket: HashMap<[u8; 32], (IpAddr, Instant)>,
+    /// Each ticket's expiry.
+    by_ticket: HashMap<[u8; 32], Instant>,
     /// Issue order, for forgetting the oldest; may name tickets already used.
     order: VecDeque<[u8; 32]>,
 }
 
 impl TicketStore {
-    /// A fresh ticket for a client that authenticated from `peer`.
-    pub fn issue(&self, peer: IpAddr) -> std::io::Result<Bytes32> {
+    /// A fresh ticket for a client that has authenticated.
+    pub fn issue(&self) -> std::io::Result<Bytes32> {
         let ticket = Bytes32::random()?;
         let mut o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while o.by_ticket.len() >= MAX_TICKETS {
@@ -61,19 +62,18 @@ impl TicketStore {
             let Outstanding { by_ticket, order } = &mut *o;
             order.retain(|t| by_ticket.contains_key(t));
         }
-        o.by_ticket.insert(
-            ticket.0,
-            (peer.to_canonical(), Instant::now() + TICKET_LIFETIME),
-        );
+        o.by_ticket
+            .insert(ticket.0, Instant::now() + TICKET_LIFETIME);
         o.order.push_back(ticket.0);
         Ok(ticket)
     }
 
-    /// Whether `ticket` is outstanding for `peer`; it is forgotten either way (single use).
-    pub fn redeem(&self, ticket: &Bytes32, peer: IpAddr) -> bool {
+    /// Whether `ticket` is outstanding; it is forgotten either way (single use).
+    pub fn redeem(&self, ticket: &Bytes32) -> bool {
         let mut o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        matches!(o.by_ticket.remove(&ticket.0),
-            Some((ip, expires)) if ip == peer.to_canonical() && Instant::now() < expires)
+        o.by_ticket
+            .remove(&ticket.0)
+            .is_some_and(|expires| Instant::now() < expires)
     }
 
     /// Tickets outstanding (for the tests and the stats).
@@ -90,8 +90,8 @@ impl TicketStore {
     }
 }
 
-/// The client's ticket for one server, kept in a file between runs (`--ticket-file`): JSON
-/// with the server's address, the ticket and when it expires (Unix seconds).
+/// The client's ticket, kept in a file between runs (`--ticket-file`): JSON with the ticket
+/// and when it expires (Unix seconds).
 #[derive(Debug, Clone)]
 pub struct TicketFile {
     pub path: PathBuf,
@@ -100,7 +100,6 @@ pub struct TicketFile {
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Stored {
-    server: String,
     ticket: Bytes32,
     expires_unix_s: i64,
 }
@@ -114,10 +113,10 @@ impl TicketFile {
         TicketFile { path: path.into() }
     }
 
-    /// Takes the ticket for `server` out of the file (renamed away first, so that of two
-    /// probes only one gets it): `None` without a file, or with one that is unreadable,
-    /// expired or for another server. Never an error: no ticket means a full handshake.
-    pub fn take(&self, server: SocketAddr) -> Option<Bytes32> {
+    /// Takes the ticket out of the file (renamed away first, so that of two probes only one
+    /// gets it): `None` without a file, or with one that is unreadable or expired. Never an
+    /// error: no ticket means a full handshake.
+    pub fn take(&self) -> Option<Bytes32> {
         let taken = self
             .path
             .with_extension(format!("taken-{}", std::process::id()));
@@ -126,15 +125,14 @@ impl TicketFile {
         let _ = std::fs::remove_file(&taken);
         let s: Stored = serde_json::from_slice(&text.ok()?).ok()?;
         // A second's margin for the trip to the server.
-        (s.server == server.to_string() && unix_s() + 1 < s.expires_unix_s).then_some(s.ticket)
+        (unix_s() + 1 < s.expires_unix_s).then_some(s.ticket)
     }
 
     /// Keeps a ticket the server issued (written beside and renamed over: never half a file).
     /// A ticket that cannot be kept only costs the next run a round trip, so failures are
     /// ignored.
-    pub fn keep(&self, server: SocketAddr, ticket: Bytes32, lifetime_s: u32) {
+    pub fn keep(&self, ticket: Bytes32, lifetime_s: u32) {
         let s = Stored {
-            server: server.to_string(),
             ticket,
             expires_unix_s: unix_s() + lifetime_s as i64,
         };
@@ -158,67 +156,48 @@ impl TicketFile {
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
-    }
-
     #[test]
-    fn a_ticket_is_redeemed_once_and_only_from_its_address() {
+    fn a_ticket_is_redeemed_once() {
         let store = TicketStore::default();
-        let t = store.issue(ip("10.0.0.2")).unwrap();
-        assert!(!store.redeem(&Bytes32([0; 32]), ip("10.0.0.2")), "forged");
-        assert!(
-            store.redeem(&t, ip("::ffff:10.0.0.2")),
-            "the same address, mapped"
-        );
-        assert!(!store.redeem(&t, ip("10.0.0.2")), "replayed");
-        let t2 = store.issue(ip("10.0.0.2")).unwrap();
-        assert!(!store.redeem(&t2, ip("10.0.0.3")), "another address");
-        assert!(
-            !store.redeem(&t2, ip("10.0.0.2")),
-            "tried once from elsewhere: gone"
-        );
+        let t = store.issue().unwrap();
+        assert!(!store.redeem(&Bytes32([0; 32])), "forged");
+        assert!(store.redeem(&t));
+        assert!(!store.redeem(&t), "replayed");
         assert!(store.is_empty());
     }
 
     #[test]
     fn the_store_forgets_the_oldest_when_full() {
         let store = TicketStore::default();
-        let first = store.issue(ip("10.0.0.2")).unwrap();
-        let second = store.issue(ip("10.0.0.2")).unwrap();
+        let first = store.issue().unwrap();
+        let second = store.issue().unwrap();
         for _ in 0..MAX_TICKETS - 1 {
-            store.issue(ip("10.0.0.2")).unwrap();
+            store.issue().unwrap();
         }
         assert_eq!(store.len(), MAX_TICKETS);
-        assert!(!store.redeem(&first, ip("10.0.0.2")));
-        assert!(store.redeem(&second, ip("10.0.0.2")));
+        assert!(!store.redeem(&first));
+        assert!(store.redeem(&second));
         // Used tickets do not pile up in the issue order either.
         for _ in 0..3 * MAX_TICKETS {
-            let t = store.issue(ip("10.0.0.2")).unwrap();
-            store.redeem(&t, ip("10.0.0.2"));
+            let t = store.issue().unwrap();
+            store.redeem(&t);
         }
         assert!(store.inner.lock().unwrap().order.len() <= 2 * MAX_TICKETS);
     }
 
     #[test]
-    fn the_file_gives_its_ticket_once_and_only_for_its_server() {
+    fn the_file_gives_its_ticket_once() {
         let dir = std::env::temp_dir().join(format!("cellperf-ticket-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = TicketFile::new(dir.join("probe.ticket"));
-        let (a, b): (SocketAddr, SocketAddr) = (
-            "10.0.0.1:5250".parse().unwrap(),
-            "10.0.0.9:5250".parse().unwrap(),
-        );
-        assert_eq!(f.take(a), None, "no file");
-        f.keep(a, Bytes32([3; 32]), 600);
-        assert_eq!(f.take(a), Some(Bytes32([3; 32])));
-        assert_eq!(f.take(a), None, "taken");
-        f.keep(a, Bytes32([4; 32]), 600);
-        assert_eq!(f.take(b), None, "another server");
-        f.keep(a, Bytes32([5; 32]), 0);
-        assert_eq!(f.take(a), None, "expired");
+        assert_eq!(f.take(), None, "no file");
+        f.keep(Bytes32([3; 32]), 600);
+        assert_eq!(f.take(), Some(Bytes32([3; 32])));
+        assert_eq!(f.take(), None, "taken");
+        f.keep(Bytes32([5; 32]), 0);
+        assert_eq!(f.take(), None, "expired");
         std::fs::write(f.path(), b"{not json").unwrap();
-        assert_eq!(f.take(a), None, "unreadable");
+        assert_eq!(f.take(), None, "unreadable");
         assert_eq!(
             std::fs::read_dir(&dir).unwrap().count(),
             0,
