@@ -101,8 +101,7 @@ class EmulatedTestbed:
         self.server: subprocess.Popen | None = None
         self.port: int | None = None
         self.token_file = work_dir / ".token"
-        # The server's resumption ticket, kept from one run's probe to the next (one round trip less).
-        self.ticket_file = work_dir / ".probe-ticket"
+        self.ticket_file: Path | None = None  # the server's resumption ticket, once it listens
         self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
@@ -123,6 +122,9 @@ class EmulatedTestbed:
         line = self.server.stdout.readline()
         try:
             self.port = int(json.loads(line)["listening"].rsplit(":", 1)[1])
+            # Kept from one run's probe to the next (one round trip less); one file per server, as
+            # a cluster's testbed workers each run their own beside one store.
+            self.ticket_file = self.work_dir / f".probe-ticket.{self.port}"
         except (ValueError, KeyError, IndexError):
             err = self.server.stderr.read() if self.server.poll() is not None else ""
             self.close()
@@ -141,7 +143,8 @@ class EmulatedTestbed:
                 self.server.kill()
                 self.server.wait()
         self.token_file.unlink(missing_ok=True)
-        self.ticket_file.unlink(missing_ok=True)
+        if self.ticket_file is not None:
+            self.ticket_file.unlink(missing_ok=True)
 
     def run(self, run: RunSpec, folder: Path, test_over: Callable[[], None] | None = None) -> Outcome:
         """The run's test through its own emulated link; `test_over()` is called once every
