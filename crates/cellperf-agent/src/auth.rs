@@ -37,6 +37,13 @@ pub fn server_proof(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes32
     to_bytes(mac(token, SERVER_LABEL, client_nonce, server_nonce))
 }
 
+/// Constant-time check of a proof made with `label` over (`first`, `second`).
+fn verify(token: &[u8], label: &[u8], first: &Bytes32, second: &Bytes32, proof: &Bytes32) -> bool {
+    mac(token, label, first, second)
+        .verify_slice(&proof.0)
+        .is_ok()
+}
+
 /// Constant-time check of the client's proof.
 pub fn verify_client(
     token: &[u8],
@@ -44,9 +51,7 @@ pub fn verify_client(
     client_nonce: &Bytes32,
     proof: &Bytes32,
 ) -> bool {
-    mac(token, CLIENT_LABEL, server_nonce, client_nonce)
-        .verify_slice(&proof.0)
-        .is_ok()
+    verify(token, CLIENT_LABEL, server_nonce, client_nonce, proof)
 }
 
 /// The client's proof in a `resume` over (ticket, client nonce): the ticket stands in for a
@@ -62,9 +67,7 @@ pub fn verify_resume(
     client_nonce: &Bytes32,
     proof: &Bytes32,
 ) -> bool {
-    mac(token, RESUME_LABEL, ticket, client_nonce)
-        .verify_slice(&proof.0)
-        .is_ok()
+    verify(token, RESUME_LABEL, ticket, client_nonce, proof)
 }
 
 /// Constant-time check of the server's proof.
@@ -74,9 +77,7 @@ pub fn verify_server(
     client_nonce: &Bytes32,
     proof: &Bytes32,
 ) -> bool {
-    mac(token, SERVER_LABEL, client_nonce, server_nonce)
-        .verify_slice(&proof.0)
-        .is_ok()
+    verify(token, SERVER_LABEL, client_nonce, server_nonce, proof)
 }
 
 #[cfg(test)]
