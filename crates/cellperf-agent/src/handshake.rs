@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::auth;
-use crate::ticket::{TicketFile, TicketStore};
+use crate::ticket::{reserved_cookie, Resumption, TicketFile, TicketStore};
 use crate::wire::*;
 
 /// Time allowed from connect to the client's `hello` (one trip across the path).
@@ -49,6 +49,8 @@ pub struct Verified {
     pub wants_ticket: bool,
     /// Authenticated by a ticket in the first flight.
     pub resumed: bool,
+    /// The UDP data socket the ticket reserved, with the cookie both ends derive from it.
+    pub reserved_udp: Option<(std::net::UdpSocket, Cookie)>,
     /// The request that came in a `resume`, to be answered first.
     pub first_request: Option<Message>,
 }
@@ -90,13 +92,16 @@ pub fn accept(
             mac,
             then,
         }) if version == PROTOCOL_VERSION && tickets.is_some() => {
-            let redeemed = tickets.is_some_and(|t| t.redeem(&ticket));
-            if redeemed && auth::verify_resume(token, &ticket, &client_nonce, &mac) {
+            let redeemed = tickets.and_then(|t| t.redeem(&ticket));
+            if let Some(r) =
+                redeemed.filter(|_| auth::verify_resume(token, &ticket, &client_nonce, &mac))
+            {
                 return Ok(Verified {
                     server_nonce: ticket,
                     client_nonce,
                     wants_ticket: true,
                     resumed: true,
+                    reserved_udp: r.udp.map(|s| (s, reserved_cookie(&ticket))),
                     first_request: then.map(|m| *m),
                 });
             }
@@ -133,8 +138,17 @@ pub fn accept(
         client_nonce,
         wants_ticket: version >= 3 && tickets.is_some(),
         resumed: false,
+        reserved_udp: None,
         first_request: None,
     })
+}
+
+/// A version-3 client's tickets: the file it keeps the next one in, and the one it took from
+/// there for this connection.
+#[derive(Clone, Copy)]
+pub struct Tickets<'a> {
+    pub file: &'a TicketFile,
+    pub resume: Option<Resumption>,
 }
 
 /// The client's side: proves it knows `token` to `server` and checks the server's proof.
@@ -147,10 +161,10 @@ pub fn accept(
 /// the server's proof has been checked. Returns when the proof and `then` went out (wall
 /// clock, ns): the request's time.
 ///
-/// With `tickets` (protocol version 3), a ticket from the file opens the connection with
-/// `resume`, proof and `then` in the first flight (one more round trip less); without one,
-/// or when the server answers the resume with a challenge, the full exchange follows. The
-/// server's new ticket is kept in the file either way.
+/// With `tickets` (protocol version 3), the ticket taken from the file opens the connection
+/// with `resume`, proof and `then` in the first flight (one more round trip less); without
+/// one, or when the server answers the resume with a challenge, the full exchange follows.
+/// The server's new ticket is kept in the file either way.
 pub fn prove(
     ctrl: &mut TcpStream,
     reader: &mut FrameReader,
@@ -158,14 +172,15 @@ pub fn prove(
     server: SocketAddr,
     timeout: Duration,
     then: Option<&Message>,
-    tickets: Option<&TicketFile>,
+    tickets: Option<Tickets<'_>>,
 ) -> Result<i64, String> {
     let send = |ctrl: &mut TcpStream, m: &Message| {
         send_message(ctrl, m).map_err(|e| format!("server {server}: control connection: {e}"))
     };
     let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
     let mut sent_ns = crate::clock::realtime_ns();
-    let ticket = tickets.and_then(TicketFile::take);
+    let ticket = tickets.as_ref().and_then(|t| t.resume).map(|r| r.ticket);
+    let file = tickets.as_ref().map(|t| t.file);
     let first_flight = match ticket {
         Some(ticket) => Message::Resume {
             version: PROTOCOL_VERSION,
@@ -187,7 +202,7 @@ pub fn prove(
     let server_nonce = match (reply(ctrl, reader, server, timeout)?, ticket) {
         (Message::AuthOk { mac }, Some(ticket)) => {
             check_server_proof(token, &ticket, &client_nonce, &mac, server)?;
-            keep_ticket(ctrl, reader, server, timeout, tickets)?;
+            keep_ticket(ctrl, reader, server, timeout, file)?;
             return Ok(sent_ns);
         }
         (Message::Challenge { server_nonce }, _) => server_nonce,
@@ -209,7 +224,7 @@ pub fn prove(
         }
         other => return Err(unexpected(&other)),
     }
-    keep_ticket(ctrl, reader, server, timeout, tickets)?;
+    keep_ticket(ctrl, reader, server, timeout, file)?;
     Ok(sent_ns)
 }
 
@@ -240,8 +255,12 @@ fn keep_ticket(
         return Ok(());
     };
     match reply(ctrl, reader, server, timeout)? {
-        Message::Ticket { ticket, lifetime_s } => {
-            file.keep(ticket, lifetime_s);
+        Message::Ticket {
+            ticket,
+            lifetime_s,
+            udp_port,
+        } => {
+            file.keep(Resumption { ticket, udp_port }, lifetime_s);
             Ok(())
         }
         other => Err(unexpected(&other)),

@@ -249,6 +249,8 @@ struct Session {
     cfg: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
     tickets: Arc<TicketStore>,
+    /// The UDP socket a resumed connection's ticket reserved, for its first UDP test.
+    reserved_udp: Option<(UdpSocket, Cookie)>,
     tests: u32,
     id: String,
 }
@@ -296,6 +298,7 @@ impl Session {
             cfg,
             stats,
             tickets,
+            reserved_udp: None,
             tests: 0,
             id,
         })
@@ -359,7 +362,7 @@ impl Session {
 
     /// Authenticates the client; returns the request that came with a resumed first flight.
     fn handshake(&mut self) -> Result<Option<Message>, SessionError> {
-        let verified = match handshake::accept(
+        let mut verified = match handshake::accept(
             &mut self.ctrl,
             &mut self.reader,
             &self.cfg.token,
@@ -378,6 +381,7 @@ impl Session {
                 return Err(e);
             }
         };
+        self.reserved_udp = verified.reserved_udp.take();
         if verified.resumed {
             self.stats.resumed.fetch_add(1, Ordering::Relaxed);
         }
@@ -396,10 +400,11 @@ impl Session {
         self.ticket = None;
         self.send(&verified.auth_ok(&self.cfg.token))?;
         if verified.wants_ticket {
-            let ticket = self.tickets.issue()?;
+            let (ticket, udp_port) = self.tickets.issue(self.local_ip)?;
             self.send(&Message::Ticket {
                 ticket,
                 lifetime_s: TICKET_LIFETIME.as_secs() as u32,
+                udp_port,
             })?;
         }
         // After the handshake a frame may take as long as any idle period.
@@ -439,10 +444,33 @@ impl Session {
         SocketAddr::new(self.local_ip, 0)
     }
 
+    /// Whether `sock` (bound to any address) would send to the peer from the control
+    /// connection's address: a socket of its family, connected to the peer, says.
+    fn leaves_from_local(&self, sock: &UdpSocket) -> bool {
+        let Ok(any) = sock.local_addr() else {
+            return false;
+        };
+        UdpSocket::bind(SocketAddr::new(any.ip(), 0))
+            .and_then(|s| {
+                s.connect(SocketAddr::new(canonical(self.peer.ip()), 9))
+                    .map(|_| s)
+            })
+            .and_then(|s| s.local_addr())
+            .is_ok_and(|a| canonical(a.ip()) == self.local_ip)
+    }
+
     fn run_udp(&mut self, spec: UdpSpec, _slot: TestSlot) -> Result<(), SessionError> {
-        let sock = UdpSocket::bind(self.data_bind_addr())?;
+        // The ticket's socket (the probe's hello may be waiting in it), if the route to the
+        // probe leaves from the control connection's address, as every data socket's does.
+        let (sock, cookie) = match self
+            .reserved_udp
+            .take()
+            .filter(|(s, _)| self.leaves_from_local(s))
+        {
+            Some(reserved) => reserved,
+            None => (UdpSocket::bind(self.data_bind_addr())?, Cookie::random()?),
+        };
         udp::enlarge_buffers(&sock);
-        let cookie = Cookie::random()?;
         self.send(&Message::Accepted {
             data_port: sock.local_addr()?.port(),
             cookie,

@@ -19,16 +19,28 @@
 //! taken (renamed away) before use, so two probes sharing a file never present the same one.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::wire::Bytes32;
+use crate::wire::{Bytes32, Cookie};
 
 /// How long a ticket is accepted after it was issued.
 pub const TICKET_LIFETIME: Duration = Duration::from_secs(600);
 /// Most tickets a server remembers; issuing one more forgets the oldest.
 pub const MAX_TICKETS: usize = 4096;
+/// Most tickets that hold a reserved UDP data socket at once (one descriptor each).
+pub const MAX_RESERVED: usize = 64;
+
+/// The cookie of a UDP test started with a ticket's reserved data socket: both ends know it
+/// from the ticket, so the probe's UDP hello can go before the server's `accepted` names it.
+/// (A cookie is no secret either: `accepted` carries it in clear.)
+pub fn reserved_cookie(ticket: &Bytes32) -> Cookie {
+    let mut c = [0u8; 16];
+    c.copy_from_slice(&ticket.0[16..]);
+    Cookie(c)
+}
 
 /// The server's outstanding tickets: each accepted once, within its lifetime.
 #[derive(Debug, Default)]
@@ -36,44 +48,86 @@ pub struct TicketStore {
     inner: Mutex<Outstanding>,
 }
 
+#[derive(Debug)]
+struct Entry {
+    expires: Instant,
+    /// A UDP socket bound for the ticket's next test, so that a download's hello can be sent
+    /// beside the first flight ([`reserved_cookie`]).
+    udp: Option<UdpSocket>,
+}
+
 #[derive(Debug, Default)]
 struct Outstanding {
-    /// Each ticket's expiry.
-    by_ticket: HashMap<[u8; 32], Instant>,
+    by_ticket: HashMap<[u8; 32], Entry>,
     /// Issue order, for forgetting the oldest; may name tickets already used.
     order: VecDeque<[u8; 32]>,
 }
 
+impl Outstanding {
+    fn reserved(&self) -> usize {
+        self.by_ticket.values().filter(|e| e.udp.is_some()).count()
+    }
+}
+
+/// What a redeemed ticket brings: its reserved UDP data socket, if it had one.
+#[derive(Debug)]
+pub struct Redeemed {
+    pub udp: Option<UdpSocket>,
+}
+
 impl TicketStore {
-    /// A fresh ticket for a client that has authenticated.
-    pub fn issue(&self) -> std::io::Result<Bytes32> {
+    /// A fresh ticket for a client that has authenticated over `family` (an address of the
+    /// control connection's family), with a UDP data socket reserved for its next test while
+    /// fewer than [`MAX_RESERVED`] are: the ticket and that socket's port.
+    pub fn issue(&self, family: IpAddr) -> std::io::Result<(Bytes32, Option<u16>)> {
         let ticket = Bytes32::random()?;
         let mut o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        while o.by_ticket.len() >= MAX_TICKETS {
-            match o.order.pop_front() {
-                Some(old) => {
-                    o.by_ticket.remove(&old);
-                }
-                None => break,
+        let now = Instant::now();
+        // Expired and used tickets at the front go first, then the oldest while full.
+        while let Some(front) = o.order.front().copied() {
+            let stale = o.by_ticket.get(&front).is_none_or(|e| e.expires <= now);
+            if !stale && o.by_ticket.len() < MAX_TICKETS {
+                break;
             }
+            o.by_ticket.remove(&front);
+            o.order.pop_front();
         }
-        // Used tickets leave `order` behind them; drop those so it stays bounded too.
+        // Used tickets elsewhere in `order` are dropped once it is twice the cap.
         if o.order.len() >= 2 * MAX_TICKETS {
             let Outstanding { by_ticket, order } = &mut *o;
             order.retain(|t| by_ticket.contains_key(t));
         }
-        o.by_ticket
-            .insert(ticket.0, Instant::now() + TICKET_LIFETIME);
+        let udp = if o.reserved() < MAX_RESERVED {
+            let any: IpAddr = match family {
+                IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+                IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+            };
+            UdpSocket::bind(SocketAddr::new(any, 0)).ok()
+        } else {
+            None
+        };
+        let port = udp
+            .as_ref()
+            .and_then(|s| s.local_addr().ok())
+            .map(|a| a.port());
+        o.by_ticket.insert(
+            ticket.0,
+            Entry {
+                expires: now + TICKET_LIFETIME,
+                udp,
+            },
+        );
         o.order.push_back(ticket.0);
-        Ok(ticket)
+        Ok((ticket, port))
     }
 
-    /// Whether `ticket` is outstanding; it is forgotten either way (single use).
-    pub fn redeem(&self, ticket: &Bytes32) -> bool {
+    /// `Some` when `ticket` is outstanding; it is forgotten either way (single use).
+    pub fn redeem(&self, ticket: &Bytes32) -> Option<Redeemed> {
         let mut o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         o.by_ticket
             .remove(&ticket.0)
-            .is_some_and(|expires| Instant::now() < expires)
+            .filter(|e| Instant::now() < e.expires)
+            .map(|e| Redeemed { udp: e.udp })
     }
 
     /// Tickets outstanding (for the tests and the stats).
@@ -90,17 +144,26 @@ impl TicketStore {
     }
 }
 
-/// The client's ticket, kept in a file between runs (`--ticket-file`): JSON with the ticket
-/// and when it expires (Unix seconds).
+/// The client's ticket, kept in a file between runs (`--ticket-file`): JSON with the ticket,
+/// when it expires (Unix seconds) and the server's UDP port reserved for it.
 #[derive(Debug, Clone)]
 pub struct TicketFile {
     pub path: PathBuf,
+}
+
+/// A ticket as the client keeps it: the ticket, and the UDP data port the server reserved
+/// for the ticket's next test, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resumption {
+    pub ticket: Bytes32,
+    pub udp_port: Option<u16>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Stored {
     ticket: Bytes32,
+    udp_port: Option<u16>,
     expires_unix_s: i64,
 }
 
@@ -116,7 +179,7 @@ impl TicketFile {
     /// Takes the ticket out of the file (renamed away first, so that of two probes only one
     /// gets it): `None` without a file, or with one that is unreadable or expired. Never an
     /// error: no ticket means a full handshake.
-    pub fn take(&self) -> Option<Bytes32> {
+    pub fn take(&self) -> Option<Resumption> {
         let taken = self
             .path
             .with_extension(format!("taken-{}", std::process::id()));
@@ -125,15 +188,19 @@ impl TicketFile {
         let _ = std::fs::remove_file(&taken);
         let s: Stored = serde_json::from_slice(&text.ok()?).ok()?;
         // A second's margin for the trip to the server.
-        (unix_s() + 1 < s.expires_unix_s).then_some(s.ticket)
+        (unix_s() + 1 < s.expires_unix_s).then_some(Resumption {
+            ticket: s.ticket,
+            udp_port: s.udp_port,
+        })
     }
 
     /// Keeps a ticket the server issued (written beside and renamed over: never half a file).
     /// A ticket that cannot be kept only costs the next run a round trip, so failures are
     /// ignored.
-    pub fn keep(&self, ticket: Bytes32, lifetime_s: u32) {
+    pub fn keep(&self, resumption: Resumption, lifetime_s: u32) {
         let s = Stored {
-            ticket,
+            ticket: resumption.ticket,
+            udp_port: resumption.udp_port,
             expires_unix_s: unix_s() + lifetime_s as i64,
         };
         let part = self
@@ -156,30 +223,50 @@ impl TicketFile {
 mod tests {
     use super::*;
 
+    fn v4() -> IpAddr {
+        Ipv4Addr::LOCALHOST.into()
+    }
+
     #[test]
     fn a_ticket_is_redeemed_once() {
         let store = TicketStore::default();
-        let t = store.issue().unwrap();
-        assert!(!store.redeem(&Bytes32([0; 32])), "forged");
-        assert!(store.redeem(&t));
-        assert!(!store.redeem(&t), "replayed");
+        let t = store.issue(v4()).unwrap().0;
+        assert!(store.redeem(&Bytes32([0; 32])).is_none(), "forged");
+        assert!(store.redeem(&t).is_some());
+        assert!(store.redeem(&t).is_none(), "replayed");
         assert!(store.is_empty());
+    }
+
+    /// The first tickets hold a UDP socket each for their next test, up to the cap; a
+    /// redeemed ticket hands its socket over, and the socket's place is free again.
+    #[test]
+    fn the_first_tickets_reserve_a_udp_socket_up_to_the_cap() {
+        let store = TicketStore::default();
+        let issued: Vec<_> = (0..MAX_RESERVED + 1)
+            .map(|_| store.issue(v4()).unwrap())
+            .collect();
+        assert!(issued[..MAX_RESERVED].iter().all(|(_, p)| p.is_some()));
+        assert_eq!(issued[MAX_RESERVED].1, None);
+        let (first, port) = issued[0];
+        let sock = store.redeem(&first).unwrap().udp.unwrap();
+        assert_eq!(Some(sock.local_addr().unwrap().port()), port);
+        assert!(store.issue(v4()).unwrap().1.is_some());
     }
 
     #[test]
     fn the_store_forgets_the_oldest_when_full() {
         let store = TicketStore::default();
-        let first = store.issue().unwrap();
-        let second = store.issue().unwrap();
+        let first = store.issue(v4()).unwrap().0;
+        let second = store.issue(v4()).unwrap().0;
         for _ in 0..MAX_TICKETS - 1 {
-            store.issue().unwrap();
+            store.issue(v4()).unwrap();
         }
         assert_eq!(store.len(), MAX_TICKETS);
-        assert!(!store.redeem(&first));
-        assert!(store.redeem(&second));
+        assert!(store.redeem(&first).is_none());
+        assert!(store.redeem(&second).is_some());
         // Used tickets do not pile up in the issue order either.
         for _ in 0..3 * MAX_TICKETS {
-            let t = store.issue().unwrap();
+            let t = store.issue(v4()).unwrap().0;
             store.redeem(&t);
         }
         assert!(store.inner.lock().unwrap().order.len() <= 2 * MAX_TICKETS);
@@ -191,10 +278,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = TicketFile::new(dir.join("probe.ticket"));
         assert_eq!(f.take(), None, "no file");
-        f.keep(Bytes32([3; 32]), 600);
-        assert_eq!(f.take(), Some(Bytes32([3; 32])));
+        let r = Resumption {
+            ticket: Bytes32([3; 32]),
+            udp_port: Some(40000),
+        };
+        f.keep(r, 600);
+        assert_eq!(f.take(), Some(r));
         assert_eq!(f.take(), None, "taken");
-        f.keep(Bytes32([5; 32]), 0);
+        f.keep(r, 0);
         assert_eq!(f.take(), None, "expired");
         std::fs::write(f.path(), b"{not json").unwrap();
         assert_eq!(f.take(), None, "unreadable");

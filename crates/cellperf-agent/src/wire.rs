@@ -349,6 +349,9 @@ pub enum Message {
     Ticket {
         ticket: Bytes32,
         lifetime_s: u32,
+        /// A UDP data socket the server keeps for the ticket's next test: a download's hello
+        /// may go there with the first flight ([`crate::ticket::reserved_cookie`]).
+        udp_port: Option<u16>,
     },
     /// NTP-style clock probe: t1 client send, t2 server receive, t3 server send (realtime ns).
     TimeRequest {

@@ -753,7 +753,11 @@ fn down_with_ticket(tickets: &std::path::Path) -> cellperf_agent::plan::Plan {
 /// Issue 34: with a ticket from its previous connection, the probe sends its proof and the
 /// test's request in its first flight, and the test starts one round trip after connecting
 /// (two before: `hello`, then `auth` and the request). The server's stats count it; the
-/// ticket file holds the next ticket.
+/// ticket file holds the next ticket. A download's UDP hello goes to the socket the ticket
+/// reserved, before the connection: the server's data leave before the relay hands the
+/// probe `accepted` (it holds every server flight 300 ms; the first run's data wait for it
+/// and its hello), and the probe's receiver, running from the start, times them as they
+/// come (one-way delays of loopback, not of the relay's hold).
 #[test]
 fn a_ticket_puts_the_proof_and_the_request_in_the_first_flight() {
     let srv = server(1e8, 4);
@@ -763,10 +767,24 @@ fn a_ticket_puts_the_proof_and_the_request_in_the_first_flight() {
     let p = down_with_ticket(&tickets);
     let relay = flight_relay(srv.addr, Duration::from_millis(300));
     for conn in 0..2 {
+        let started = cellperf_agent::clock::realtime_ns();
         let r = probe::run(&relay.addr.to_string(), b"s3cret", &p, &mut |_| true);
         assert_eq!(r.error, None, "run {conn}");
         assert!(r.document["packets_received"].as_u64().unwrap() > 0);
         assert!(tickets.exists(), "run {conn} kept the next ticket");
+        let down: Vec<_> = r.log.iter().filter(|l| l.direction == "down").collect();
+        let first_sent = down.iter().filter_map(|l| l.send_ns).min().unwrap() - started;
+        let slowest = down
+            .iter()
+            .filter_map(|l| Some(l.recv_ns? - l.send_ns?))
+            .max()
+            .unwrap();
+        if conn == 0 {
+            assert!(first_sent > 300_000_000, "{first_sent} ns");
+        } else {
+            assert!(first_sent < 250_000_000, "{first_sent} ns");
+            assert!(slowest < 100_000_000, "{slowest} ns");
+        }
     }
     assert_eq!(
         flights_of(&relay, 0, 3),
@@ -802,7 +820,10 @@ fn handshake_for_ticket(addr: SocketAddr) -> (TcpStream, FrameReader, Bytes32) {
         rd.read_message(&mut c, t).unwrap(),
         Message::AuthOk { .. }
     ));
-    let Message::Ticket { ticket, lifetime_s } = rd.read_message(&mut c, t).unwrap() else {
+    let Message::Ticket {
+        ticket, lifetime_s, ..
+    } = rd.read_message(&mut c, t).unwrap()
+    else {
         panic!("no ticket")
     };
     assert_eq!(lifetime_s, 600);
