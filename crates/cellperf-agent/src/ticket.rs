@@ -32,6 +32,9 @@ pub const TICKET_LIFETIME: Duration = Duration::from_secs(600);
 pub const MAX_TICKETS: usize = 4096;
 /// Most tickets that hold a reserved UDP data socket at once (one descriptor each).
 pub const MAX_RESERVED: usize = 64;
+/// Receive buffer of a reserved socket until its test starts: room for the hello, not for
+/// what a stranger may send to an idle port (64 of them hold at most 1 MiB of the kernel's).
+const RESERVED_RCVBUF: usize = 16 * 1024;
 
 /// The cookie of a UDP test started with a ticket's reserved data socket: both ends know it
 /// from the ticket, so the probe's UDP hello can go before the server's `accepted` names it.
@@ -102,7 +105,9 @@ impl TicketStore {
                 IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
                 IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
             };
-            UdpSocket::bind(SocketAddr::new(any, 0)).ok()
+            UdpSocket::bind(SocketAddr::new(any, 0)).ok().inspect(|s| {
+                let _ = socket2::SockRef::from(s).set_recv_buffer_size(RESERVED_RCVBUF);
+            })
         } else {
             None
         };
