@@ -109,7 +109,8 @@ def print_cadence(store: Path) -> None:
 
 def test_phase_split(store: Path, summary: dict) -> None:
     """Each emulated run's `test` phase split by its MN capture (tshark): the command's start
-    to the probe's SYN (start-up), the SYN to the first data packet (control round trips), the
+    to the probe's first packet, its SYN or a download's UDP hello sent before it (start-up),
+    from there to the first data packet (control round trips), the
     data, the last data packet to the probe's FIN (report, late packets), the FIN to the
     command's end (the probe after its test)."""
     from cellperf.store import Store
@@ -128,7 +129,11 @@ def test_phase_split(store: Path, summary: dict) -> None:
         pk = [dict(zip(fields, line.split("\t"))) for line in out.splitlines()]
         if not pk:
             continue
-        mn, ctrl = pk[0]["ip.src"], pk[0]["tcp.srcport"]  # the probe's SYN opens the capture
+        # The probe's first packet opens the capture; its first TCP packet is its control SYN.
+        first_tcp = next((q for q in pk if q["tcp.srcport"]), None)
+        if first_tcp is None:
+            continue
+        mn, ctrl = first_tcp["ip.src"], first_tcp["tcp.srcport"]
         on_ctrl = lambda q: ctrl in (q["tcp.srcport"], q["tcp.dstport"])
         data = [float(q["frame.time_epoch"]) for q in pk if not on_ctrl(q)
                 and (int(q["udp.length"] or 0) > 40 or int(q["tcp.len"] or 0) > 0)]

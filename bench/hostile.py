@@ -14,8 +14,14 @@ issue 18 that hurt it most, `stream serve` and `web serve` under those of issue 
    streams served, peak memory).
 4. The page server (`cellperf web serve`): slowloris and a connection flood while a legitimate
    client GETs a page; prints the GETs served, peak memory and the log's lines.
+5. Resumption tickets (issue 34): a real ticket's first flight replayed, then a flood of first
+   flights with garbage tickets from four threads; prints what each got (target: the replay
+   and the flood only challenges, no test started), the most the server sent before
+   authentication per byte it received (target: under 1), its memory, and whether a real
+   probe is served after.
 
     .venv/bin/python bench/hostile.py [--probes 9] [--amplifiers 16] [--web-seconds 30] [--streams 5]
+        [--resume-flights 5000]
 
 Runs on loopback; the lock-out attackers use 127.0.1.x as their addresses (Linux routes all
 of 127/8 to lo). Nothing here is a test: it prints figures for the report.
@@ -44,6 +50,7 @@ TOKEN = b"bench-hostile-token"
 # The protocol as `crates/cellperf-agent/src/wire.rs` and `auth.rs` define it.
 PROTOCOL_VERSION = 2
 CLIENT_LABEL = b"cellperf-agent v1 client proof"
+RESUME_LABEL = b"cellperf-agent v3 resume proof"
 MAX_PACKETS = 64 << 20
 
 
@@ -57,15 +64,17 @@ def vm_kib(pid: int, field: str) -> int:
 class Control:
     """An authenticated control connection, spoken by hand."""
 
-    def __init__(self, address: tuple[str, int]) -> None:
+    def __init__(self, address: tuple[str, int], version: int = PROTOCOL_VERSION) -> None:
         self.sock = socket.create_connection(address, timeout=10)
         nonce = os.urandom(32)
-        self.send({"type": "hello", "version": PROTOCOL_VERSION, "client_nonce": nonce.hex()})
+        self.send({"type": "hello", "version": version, "client_nonce": nonce.hex()})
         server_nonce = bytes.fromhex(self.recv()["server_nonce"])
         mac = hmac.new(TOKEN, CLIENT_LABEL + server_nonce + nonce, hashlib.sha256).hexdigest()
         self.send({"type": "auth", "mac": mac})
         reply = self.recv()
         assert reply["type"] == "auth_ok", reply
+        # Version 3: the ticket for the next connection follows.
+        self.ticket = bytes.fromhex(self.recv()["ticket"]) if version >= 3 else None
 
     def send(self, message: dict) -> None:
         body = b"\x01" + json.dumps(message).encode()
@@ -186,6 +195,65 @@ def amplify(proc: subprocess.Popen, address: tuple[str, int], tests: int) -> Non
           f"4 datagrams each numbered up to 2^26 − 1")
     print(f"  server memory: {base / 1024:.1f} MB before, peak (VmHWM) {peak / 1024:.1f} MB "
           f"(target: under 100 MB; was 1.33 GB for one test)")
+
+
+def resume_flight(ticket: bytes) -> bytes:
+    """A version-3 first flight: `resume` with `ticket`, proved with the token, and a test."""
+    nonce = os.urandom(32)
+    mac = hmac.new(TOKEN, RESUME_LABEL + ticket + nonce, hashlib.sha256).hexdigest()
+    spec = {"direction": "down", "payload_bytes": 100, "interval_ns": 10_000_000, "count": 10, "drain_ms": 0}
+    body = b"\x01" + json.dumps({"type": "resume", "version": 3, "client_nonce": nonce.hex(), "ticket": ticket.hex(),
+                                  "mac": mac, "then": {"type": "start_udp", "spec": spec}}).encode()
+    return struct.pack(">I", len(body)) + body
+
+
+def first_answer(address: tuple[str, int], flight: bytes) -> tuple[str, int]:
+    """The type of the server's first message to `flight`, and the bytes it sent by then."""
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(flight)
+        got = b""
+        while len(got) < 4 or len(got) < 4 + struct.unpack(">I", got[:4])[0]:
+            chunk = s.recv(65536)
+            if not chunk:
+                return "closed", len(got)
+            got += chunk
+    return json.loads(got[5:4 + struct.unpack(">I", got[:4])[0]])["type"], len(got)
+
+
+def resume_flood(proc: subprocess.Popen, address: tuple[str, int], flights: int) -> None:
+    """A real ticket's first flight twice, then `flights` first flights with garbage tickets."""
+    ticket = Control(address, version=3).ticket
+    flight = resume_flight(ticket)
+    print(f"  a real ticket's first flight: {first_answer(address, flight)[0]}; "
+          f"the same flight again: {first_answer(address, flight)[0]} (target: challenge)")
+    base = vm_kib(proc.pid, "VmRSS")
+    answers: dict[str, int] = {}
+    worst = [0.0]
+    lock = threading.Lock()
+
+    def flood(n: int) -> None:
+        for _ in range(n):
+            f = resume_flight(os.urandom(32))
+            try:
+                kind, sent = first_answer(address, f)
+            except OSError as e:
+                kind, sent = type(e).__name__, 0
+            with lock:
+                answers[kind] = answers.get(kind, 0) + 1
+                worst[0] = max(worst[0], sent / len(f))
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=flood, args=(flights // 4,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - t0
+    print(f"  {flights} garbage first flights in {took:.1f} s: {answers}; the server sent at most "
+          f"{worst[0]:.2f} B per byte received before authentication (target: under 1)")
+    print(f"  server memory: {base / 1024:.1f} MB before, peak (VmHWM) {vm_kib(proc.pid, 'VmHWM') / 1024:.1f} MB")
+    r = run_probe(f"{address[0]}:{address[1]}", TOKEN, "udp-cbr", {"duration_s": 0.5, "rate_bps": 1e5})
+    print(f"  a real probe after the flood: {'served' if r.error is None else r.error}")
 
 
 # --- The page server, `cellperf web serve` (issue 31 item 2) ---------------------------------
@@ -422,6 +490,7 @@ def main() -> None:
     p.add_argument("--amplifiers", type=int, default=16, help="tests of the amplification attack (default: --max-tests)")
     p.add_argument("--web-seconds", type=float, default=30.0, help="legitimate GETs during each page-server attack")
     p.add_argument("--streams", type=int, default=5, help="legitimate streams played during the stream server's flood")
+    p.add_argument("--resume-flights", type=int, default=5000, help="first flights with garbage tickets")
     a = p.parse_args()
     proc, address = start_server(max_tests=16)
     try:
@@ -431,6 +500,8 @@ def main() -> None:
         lock_out(address, sources=8, hold=8, reopen_per_s=15, probes=a.probes)
         print("Memory amplification (issue 18 item 3):")
         amplify(proc, address, a.amplifiers)
+        print("Resumption tickets (issue 34):")
+        resume_flood(proc, address, a.resume_flights)
     finally:
         stop_server(proc)
     print("The page server (issue 31 item 2):")

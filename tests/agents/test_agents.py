@@ -214,6 +214,25 @@ def test_bad_token_is_rejected(server, tmp_path):
     assert r.stderr.strip().splitlines() == [f"cellperf: error: server {server.address}: authentication failed: wrong token"]
 
 
+def test_a_ticket_file_carries_the_servers_ticket_to_the_next_run_but_not_past_the_token(server, tmp_path):
+    """Issue 34: `--ticket-file` keeps the server's single-use ticket; the next run presents it
+    (authenticating in its first message) and keeps a new one. A ticket does not stand in for
+    the token: with a wrong one the run is refused as before."""
+    tickets = tmp_path / "probe.ticket"
+    run = ("-t", "udp-cbr", "--duration", "0.2", "--rate", "100k", "--ticket-file", str(tickets), "--json")
+    seen = []
+    for _ in range(2):
+        assert _json(server.probe(*run))["packets_received"] > 0
+        seen.append(json.loads(tickets.read_text())["ticket"])
+    assert seen[0] != seen[1] and all(len(t) == 64 for t in seen)
+    bad = tmp_path / "bad"
+    bad.write_text("guess")
+    r = server.probe(*run, token_file=bad)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [f"cellperf: error: server {server.address}: authentication failed: wrong token"]
+    assert sorted(p.name for p in tmp_path.glob("probe.ticket*")) == []  # taken, and nothing new given
+
+
 def test_over_limit_request_is_refused(tmp_path):
     s = Server(tmp_path, "--max-rate", "1M", "--max-duration", "5")
     try:

@@ -74,6 +74,11 @@ def test_runs_store_their_phases_overlap_a_drain_and_a_tcp_test_lasts_its_durati
     assert tcp["duration_s"] <= 2.0
     assert 0 < tcp["drain_s"] <= 1.0 + 0.15 and tcp["drain_bytes"] > 0
     assert tcp["throughput_bps"] == pytest.approx((tcp["bytes_received"] - tcp["drain_bytes"]) * 8 / tcp["duration_s"])
+    # Issue 34: the second run's probe proved the token in its first message with the ticket
+    # the first run's was given (the control messages are JSON in clear in the MN's capture).
+    first_messages = {run_id: [(tmp_path / "out/runs" / run_id / "mn.pcap").read_bytes().count(b'{"type":"%s"' % t)
+                               for t in (b"hello", b"resume")] for run_id in runs}
+    assert first_messages == {udp_run["run_id"]: [1, 0], tcp_run["run_id"]: [0, 1]}, first_messages
 
 
 def test_a_capture_command_is_started_once_its_pcap_header_is_written(tmp_path):

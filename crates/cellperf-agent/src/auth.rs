@@ -12,6 +12,7 @@ type HmacSha256 = Hmac<Sha256>;
 
 const CLIENT_LABEL: &[u8] = b"cellperf-agent v1 client proof";
 const SERVER_LABEL: &[u8] = b"cellperf-agent v1 server proof";
+const RESUME_LABEL: &[u8] = b"cellperf-agent v3 resume proof";
 
 fn mac(token: &[u8], label: &[u8], first: &Bytes32, second: &Bytes32) -> HmacSha256 {
     // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
@@ -36,6 +37,13 @@ pub fn server_proof(token: &[u8], server_nonce: &Bytes32, client_nonce: &Bytes32
     to_bytes(mac(token, SERVER_LABEL, client_nonce, server_nonce))
 }
 
+/// Constant-time check of a proof made with `label` over (`first`, `second`).
+fn verify(token: &[u8], label: &[u8], first: &Bytes32, second: &Bytes32, proof: &Bytes32) -> bool {
+    mac(token, label, first, second)
+        .verify_slice(&proof.0)
+        .is_ok()
+}
+
 /// Constant-time check of the client's proof.
 pub fn verify_client(
     token: &[u8],
@@ -43,9 +51,23 @@ pub fn verify_client(
     client_nonce: &Bytes32,
     proof: &Bytes32,
 ) -> bool {
-    mac(token, CLIENT_LABEL, server_nonce, client_nonce)
-        .verify_slice(&proof.0)
-        .is_ok()
+    verify(token, CLIENT_LABEL, server_nonce, client_nonce, proof)
+}
+
+/// The client's proof in a `resume` over (ticket, client nonce): the ticket stands in for a
+/// server nonce the server gave in advance (its own label: not usable as an `auth` proof).
+pub fn resume_proof(token: &[u8], ticket: &Bytes32, client_nonce: &Bytes32) -> Bytes32 {
+    to_bytes(mac(token, RESUME_LABEL, ticket, client_nonce))
+}
+
+/// Constant-time check of a `resume` proof.
+pub fn verify_resume(
+    token: &[u8],
+    ticket: &Bytes32,
+    client_nonce: &Bytes32,
+    proof: &Bytes32,
+) -> bool {
+    verify(token, RESUME_LABEL, ticket, client_nonce, proof)
 }
 
 /// Constant-time check of the server's proof.
@@ -55,9 +77,7 @@ pub fn verify_server(
     client_nonce: &Bytes32,
     proof: &Bytes32,
 ) -> bool {
-    mac(token, SERVER_LABEL, client_nonce, server_nonce)
-        .verify_slice(&proof.0)
-        .is_ok()
+    verify(token, SERVER_LABEL, client_nonce, server_nonce, proof)
 }
 
 #[cfg(test)]
@@ -79,6 +99,12 @@ mod tests {
             &c,
             &server_proof(b"secret", &s, &c)
         ));
+        // A resume proof is neither, and an auth proof is not a resume proof.
+        let r = resume_proof(b"secret", &s, &c);
+        assert!(verify_resume(b"secret", &s, &c, &r));
+        assert!(!verify_resume(b"other", &s, &c, &r));
+        assert!(!verify_resume(b"secret", &s, &c, &p));
+        assert!(!verify_client(b"secret", &s, &c, &r));
     }
 
     /// RFC 4231 test case 2 pins the HMAC-SHA256 construction itself.

@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::auth;
+use crate::ticket::{reserved_cookie, Resumption, TicketFile, TicketStore};
 use crate::wire::*;
 
 /// Time allowed from connect to the client's `hello` (one trip across the path).
@@ -40,8 +41,18 @@ impl Refusal {
 /// A client that proved it knows the token; [`Verified::auth_ok`] is the server's answer,
 /// sent once the caller has admitted it (its own caps).
 pub struct Verified {
+    /// The challenge's nonce, or the redeemed ticket of a `resume`.
     server_nonce: Bytes32,
     client_nonce: Bytes32,
+    /// The client speaks version 3 and the caller keeps tickets: it is given one after
+    /// `auth_ok` ([`crate::ticket`]).
+    pub wants_ticket: bool,
+    /// Authenticated by a ticket in the first flight.
+    pub resumed: bool,
+    /// The UDP data socket the ticket reserved, with the cookie both ends derive from it.
+    pub reserved_udp: Option<(std::net::UdpSocket, Cookie)>,
+    /// The request that came in a `resume`, to be answered first.
+    pub first_request: Option<Message>,
 }
 
 impl Verified {
@@ -54,22 +65,47 @@ impl Verified {
 
 /// The server's side up to a verified proof. `reader` reads frames of `ctrl` (whose read
 /// timeout sets the poll step); the hello must come within [`HELLO_TIMEOUT`] and the proof
-/// within [`HANDSHAKE_TIMEOUT`] of the start.
+/// within [`HANDSHAKE_TIMEOUT`] of the start. With `tickets`, a `resume` whose ticket is
+/// outstanding for this peer and whose proof verifies is accepted at once; any other
+/// `resume` gets the full challenge.
 pub fn accept(
     ctrl: &mut TcpStream,
     reader: &mut FrameReader,
     token: &[u8],
+    tickets: Option<&TicketStore>,
 ) -> Result<Verified, Refusal> {
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-    let client_nonce = match reader.read_message(ctrl, HELLO_TIMEOUT) {
+    let (client_nonce, version) = match reader.read_message(ctrl, HELLO_TIMEOUT) {
         Ok(Message::Hello {
             version,
             client_nonce,
-        }) if version == PROTOCOL_VERSION => client_nonce,
+        }) if (PLAIN_VERSION..=PROTOCOL_VERSION).contains(&version) => (client_nonce, version),
         Ok(Message::Hello { version, .. }) => {
             return Err(Refusal::Other(format!(
                 "protocol version {version} not supported (server speaks {PROTOCOL_VERSION})"
             )))
+        }
+        Ok(Message::Resume {
+            version,
+            client_nonce,
+            ticket,
+            mac,
+            then,
+        }) if version == PROTOCOL_VERSION && tickets.is_some() => {
+            let redeemed = tickets.and_then(|t| t.redeem(&ticket));
+            if let Some(r) =
+                redeemed.filter(|_| auth::verify_resume(token, &ticket, &client_nonce, &mac))
+            {
+                return Ok(Verified {
+                    server_nonce: ticket,
+                    client_nonce,
+                    wants_ticket: true,
+                    resumed: true,
+                    reserved_udp: r.udp.map(|s| (s, reserved_cookie(&ticket))),
+                    first_request: then.map(|m| *m),
+                });
+            }
+            (client_nonce, version)
         }
         Ok(other) => {
             return Err(Refusal::Protocol(format!(
@@ -100,7 +136,19 @@ pub fn accept(
     Ok(Verified {
         server_nonce,
         client_nonce,
+        wants_ticket: version >= 3 && tickets.is_some(),
+        resumed: false,
+        reserved_udp: None,
+        first_request: None,
     })
+}
+
+/// A version-3 client's tickets: the file it keeps the next one in, and the one it took from
+/// there for this connection.
+#[derive(Clone, Copy)]
+pub struct Tickets<'a> {
+    pub file: &'a TicketFile,
+    pub resume: Option<Resumption>,
 }
 
 /// The client's side: proves it knows `token` to `server` and checks the server's proof.
@@ -112,6 +160,11 @@ pub fn accept(
 /// secret (it would be sent in the clear next anyway), and its answer is read only after
 /// the server's proof has been checked. Returns when the proof and `then` went out (wall
 /// clock, ns): the request's time.
+///
+/// With `tickets` (protocol version 3), the ticket taken from the file opens the connection
+/// with `resume`, proof and `then` in the first flight (one more round trip less); without
+/// one, or when the server answers the resume with a challenge, the full exchange follows.
+/// The server's new ticket is kept in the file either way.
 pub fn prove(
     ctrl: &mut TcpStream,
     reader: &mut FrameReader,
@@ -119,23 +172,43 @@ pub fn prove(
     server: SocketAddr,
     timeout: Duration,
     then: Option<&Message>,
+    tickets: Option<Tickets<'_>>,
 ) -> Result<i64, String> {
     let send = |ctrl: &mut TcpStream, m: &Message| {
         send_message(ctrl, m).map_err(|e| format!("server {server}: control connection: {e}"))
     };
     let client_nonce = Bytes32::random().map_err(|e| e.to_string())?;
-    send(
-        ctrl,
-        &Message::Hello {
+    let mut sent_ns = crate::clock::realtime_ns();
+    let ticket = tickets.as_ref().and_then(|t| t.resume).map(|r| r.ticket);
+    let file = tickets.as_ref().map(|t| t.file);
+    let first_flight = match ticket {
+        Some(ticket) => Message::Resume {
             version: PROTOCOL_VERSION,
             client_nonce,
+            ticket,
+            mac: auth::resume_proof(token, &ticket, &client_nonce),
+            then: then.map(|m| Box::new(m.clone())),
         },
-    )?;
-    let server_nonce = match reply(ctrl, reader, server, timeout)? {
-        Message::Challenge { server_nonce } => server_nonce,
-        other => return Err(unexpected(&other)),
+        None => Message::Hello {
+            version: if tickets.is_some() {
+                PROTOCOL_VERSION
+            } else {
+                PLAIN_VERSION
+            },
+            client_nonce,
+        },
     };
-    let sent_ns = crate::clock::realtime_ns();
+    send(ctrl, &first_flight)?;
+    let server_nonce = match (reply(ctrl, reader, server, timeout)?, ticket) {
+        (Message::AuthOk { mac }, Some(ticket)) => {
+            check_server_proof(token, &ticket, &client_nonce, &mac, server)?;
+            keep_ticket(ctrl, reader, server, timeout, file)?;
+            return Ok(sent_ns);
+        }
+        (Message::Challenge { server_nonce }, _) => server_nonce,
+        (other, _) => return Err(unexpected(&other)),
+    };
+    sent_ns = crate::clock::realtime_ns();
     send(
         ctrl,
         &Message::Auth {
@@ -146,16 +219,61 @@ pub fn prove(
         send(ctrl, m)?;
     }
     match reply(ctrl, reader, server, timeout)? {
-        Message::AuthOk { mac }
-            if auth::verify_server(token, &server_nonce, &client_nonce, &mac) =>
-        {
-            Ok(sent_ns)
+        Message::AuthOk { mac } => {
+            check_server_proof(token, &server_nonce, &client_nonce, &mac, server)?
         }
-        Message::AuthOk { .. } => Err(format!(
-            "server {server}: failed to prove it knows the token (not a cellperf server of ours?)"
-        )),
+        other => return Err(unexpected(&other)),
+    }
+    keep_ticket(ctrl, reader, server, timeout, file)?;
+    Ok(sent_ns)
+}
+
+fn check_server_proof(
+    token: &[u8],
+    server_nonce: &Bytes32,
+    client_nonce: &Bytes32,
+    mac: &Bytes32,
+    server: SocketAddr,
+) -> Result<(), String> {
+    if auth::verify_server(token, server_nonce, client_nonce, mac) {
+        return Ok(());
+    }
+    Err(format!(
+        "server {server}: failed to prove it knows the token (not a cellperf server of ours?)"
+    ))
+}
+
+/// A client of version 3 reads the server's ticket right behind `auth_ok` into its file.
+fn keep_ticket(
+    ctrl: &mut TcpStream,
+    reader: &mut FrameReader,
+    server: SocketAddr,
+    timeout: Duration,
+    tickets: Option<&TicketFile>,
+) -> Result<(), String> {
+    let Some(file) = tickets else {
+        return Ok(());
+    };
+    match reply(ctrl, reader, server, timeout)? {
+        Message::Ticket {
+            ticket,
+            lifetime_s,
+            udp_port,
+        } => {
+            file.keep(Resumption { ticket, udp_port }, lifetime_s);
+            Ok(())
+        }
         other => Err(unexpected(&other)),
     }
+}
+
+/// Whether `error` (from [`prove`] with a ticket file) says the server is older than
+/// version 3: it refused the `hello` of version 3, or did not know `resume`. The client then
+/// connects again without tickets.
+pub fn older_server(error: &str) -> bool {
+    error.contains(&format!(
+        "protocol version {PROTOCOL_VERSION} not supported"
+    )) || error.contains("unknown message type \"resume\"")
 }
 
 /// After a refusal has been sent: reads away what the client sent ahead of the answer (its
@@ -223,4 +341,29 @@ pub fn message_name(m: &Message) -> String {
         .ok()
         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
         .unwrap_or_else(|| "message".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a version-2 server answers a version-3 client with (its refusal of the hello, or
+    /// of a `resume` it cannot decode), as the client reads it: the client tries again
+    /// without tickets. Other refusals are not taken for an older server.
+    #[test]
+    fn an_older_servers_refusals_are_recognised() {
+        let v2_hello = "server 10.0.0.1:5250: protocol version 3 not supported (server speaks 2)";
+        let v2_resume = format!(
+            "server 10.0.0.1:5250: {}",
+            ProtocolError::Malformed("unknown message type \"resume\"".into())
+        );
+        assert!(older_server(v2_hello));
+        assert!(older_server(&v2_resume));
+        assert!(!older_server(
+            "server 10.0.0.1:5250: authentication failed: wrong token"
+        ));
+        assert!(!older_server(
+            "server 10.0.0.1:5250: server busy: 3 tests running"
+        ));
+    }
 }

@@ -1,6 +1,7 @@
 //! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the
 //! mobile node (docs/methods.md §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
-//! [`admission`] limits connections that have not authenticated yet),
+//! [`admission`] limits connections that have not authenticated yet; [`ticket`] lets a client
+//! authenticate in its first flight),
 //! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
 //! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
@@ -25,6 +26,7 @@ pub mod sockopt;
 pub mod step_result;
 pub mod stream_request;
 pub mod tcp;
+pub mod ticket;
 pub mod udp;
 pub mod wire;
 

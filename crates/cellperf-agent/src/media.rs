@@ -400,7 +400,7 @@ impl Shared {
             );
             Err(reason)
         };
-        let verified = match handshake::accept(&mut ctrl, &mut reader, &self.cfg.token) {
+        let verified = match handshake::accept(&mut ctrl, &mut reader, &self.cfg.token, None) {
             Ok(v) => v,
             Err(refusal) => {
                 match refusal {
@@ -693,6 +693,7 @@ pub fn receive(
             server,
             REPLY_TIMEOUT,
             Some(&start),
+            None,
         )?;
         Ok((ctrl, reader, request_ns))
     })?;
@@ -1007,7 +1008,7 @@ mod tests {
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let mut rd = FrameReader::new(MAX_SERVER_FRAME);
-        handshake::prove(&mut c, &mut rd, TOKEN, addr, REPLY_TIMEOUT, None)?;
+        handshake::prove(&mut c, &mut rd, TOKEN, addr, REPLY_TIMEOUT, None, None)?;
         send_message(&mut c, &Message::StartStream { request: r.clone() }).unwrap();
         let m = handshake::reply(&mut c, &mut rd, addr, REPLY_TIMEOUT)?;
         Ok((c, rd, m))
@@ -1308,7 +1309,16 @@ mod tests {
             let mut c: TcpStream = s.into();
             c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
             let mut rd = FrameReader::new(MAX_SERVER_FRAME);
-            handshake::prove(&mut c, &mut rd, TOKEN, server.addr, REPLY_TIMEOUT, None).map(|_| c)
+            handshake::prove(
+                &mut c,
+                &mut rd,
+                TOKEN,
+                server.addr,
+                REPLY_TIMEOUT,
+                None,
+                None,
+            )
+            .map(|_| c)
         };
         let _c = from("127.0.0.3").unwrap();
         let e = from("127.0.0.4").err().unwrap();

@@ -46,6 +46,8 @@ pub struct Plan {
     pub steps: Vec<PlanStep>,
     /// Round trips of the clock exchange before the test (0: none, the ends share a clock).
     pub clock_samples: usize,
+    /// Where the probe keeps the server's resumption ticket between runs ([`crate::ticket`]).
+    pub ticket_file: Option<std::path::PathBuf>,
 }
 
 /// The clock exchange's round trips unless `clock_samples` says otherwise.
@@ -77,6 +79,8 @@ pub struct Options {
     /// A testbed's setting, not a test's (so not in [`OPTION_TESTS`]): 0 skips the clock
     /// exchange where both ends run on one host's clock (the emulated testbed).
     pub clock_samples: Option<u32>,
+    /// Also a setting, not a test's: the file of the resumption ticket ([`crate::ticket`]).
+    pub ticket_file: Option<String>,
 }
 
 pub const TESTS: [&str; 9] = [
@@ -599,11 +603,13 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
         Some(n) if n <= 64 => n as usize,
         Some(n) => return Err(format!("--clock-samples: at most 64, not {n}")),
     };
+    let ticket_file = o.ticket_file.as_ref().map(std::path::PathBuf::from);
     let single = |step: crate::plan::Step, dir| Plan {
         test: test.into(),
         direction: dir,
         owd,
         clock_samples,
+        ticket_file: ticket_file.clone(),
         steps: vec![PlanStep {
             label: StepLabel::Single,
             step,
@@ -715,6 +721,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 direction: dir,
                 owd,
                 clock_samples,
+                ticket_file,
                 steps,
             })
         }
@@ -767,6 +774,7 @@ pub fn plan(test: &str, o: &Options) -> Result<Plan, String> {
                 direction: dir,
                 owd,
                 clock_samples,
+                ticket_file,
                 steps,
             })
         }
@@ -950,6 +958,7 @@ mod tests {
             lengths: Some(vec![]),
             period_s: Some(1.0),
             clock_samples: None,
+            ticket_file: None,
         };
         let names = given(&all);
         assert_eq!(names.len(), OPTION_TESTS.len());

@@ -17,11 +17,12 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
-use crate::handshake::{self, unexpected};
+use crate::handshake::{self, unexpected, Tickets};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
 use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
+use crate::ticket::{reserved_cookie, Resumption, TicketFile};
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
@@ -91,18 +92,31 @@ impl Client {
     /// right behind the proof ([`handshake::prove`]: one round trip less; its answer is then
     /// read with [`Client::accepted`]); a server busy with other handshakes is asked again
     /// ([`handshake::retrying_busy`]).
+    ///
+    /// With a ticket file the first flight carries the proof ([`crate::ticket`]); a server
+    /// older than version 3 is asked again without tickets.
     fn connect(
         server: SocketAddr,
         token: &[u8],
         first: Option<&Message>,
+        tickets: Option<Tickets<'_>>,
     ) -> Result<Client, String> {
-        handshake::retrying_busy(server, || Client::connect_once(server, token, first))
+        let connect = |tickets| {
+            handshake::retrying_busy(server, || {
+                Client::connect_once(server, token, first, tickets)
+            })
+        };
+        match connect(tickets) {
+            Err(e) if tickets.is_some() && handshake::older_server(&e) => connect(None),
+            other => other,
+        }
     }
 
     fn connect_once(
         server: SocketAddr,
         token: &[u8],
         first: Option<&Message>,
+        tickets: Option<Tickets<'_>>,
     ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
@@ -123,6 +137,7 @@ impl Client {
             server,
             REPLY_TIMEOUT,
             first,
+            tickets,
         )?;
         Ok(c)
     }
@@ -270,11 +285,83 @@ fn start_message(step: &Step) -> Message {
     }
 }
 
+/// A UDP step's data socket, connected to the server's data port, and its receiver when the
+/// server sends (running before the first datagram can come).
+struct DataPath {
+    sock: UdpSocket,
+    port: u16,
+    cookie: Cookie,
+    token: Option<udp::DataToken>,
+    ctl: Arc<ReceiveControl>,
+    receiver: Option<std::thread::JoinHandle<udp::ReceiveOutcome>>,
+}
+
+impl DataPath {
+    fn open(
+        server: SocketAddr,
+        port: u16,
+        cookie: Cookie,
+        spec: &UdpSpec,
+    ) -> Result<DataPath, String> {
+        let local: SocketAddr = match server {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let sock = UdpSocket::bind(local)
+            .and_then(|s| s.connect((server.ip(), port)).map(|_| s))
+            .map_err(|e| format!("UDP data socket: {e}"))?;
+        udp::enlarge_buffers(&sock);
+        let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
+        let ctl = ReceiveControl::new();
+        // With pings from the server (cn_echo) the receiver returns each one at once.
+        let receiver = spec.direction.server_sends().then(|| {
+            udp::spawn_receiver(
+                sock.try_clone().expect("clone UDP socket"),
+                spec.count,
+                token,
+                spec.direction == Direction::CnEcho,
+                ctl.clone(),
+            )
+        });
+        Ok(DataPath {
+            sock,
+            port,
+            cookie,
+            token,
+            ctl,
+            receiver,
+        })
+    }
+
+    /// A download's path opened before connecting, with its hello sent: the server's socket
+    /// reserved for `resume`'s ticket has it when the request comes (one round trip less).
+    fn early(server: SocketAddr, r: &Resumption, step: &Step) -> Option<DataPath> {
+        let (Step::Udp(spec), Some(port)) = (step, r.udp_port) else {
+            return None;
+        };
+        if !spec.direction.server_paces() {
+            return None;
+        }
+        let cookie = reserved_cookie(&r.ticket);
+        let path = DataPath::open(server, port, cookie, spec).ok()?;
+        let _ = path.sock.send(&udp::hello_datagram(&cookie));
+        Some(path)
+    }
+
+    fn close(self) {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.receiver {
+            let _ = h.join();
+        }
+    }
+}
+
 /// `accepted`: the server's answer to the step's request (sent by the caller).
 fn run_udp_step(
     c: &mut Client,
     spec: &UdpSpec,
     accepted: Result<(u16, Cookie), String>,
+    early: Option<DataPath>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> UdpGathered {
@@ -293,32 +380,30 @@ fn run_udp_step(
             return g;
         }
     };
-    let local: SocketAddr = match c.server {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let sock =
-        match UdpSocket::bind(local).and_then(|s| s.connect((c.server.ip(), port)).map(|_| s)) {
-            Ok(s) => s,
-            Err(e) => {
-                g.error = Some(format!("UDP data socket: {e}"));
-                return g;
+    // The path opened before connecting serves if the server took the ticket's socket.
+    let path = match early {
+        Some(p) if (p.port, p.cookie) == (port, cookie) => Ok(p),
+        other => {
+            if let Some(p) = other {
+                p.close();
             }
-        };
-    udp::enlarge_buffers(&sock);
+            DataPath::open(c.server, port, cookie, spec)
+        }
+    };
+    let DataPath {
+        sock,
+        token,
+        ctl,
+        receiver,
+        ..
+    } = match path {
+        Ok(p) => p,
+        Err(e) => {
+            g.error = Some(e);
+            return g;
+        }
+    };
     g.local_port = sock.local_addr().ok().map(|a| a.port());
-    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
-    let ctl = ReceiveControl::new();
-    // With pings from the server (cn_echo) the receiver returns each one at once.
-    let receiver = spec.direction.server_sends().then(|| {
-        udp::spawn_receiver(
-            sock.try_clone().expect("clone UDP socket"),
-            spec.count,
-            token,
-            spec.direction == Direction::CnEcho,
-            ctl.clone(),
-        )
-    });
     // Open the server's data socket: hellos until it says ready. A probe that paces packets
     // with the test's token starts right behind its first hello, one round trip sooner (the
     // server takes its first data packet as a hello too, and its packets wait in the server's
@@ -772,7 +857,15 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         .flatten();
     // Whether the next step's request went out already (behind a connection's proof).
     let mut sent_ahead = first.is_some();
-    let mut client = match Client::connect(addr, token, first.as_ref()) {
+    let file = plan.ticket_file.as_ref().map(TicketFile::new);
+    let resume = file.as_ref().and_then(TicketFile::take);
+    // A download's data path opens before the connection, its hello to the ticket's socket.
+    let mut early = resume
+        .filter(|_| first.is_some())
+        .zip(plan.steps.first())
+        .and_then(|(r, s)| DataPath::early(addr, &r, &s.step));
+    let tickets = |resume| file.as_ref().map(|file| Tickets { file, resume });
+    let mut client = match Client::connect(addr, token, first.as_ref(), tickets(resume)) {
         Ok(c) => c,
         Err(e) => {
             return ProbeRun {
@@ -815,7 +908,14 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
             };
             let (mut out, step_error, lost_ns) = match &step.step {
                 Step::Udp(spec) => {
-                    let g = run_udp_step(&mut client, spec, accepted, (i, n, &label), progress);
+                    let g = run_udp_step(
+                        &mut client,
+                        spec,
+                        accepted,
+                        early.take(),
+                        (i, n, &label),
+                        progress,
+                    );
                     spoofed += g.spoofed + g.report.as_ref().map_or(0, |r| r.spoofed);
                     let e = g.error.clone();
                     data_ports.extend(g.local_port);
@@ -852,7 +952,8 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                 steps_out.push((step.label, out));
                 if let Some(next) = plan.steps.get(i + 1) {
                     let request = start_message(&next.step);
-                    match Client::connect(addr, token, Some(&request)) {
+                    let resume = file.as_ref().and_then(TicketFile::take);
+                    match Client::connect(addr, token, Some(&request), tickets(resume)) {
                         Ok(c) => {
                             client = c;
                             sent_ahead = true;

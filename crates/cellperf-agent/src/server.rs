@@ -24,6 +24,7 @@ use crate::clock::{mono_ns, realtime_ns};
 use crate::handshake::{self, message_name, Refusal};
 use crate::log::{server_view_rows, write_csv};
 use crate::tcp;
+use crate::ticket::{TicketStore, TICKET_LIFETIME};
 use crate::udp::{self, ReceiveControl};
 use crate::wire::*;
 
@@ -98,11 +99,15 @@ pub struct ServerStats {
     pub handshakes_refused: AtomicU64,
     /// Handshakes in progress closed to make room for a newer connection.
     pub handshakes_evicted: AtomicU64,
+    /// Connections authenticated in their first flight by a ticket ([`crate::ticket`]).
+    pub resumed: AtomicU64,
 }
 
 pub struct Server {
     gate: Gate,
     cfg: Arc<ServerConfig>,
+    /// Tickets issued to authenticated clients for their next connection.
+    tickets: Arc<TicketStore>,
     stop: Arc<AtomicBool>,
     pub stats: Arc<ServerStats>,
 }
@@ -118,6 +123,7 @@ impl Server {
         Ok(Server {
             gate: Gate::new(TcpListener::bind(cfg.listen)?, "cellperf server")?,
             cfg: Arc::new(cfg),
+            tickets: Arc::default(),
             stop: Arc::new(AtomicBool::new(false)),
             stats: Arc::default(),
         })
@@ -162,9 +168,10 @@ impl Server {
             }
             let ticket = admitted.ticket;
             self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
-            let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
+            let (cfg, stats, tickets) =
+                (self.cfg.clone(), self.stats.clone(), self.tickets.clone());
             std::thread::spawn(move || {
-                let session = Session::new(stream, peer, cfg, stats.clone(), ticket);
+                let session = Session::new(stream, peer, cfg, stats.clone(), ticket, tickets);
                 if let Err(e) = session
                     .map_err(SessionError::from)
                     .and_then(|mut s| s.run())
@@ -241,6 +248,9 @@ struct Session {
     local_ip: IpAddr,
     cfg: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
+    tickets: Arc<TicketStore>,
+    /// The UDP socket a resumed connection's ticket reserved, for its first UDP test.
+    reserved_udp: Option<(UdpSocket, Cookie)>,
     tests: u32,
     id: String,
 }
@@ -260,6 +270,7 @@ impl Session {
         cfg: Arc<ServerConfig>,
         stats: Arc<ServerStats>,
         ticket: Ticket,
+        tickets: Arc<TicketStore>,
     ) -> io::Result<Session> {
         ctrl.set_read_timeout(Some(Duration::from_millis(100)))?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
@@ -286,6 +297,8 @@ impl Session {
             local_ip,
             cfg,
             stats,
+            tickets,
+            reserved_udp: None,
             tests: 0,
             id,
         })
@@ -304,9 +317,13 @@ impl Session {
     }
 
     fn run(&mut self) -> Result<(), SessionError> {
-        self.handshake()?;
+        // A resumed connection's first request came with its proof.
+        let mut first = self.handshake()?;
         loop {
-            let msg = match self.reader.read_message(&mut self.ctrl, IDLE_TIMEOUT) {
+            let msg = match first.take().map_or_else(
+                || self.reader.read_message(&mut self.ctrl, IDLE_TIMEOUT),
+                Ok,
+            ) {
                 Ok(m) => m,
                 Err(ProtocolError::Closed) => return Ok(()),
                 Err(e) => {
@@ -343,8 +360,14 @@ impl Session {
         }
     }
 
-    fn handshake(&mut self) -> Result<(), SessionError> {
-        let verified = match handshake::accept(&mut self.ctrl, &mut self.reader, &self.cfg.token) {
+    /// Authenticates the client; returns the request that came with a resumed first flight.
+    fn handshake(&mut self) -> Result<Option<Message>, SessionError> {
+        let mut verified = match handshake::accept(
+            &mut self.ctrl,
+            &mut self.reader,
+            &self.cfg.token,
+            Some(&self.tickets),
+        ) {
             Ok(v) => v,
             Err(refusal) => {
                 let counter = match refusal {
@@ -358,6 +381,10 @@ impl Session {
                 return Err(e);
             }
         };
+        self.reserved_udp = verified.reserved_udp.take();
+        if verified.resumed {
+            self.stats.resumed.fetch_add(1, Ordering::Relaxed);
+        }
         // Authenticated clients are trusted with a generous cap of their own.
         let max_authenticated = self.cfg.max_tests * 2 + 32;
         let n = self
@@ -372,9 +399,17 @@ impl Session {
         }
         self.ticket = None;
         self.send(&verified.auth_ok(&self.cfg.token))?;
+        if verified.wants_ticket {
+            let (ticket, udp_port) = self.tickets.issue(self.local_ip)?;
+            self.send(&Message::Ticket {
+                ticket,
+                lifetime_s: TICKET_LIFETIME.as_secs() as u32,
+                udp_port,
+            })?;
+        }
         // After the handshake a frame may take as long as any idle period.
         self.reader.frame_deadline = Duration::from_secs(10);
-        Ok(())
+        Ok(verified.first_request)
     }
 
     /// Checks a request against the limits and the free test slots, then runs it.
@@ -409,10 +444,33 @@ impl Session {
         SocketAddr::new(self.local_ip, 0)
     }
 
+    /// Whether `sock` (bound to any address) would send to the peer from the control
+    /// connection's address: a socket of its family, connected to the peer, says.
+    fn leaves_from_local(&self, sock: &UdpSocket) -> bool {
+        let Ok(any) = sock.local_addr() else {
+            return false;
+        };
+        UdpSocket::bind(SocketAddr::new(any.ip(), 0))
+            .and_then(|s| {
+                s.connect(SocketAddr::new(canonical(self.peer.ip()), 9))
+                    .map(|_| s)
+            })
+            .and_then(|s| s.local_addr())
+            .is_ok_and(|a| canonical(a.ip()) == self.local_ip)
+    }
+
     fn run_udp(&mut self, spec: UdpSpec, _slot: TestSlot) -> Result<(), SessionError> {
-        let sock = UdpSocket::bind(self.data_bind_addr())?;
+        // The ticket's socket (the probe's hello may be waiting in it), if the route to the
+        // probe leaves from the control connection's address, as every data socket's does.
+        let (sock, cookie) = match self
+            .reserved_udp
+            .take()
+            .filter(|(s, _)| self.leaves_from_local(s))
+        {
+            Some(reserved) => reserved,
+            None => (UdpSocket::bind(self.data_bind_addr())?, Cookie::random()?),
+        };
         udp::enlarge_buffers(&sock);
-        let cookie = Cookie::random()?;
         self.send(&Message::Accepted {
             data_port: sock.local_addr()?.port(),
             cookie,

@@ -19,9 +19,14 @@ use serde::{Deserialize, Serialize};
 /// tests at the server).
 pub const SERVER_BUSY: &str = "server busy";
 
-/// Version of the protocol; a mismatch is refused at `hello`.
+/// Version of the protocol; a server refuses a `hello` of a version it does not speak.
 /// 2: data packets carry the test's token (`udp::DataToken`); reports count `spoofed`.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: resumption tickets ([`crate::ticket`]): a client that says 3 in its `hello` is given a
+/// `ticket` after `auth_ok`, and may open its next connection with `resume`.
+pub const PROTOCOL_VERSION: u32 = 3;
+/// What a client without a ticket file says in its `hello`: every server since version 2
+/// accepts it, and it asks for no ticket.
+pub const PLAIN_VERSION: u32 = 2;
 /// Largest frame body a server reads: every client message is small.
 pub const MAX_CLIENT_FRAME: usize = 16 * 1024;
 /// Largest frame body a probe reads: record batches and reports from the server.
@@ -328,6 +333,25 @@ pub enum Message {
     },
     AuthOk {
         mac: Bytes32,
+    },
+    /// Version 3: a client's first flight with a ticket ([`crate::ticket`]) in place of
+    /// `hello`: its proof over the ticket and its nonce, and its first request (`then`),
+    /// answered at once. A server that does not take the ticket answers `challenge`.
+    Resume {
+        version: u32,
+        client_nonce: Bytes32,
+        ticket: Bytes32,
+        mac: Bytes32,
+        then: Option<Box<Message>>,
+    },
+    /// Version 3: the server's ticket for the client's next connection, right after
+    /// `auth_ok`; accepted once, for `lifetime_s`.
+    Ticket {
+        ticket: Bytes32,
+        lifetime_s: u32,
+        /// A UDP data socket the server keeps for the ticket's next test: a download's hello
+        /// may go there with the first flight ([`crate::ticket::reserved_cookie`]).
+        udp_port: Option<u16>,
     },
     /// NTP-style clock probe: t1 client send, t2 server receive, t3 server send (realtime ns).
     TimeRequest {

@@ -46,7 +46,7 @@ fn handshake(addr: SocketAddr, token: &[u8]) -> (TcpStream, FrameReader) {
     send_message(
         &mut c,
         &Message::Hello {
-            version: PROTOCOL_VERSION,
+            version: PLAIN_VERSION,
             client_nonce,
         },
     )

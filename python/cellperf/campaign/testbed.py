@@ -101,6 +101,7 @@ class EmulatedTestbed:
         self.server: subprocess.Popen | None = None
         self.port: int | None = None
         self.token_file = work_dir / ".token"
+        self.ticket_file: Path | None = None  # the server's resumption ticket, once it listens
         self.site: Path | None = None  # the shipped pages, written on the first web run
 
     def __enter__(self) -> EmulatedTestbed:
@@ -121,6 +122,9 @@ class EmulatedTestbed:
         line = self.server.stdout.readline()
         try:
             self.port = int(json.loads(line)["listening"].rsplit(":", 1)[1])
+            # Kept from one run's probe to the next (one round trip less); one file per server, as
+            # a cluster's testbed workers each run their own beside one store.
+            self.ticket_file = self.work_dir / f".probe-ticket.{self.port}"
         except (ValueError, KeyError, IndexError):
             err = self.server.stderr.read() if self.server.poll() is not None else ""
             self.close()
@@ -139,6 +143,8 @@ class EmulatedTestbed:
                 self.server.kill()
                 self.server.wait()
         self.token_file.unlink(missing_ok=True)
+        if self.ticket_file is not None:
+            self.ticket_file.unlink(missing_ok=True)
 
     def run(self, run: RunSpec, folder: Path, test_over: Callable[[], None] | None = None) -> Outcome:
         """The run's test through its own emulated link; `test_over()` is called once every
@@ -166,7 +172,8 @@ class EmulatedTestbed:
         # Both ends run on this host's clock: no clock exchange (8 round trips, 1.7 s of a
         # UMTS run, for an offset that is zero).
         return [exe, "probe", f"$CELLPERF_CN:{self.port}", "-t", test_type, *probe_args(options, test_type),
-                "--clock-samples", "0", "--token-file", str(self.token_file), "--json", "--log", str(log)]
+                "--clock-samples", "0", "--token-file", str(self.token_file), "--ticket-file", str(self.ticket_file),
+                "--json", "--log", str(log)]
 
     def _run_web(self, run: RunSpec, folder: Path, exe: str, over: Callable[[], None]) -> Outcome:
         from cellperf.campaign import web
@@ -338,6 +345,7 @@ class RealTestbed:
     def __init__(self, campaign: Campaign, work_dir: Path):
         self.campaign = campaign
         self.tb = campaign.testbed
+        self.ticket_file = work_dir / ".probe-ticket"  # as the emulated testbed's
 
     def __enter__(self) -> RealTestbed:
         if self.campaign.capture and self.tb.mn_interface:
@@ -490,7 +498,8 @@ class RealTestbed:
 
     def _probe_argv(self, test_type: str, options: dict, log: Path, folder: Path) -> list[str]:
         cmd = [cellperf_exe(), "probe", self.tb.server, "-t", test_type, *probe_args(options, test_type),
-               "--token-file", str(self.tb.token_file), "--json", "--log", str(log)]
+               "--token-file", str(self.tb.token_file), "--ticket-file", str(self.ticket_file), "--json",
+               "--log", str(log)]
         if not self.tb.cn_capture:
             # No capture at the CN: the server's own per-packet record of the test (what it
             # received and when), fetched over the control connection, stands in for it.

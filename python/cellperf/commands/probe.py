@@ -160,6 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-samples", type=number_arg(lo=0, hi=64, integer=True), metavar="N",
                         help="Round trips of the clock exchange before the test (default 8); 0 skips it where "
                              "both ends share a clock (cellperf run's emulated testbed): no clock_offset then.")
+    parser.add_argument("--ticket-file", metavar="FILE", type=file_path(Path),
+                        help="Keep the server's resumption ticket in FILE between runs: the next run proves the "
+                             "token in its first message, one round trip sooner (docs/agents.md).")
     parser.add_argument("--log", dest="log_path", metavar="FILE", type=file_path(Path),
                         help="Per-packet log of both ends, merged (.parquet or .csv).")
     parser.add_argument("--server-log", dest="server_log_path", metavar="FILE", type=file_path(Path),
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> None:
         ("direction", args.direction), ("payload", args.payload), ("duration_s", args.duration),
         ("congestion", args.congestion), ("mss", args.mss), ("streams", args.streams), ("codec", args.codec),
         ("count", args.count), ("interval_s", args.interval), ("timeout_s", args.timeout), ("owd", args.owd),
-        ("clock_samples", args.clock_samples),
+        ("clock_samples", args.clock_samples), ("ticket_file", args.ticket_file and str(args.ticket_file)),
     ):
         if value is not None:
             options[key] = value
