@@ -11,8 +11,9 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full` and replayed `heavy`; the scorecard
-(cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
+call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full`, replayed `heavy`
+and live again; the scorecard (cellperf.replay.scorecard, the one `cellperf replay check` prints), with the second
+live run scored as a replay beside `full` and `heavy` ("live-2": the link's own variability). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 
     sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
@@ -43,6 +44,8 @@ CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded")
 #: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
 RECORD_PERIOD = "500ms"
+#: The scorecard's columns: the replays, then a second live run (the link's own noise).
+COMPARED = (*scorecard.MODES, scorecard.LIVE_AGAIN)
 
 
 def rate(bps: float) -> str:
@@ -168,13 +171,19 @@ def condition_card(condition: str, args, plan: dict, server_at: str, http_at: st
     t0 = time.monotonic()
     record(live, server_at, token, args.record, bundle)
     print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
-    runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
-                                                    plan, http_at, web_at=web_at)}
+    def live_run() -> dict:
+        return scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token, plan, http_at,
+                                       web_at=web_at)
+
+    runs = {"live": live_run}
     for mode in scorecard.MODES:
         runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
                                                                plan, http_at, web_at=web_at)
+    # Last, the live link once more (the same seed, so the same channel): live against live
+    # is the link's own variability, the floor under every replay's error.
+    runs[scorecard.LIVE_AGAIN] = live_run
     results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
-    card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
+    card = scorecard.score(results["live"], {m: results[m] for m in COMPARED})
     return {"link": drawn, "card": card, "results": results, "bundle": bundle}
 
 
@@ -212,7 +221,7 @@ def main() -> None:
                 got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}",
                                      f"$CELLPERF_CN:{web_port}", token, work / condition)
                 print(f"live link: {json.dumps(got['link'])}")
-                print(scorecard.table(got["card"]), flush=True)
+                print(scorecard.table(got["card"], COMPARED), flush=True)
                 report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
                 if args.store:
                     store_check(args.store, got["bundle"], f"bench/replay.py seed {args.seed}, {condition}",

@@ -27,6 +27,9 @@ import numpy as np
 from cellperf.errors import UserError
 
 MODES = ("full", "heavy")
+#: A second live run scored as if it were a replay: the link's own variability, the error
+#: floor below which no replay can be judged (bench/replay.py prints it beside the modes).
+LIVE_AGAIN = "live-2"
 #: The measures' order and labels in the table; units in the label.
 LABELS = {"ping_rtt_ms": "ping RTT ms", "train_ms_10": "10-pkt train ms", "train_ms_100": "100-pkt train ms",
           "voip_r": "VoIP R (5-s)", "download_s_10KB": "10 KB download s", "download_s_100KB": "100 KB download s",
