@@ -578,6 +578,23 @@ mod tests {
     }
 
     #[test]
+    fn a_light_opportunity_carries_one_recorded_packet() {
+        // The recorded trains' packets were 1428 bytes (the offsets' largest size): 100 packets
+        // of 1428 bytes at 250 ms take the 100-packet train's 100 opportunities, one each
+        // (250 + 0.5 i + 30 ms). As 1500-byte opportunities they took 96 of them, 4 % fast.
+        let mut trace = crafted();
+        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
+        let mut r = replay(trace, ReplayMode::Full);
+        let arrivals: Vec<(Nanos, usize)> = (0..100).map(|_| (250 * MS, 1428)).collect();
+        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
+            .iter()
+            .map(|&(t, _)| t as f64 / 1e6)
+            .collect();
+        let want: Vec<f64> = (0..100).map(|i| 250.0 + i as f64 * 0.5 + 30.0).collect();
+        assert_ms(&got, &want);
+    }
+
+    #[test]
     fn a_gap_in_the_light_series_replays_the_trains_before_it_in_turn() {
         // Trains every 100 ms from 0 to 900 ms, train j delivering its second packet j+1 ms
         // after its first; then none until 3000 ms (a saturate phase). A 2-packet train at
