@@ -174,6 +174,16 @@ impl Replay {
         (t % self.period) as f64 / 1e6
     }
 
+    /// The moment of the recording whose light trains and base delay replay at `r` (`light_time`).
+    fn light_time(&self, r: f64) -> f64 {
+        light_time(
+            &self.trace.light,
+            r,
+            self.light_gap_ms,
+            self.period as f64 / 1e6,
+        )
+    }
+
     /// Whether the queue (packets accepted at `t` and not yet sent) has room for `bytes`.
     fn admits(&mut self, t: Nanos, bytes: usize) -> bool {
         while self.queued.front().is_some_and(|&(d, _)| d <= t) {
@@ -289,9 +299,9 @@ impl Replay {
                 return;
             }
         }
-        let r = self.recording_ms(t);
+        let r = self.light_time(self.recording_ms(t));
         let light = &self.trace.light;
-        let index = light_train_at(light, r, self.light_gap_ms);
+        let index = light.partition_point(|tr| tr.at_ms <= r).saturating_sub(1);
         self.train = Some(LightTrain {
             start: t,
             pdo: light[index]
@@ -339,7 +349,8 @@ impl Replay {
                 let base = match source {
                     Source::Light => self.train.as_ref().map_or(0, |tr| tr.base),
                     Source::Heavy => {
-                        ms_to_nanos(self.trace.base_delay_ms(self.recording_ms(departure)))
+                        let r = self.light_time(self.recording_ms(departure));
+                        ms_to_nanos(self.trace.base_delay_ms(r))
                     }
                 };
                 let total = base as f64 + self.trace.offset_ms(bytes) * 1e6;
@@ -376,7 +387,7 @@ impl Element for Replay {
     }
 }
 
-/// A gap in the light series of this many train spacings or more is filled (`light_train_at`).
+/// A gap in the light series of this many train spacings or more is filled (`light_time`).
 const LIGHT_GAP_SPACINGS: f64 = 4.0;
 /// How far `longer_train` looks for a longer train, in trains either side.
 const LONGER_WITHIN: usize = 64;
@@ -401,17 +412,20 @@ fn train_spacing_ms(light: &[Train]) -> f64 {
     gaps[gaps.len() / 2]
 }
 
-/// The recorded light train a train starting at `r` ms into the recording replays: the last
-/// one sent at or before `r`; but in a gap of the series at least `gap_ms` long (a saturate
-/// phase and its drain: 11-12 s of an 85-s recording, three times), the trains of the
-/// stretch before the gap, repeated from its first (as the heavy trace fills its own gaps).
-/// The last train before the gap replayed for all of it: one 66-ms 100-packet train stood
-/// for every 100-packet train of 11 s.
-fn light_train_at(light: &[Train], r: f64, gap_ms: f64) -> usize {
+/// The moment of the recording whose light trains and base delay a packet at `r` ms into it
+/// replays: `r` itself; but in a gap of the light series at least `gap_ms` long (a saturate
+/// phase and its drain: 11-15 s of a 60-s recording, three times), the stretch of trains
+/// before the gap, repeated from its first (as the heavy trace fills its own gaps), and its
+/// last train's moment for the spacing after it. The last train before the gap replayed for
+/// all of it (one 66-ms 100-packet train stood for every 100-packet train of 11 s), and the
+/// base delay was drawn linearly across it: a 733-ms sample at a gap's edge (a handoff's
+/// held packets, `bench/replay.py` mobile) gave the pings of the next 15 s 100-700 ms.
+fn light_time(light: &[Train], r: f64, gap_ms: f64, period_ms: f64) -> f64 {
     let last = light.partition_point(|tr| tr.at_ms <= r).saturating_sub(1);
-    let next = light.get(last + 1).map_or(f64::INFINITY, |tr| tr.at_ms);
+    // After the last train, the gap runs to the end of the recording (the replay loops).
+    let next = light.get(last + 1).map_or(period_ms, |tr| tr.at_ms);
     if gap_ms <= 0.0 || r < light[last].at_ms || next - light[last].at_ms < gap_ms {
-        return last;
+        return r;
     }
     let mut first = last;
     while first > 0 && light[first].at_ms - light[first - 1].at_ms < gap_ms {
@@ -423,10 +437,7 @@ fn light_train_at(light: &[Train], r: f64, gap_ms: f64) -> usize {
         light[last].at_ms + gap_ms / LIGHT_GAP_SPACINGS,
     );
     let within = start + (r - end).rem_euclid(end - start);
-    light
-        .partition_point(|tr| tr.at_ms <= within)
-        .saturating_sub(1)
-        .max(first)
+    within.min(light[last].at_ms)
 }
 
 /// The recorded train nearest to `i` (earlier first at the same distance) with more than `n`
@@ -597,20 +608,22 @@ mod tests {
     #[test]
     fn a_gap_in_the_light_series_replays_the_trains_before_it_in_turn() {
         // Trains every 100 ms from 0 to 900 ms, train j delivering its second packet j+1 ms
-        // after its first; then none until 3000 ms (a saturate phase). A 2-packet train at
-        // 2350 ms, in the gap (2100 ms, over 4 spacings), replays the stretch 0..1000 ms from
-        // its start: 2350 is 1350 ms past the stretch's end, so the train of 350 → 300 ms
-        // (j = 3: 4 ms). Before, the last train before the gap (900 ms: 10 ms) stood for all of it.
+        // after its first, base delay 20 + j ms; then none until 3000 ms (a saturate phase),
+        // whose train had 700 ms (a handoff's held packets). A 2-packet train at 2350 ms, in
+        // the gap (2100 ms, over 4 spacings), replays the stretch 0..1000 ms from its start:
+        // 2350 is 1350 ms past the stretch's end, so the moment 350 ms: train j = 3 (4 ms),
+        // base 23.5 ms (between 23 and 24). Before, the last train before the gap (900 ms:
+        // 10 ms) stood for all of it, at a base delay drawn from 29 to 700 ms across it (492).
         let mut light: Vec<Train> = (0..10)
             .map(|j| Train {
                 at_ms: 100.0 * j as f64,
-                base_delay_ms: 20.0,
+                base_delay_ms: 20.0 + j as f64,
                 pdo_ms: vec![0.0, (j + 1) as f64],
             })
             .collect();
         light.push(Train {
             at_ms: 3000.0,
-            base_delay_ms: 20.0,
+            base_delay_ms: 700.0,
             pdo_ms: vec![0.0, 1.0],
         });
         let trace = DirectionTrace {
@@ -631,10 +644,13 @@ mod tests {
         };
         assert_ms(
             &train_delivery(&mut fresh(), 2350 * MS, 2),
-            &[2370.0, 2374.0],
+            &[2373.5, 2377.5],
         );
-        // Within the stretch, the last train at or before: at 450 ms the one of 400 ms (5 ms).
-        assert_ms(&train_delivery(&mut fresh(), 450 * MS, 2), &[470.0, 475.0]);
+        // Within the stretch, the last train at or before: at 450 ms the one of 400 ms (5 ms),
+        // base 24.5 ms.
+        assert_ms(&train_delivery(&mut fresh(), 450 * MS, 2), &[474.5, 479.5]);
+        // In the stretch's last spacing, its last train's base delay held: at 950 ms 29 ms.
+        assert_ms(&train_delivery(&mut fresh(), 950 * MS, 2), &[979.0, 989.0]);
     }
 
     #[test]
