@@ -7,12 +7,17 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
               Elliott) channel each way, drawn rates, delay and base-delay wander;
   mobile      lte-mobile's, with handoffs at drawn times (drawn interruptions), more wander;
   crowded     stationary, sharing a proportional-fair cell with 2-3 background users who pull
-              on/off TCP downloads, each on its own drawn channel.
+              on/off TCP downloads, each on its own drawn channel;
+  tbf         no emulator: the kernel's token-bucket shaper (tc tbf) on a router namespace
+              between MN and CN namespaces joined by veth pairs (cellperf.testbed.veth), drawn
+              rates each way, the servers in the CN's namespace: a fixed-rate wired link
+              without delay (no netem here), where a replay should be nearly exact.
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
 scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full` and replayed `heavy`; the scorecard
-(cellperf.replay.scorecard, the one `cellperf replay check` prints). Last, replay CPU against
+call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full`, replayed `heavy`
+and live again; the scorecard (cellperf.replay.scorecard, the one `cellperf replay check` prints), with the second
+live run scored as a replay beside `full` and `heavy` ("live-2": the link's own variability). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 
     sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
@@ -21,6 +26,7 @@ the recording's length: the same pings replayed on the recording tiled 1x, 4x an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -40,9 +46,11 @@ from cellperf.replay import scorecard, workloads  # noqa: E402
 from cellperf.replay.results import store_check  # noqa: E402
 
 CELLPERF = scorecard.cellperf_command()
-CONDITIONS = ("stationary", "mobile", "crowded")
+CONDITIONS = ("stationary", "mobile", "crowded", "tbf")
 #: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
 RECORD_PERIOD = "500ms"
+#: The scorecard's columns: the replays, then a second live run (the link's own noise).
+COMPARED = (*scorecard.MODES, scorecard.LIVE_AGAIN)
 
 
 def rate(bps: float) -> str:
@@ -160,21 +168,68 @@ def replay_cpu(bundle: Path, work: Path, pings: int) -> list[dict]:
     return rows
 
 
-def condition_card(condition: str, args, plan: dict, server_at: str, http_at: str, web_at: str, token: Path,
-                   work: Path) -> dict:
-    opts, users, drawn = draw_link(condition, args.seed, work)
-    live = live_prefix(opts, users, server_at, token, work)
-    bundle = work / "bundle"
-    t0 = time.monotonic()
-    record(live, server_at, token, args.record, bundle)
-    print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
-    runs = {"live": lambda: scorecard.run_workloads(live_prefix(opts, users, server_at, token, work), server_at, token,
-                                                    plan, http_at, web_at=web_at)}
-    for mode in scorecard.MODES:
-        runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), server_at, token,
-                                                               plan, http_at, web_at=web_at)
-    results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
-    card = scorecard.score(results["live"], {m: results[m] for m in scorecard.MODES})
+def addresses(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
+    """The agents' server, the download server and the page server at `host`."""
+    return tuple(f"{host}:{p}" for p in ports)
+
+
+@contextlib.contextmanager
+def emulated_link(condition: str, seed: int, ports: tuple[int, int, int], token: Path, work: Path):
+    """A `cellperf emulate` live link: yields a function giving the prefix that runs a command
+    behind it (a fresh link each time), the servers' addresses from there, and what was drawn."""
+    opts, users, drawn = draw_link(condition, seed, work)
+    at = addresses("$CELLPERF_CN", ports)
+    yield (lambda: live_prefix(opts, users, at[0], token, work)), at, drawn
+
+
+@contextlib.contextmanager
+def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
+    """The tbf + veth live path: tbf on the router each way (a 100-ms buffer; no delay: this
+    kernel has no netem, so the path's own is the veths' tens of µs), and the agents', download
+    and page servers in the CN's namespace on the host servers' ports. Yields as
+    `emulated_link` does."""
+    from cellperf.campaign.web import shipped_site
+    from cellperf.testbed.veth import Bottleneck, VethTestbed
+
+    rng = np.random.default_rng([seed, CONDITIONS.index("tbf")])
+    down, up = rng.uniform(8, 20) * 1e6, rng.uniform(4, 8) * 1e6
+    drawn = {"downlink": rate(down), "uplink": rate(up), "queue_ms": 100}
+    with VethTestbed(downlink=Bottleneck(rate(down), "30kb", 100), uplink=Bottleneck(rate(up), "30kb", 100)) as tb:
+        port, http_port, web_port = ports
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        tb.popen(tb.cn, [*CELLPERF, "server", "--listen", f"0.0.0.0:{port}", "--token-file", str(token),
+                         "--max-rate", "1G", "--max-tests", "64"], **quiet)
+        tb.popen(tb.cn, [*CELLPERF, "replay", "downloads", "--listen", f"0.0.0.0:{http_port}"], **quiet)
+        tb.popen(tb.cn, [*CELLPERF, "web", "serve", str(shipped_site(work)), "--listen", f"0.0.0.0:{web_port}",
+                         "--compression", "off", "--http", "1.1"], **quiet)
+        for p in ports:  # each server listening before the first run
+            tb.sh(tb.cn, f"for i in $(seq 100); do ss -ltn | grep -q ':{p} ' && exit 0; sleep 0.1; done; exit 1")
+        yield (lambda: ["ip", "netns", "exec", tb.mn]), addresses(tb.CN_ADDR, ports), drawn
+
+
+def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int], token: Path, work: Path) -> dict:
+    link = tbf_link(args.seed, ports, token, work) if condition == "tbf" else \
+        emulated_link(condition, args.seed, ports, token, work)
+    with link as (live, (server_at, http_at, web_at), drawn):
+        bundle = work / "bundle"
+        t0 = time.monotonic()
+        record(live(), server_at, token, args.record, bundle)
+        print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
+
+        def live_run() -> dict:
+            return scorecard.run_workloads(live(), server_at, token, plan, http_at, web_at=web_at)
+
+        runs = {"live": live_run}
+        # Replays run on this host, behind the emulator: the host's servers at $CELLPERF_CN.
+        replay_at = addresses("$CELLPERF_CN", ports)
+        for mode in scorecard.MODES:
+            runs[mode] = lambda mode=mode: scorecard.run_workloads(scorecard.replay_prefix(bundle, mode), replay_at[0],
+                                                                   token, plan, replay_at[1], web_at=replay_at[2])
+        # Last, the live link once more (the same seed, so the same channel): live against live
+        # is the link's own variability, the floor under every replay's error.
+        runs[scorecard.LIVE_AGAIN] = live_run
+        results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
+    card = scorecard.score(results["live"], {m: results[m] for m in COMPARED})
     return {"link": drawn, "card": card, "results": results, "bundle": bundle}
 
 
@@ -209,10 +264,9 @@ def main() -> None:
             for condition in conditions:
                 print(f"\n== {condition} ==", flush=True)
                 (work / condition).mkdir()
-                got = condition_card(condition, args, plan, f"$CELLPERF_CN:{port}", f"$CELLPERF_CN:{http_port}",
-                                     f"$CELLPERF_CN:{web_port}", token, work / condition)
+                got = condition_card(condition, args, plan, (port, http_port, web_port), token, work / condition)
                 print(f"live link: {json.dumps(got['link'])}")
-                print(scorecard.table(got["card"]), flush=True)
+                print(scorecard.table(got["card"], COMPARED), flush=True)
                 report["conditions"][condition] = {k: v for k, v in got.items() if k != "bundle"}
                 if args.store:
                     store_check(args.store, got["bundle"], f"bench/replay.py seed {args.seed}, {condition}",

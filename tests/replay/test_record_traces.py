@@ -8,7 +8,7 @@ import pytest
 
 from cellperf.errors import UserError
 from cellperf.replay import record_traces as t
-from cellperf.replay.record import Phase, on_probe_clock, on_this_host, plan_phases
+from cellperf.replay.record import OVERDRIVE, Phase, Recorder, RecordOptions, on_probe_clock, on_this_host, plan_phases
 
 MS = 1e6
 NAN = np.nan
@@ -144,3 +144,42 @@ def test_the_clock_is_shared_with_a_server_on_this_host_or_behind_the_emulator(m
     assert not on_this_host("192.0.2.1:5250")
     monkeypatch.setenv("CELLPERF_CN", "192.0.2.1")
     assert on_this_host("192.0.2.1:5250")
+
+
+def _two_state_arrivals(good_bps: float, bad_bps: float, seconds: int, payload: int) -> np.ndarray:
+    """Arrival times (ns) of a saturated stretch on a link of `good_bps` and `bad_bps` in
+    alternate seconds, `payload`-byte packets back to back."""
+    out = []
+    for s in range(seconds):
+        step = payload * 8 / (good_bps if s % 2 == 0 else bad_bps) * 1e9
+        out.append(s * 1e9 + np.arange(0, 1e9, step))
+    return np.concatenate(out)
+
+
+def test_the_saturator_follows_the_links_good_states_not_its_mean():
+    # A saturate phase on a link of 20 Mb/s and 5 Mb/s in alternate seconds (mean 12.5): every
+    # 200-ms window delivered 20 Mb/s or 5, the 90th percentile is 20. The next phase sends
+    # OVERDRIVE × 20 Mb/s, over the link's rate at every moment; 1.25 × the mean (15.6 Mb/s,
+    # the old rule) left the link idle 44 % of each good second.
+    rx = _two_state_arrivals(20e6, 5e6, 6, 1400)
+    assert t.peak_rate_bps(rx, np.full(len(rx), 1400.0), 0.2e9) == pytest.approx(20e6, rel=0.01)
+    rec = Recorder(RecordOptions(server="127.0.0.1:1", token=b"x", duration_s=60), print)
+    rec.recorded.columns["downlink"].append({"kind": "saturate", "phase": 5, "seq": np.arange(len(rx)),
+                                             "send": rx - 20 * MS, "recv": rx, "bytes": np.full(len(rx), 1400)})
+    rec._next_rate("downlink", 16e6, 5)
+    assert rec.rates["downlink"] == pytest.approx(OVERDRIVE * 20e6, rel=0.01)
+    # A phase sent below the link's rate (everything delivered): at least twice that rate.
+    even = np.arange(0, 3e9, 1400 * 8 / 4e6 * 1e9)
+    rec.recorded.columns["uplink"].append({"kind": "saturate", "phase": 5, "seq": np.arange(len(even)),
+                                           "send": even - 20 * MS, "recv": even, "bytes": np.full(len(even), 1400)})
+    rec._next_rate("uplink", 4e6, 5)
+    assert rec.rates["uplink"] == pytest.approx(8e6, rel=0.01)
+    # Too few windows: no peak.
+    assert t.peak_rate_bps(rx[:10], np.full(10, 1400.0), 0.2e9) == 0.0
+
+
+def test_the_queue_a_phase_built_is_its_longest_wait_over_the_least_delay():
+    send = np.array([0, 10, 20, 30]) * MS
+    recv = np.array([20, NAN, 95, 60]) * MS
+    assert t.queue_delay_ns(send, recv, 20 * MS) == 55 * MS
+    assert t.queue_delay_ns(send, np.full(4, NAN), 20 * MS) == 0.0

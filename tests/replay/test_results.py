@@ -38,3 +38,18 @@ def test_a_stored_check_reads_back_and_the_report_draws_its_scorecard_and_cdfs(t
                                   page, re.S).group(1))
     assert len(figure["data"]) == 9 and [t["visible"] for t in figure["data"]][:3] == [True] * 3
     assert len(figure["layout"]["updatemenus"][0]["buttons"]) == 3
+
+
+def test_a_second_live_run_is_scored_beside_the_replays(tmp_path):
+    # bench/replay.py's live-against-live run: its error is the link's own noise, a column and
+    # a CDF of its own (ping mean 74 against 70: 5.7 %).
+    samples = {**SAMPLES, scorecard.LIVE_AGAIN: {"ping_rtt_ms": [64.0, 74.0, 84.0], "download_s_1MB": [1.0, 1.1],
+                                                 "voip_r": [91.0, 92.0]}}
+    results.store_check(tmp_path / "store", "/data/home-lte", "home LTE", samples)
+    build_report(tmp_path / "store", tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    table = page[page.index("Replay scorecard"):page.index("Live vs replayed")]
+    assert "live-2 error %" in table and "<td>5.7</td>" in table
+    figure = json.loads(re.search(r'<script type="application/json" id="fig-replay-cdf-[^"]+">(.*?)</script>',
+                                  page, re.S).group(1))
+    assert len(figure["data"]) == 12

@@ -121,3 +121,12 @@ def test_check_refuses_bad_input_in_one_line(tmp_path, capsys, args, code, text)
     err = capsys.readouterr().err.strip()
     assert exit.value.code == code and text in err, err
     assert code == 2 or len(err.splitlines()) == 1, err
+
+
+def test_a_measure_whose_live_median_is_zero_has_no_relative_error():
+    # 10-packet trains through a tbf whose bucket holds them arrive in one go (bench/replay.py's
+    # tbf condition): a live median of 0 has no relative error, and the card is still made.
+    card = sc.score({"train_ms_10": [0.0, 0.0, 0.1]}, {"full": {"train_ms_10": [0.0, 0.1, 0.1]}})
+    c = card["measures"]["train_ms_10"]["full"]
+    assert c["median_error"] is None and c["mean_error"] == pytest.approx(1.0)
+    assert "train" in sc.table(card, ("full",))

@@ -1,11 +1,13 @@
 //! Replay of a recorded link (a [`Bundle`]): one direction as one element.
 //!
 //! Mode `full` (CellReplay's idea, cellperf's rule): a packet that reaches an idle link starts
-//! a *light train*: the recorded train sent last at or before that moment of the recording
-//! gives its base delay (linear between trains) and its delivery opportunities (PDOs), placed
-//! from the packet's arrival. Packets that follow use those opportunities while any are ahead
-//! of them; a flow that wants more than the train had goes on with the saturator's (*heavy*)
-//! opportunities, from where the light ones stopped, for as long as it keeps the link busy.
+//! a *light train*: the recorded train sent last at or before that moment of the recording (in
+//! a long gap of the series, the trains before it in turn) gives its base delay (linear
+//! between trains) and its delivery opportunities (PDOs), placed from the packet's arrival.
+//! Packets that follow use those opportunities while any are ahead of them; a flow that wants
+//! more than the train had while the link is busy with it goes on with a longer recorded
+//! train's, then with the saturator's (*heavy*) opportunities, from where the light ones
+//! stopped, for as long as it keeps the link busy.
 //! The link is idle again once it has sent everything and the train's last opportunity has
 //! passed; the next packet starts a new train. Each opportunity carries one 1500-byte packet's
 //! bytes, consumed first come first served as in the rate server (`server.rs`). A packet is
@@ -67,6 +69,8 @@ struct LightTrain {
     pdo: Vec<Nanos>,
     next: usize,
     base: Nanos,
+    /// The recorded train the PDOs are from (its index in the light series).
+    recorded: usize,
 }
 
 impl LightTrain {
@@ -94,6 +98,11 @@ pub struct Replay {
     fixed_delay: Nanos,
     /// Full mode: how long the link must have been idle for a packet to start a light train.
     light_idle: Nanos,
+    /// Full mode: a gap in the light series at least this long (ms; a saturate phase's, when
+    /// no trains were sent) is filled with the trains before it, repeated; 0: none is.
+    light_gap_ms: f64,
+    /// The bytes a light opportunity carries: the size of the recorded trains' packets.
+    light_bytes: f64,
     outage_mode: OutageMode,
     queue: QueueSpec,
     /// Departure time and size of every packet accepted and not yet sent, for the queue limit.
@@ -132,7 +141,11 @@ impl Replay {
                 .map(|t| t.base_delay_ms)
                 .fold(f64::INFINITY, f64::min),
         );
-        let light_idle = light_idle(&trace.light);
+        let spacing = train_spacing_ms(&trace.light);
+        let light_bytes = trace
+            .offset
+            .last()
+            .map_or(MAHIMAHI_OPPORTUNITY_BYTES, |&(size, _)| size);
         Ok(Replay {
             mode,
             trace,
@@ -140,7 +153,9 @@ impl Replay {
             heavy,
             heavy_next: (0, 0),
             fixed_delay,
-            light_idle,
+            light_idle: ms_to_nanos(spacing / 4.0),
+            light_gap_ms: LIGHT_GAP_SPACINGS * spacing,
+            light_bytes,
             outage_mode,
             queue,
             queued: VecDeque::new(),
@@ -157,6 +172,16 @@ impl Replay {
     /// Time `t` as ms into the recording (the replay loops).
     fn recording_ms(&self, t: Nanos) -> f64 {
         (t % self.period) as f64 / 1e6
+    }
+
+    /// The moment of the recording whose light trains and base delay replay at `r` (`light_time`).
+    fn light_time(&self, r: f64) -> f64 {
+        light_time(
+            &self.trace.light,
+            r,
+            self.light_gap_ms,
+            self.period as f64 / 1e6,
+        )
     }
 
     /// Whether the queue (packets accepted at `t` and not yet sent) has room for `bytes`.
@@ -198,8 +223,15 @@ impl Replay {
     }
 
     /// The next opportunity at or after `t`: the light train's while it has any, then heavy.
-    fn next_opportunity(&mut self, t: Nanos) -> (Nanos, Source) {
-        if let Some(train) = &mut self.train {
+    /// A packet that finds the train's opportunities used up while the link is still busy
+    /// with it (`busy`: it came before the packet ahead, sent on the train, left; the flow
+    /// wants more than the recorded train carried) goes on with a
+    /// longer recorded train's (`longer_train`), from the same place in it and at its
+    /// spacing; heavy ones only after the longest. A 100-packet burst replayed on a recorded
+    /// 10-packet train went on with the saturator's opportunities after the tenth packet: on
+    /// `bench/replay.py`'s stationary recording 6.3 Mb/s where its 100-packet trains had 8.8.
+    fn next_opportunity(&mut self, t: Nanos, busy: bool) -> (Nanos, Source) {
+        while let Some(train) = &mut self.train {
             while train.next < train.pdo.len() {
                 let at = train.start + train.pdo[train.next];
                 train.next += 1;
@@ -207,12 +239,32 @@ impl Replay {
                     return (at, Source::Light);
                 }
             }
+            let Some(j) = busy
+                .then(|| longer_train(&self.trace.light, train.recorded, train.pdo.len()))
+                .flatten()
+            else {
+                break;
+            };
+            let n = train.pdo.len();
+            let pdo: Vec<Nanos> = self.trace.light[j]
+                .pdo_ms
+                .iter()
+                .map(|&ms| ms_to_nanos(ms))
+                .collect();
+            // The longer train's (n+1)th opportunity follows the last used one as it followed its own nth.
+            train.start = (train.start + train.pdo[n - 1]).saturating_sub(pdo[n - 1]);
+            train.pdo = pdo;
+            train.recorded = j;
         }
         (self.take_heavy(t), Source::Heavy)
     }
 
     /// Sends `bytes` from `start` on; returns when the last byte went and on what.
     fn serve(&mut self, start: Nanos, bytes: f64) -> (Nanos, Source) {
+        // Still on the light train: the packet ahead was sent on it and has not left yet.
+        let busy =
+            start < self.last_departure && matches!(self.current, Some((_, _, Source::Light)));
+        let start = start.max(self.last_departure);
         let mut need = bytes;
         loop {
             if let Some((at, left, source)) = self.current {
@@ -225,8 +277,12 @@ impl Replay {
                     }
                 }
             }
-            let (at, source) = self.next_opportunity(start);
-            self.current = Some((at, MAHIMAHI_OPPORTUNITY_BYTES, source));
+            let (at, source) = self.next_opportunity(start, busy);
+            let carries = match source {
+                Source::Light => self.light_bytes,
+                Source::Heavy => MAHIMAHI_OPPORTUNITY_BYTES,
+            };
+            self.current = Some((at, carries, source));
         }
     }
 
@@ -243,7 +299,7 @@ impl Replay {
                 return;
             }
         }
-        let r = self.recording_ms(t);
+        let r = self.light_time(self.recording_ms(t));
         let light = &self.trace.light;
         let index = light.partition_point(|tr| tr.at_ms <= r).saturating_sub(1);
         self.train = Some(LightTrain {
@@ -255,6 +311,7 @@ impl Replay {
                 .collect(),
             next: 0,
             base: ms_to_nanos(self.trace.base_delay_ms(r)),
+            recorded: index,
         });
         // Opportunities of the previous train or the heavy stretch are not carried over.
         self.current = None;
@@ -281,18 +338,19 @@ impl Replay {
         }
         let due = match self.mode {
             ReplayMode::Heavy => {
-                let (departure, _) = self.serve(start.max(self.last_departure), bytes as f64);
+                let (departure, _) = self.serve(start, bytes as f64);
                 self.last_departure = departure;
                 departure + self.fixed_delay
             }
             ReplayMode::Full => {
                 self.maybe_start_train(start);
-                let (departure, source) = self.serve(start.max(self.last_departure), bytes as f64);
+                let (departure, source) = self.serve(start, bytes as f64);
                 self.last_departure = departure;
                 let base = match source {
                     Source::Light => self.train.as_ref().map_or(0, |tr| tr.base),
                     Source::Heavy => {
-                        ms_to_nanos(self.trace.base_delay_ms(self.recording_ms(departure)))
+                        let r = self.light_time(self.recording_ms(departure));
+                        ms_to_nanos(self.trace.base_delay_ms(r))
                     }
                 };
                 let total = base as f64 + self.trace.offset_ms(bytes) * 1e6;
@@ -329,13 +387,18 @@ impl Element for Replay {
     }
 }
 
-/// The idle time before a light train replays: a quarter of the median time between the
-/// starts of consecutive recorded trains of two packets or more (a lone packet says nothing
-/// of delivery opportunities). The recorded trains came after more idle than that; a flow's
-/// next window comes sooner. Half the spacing made pings every 200 ms on a 500-ms recording
-/// take heavy opportunities, waiting in the saturator trace's gaps: median RTT 88 ms where the
-/// light trains gave 64 and the live link 68.
-fn light_idle(light: &[Train]) -> Nanos {
+/// A gap in the light series of this many train spacings or more is filled (`light_time`).
+const LIGHT_GAP_SPACINGS: f64 = 4.0;
+/// How far `longer_train` looks for a longer train, in trains either side.
+const LONGER_WITHIN: usize = 64;
+
+/// The median time between the starts of consecutive recorded trains of two packets or more
+/// (a lone packet says nothing of delivery opportunities); 0 without two such trains.
+/// A quarter of it is the idle time before a light train replays: the recorded trains came
+/// after more idle than that; a flow's next window comes sooner. Half the spacing made pings
+/// every 200 ms on a 500-ms recording take heavy opportunities, waiting in the saturator
+/// trace's gaps: median RTT 88 ms where the light trains gave 64 and the live link 68.
+fn train_spacing_ms(light: &[Train]) -> f64 {
     let starts: Vec<f64> = light
         .iter()
         .filter(|t| t.pdo_ms.len() > 1)
@@ -343,10 +406,49 @@ fn light_idle(light: &[Train]) -> Nanos {
         .collect();
     let mut gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
     if gaps.is_empty() {
-        return 0;
+        return 0.0;
     }
     gaps.sort_by(f64::total_cmp);
-    ms_to_nanos(gaps[gaps.len() / 2] / 4.0)
+    gaps[gaps.len() / 2]
+}
+
+/// The moment of the recording whose light trains and base delay a packet at `r` ms into it
+/// replays: `r` itself; but in a gap of the light series at least `gap_ms` long (a saturate
+/// phase and its drain: 11-15 s of a 60-s recording, three times), the stretch of trains
+/// before the gap, repeated from its first (as the heavy trace fills its own gaps), and its
+/// last train's moment for the spacing after it. The last train before the gap replayed for
+/// all of it (one 66-ms 100-packet train stood for every 100-packet train of 11 s), and the
+/// base delay was drawn linearly across it: a 733-ms sample at a gap's edge (a handoff's
+/// held packets, `bench/replay.py` mobile) gave the pings of the next 15 s 100-700 ms.
+fn light_time(light: &[Train], r: f64, gap_ms: f64, period_ms: f64) -> f64 {
+    let last = light.partition_point(|tr| tr.at_ms <= r).saturating_sub(1);
+    // After the last train, the gap runs to the end of the recording (the replay loops).
+    let next = light.get(last + 1).map_or(period_ms, |tr| tr.at_ms);
+    if gap_ms <= 0.0 || r < light[last].at_ms || next - light[last].at_ms < gap_ms {
+        return r;
+    }
+    let mut first = last;
+    while first > 0 && light[first].at_ms - light[first - 1].at_ms < gap_ms {
+        first -= 1;
+    }
+    // The stretch ends one spacing after its last train (gap_ms / LIGHT_GAP_SPACINGS).
+    let (start, end) = (
+        light[first].at_ms,
+        light[last].at_ms + gap_ms / LIGHT_GAP_SPACINGS,
+    );
+    let within = start + (r - end).rem_euclid(end - start);
+    within.min(light[last].at_ms)
+}
+
+/// The recorded train nearest to `i` (earlier first at the same distance) with more than `n`
+/// delivery opportunities, within LONGER_WITHIN trains; None without one.
+fn longer_train(light: &[Train], i: usize, n: usize) -> Option<usize> {
+    (1..=LONGER_WITHIN).find_map(|k| {
+        [i.checked_sub(k), Some(i + k)]
+            .into_iter()
+            .flatten()
+            .find(|&j| light.get(j).is_some_and(|tr| tr.pdo_ms.len() > n))
+    })
 }
 
 /// One direction's trace of a bundle, or a one-line error naming the bundle.
@@ -466,27 +568,89 @@ mod tests {
     }
 
     #[test]
-    fn a_100_packet_train_goes_on_with_heavy_opportunities_exactly() {
-        // At 50 ms the train has 10 light opportunities (50..59 ms); the other 90 packets take
-        // the heavy ones after 59 ms: 60, 62, ... 238 ms, each + the base delay at that time.
+    fn a_100_packet_train_goes_on_with_a_longer_trains_opportunities_exactly() {
+        // At 50 ms the train of 0 ms has 10 light opportunities (50..59 ms). The other 90
+        // packets want more: they take the 100-packet train's (of 200 ms) 11th to 100th,
+        // 0.5 ms apart from 59 ms as its 10th..100th are from its own 10th (59.5 .. 104 ms),
+        // at the first train's base delay (22.5 ms). Before, they took the heavy ones after
+        // 59 ms (60, 62, ... 238 ms): 2 ms apart where the recorded long train had 0.5.
         let mut r = replay(crafted(), ReplayMode::Full);
         let got = train_delivery(&mut r, 50 * MS, 100);
         let mut want: Vec<f64> = (0..10).map(|i| 50.0 + i as f64 + 22.5).collect();
-        for k in 0..90u32 {
-            let departure = 60.0 + 2.0 * k as f64;
-            let base = if departure < 200.0 {
-                20.0 + 10.0 * departure / 200.0
-            } else {
-                30.0
-            };
-            want.push(departure + base);
-        }
+        want.extend((10..100).map(|k| 59.0 + 0.5 * (k - 9) as f64 + 22.5));
         assert_ms(&got, &want);
-        // At 250 ms the 100-packet train of 200 ms carries all 100 at 0.5 ms spacing.
+        // At 250 ms the 100-packet train of 200 ms carries 100 at 0.5 ms spacing; it is the
+        // longest, so 20 more go on with the heavy opportunities after it: 300, 302, ... 338.
         let mut r = replay(crafted(), ReplayMode::Full);
-        let got = train_delivery(&mut r, 250 * MS, 100);
+        let got = train_delivery(&mut r, 250 * MS, 120);
+        let mut want: Vec<f64> = (0..100).map(|i| 250.0 + i as f64 * 0.5 + 30.0).collect();
+        want.extend((0..20).map(|k| 300.0 + 2.0 * k as f64 + 30.0));
+        assert_ms(&got, &want);
+    }
+
+    #[test]
+    fn a_light_opportunity_carries_one_recorded_packet() {
+        // The recorded trains' packets were 1428 bytes (the offsets' largest size): 100 packets
+        // of 1428 bytes at 250 ms take the 100-packet train's 100 opportunities, one each
+        // (250 + 0.5 i + 30 ms). As 1500-byte opportunities they took 96 of them, 4 % fast.
+        let mut trace = crafted();
+        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
+        let mut r = replay(trace, ReplayMode::Full);
+        let arrivals: Vec<(Nanos, usize)> = (0..100).map(|_| (250 * MS, 1428)).collect();
+        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
+            .iter()
+            .map(|&(t, _)| t as f64 / 1e6)
+            .collect();
         let want: Vec<f64> = (0..100).map(|i| 250.0 + i as f64 * 0.5 + 30.0).collect();
         assert_ms(&got, &want);
+    }
+
+    #[test]
+    fn a_gap_in_the_light_series_replays_the_trains_before_it_in_turn() {
+        // Trains every 100 ms from 0 to 900 ms, train j delivering its second packet j+1 ms
+        // after its first, base delay 20 + j ms; then none until 3000 ms (a saturate phase),
+        // whose train had 700 ms (a handoff's held packets). A 2-packet train at 2350 ms, in
+        // the gap (2100 ms, over 4 spacings), replays the stretch 0..1000 ms from its start:
+        // 2350 is 1350 ms past the stretch's end, so the moment 350 ms: train j = 3 (4 ms),
+        // base 23.5 ms (between 23 and 24). Before, the last train before the gap (900 ms:
+        // 10 ms) stood for all of it, at a base delay drawn from 29 to 700 ms across it (492).
+        let mut light: Vec<Train> = (0..10)
+            .map(|j| Train {
+                at_ms: 100.0 * j as f64,
+                base_delay_ms: 20.0 + j as f64,
+                pdo_ms: vec![0.0, (j + 1) as f64],
+            })
+            .collect();
+        light.push(Train {
+            at_ms: 3000.0,
+            base_delay_ms: 700.0,
+            pdo_ms: vec![0.0, 1.0],
+        });
+        let trace = DirectionTrace {
+            light,
+            heavy_ms: (1..=2000).map(|i| i * 2).collect(),
+            ..Default::default()
+        };
+        let fresh = || {
+            Replay::new(
+                trace.clone(),
+                4000.0,
+                ReplayMode::Full,
+                OutageMode::Buffer,
+                QueueSpec::Unbounded,
+                7,
+            )
+            .unwrap()
+        };
+        assert_ms(
+            &train_delivery(&mut fresh(), 2350 * MS, 2),
+            &[2373.5, 2377.5],
+        );
+        // Within the stretch, the last train at or before: at 450 ms the one of 400 ms (5 ms),
+        // base 24.5 ms.
+        assert_ms(&train_delivery(&mut fresh(), 450 * MS, 2), &[474.5, 479.5]);
+        // In the stretch's last spacing, its last train's base delay held: at 950 ms 29 ms.
+        assert_ms(&train_delivery(&mut fresh(), 950 * MS, 2), &[979.0, 989.0]);
     }
 
     #[test]
@@ -516,7 +680,7 @@ mod tests {
             departure + 20.0 + 10.0 * departure / 200.0
         }));
         assert_ms(&got, &want);
-        assert_eq!(light_idle(&crafted().light), 50 * MS);
+        assert_eq!(train_spacing_ms(&crafted().light), 200.0);
     }
 
     #[test]

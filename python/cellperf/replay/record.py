@@ -4,8 +4,8 @@ bundle in docs/formats.md "Recording bundle").
 The recorder runs the agents' tests against a `cellperf server`, one phase after another:
 1. sizes: sparse single packets of a few sizes (the latency offset per packet size);
 2. then, repeatedly, trains (light trains of each length in turn, one every period: base
-   delay, light delivery opportunities, loss) and saturate (a UDP stream just above what the
-   link delivers, per direction: heavy delivery opportunities).
+   delay, light delivery opportunities, loss) and saturate (a UDP stream above the link's rate
+   in its good states, per direction: heavy delivery opportunities).
 Per-packet records come from the agents (Rust); `record_traces` turns them into the bundle's
 series with numpy and pyarrow. The bundle is written into a temporary folder beside BUNDLE
 and renamed, so BUNDLE is never half-written; a recording cut short (Ctrl-C, a lost server)
@@ -45,9 +45,11 @@ CYCLE_S = 15.0
 TRAINS_SHARE = 2 / 3
 #: Sizes phase: one packet every SIZES_PERIOD_S at each size.
 SIZES_PERIOD_S = 0.05
-#: Saturating rate over what the link last delivered: the queue grows by this share of the
-#: link's rate while a phase lasts; never empties.
+#: Saturating rate over the link's rate in its good states (the 90th percentile of the last
+#: saturate phase's delivery rate per PEAK_WINDOW_S): over the link's rate at nearly every
+#: moment, so its queue never empties; the bottleneck's buffer bounds it.
 OVERDRIVE = 1.25
+PEAK_WINDOW_S = 0.2
 #: A saturate phase that delivered more than this share of what it sent did not saturate:
 #: the next one sends at twice the delivered rate.
 UNSATURATED = 0.9
@@ -247,7 +249,10 @@ class Recorder:
                 t.join()
         for d, opts in runs.items():
             self._next_rate(d, opts["rate_bps"], number)
-        return all(results.values())
+        ok = all(results.values())
+        if ok:
+            self._drain(number)
+        return ok
 
     def _probe(self, number: int, kind: str, test: str, options: dict, stop: threading.Event | None = None) -> bool:
         """One probe run; keeps its records. False when the recording must stop."""
@@ -320,16 +325,41 @@ class Recorder:
                      f"the light series (a longer --period keeps the trains apart)")
 
     def _next_rate(self, d: str, sent_bps: float, number: int) -> None:
-        """The next saturating rate of `d` from what this phase delivered: OVERDRIVE × that,
-        or twice it when this phase did not saturate the link."""
-        c = next((c for c in reversed(self.recorded.columns[d]) if c["phase"] == number), None)
+        """The next saturating rate of `d` from this phase's arrivals: OVERDRIVE × the link's
+        rate in its good states, or at least twice what it delivered when this phase did not
+        saturate the link. OVERDRIVE × the phase's mean delivery rate, as it was, sent below
+        the link's rate whenever the link was faster than its mean: a two-state link of 19.4
+        and 5.6 Mb/s was sent 11-16 Mb/s, left idle in its good states, and recorded as 9.4 to
+        12.9 Mb/s."""
+        c = self._phase_packets(d, number)
         if c is None:
             return
         rx = np.sort(c["recv"][~np.isnan(c["recv"])])
         if len(rx) < 10 or rx[-1] <= rx[0]:
             return
         delivered = (len(rx) - 1) * self.opts.payload * 8 / ((rx[-1] - rx[0]) / 1e9)
-        self.rates[d] = delivered * (2.0 if delivered > UNSATURATED * sent_bps else OVERDRIVE)
+        peak = traces.peak_rate_bps(c["recv"], c["bytes"].astype(np.float64), PEAK_WINDOW_S * 1e9)
+        rate = OVERDRIVE * max(peak, delivered)
+        self.rates[d] = max(rate, 2.0 * delivered) if delivered > UNSATURATED * sent_bps else rate
+
+    def _phase_packets(self, d: str, number: int) -> dict | None:
+        return next((c for c in reversed(self.recorded.columns[d]) if c["phase"] == number), None)
+
+    def _drain(self, number: int) -> None:
+        """Waits until the queue a saturate phase left has drained, so the next trains do not
+        start behind it (their check, `behind_own_packets`, sees only the packets the
+        receiver recorded, and it stops SATURATE_DRAIN_S after the stream's end): as long as
+        the longest any of the phase's packets waited, less the receiver's wait."""
+        waits = []
+        for d in self.opts.directions:
+            c = self._phase_packets(d, number)
+            every = self.recorded.columns[d]
+            owd = np.concatenate([p["recv"] - p["send"] for p in every]) if every else np.zeros(0)
+            if c is not None and (~np.isnan(owd)).any():
+                waits.append(traces.queue_delay_ns(c["send"], c["recv"], float(np.nanmin(owd))) / 1e9)
+        extra = max(waits, default=0.0) - SATURATE_DRAIN_S
+        if extra > 0:
+            time.sleep(extra)
 
     # -- the bundle --------------------------------------------------------------------------
     def clock(self) -> dict:

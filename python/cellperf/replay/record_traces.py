@@ -110,6 +110,32 @@ def opportunities_ms(recv_ns: np.ndarray, wire_bytes: np.ndarray, t0_ns: int) ->
     return np.floor((rx[np.searchsorted(cum, marks)] - t0_ns) / 1e6).astype(np.int64)
 
 
+def peak_rate_bps(recv_ns: np.ndarray, wire_bytes: np.ndarray, window_ns: float) -> float:
+    """The 90th percentile over windows of `window_ns` of the rate (bit/s) at which one
+    saturated stretch's packets arrived, from its first arrival to its last (whole windows
+    only); 0 with less than two windows. While the stretch keeps the bottleneck's queue
+    non-empty each window's rate is the link's then: the percentile is its rate in its good
+    states, which a saturator must exceed to use every opportunity."""
+    got = ~np.isnan(recv_ns)
+    rx, size = recv_ns[got], wire_bytes[got]
+    if len(rx) < 2:
+        return 0.0
+    windows = int((rx.max() - rx.min()) // window_ns)
+    if windows < 2:
+        return 0.0
+    index = ((rx - rx.min()) // window_ns).astype(np.int64)
+    whole = index < windows
+    per_window = np.bincount(index[whole], weights=size[whole], minlength=windows)
+    return float(np.percentile(per_window, 90) * 8 / (window_ns / 1e9))
+
+
+def queue_delay_ns(send_ns: np.ndarray, recv_ns: np.ndarray, least_ns: float) -> float:
+    """The longest a phase's packet waited over the direction's least one-way delay
+    `least_ns`: the queue the phase built (0 without a delivered packet)."""
+    got = ~np.isnan(recv_ns)
+    return float(max(np.max(recv_ns[got] - send_ns[got]) - least_ns, 0.0)) if got.any() else 0.0
+
+
 def heavy_ms(stretches: list[tuple[np.ndarray, int, int]], end_ms: int) -> np.ndarray:
     """One heavy trace over the whole recording from the saturated stretches, each (its
     opportunities, first ms, end ms), in time order. Between stretches (while the light

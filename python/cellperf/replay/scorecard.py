@@ -27,6 +27,9 @@ import numpy as np
 from cellperf.errors import UserError
 
 MODES = ("full", "heavy")
+#: A second live run scored as if it were a replay: the link's own variability, the error
+#: floor below which no replay can be judged (bench/replay.py prints it beside the modes).
+LIVE_AGAIN = "live-2"
 #: The measures' order and labels in the table; units in the label.
 LABELS = {"ping_rtt_ms": "ping RTT ms", "train_ms_10": "10-pkt train ms", "train_ms_100": "100-pkt train ms",
           "voip_r": "VoIP R (5-s)", "download_s_10KB": "10 KB download s", "download_s_100KB": "100 KB download s",
@@ -52,8 +55,10 @@ def emd(a, b) -> float:
     return float(np.sum(np.abs(cdf_a - cdf_b) * widths))
 
 
-def relative_error(live: float, replay: float) -> float:
-    return abs(replay - live) / abs(live)
+def relative_error(live: float, replay: float) -> float | None:
+    """|replay − live| / |live|; None when live is 0 (a 10-packet train through a tbf whose
+    bucket holds it arrives in one go: its delivery time's median is 0)."""
+    return abs(replay - live) / abs(live) if live else None
 
 
 def compare(live, replay) -> dict:
@@ -64,7 +69,7 @@ def compare(live, replay) -> dict:
         return out
     lm, rm = float(live.mean()), float(replay.mean())
     out.update(live_mean=lm, replay_mean=rm, live_median=float(np.median(live)), replay_median=float(np.median(replay)),
-               mean_error=relative_error(lm, rm), emd_over_mean=emd(live, replay) / abs(lm),
+               mean_error=relative_error(lm, rm), emd_over_mean=emd(live, replay) / abs(lm) if lm else None,
                median_error=relative_error(float(np.median(live)), float(np.median(replay))),
                median_points=abs(float(np.median(replay)) - float(np.median(live))))
     return out
