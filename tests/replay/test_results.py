@@ -32,7 +32,11 @@ def test_a_stored_check_reads_back_and_the_report_draws_its_scorecard_and_cdfs(t
     card = scorecard.score(SAMPLES["live"], {m: SAMPLES[m] for m in scorecard.MODES})
     assert round(100 * card["measures"]["ping_rtt_ms"]["full"]["mean_error"], 1) == 2.9
     table = page[page.index("Replay scorecard"):page.index("Live vs replayed")]
-    assert "<td>2.9</td>" in table and "<td>35.7</td>" in table and "missed" in table
+    assert "<td>2.9</td>" in table and "<td>35.7</td>" in table
+    # The targets' table: each mode's figure under its own name, the verdict in its own column.
+    assert "<th>target</th><th>bound</th><th>full</th><th>heavy</th><th>full: met?</th>" in table
+    assert ("<td>1 MB download s (mean)</td><td>≤ 9.0 %</td><td>9.1 %</td><td>22.7 %</td><td>missed</td>"
+            in table)
     # One CDF per mode and measure (3 × 3 traces), the first measure's shown, a menu for the rest.
     figure = json.loads(re.search(r'<script type="application/json" id="fig-replay-cdf-[^"]+">(.*?)</script>',
                                   page, re.S).group(1))

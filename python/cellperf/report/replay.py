@@ -39,22 +39,26 @@ def replay_fidelity(store: Store) -> list[Item]:
             for m in modes:
                 row += [percent(by_mode[m].get("mean_error")), percent(by_mode[m].get("emd_over_mean"))]
             rows.append(row)
+        # The targets in a table of their own: each mode's figure under its name, and the
+        # verdict (for full) in a column that says so.
+        targets = []
         for target, t in card["targets"].items():
             unit = (lambda x: "–" if x is None else f"{x:.2f} pts") if t["statistic"] == "median_points" \
                 else (lambda x: "–" if x is None else f"{100 * x:.1f} %")
             label = "100/10 train rate ratio" if target == "train_ratio" else scorecard.LABELS.get(target, target)
             met = {True: "met", False: "missed", None: "–"}[t["met"]]
-            rows.append([f"target: {label} ({t['statistic']})", "", f"≤ {unit(t['bound'])}",
-                         *[cell for m in modes for cell in (unit(t.get(m)), "")][:-1], met])
+            targets.append([f"{label} ({t['statistic']})", f"≤ {unit(t['bound'])}", *[unit(t.get(m)) for m in modes],
+                            met])
         head = ["measure", "n live", "live mean"] + [h for m in modes for h in (f"{m} error %", f"{m} EMD/mean %")]
+        target_head = ["target", "bound", *modes, "full: met?"]
         ratio = card["train_ratio"]
         items.append(Item(f"replay-score-{check['check_id']}", f"Replay scorecard: {name}",
                           "Per workload measure: relative error of the means and earth mover's distance over the live "
-                          "mean (CellReplay's measures), full replay beside heavy (mahimahi's way); then the issue's "
-                          "targets for full. 100/10-packet train rate: " + ", ".join(
+                          "mean (CellReplay's measures), full replay beside heavy (mahimahi's way); below, the issue's "
+                          "targets, met or missed by full. 100/10-packet train rate: " + ", ".join(
                               f"{k} {'–' if v is None else f'{v:.2f}x'}" for k, v in ratio.items())
                           + f". Bundle {html.escape(str(check['bundle']))}.",
-                          table_html=html_table(head, rows)))
+                          table_html=html_table(head, rows) + html_table(target_head, targets)))
         fig = go.Figure()
         measures = [m for m in card["measures"]]
         for i, measure in enumerate(measures):
@@ -77,8 +81,9 @@ def replay_fidelity(store: Store) -> list[Item]:
                           xaxis_title=scorecard.LABELS.get(measures[0], measures[0]) if measures else "",
                           yaxis_title="CDF")
         items.append(Item(f"replay-cdf-{check['check_id']}", f"Live vs replayed: {name}",
-                          "CDF of each workload measure through the live link and replayed full and heavy (choose the "
-                          "measure in the menu).", layout(fig)))
+                          "CDF of each workload measure through the live link and replayed full and heavy"
+                          + (", and the live link again (its own variability)" if scorecard.LIVE_AGAIN in modes else "")
+                          + " (choose the measure in the menu).", layout(fig)))
     return items
 
 
