@@ -101,6 +101,9 @@ pub struct Replay {
     /// Full mode: a gap in the light series at least this long (ms; a saturate phase's, when
     /// no trains were sent) is filled with the trains before it, repeated; 0: none is.
     light_gap_ms: f64,
+    /// Per recorded train, the first train of its stretch (trains less than `light_gap_ms`
+    /// apart), found once here rather than walked back for every packet in a gap.
+    stretch_first: Vec<usize>,
     /// The bytes a light opportunity carries: the size of the recorded trains' packets.
     light_bytes: f64,
     outage_mode: OutageMode,
@@ -142,6 +145,7 @@ impl Replay {
                 .fold(f64::INFINITY, f64::min),
         );
         let spacing = train_spacing_ms(&trace.light);
+        let stretch_first = stretch_starts(&trace.light, LIGHT_GAP_SPACINGS * spacing);
         let light_bytes = trace
             .offset
             .last()
@@ -155,6 +159,7 @@ impl Replay {
             fixed_delay,
             light_idle: ms_to_nanos(spacing / 4.0),
             light_gap_ms: LIGHT_GAP_SPACINGS * spacing,
+            stretch_first,
             light_bytes,
             outage_mode,
             queue,
@@ -178,6 +183,7 @@ impl Replay {
     fn light_time(&self, r: f64) -> f64 {
         light_time(
             &self.trace.light,
+            &self.stretch_first,
             r,
             self.light_gap_ms,
             self.period as f64 / 1e6,
@@ -420,17 +426,20 @@ fn train_spacing_ms(light: &[Train]) -> f64 {
 /// all of it (one 66-ms 100-packet train stood for every 100-packet train of 11 s), and the
 /// base delay was drawn linearly across it: a 733-ms sample at a gap's edge (a handoff's
 /// held packets, `bench/replay.py` mobile) gave the pings of the next 15 s 100-700 ms.
-fn light_time(light: &[Train], r: f64, gap_ms: f64, period_ms: f64) -> f64 {
+fn light_time(
+    light: &[Train],
+    stretch_first: &[usize],
+    r: f64,
+    gap_ms: f64,
+    period_ms: f64,
+) -> f64 {
     let last = light.partition_point(|tr| tr.at_ms <= r).saturating_sub(1);
     // After the last train, the gap runs to the end of the recording (the replay loops).
     let next = light.get(last + 1).map_or(period_ms, |tr| tr.at_ms);
     if gap_ms <= 0.0 || r < light[last].at_ms || next - light[last].at_ms < gap_ms {
         return r;
     }
-    let mut first = last;
-    while first > 0 && light[first].at_ms - light[first - 1].at_ms < gap_ms {
-        first -= 1;
-    }
+    let first = stretch_first[last];
     // The stretch ends one spacing after its last train (gap_ms / LIGHT_GAP_SPACINGS).
     let (start, end) = (
         light[first].at_ms,
@@ -438,6 +447,17 @@ fn light_time(light: &[Train], r: f64, gap_ms: f64, period_ms: f64) -> f64 {
     );
     let within = start + (r - end).rem_euclid(end - start);
     within.min(light[last].at_ms)
+}
+
+/// For each train, the index of the first train of its stretch: the trains before it that
+/// follow one another by less than `gap_ms` (`light_time`).
+fn stretch_starts(light: &[Train], gap_ms: f64) -> Vec<usize> {
+    let mut first = Vec::with_capacity(light.len());
+    for (i, tr) in light.iter().enumerate() {
+        let joins = i > 0 && tr.at_ms - light[i - 1].at_ms < gap_ms;
+        first.push(if joins { first[i - 1] } else { i });
+    }
+    first
 }
 
 /// The recorded train nearest to `i` (earlier first at the same distance) with more than `n`
