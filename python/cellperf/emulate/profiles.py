@@ -59,10 +59,13 @@ def drc_chain(center_bps: float, move_p: float, center_move_p: float, toward: fl
     }
 
 
-def _two_state(good_bps: int, bad_bps: int, transitions_per_s: float, slot_s: float) -> dict:
-    """Seed 001's two-state (Gilbert–Elliott) channel, symmetric transition rates."""
+def _two_state(good_bps: int, bad_bps: int, transitions_per_s: float, slot_s: float,
+               back_per_s: float | None = None) -> dict:
+    """Seed 001's two-state (Gilbert–Elliott) channel: good → bad at `transitions_per_s`, back at
+    `back_per_s` (the same rate if not given)."""
     return {"kind": "gilbert_elliott", "good_bps": good_bps, "bad_bps": bad_bps,
-            "good_to_bad_per_s": transitions_per_s, "bad_to_good_per_s": transitions_per_s, "slot_s": slot_s}
+            "good_to_bad_per_s": transitions_per_s,
+            "bad_to_good_per_s": transitions_per_s if back_per_s is None else back_per_s, "slot_s": slot_s}
 
 
 def _random_handoffs(every_s: float, inter_bs: float, bs_outage_s: float, sector_outage_s: float) -> dict:
@@ -292,18 +295,52 @@ def _lte(mobile: bool) -> EmulationConfig:
     return cfg
 
 
+# NR downlink rates from the data Narayanan et al. released with "A First Look at Commercial 5G
+# Performance on Smartphones" (WWW 2020): 5Gophers 1.0, per-second iperf3 throughput with 1 and 8
+# TCP connections (docs/emulator.md "LTE and NR against published figures" has each file and
+# figure). Eight connections fill the link, so the channel's states take their figures.
+#: mmWave in line of sight, stationary, 8 connections (mmWave-only/03-UE-Panel (LoS Tests)):
+#: median 1,500 Mb/s over 369 s.
+MMWAVE_LOS_BPS = 1_500_000_000
+#: mmWave blocked: a human / a hand between phone and panel put the phone on 4G at median 156 /
+#: 143 Mb/s (05-UE-Panel (NLoS Tests), location C); walking, the seconds on 4G: median 147 Mb/s.
+MMWAVE_BLOCKED_BPS = 150_000_000
+#: Stationary in line of sight the link never fell to 4G: 1,836 s on 5G in the LoS tests, no second
+#: below 262 Mb/s; 3 / 1,836 s is the 95 % bound on a Poisson rate with none seen: one blockage
+#: every 600 s (choice at that bound).
+MMWAVE_STATIONARY_BLOCKAGE_EVERY_S = 600.0
+#: Walking (All-Carriers/03-User-Mobility/walking-trace.csv, 603 s, 8 connections): the seconds on
+#: 5G, median 545 Mb/s; 11 stays on 5G, mean 26.2 s; 10 stays on 4G between them, mean 12.9 s.
+MMWAVE_WALKING_BPS = 550_000_000
+MMWAVE_5G_STAY_S = 26.0
+MMWAVE_4G_STAY_S = 13.0
+MMWAVE_HANDOFF_EVERY_S = 43.0
+MMWAVE_HANDOFF_GAP_S = 0.36
+#: Mid-band (Sprint, 2.5 GHz), stationary, 8 connections (All-Carriers/01-Throughput, 1,217 s):
+#: per-second 10th percentile 141 (US-East server) / 185 (US-West), medians 347 / 262, 75th 586
+#: / 293 Mb/s. The good state (400) lies between the medians and 75th percentiles, the bad one
+#: at the 10th percentiles (150). Driving (car-driving-trace-1/2, 8 connections): 10th
+#: percentile 143 / 82 Mb/s, the mobile profile's bad state stays 80.
+MIDBAND_GOOD_BPS = 400_000_000
+MIDBAND_BAD_BPS = {False: 150_000_000, True: 80_000_000}
+
+
 def _nr(mobile: bool, mmwave: bool) -> EmulationConfig:
     # Numerology (TS 38.211): FR1 30 kHz, 0.5-ms slots; mmWave 120 kHz, 0.125-ms slots.
     slot = 0.000125 if mmwave else 0.0005
-    # Rates (choice, of the order of public 5G statistics: mid-band medians of a few hundred
-    # Mb/s down, tens up; mmWave above 1 Gb/s down in line of sight, Narayanan et al., "A
-    # Variegated Look at 5G in the Wild", SIGCOMM 2021). Two-state channels (seed 001's model);
-    # on the move more often in the bad state's lower rate.
-    if mmwave:
-        good, bad, up_bps = 1_500_000_000, 200_000_000, 100_000_000
+    # Rates: two-state channels (seed 001's model) with the figures above. mmWave: line of
+    # sight with rare blockages when stationary; walking, 5G and the 4G fallback in turn with
+    # the measured stays. Mid-band: 0.05 transitions a second (stays ~20 s), 0.5 on the move
+    # (choices: the data hold no state sequence for it). Uplink 100 / 50 Mb/s (choice; mmWave in
+    # range of Ghoshal et al.'s uplink data, docs/emulator.md).
+    if mmwave and mobile:
+        rate = _two_state(MMWAVE_WALKING_BPS, MMWAVE_BLOCKED_BPS, 1 / MMWAVE_5G_STAY_S, slot * 8, 1 / MMWAVE_4G_STAY_S)
+    elif mmwave:
+        rate = _two_state(MMWAVE_LOS_BPS, MMWAVE_BLOCKED_BPS, 1 / MMWAVE_STATIONARY_BLOCKAGE_EVERY_S, slot * 8,
+                          1 / MMWAVE_4G_STAY_S)
     else:
-        good, bad, up_bps = 400_000_000, 80_000_000, 50_000_000
-    switch = 0.5 if mobile else 0.05
+        rate = _two_state(MIDBAND_GOOD_BPS, MIDBAND_BAD_BPS[mobile], 0.5 if mobile else 0.05, slot * 8)
+    up_bps = 100_000_000 if mmwave else 50_000_000
     # HARQ round trip 4 slots (choice within TS 38.214's K1 and processing capability 1): 2 ms
     # FR1, 0.5 ms mmWave; 10 % first-transmission BLER, 3 retransmissions at 30 %; RLC status
     # round 20 ms (choice), 32 rounds (MODERN_RLC_RETRIES). Buffer 4 MB (choice). One-way delay 10 / 8 ms (choice:
@@ -315,7 +352,7 @@ def _nr(mobile: bool, mmwave: bool) -> EmulationConfig:
     fades = MODERN_MOBILE_FADES if mobile else MODERN_STATIONARY_FADES
     delay = 0.008 if mmwave else 0.010
     rlc = (MODERN_RLC_RETRIES, 0.020)
-    down = DirectionConfig(rate=_two_state(good, bad, switch, slot * 8), queue={"kind": "droptail", "bytes": 4000 * KB},
+    down = DirectionConfig(rate=rate, queue={"kind": "droptail", "bytes": 4000 * KB},
                            delay_s=delay, arq=_arq(0.10, 3, harq_rtt, 0.30, *rlc, *fades, slot))
     # Uplink in slots; SR period 2 ms on FR1, 0.5 ms mmWave (mean wait half of it), grant and
     # PUSCH 2 slots each (K2, choice): 3 ms / 0.75 ms, doubled on the move.
@@ -327,8 +364,11 @@ def _nr(mobile: bool, mmwave: bool) -> EmulationConfig:
                           radio_states=NR_RADIO)
     if mobile:
         # Handovers every 30 s interrupting 30 ms (choice: NR's make-before-break targets are
-        # shorter than LTE's); mmWave: every 10 s, 200 ms, blockage and beam recovery (choice).
-        cfg = cfg.with_(handoffs=_random_handoffs(10.0, 1.0, 0.200, 0.200) if mmwave
+        # shorter than LTE's). mmWave, the 5Gophers walk: 32 handoffs logged in 603 s, 14 events
+        # when those within 5 s count as one (MMWAVE_HANDOFF_EVERY_S), and 5 seconds with no
+        # throughput at all, each within 3 s of one: 5 / 14 s an event (MMWAVE_HANDOFF_GAP_S).
+        cfg = cfg.with_(handoffs=_random_handoffs(MMWAVE_HANDOFF_EVERY_S, 1.0, MMWAVE_HANDOFF_GAP_S,
+                                                  MMWAVE_HANDOFF_GAP_S) if mmwave
                         else _random_handoffs(30.0, 1.0, 0.030, 0.030))
     return cfg
 
