@@ -2,13 +2,14 @@
 """The LTE and NR profiles as shipped, measured through `cellperf emulate` (issue 30 §4).
 
 1. TCP: for each profile, real pings (10, 0.2 s apart) on the idle link, then a 15-s iperf3
-   download (the host's default congestion control, net.ipv4.tcp_congestion_control: CUBIC
-   unless the host chose another) with pings 0.2 s apart beside it, then a 10-s upload:
-   goodput each way and the RTT idle and under the download's load, beside the ranges the
-   cited measurements report (printed with each row), and the downlink rate the link offered
-   during the download (the radio log's mean): the NR channels hold each state ~20 s on
-   average, so one 15-s download sees mostly one of them, and which one follows the seed
-   (`--seed`; the emulator's default otherwise).
+   download over one connection, or `--parallel N` (the host's default congestion control,
+   net.ipv4.tcp_congestion_control: CUBIC unless the host chose another) with pings 0.2 s apart
+   beside it, then a 10-s upload: goodput each way and the RTT idle and under the download's
+   load, the downlink rate the link offered during the download (the radio log's mean: a
+   two-state channel holds a state for seconds, so one 15-s download sees mostly one of them,
+   and which one follows the seed, `--seed`), and a verdict per figure against the published
+   range (PUBLISHED: 10th-90th percentile of per-second figures; "in", "low", "high", or "-"
+   where no source has one).
 2. Same profile, two clocks: a 30-s kernel Reno download through `cellperf emulate --profile P`
    and `cellperf simulate --profile P` on the same profile and seed, set to what the kernel does
    (1500-B packets, initial window 10, no initial ssthresh, min RTO 200 ms, delayed ACKs 40 ms:
@@ -18,6 +19,7 @@
    timeouts undone, the kernel's window growth, RTO and in-flight limit).
 
     sudo .venv/bin/python bench/modern_profiles.py [--tcp-only | --agreement-only] [--profile P ...] [--seed N]
+                                                   [--parallel N]
 """
 
 from __future__ import annotations
@@ -46,17 +48,37 @@ CLASSIC = ()
 #: 4 MB) held 1,300-2,800 segments unacknowledged, median ~2,150 (`ss -ti` every 0.5 s during a
 #: 15-s nr-stationary download; docs/emulator.md "Same profile, two clocks").
 LINUX = ("--recovery", "linux", "--byte-counting", "on", "--rto", "linux", "--rwnd", "2200")
-#: What the cited measurements report, printed beside each family's figures.
-CITED = {
-    "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract and §4): median downlink 13 Mb/s, "
-           "uplink 6 Mb/s; the profile's comment cites LTE RTTs of 60-70 ms median",
-    "nr": "Narayanan et al., WWW 2020 ('A First Look at Commercial 5G Performance on Smartphones'): its figures "
-          "are not reachable from here (the stored copies hold its abstract only); a third-party summary gives "
-          "mid-band downloads of 100-200 Mb/s; the profile's 400/80 Mb/s two-state channel and 10-ms one-way "
-          "delay are choices (docs/emulator.md)",
-    "nr-mmwave": "Narayanan et al., WWW 2020: mmWave above 1 Gb/s in line of sight (as summarised); the profile's "
-                 "1.5 Gb/s / 200 Mb/s states are choices, held ~20 s each: see 'offered'",
+G = "5Gophers 1.0 (Narayanan et al., WWW 2020: the paper's released data)"
+M = "Ghoshal et al., 5G-MeMU 2022 (released data)"
+#: The published ranges each profile is held to: 10th-90th percentile of the per-second figures
+#: (Mb/s, ms) of the named files, read from the datasets as released (docs/emulator.md "LTE and
+#: NR against published figures"). "down N" is N connections; the datasets have 1 and 8.
+PUBLISHED = {
+    "lte-stationary": {"rtt idle": (27.6, 89.3, f"{M}: static LTE pings")},
+    "lte-mobile": {"rtt idle": (27.9, 41.9, f"{M}: driving LTE pings")},
+    "nr-stationary": {"down 1": (9.9, 61.8, f"{G}: Sprint mid-band, 1 connection"),
+                      "down 8": (172.4, 633.0, f"{G}: Sprint mid-band, 8 connections"),
+                      "rtt idle": (32.2, 45.5, f"{G}: Sprint, pings to its US-East server (its wired path included)")},
+    "nr-mobile": {"down 8": (101.7, 481.4, f"{G}: Sprint while driving, 8 connections")},
+    "nr-mmwave-stationary": {"down 1": (357.0, 440.0, f"{G}: mmWave line of sight, 1 connection"),
+                             "down 8": (858.0, 2024.0, f"{G}: mmWave line of sight, 8 connections"),
+                             "up": (38.3, 160.3, f"{M}: static mmWave uplink"),
+                             "rtt idle": (11.6, 19.3, f"{M}: static 5G pings")},
+    "nr-mmwave-mobile": {"down 8": (73.4, 807.0, f"{G}: walking, 8 connections (5G and its 4G fallback)"),
+                         "up": (0.0, 124.6, f"{M}: walking mmWave uplink"),
+                         "rtt idle": (11.8, 20.2, f"{M}: walking 5G pings")},
 }
+#: Figures with no distribution to hold a row to, printed beside the rows.
+CITED = {
+    "lte": "Huang et al., MobiSys 2012 (4GTest, >3000 users; abstract): median downlink 13 Mb/s, uplink 6 Mb/s",
+}
+
+
+def verdict(profile: str, measure: str, value: float) -> str:
+    if measure not in PUBLISHED.get(profile, {}):
+        return "-"
+    low, high, _ = PUBLISHED[profile][measure]
+    return "low" if value < low else "high" if value > high else "in"
 
 
 def rtts_ms(text: str) -> list[float]:
@@ -101,19 +123,21 @@ def offered_mbps(radio_log: Path, download: Path) -> float:
     return statistics.mean(rates) / 1e6
 
 
-def tcp_row(profile: str, seed: list[str]) -> str:
+def tcp_row(profile: str, seed: list[str], parallel: int) -> str:
     with tempfile.TemporaryDirectory() as tmp, Iperf3Server():
         out = Path(tmp)
         script = (f"ping -n -c 10 -i 0.2 $CELLPERF_CN > {out}/idle.txt; "
                   f"ping -n -c 70 -i 0.2 $CELLPERF_CN > {out}/loaded.txt & "
-                  f"iperf3 -c $CELLPERF_CN -p {PORT} -R -t 15 -J > {out}/down.json; wait; "
+                  f"iperf3 -c $CELLPERF_CN -p {PORT} -R -P {parallel} -t 15 -J > {out}/down.json; wait; "
                   f"iperf3 -c $CELLPERF_CN -p {PORT + 1} -t 10 -J > {out}/up.json")
         emulate(profile, script, "--radio-log", f"{out}/radio.csv", *seed)
         down, up = (received_mbps(out / f"{d}.json") for d in ("down", "up"))
         offered = offered_mbps(out / "radio.csv", out / "down.json")
         idle, loaded = rtts_ms((out / "idle.txt").read_text()), rtts_ms((out / "loaded.txt").read_text())
-    return (f"{profile:<22}{offered:>9.1f}{down:>10.1f}{up:>8.1f}{statistics.median(idle):>10.1f}"
-            f"{statistics.median(loaded):>10.1f}{max(loaded):>9.0f}")
+    idle_ms = statistics.median(idle)
+    verdicts = [verdict(profile, m, v) for m, v in ((f"down {parallel}", down), ("up", up), ("rtt idle", idle_ms))]
+    return (f"{profile:<22}{parallel:>4}{offered:>9.1f}{down:>10.1f}{up:>8.1f}{idle_ms:>10.1f}"
+            f"{statistics.median(loaded):>10.1f}{max(loaded):>9.0f}  " + " ".join(f"{v:>4}" for v in verdicts))
 
 
 def agreement_row(profile: str) -> str:
@@ -140,16 +164,23 @@ def main() -> None:
     ap.add_argument("--agreement-only", action="store_true")
     ap.add_argument("--profile", action="append", help="only this profile (repeatable)")
     ap.add_argument("--seed", help="the emulator's seed for the TCP rows (the agreement rows use their own)")
+    ap.add_argument("--parallel", type=int, default=1, metavar="N", help="TCP connections in the download (default 1)")
     a = ap.parse_args()
+    if a.parallel < 1:
+        ap.error("--parallel: at least 1 connection")
     wanted = (lambda p: p in a.profile) if a.profile else (lambda p: True)
     if os.geteuid() != 0:
         sys.exit("bench/modern_profiles.py needs root (namespaces)")
     print(f"load average {os.getloadavg()[0]:.2f} at the start; congestion control "
           f"{Path('/proc/sys/net/ipv4/tcp_congestion_control').read_text().strip()}")
     if not a.agreement_only:
-        print(f"{'profile':<22}{'offered':>9}{'down Mb/s':>10}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}{'max ms':>9}")
+        print(f"{'profile':<22}{'conn':>4}{'offered':>9}{'down Mb/s':>10}{'up Mb/s':>8}{'RTT idle':>10}{'RTT load':>10}"
+              f"{'max ms':>9}  down   up  rtt  (against PUBLISHED)")
         for p in filter(wanted, TCP_PROFILES):
-            print(tcp_row(p, ["--seed", a.seed] if a.seed else []), flush=True)
+            print(tcp_row(p, ["--seed", a.seed] if a.seed else [], a.parallel), flush=True)
+        for p in filter(wanted, TCP_PROFILES):
+            for measure, (low, high, source) in PUBLISHED.get(p, {}).items():
+                print(f"  {p} {measure}: {low:g}-{high:g} ({source})")
         for family, text in CITED.items():
             print(f"  {family}: {text}")
     if not a.tcp_only:

@@ -1,0 +1,66 @@
+"""The NR profiles' channels hold the figures read from the published data (docs/emulator.md "LTE
+and NR against published figures"), so that an edit cannot drift from them silently, and each
+channel state lies in the range bench/modern_profiles.py holds the measured rows to."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from cellperf.emulate.profiles import profile
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "modern_profiles.py"
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("modern_profiles", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def channel(name: str) -> tuple[float, float, float, float]:
+    rate = profile(name).downlink.rate
+    assert rate["kind"] == "gilbert_elliott", name
+    return rate["good_bps"] / 1e6, rate["bad_bps"] / 1e6, rate["good_to_bad_per_s"], rate["bad_to_good_per_s"]
+
+
+def test_the_nr_channels_are_the_published_figures():
+    # 5Gophers 1.0 (Narayanan et al., WWW 2020): mmWave line of sight, 8 connections, median
+    # 1,500 Mb/s; blocked, the phone on 4G at 143-156 Mb/s; none of 1,836 s on 5G in line of
+    # sight fell to it (one blockage in 600 s, the 95 % bound); back after the walk's mean 4G
+    # stay, 12.9 s.
+    good, bad, down, back = channel("nr-mmwave-stationary")
+    assert (good, bad) == (1500, 150)
+    assert down == pytest.approx(1 / 600) and back == pytest.approx(1 / 13)
+    # Walking: 5G seconds' median 545 Mb/s, 5G stays 26.2 s and 4G stays 12.9 s on average;
+    # 14 handoff events in 603 s, 5 s without throughput between them.
+    good, bad, down, back = channel("nr-mmwave-mobile")
+    assert (good, bad) == (550, 150)
+    assert down == pytest.approx(1 / 26) and back == pytest.approx(1 / 13)
+    handoffs = profile("nr-mmwave-mobile").handoffs["random"]
+    assert (handoffs["mean_interval_s"], handoffs["inter_bs_outage_s"]) == (43.0, 0.36)
+    # Sprint's mid-band, 8 connections: stationary 10th percentiles 141 / 185 Mb/s (the bad
+    # state, 150), medians 262-347 and 75th percentiles 293-586 (the good state, 400 between);
+    # driving, 10th percentiles 82 / 143 (the mobile bad state, 80).
+    assert channel("nr-stationary") == (400, 150, 0.05, 0.05)
+    assert channel("nr-mobile") == (400, 80, 0.5, 0.5)
+
+
+def test_each_channel_state_lies_in_the_range_the_bench_holds_rows_to():
+    published = bench().PUBLISHED
+    for name in ("nr-stationary", "nr-mobile", "nr-mmwave-stationary", "nr-mmwave-mobile"):
+        low, high, _ = published[name]["down 8"]
+        good, bad, _, _ = channel(name)
+        assert low <= good <= high, name
+    # A walk's 10th percentile (73 Mb/s) includes its seconds on 4G: the fallback state is above it.
+    assert published["nr-mmwave-mobile"]["down 8"][0] <= channel("nr-mmwave-mobile")[1]
+
+
+def test_the_bench_verdict_names_the_side_a_figure_falls_on():
+    verdict = bench().verdict
+    assert [verdict("nr-mmwave-stationary", "down 8", v) for v in (857.9, 858, 2024, 2024.1)] == ["low", "in", "in", "high"]
+    assert verdict("nr-mmwave-stationary", "down 4", 1000) == "-"  # the datasets have 1 and 8 connections
+    assert verdict("lte-stationary", "up", 9.2) == "-"
