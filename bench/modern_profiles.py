@@ -58,7 +58,7 @@ PUBLISHED = {
     "lte-mobile": {"rtt idle": (27.9, 41.9, f"{M}: driving LTE pings")},
     "nr-stationary": {"down 1": (9.9, 61.8, f"{G}: Sprint mid-band, 1 connection"),
                       "down 8": (172.4, 633.0, f"{G}: Sprint mid-band, 8 connections"),
-                      "rtt idle": (32.2, 45.5, f"{G}: Sprint, pings to its US-East server (its wired path included)")},
+                      "rtt idle": (21.3, 35.1, f"{G}: 5G pings to the first hop (the mmWave carriers': none for Sprint)")},
     "nr-mobile": {"down 8": (101.7, 481.4, f"{G}: Sprint while driving, 8 connections")},
     "nr-mmwave-stationary": {"down 1": (357.0, 440.0, f"{G}: mmWave line of sight, 1 connection"),
                              "down 8": (858.0, 2024.0, f"{G}: mmWave line of sight, 8 connections"),
