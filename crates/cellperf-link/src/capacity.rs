@@ -575,10 +575,32 @@ mod meter_tests {
         // Stationary: good 2/3, bad 1/3 → 700 kb/s.
         assert!((mean_bps - 700_000.0).abs() < 15_000.0, "{mean_bps}");
     }
+
+    #[test]
+    fn a_two_state_channel_starts_in_each_state_as_often_as_it_is_there() {
+        // Bad one slot in 40 (good → bad 0.001, back 0.039 a slot): of 2,000 seeds about 50
+        // start in Bad. Rows counted alike started half of them there (1,000 ± 67).
+        let model = cellperf_channel::MarkovModel::from_json(&two_state_model_json(
+            1e6, 1e5, 0.001, 0.039, 0.001,
+        ))
+        .unwrap();
+        let bad = (0..2000u64).filter(|&seed| model.generate(1, seed)[0] == 1).count();
+        assert!((25..=80).contains(&bad), "{bad} of 2000 seeds start in Bad");
+        // A symmetric channel still starts in each state half the time.
+        let model = cellperf_channel::MarkovModel::from_json(&two_state_model_json(
+            1e6, 1e5, 0.01, 0.01, 0.001,
+        ))
+        .unwrap();
+        let bad = (0..2000u64).filter(|&seed| model.generate(1, seed)[0] == 1).count();
+        assert!((900..=1100).contains(&bad), "{bad} of 2000 seeds start in Bad");
+    }
 }
 
 /// A two-state (Gilbert–Elliott) rate channel as a Markov model file: Good at `good_bps`,
-/// Bad at `bad_bps`, switching with the given per-slot probabilities.
+/// Bad at `bad_bps`, switching with the given per-slot probabilities. Each row's `count` (what a
+/// generated trace starts from) is its state's stationary share, so the channel starts in Bad
+/// as often as it is in Bad: a channel blocked one slot in 40 starts blocked one seed in 40,
+/// not one in two.
 pub fn two_state_model_json(
     good_bps: f64,
     bad_bps: f64,
@@ -592,6 +614,7 @@ pub fn two_state_model_json(
     } else {
         (1.0, 0.0)
     };
+    let share = |fraction: f64| (fraction * 1e6).round() as u64;
     serde_json::json!({
         "format": "cellperf-markov-rate-model",
         "version": 1,
@@ -599,8 +622,8 @@ pub fn two_state_model_json(
         "slot_s": slot_s,
         "states": [{"rate_bps": good_bps, "fraction": fg}, {"rate_bps": bad_bps, "fraction": fb}],
         "transitions": [
-            {"context": [0], "count": 1_000_000, "next": [0, 1], "p": [1.0 - p_good_to_bad, p_good_to_bad]},
-            {"context": [1], "count": 1_000_000, "next": [1, 0], "p": [1.0 - p_bad_to_good, p_bad_to_good]},
+            {"context": [0], "count": share(fg), "next": [0, 1], "p": [1.0 - p_good_to_bad, p_good_to_bad]},
+            {"context": [1], "count": share(fb), "next": [1, 0], "p": [1.0 - p_bad_to_good, p_bad_to_good]},
         ],
         "source": {"kind": "gilbert-elliott rate channel (seed 001 §2)"},
     })
