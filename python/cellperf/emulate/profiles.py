@@ -287,7 +287,7 @@ def _lte(mobile: bool) -> EmulationConfig:
     # rounds (MODERN_RLC_RETRIES). Base-station buffer 1 MB (choice: LTE's deep per-user buffers; Jiang et al.,
     # "Tackling bufferbloat in 3G/4G networks", IMC 2012). One-way delay 20 ms (choice: Huang et
     # al. 2012 report LTE RTTs of 60–70 ms median — not found in any stored copy, unverified —
-# and HARQ and grants add ~10 ms each way).
+    # and HARQ and grants add ~10 ms each way).
     fades = MODERN_MOBILE_FADES if mobile else MODERN_STATIONARY_FADES
     down = DirectionConfig(rate=_slot_trace(f"{trace}.down", None if mobile else LTE_MEDIAN_DOWN_BPS), queue={"kind": "droptail", "bytes": 1000 * KB}, delay_s=0.020,
                            arq=_arq(0.10, 3, 0.008, 0.30, MODERN_RLC_RETRIES, 0.040, *fades))
