@@ -110,5 +110,5 @@ def test_lte_one_way_delay_puts_an_idle_pings_floor_at_the_published_one():
         cfg = profile(name)
         assert (cfg.downlink.delay_s, cfg.uplink.delay_s) == (0.007, 0.007)
         fixed = cfg.uplink.frames["grant_s"] + cfg.uplink.frames["frame_s"]
-        for published in (0.0276, 0.0279):  # within the delay's 1-ms grain, counted twice
+        for published in (0.0276, 0.0279):  # the delay is in whole ms: within 2 × 0.25 ms
             assert abs(fixed + 2 * cfg.downlink.delay_s - published) <= 0.0005
