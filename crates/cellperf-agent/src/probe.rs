@@ -317,7 +317,7 @@ impl DataPath {
         let receiver = spec.direction.server_sends().then(|| {
             udp::spawn_receiver(
                 sock.try_clone().expect("clone UDP socket"),
-                spec.count,
+                spec,
                 token,
                 spec.direction == Direction::CnEcho,
                 ctl.clone(),

@@ -535,7 +535,7 @@ impl Session {
         let receiver = spec.direction.probe_sends().then(|| {
             udp::spawn_receiver(
                 sock.try_clone().expect("clone UDP socket"),
-                spec.count,
+                &spec,
                 token,
                 spec.direction == Direction::Echo,
                 ctl.clone(),

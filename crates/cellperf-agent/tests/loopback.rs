@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cellperf_agent::plan::{plan, Options};
 use cellperf_agent::server::{Server, ServerConfig, ServerStats};
@@ -873,6 +873,13 @@ fn replayed_forged_and_foreign_tickets_get_a_challenge_and_start_nothing() {
     let flight = resume_flight(ticket, b"s3cret");
     let (first, _) = answer_to(srv.addr, &flight);
     assert!(matches!(first, Message::AuthOk { .. }), "{first:?}");
+    // The server counts the test when it starts it, just after its `auth_ok` has gone.
+    let waiting = Instant::now();
+    while srv.stats.tests_run.load(Ordering::Relaxed) == 0
+        && waiting.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let started = srv.stats.tests_run.load(Ordering::Relaxed);
     assert_eq!(started, 1);
 
