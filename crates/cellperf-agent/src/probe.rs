@@ -24,8 +24,12 @@ use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
 use crate::ticket::{reserved_cookie, Resumption, TicketFile};
 use crate::udp::{self, ReceiveControl};
+use crate::wake::{Wake, Waking};
 use crate::wire::*;
 
+/// How long the probe waits on its control connection before it looks at its timers (hellos
+/// every 100 ms, progress; a step's data threads wake it as they end).
+const CONTROL_POLL: Duration = Duration::from_millis(50);
 /// Clock exchanges before a test (the least delayed one is used).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -120,7 +124,7 @@ impl Client {
     ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
-        ctrl.set_read_timeout(Some(Duration::from_millis(50)))
+        ctrl.set_read_timeout(Some(CONTROL_POLL))
             .map_err(|e| e.to_string())?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
@@ -293,7 +297,9 @@ struct DataPath {
     cookie: Cookie,
     token: Option<udp::DataToken>,
     ctl: Arc<ReceiveControl>,
-    receiver: Option<std::thread::JoinHandle<udp::ReceiveOutcome>>,
+    /// Woken by the step's data threads as they end.
+    wake: Arc<Wake>,
+    receiver: Option<Waking<udp::ReceiveOutcome>>,
 }
 
 impl DataPath {
@@ -313,9 +319,11 @@ impl DataPath {
         udp::enlarge_buffers(&sock);
         let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         let ctl = ReceiveControl::new();
+        let wake = Wake::new().map_err(|e| format!("UDP data path: {e}"))?;
         // With pings from the server (cn_echo) the receiver returns each one at once.
         let receiver = spec.direction.server_sends().then(|| {
             udp::spawn_receiver(
+                &wake,
                 sock.try_clone().expect("clone UDP socket"),
                 spec,
                 token,
@@ -329,6 +337,7 @@ impl DataPath {
             cookie,
             token,
             ctl,
+            wake,
             receiver,
         })
     }
@@ -394,6 +403,7 @@ fn run_udp_step(
         sock,
         token,
         ctl,
+        wake,
         receiver,
         ..
     } = match path {
@@ -457,7 +467,7 @@ fn run_udp_step(
     let mut sender = spec
         .direction
         .probe_paces()
-        .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
+        .then(|| udp::spawn_sender(&wake, sock, spec.clone(), token, start_mono, stop.clone()));
     let over_time = start_mono
         + spec.duration_ns().min(i64::MAX as u64 / 2) as i64
         + (spec.drain_ms as i64 + 15_000) * 1_000_000;
@@ -535,6 +545,10 @@ fn run_udp_step(
                     reason: "interrupted at the probe".into(),
                 });
             }
+        }
+        // Until the server says something or a data thread ends (then look again at once).
+        if !wake.wait(&c.ctrl, CONTROL_POLL) {
+            continue;
         }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}

@@ -11,13 +11,13 @@ use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cellperf_capture::probe_header::{parse_cellperf, write_cellperf, CELLPERF_HEADER_LEN};
 
 use crate::clock::{mono_ns, realtime_ns, tighten_timer_slack, try_realtime_priority, wait_until};
 use crate::sockopt;
+use crate::wake::{spawn_waking, Wake, Waking};
 use crate::wire::{Cookie, NoPath, Record, UdpSpec};
 
 /// First bytes of the datagrams a probe sends to open the server's data socket.
@@ -139,13 +139,14 @@ pub fn is_no_path(e: &io::Error) -> bool {
 /// its own probe header), the way fast tools reach line rate; where GSO is unavailable
 /// (old kernel, a payload above the path MTU) they leave one by one.
 pub fn spawn_sender(
+    wake: &Arc<Wake>,
     sock: UdpSocket,
     spec: UdpSpec,
     token: Option<DataToken>,
     start_mono_ns: i64,
     stop: Arc<AtomicBool>,
-) -> JoinHandle<SendOutcome> {
-    std::thread::spawn(move || {
+) -> Waking<SendOutcome> {
+    spawn_waking(wake, move || {
         tighten_timer_slack();
         // On average: a train's packets go back to back, then the sender sleeps.
         if spec.duration_ns() / spec.count.max(1) >= REALTIME_MIN_INTERVAL_NS {
@@ -563,15 +564,16 @@ pub struct ReceiveOutcome {
 /// `echo`, returns each first copy to the sender at once, its header send time replaced by
 /// this host's.
 pub fn spawn_receiver(
+    wake: &Arc<Wake>,
     sock: UdpSocket,
     spec: &UdpSpec,
     token: Option<DataToken>,
     echo: bool,
     ctl: Arc<ReceiveControl>,
-) -> JoinHandle<ReceiveOutcome> {
+) -> Waking<ReceiveOutcome> {
     let spec = spec.clone();
     let max_count = spec.count;
-    std::thread::spawn(move || {
+    spawn_waking(wake, move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
         enable_gro(&sock);
         let mut intake = Intake::new(max_count, token);
@@ -705,7 +707,14 @@ mod tests {
             trains: None,
         };
         let start = mono_ns();
-        let sender = spawn_sender(sock, spec, None, start, Arc::new(AtomicBool::new(false)));
+        let sender = spawn_sender(
+            &Wake::new().unwrap(),
+            sock,
+            spec,
+            None,
+            start,
+            Arc::new(AtomicBool::new(false)),
+        );
         std::thread::sleep(Duration::from_millis(100));
         let back = UdpSocket::bind(at).unwrap();
         let out = sender.join().unwrap();
@@ -742,8 +751,9 @@ mod tests {
             }),
         };
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, &spec, None, false, ctl.clone());
+        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -780,10 +790,18 @@ mod tests {
             trains: None,
         };
         let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(a.try_clone().unwrap(), &spec, None, false, back.clone());
+        let back_rx = spawn_receiver(
+            &Wake::new().unwrap(),
+            a.try_clone().unwrap(),
+            &spec,
+            None,
+            false,
+            back.clone(),
+        );
         let fwd = ReceiveControl::new();
-        let echo = spawn_receiver(b, &spec, None, true, fwd.clone());
+        let echo = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, true, fwd.clone());
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -820,7 +838,14 @@ mod tests {
     fn echoes_are_marked_on_the_wire_and_keep_the_request_number() {
         let (a, b) = pair();
         let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(b, &stream_of(1), None, true, ctl.clone());
+        let echo = spawn_receiver(
+            &Wake::new().unwrap(),
+            b,
+            &stream_of(1),
+            None,
+            true,
+            ctl.clone(),
+        );
         let mut p = [0u8; 40];
         write_cellperf(&mut p, 0, 1_000, false);
         a.send(&p).unwrap();
@@ -854,8 +879,9 @@ mod tests {
             trains: None,
         };
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, &spec, None, false, ctl.clone());
+        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -892,7 +918,14 @@ mod tests {
     fn foreign_out_of_range_and_duplicate_datagrams_are_counted_not_logged() {
         let (a, b) = pair();
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, &stream_of(10), None, false, ctl.clone());
+        let rx = spawn_receiver(
+            &Wake::new().unwrap(),
+            b,
+            &stream_of(10),
+            None,
+            false,
+            ctl.clone(),
+        );
         let mut p = [0u8; 30];
         for seq in [3u64, 3, 11, 4] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -916,7 +949,14 @@ mod tests {
         let (a, b) = pair();
         let max_count = 64 << 20;
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, &stream_of(max_count), None, false, ctl.clone());
+        let rx = spawn_receiver(
+            &Wake::new().unwrap(),
+            b,
+            &stream_of(max_count),
+            None,
+            false,
+            ctl.clone(),
+        );
         let mut p = [0u8; 20];
         for seq in [max_count - 1, 0, max_count / 2, max_count - 1, max_count] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -969,7 +1009,7 @@ mod tests {
             trains: None,
         };
         let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(b, &spec, token, true, ctl.clone());
+        let echo = spawn_receiver(&Wake::new().unwrap(), b, &spec, token, true, ctl.clone());
         // Forged: right header and numbers, no token, another cookie's token, a short packet.
         let mut forged = [0u8; 100];
         for seq in 0..10u64 {
@@ -982,8 +1022,16 @@ mod tests {
         a.send(&forged).unwrap();
         a.send(&forged[..24]).unwrap();
         let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(a.try_clone().unwrap(), &spec, token, false, back.clone());
+        let back_rx = spawn_receiver(
+            &Wake::new().unwrap(),
+            a.try_clone().unwrap(),
+            &spec,
+            token,
+            false,
+            back.clone(),
+        );
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             token,
@@ -1078,7 +1126,7 @@ mod tests {
             ..stream_of(20)
         };
         let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, &spec, None, false, ctl.clone());
+        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
         let start = std::time::Instant::now();
         let mut plan: Vec<(u64, u64)> = (0..spec.count)
             .filter_map(|k| late_ms(k).map(|l| (spec.send_offset_ns(k) / 1_000_000 + l, k)))
