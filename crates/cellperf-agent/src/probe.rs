@@ -586,11 +586,19 @@ fn run_udp_step(
                         g.error.get_or_insert(format!("server {}: {e}", c.server));
                     }
                 }
-                // A server that ended early may not have announced its count yet.
-                if spec.direction != Direction::Echo
-                    && ctl.peer_sent.load(Ordering::Relaxed) == u64::MAX
-                {
-                    ctl.peer_done(report.packets_sent, spec.drain_ms);
+                // The server has sent all it will. One that ended early may not have
+                // announced its count yet; in an echo test its count is the echoes it sent,
+                // so the receiver stops once it has them all instead of waiting out its own
+                // bound for the echo of a request lost on the way up.
+                match ctl.peer_sent.load(Ordering::Relaxed) {
+                    u64::MAX if spec.direction != Direction::Echo => {
+                        ctl.peer_done(report.packets_sent, spec.drain_ms)
+                    }
+                    u64::MAX => {}
+                    _ => {
+                        ctl.peer_sent
+                            .fetch_min(report.packets_sent, Ordering::Relaxed);
+                    }
                 }
                 g.report = Some(report);
             }

@@ -1124,3 +1124,118 @@ fn the_first_data_packet_opens_the_path_without_a_hello() {
         (20, 0, None)
     );
 }
+
+/// A relay between a probe and the server: the control connection passed on, with the
+/// `accepted` data port replaced by a UDP relay's, which passes datagrams both ways except
+/// the probe's packet numbered `drop_seq` (lost on the way up), and holds the first echo
+/// back for `hold` (a round trip that much longer than the others).
+fn relay_losing_one_packet(to: SocketAddr, drop_seq: u64, hold: Duration) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = l.accept() else { return };
+        let server = TcpStream::connect(to).unwrap();
+        let (mut from_client, mut to_server) =
+            (client.try_clone().unwrap(), server.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from_client, &mut to_server);
+        });
+        let (mut from_server, mut to_client) = (server, client);
+        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
+        while let Ok(n @ 1..) = from_server.read(&mut buf) {
+            pending.extend_from_slice(&buf[..n]);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
+                if pending.len() < 4 + len {
+                    break;
+                }
+                let frame: Vec<u8> = pending.drain(..4 + len).collect();
+                let sent = match decode(&frame[4..]) {
+                    Ok(Frame::Message(Message::Accepted { data_port, cookie })) => {
+                        let data_port = udp_relay((to.ip(), data_port).into(), drop_seq, hold);
+                        send_message(&mut to_client, &Message::Accepted { data_port, cookie })
+                    }
+                    _ => to_client.write_all(&frame),
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// A UDP relay to `to` on a port of its own (returned) for one probe, dropping the probe's
+/// packet `drop_seq` (not its echo) and holding the first echo back for `hold`.
+fn udp_relay(to: SocketAddr, drop_seq: u64, hold: Duration) -> u16 {
+    let near = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let far = UdpSocket::bind("127.0.0.1:0").unwrap();
+    far.connect(to).unwrap();
+    let port = near.local_addr().unwrap().port();
+    let (near2, far2) = (near.try_clone().unwrap(), far.try_clone().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 65536];
+        let mut told = false;
+        while let Ok((n, from)) = near.recv_from(&mut buf) {
+            if !told {
+                let _ = tx.send(from);
+                told = true;
+            }
+            let h = cellperf_capture::probe_header::parse_cellperf(&buf[..n]);
+            if h.is_some_and(|h| h.seq == drop_seq && !h.echo) {
+                continue;
+            }
+            let _ = far.send(&buf[..n]);
+        }
+    });
+    std::thread::spawn(move || {
+        let Ok(probe) = rx.recv() else { return };
+        let mut buf = [0u8; 65536];
+        let mut first = true;
+        while let Ok(n) = far2.recv(&mut buf) {
+            let d = buf[..n].to_vec();
+            let near = near2.try_clone().unwrap();
+            let wait = if std::mem::take(&mut first) {
+                hold
+            } else {
+                Duration::ZERO
+            };
+            std::thread::spawn(move || {
+                std::thread::sleep(wait);
+                let _ = near.send_to(&d, probe);
+            });
+        }
+    });
+    port
+}
+
+/// Issue 34: a VoIP call that loses one packet on the way up ends as soon as the stream's
+/// evidence says it is lost: the server gives it up after its own stream's spread (about
+/// 0.1 s here, not the 2-s drain after `send_done`) and reports, and the probe, told by the
+/// report how many echoes were sent, stops waiting for the missing one at once, though its
+/// own evidence (one round trip 300 ms longer than the rest) would have it wait 0.7 s. The
+/// 0.4-s call took 2.5 s before (the drain), 1.2 s without the report's count; the loss is
+/// counted as before.
+#[test]
+fn a_call_that_loses_a_packet_on_the_way_up_ends_without_the_drain() {
+    let srv = server(1e8, 4);
+    let relay = relay_losing_one_packet(srv.addr, 7, Duration::from_millis(300));
+    let o = Options {
+        duration_s: Some(0.4),
+        clock_samples: Some(0),
+        ..Default::default()
+    };
+    let p = plan("voip", &o).unwrap();
+    let t = Instant::now();
+    let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+    let took = t.elapsed();
+    assert_eq!(r.error, None);
+    let d = &r.document;
+    assert_eq!(
+        (d["packets_sent"].as_u64(), d["packets_received"].as_u64()),
+        (Some(20), Some(19))
+    );
+    assert!(took < Duration::from_millis(850), "the call took {took:?}");
+}
