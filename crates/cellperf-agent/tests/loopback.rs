@@ -1060,8 +1060,12 @@ fn pings_from_the_server_are_echoed_by_the_probe_and_timed_at_the_server() {
     assert_eq!(r.server_log.len(), 40);
 }
 
-/// A TCP relay to `to` that passes everything on except the server's `ready` messages.
-fn relay_without_ready(to: SocketAddr) -> SocketAddr {
+/// A TCP relay to `to` for one client: what the client sends passes on, and each of the
+/// server's frames goes through `pass`, which writes to the client what it should get.
+fn control_relay(
+    to: SocketAddr,
+    pass: impl Fn(&[u8], &mut TcpStream) -> std::io::Result<()> + Send + 'static,
+) -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -1082,15 +1086,21 @@ fn relay_without_ready(to: SocketAddr) -> SocketAddr {
                     break;
                 }
                 let frame: Vec<u8> = pending.drain(..4 + len).collect();
-                if !matches!(decode(&frame[4..]), Ok(Frame::Message(Message::Ready {})))
-                    && to_client.write_all(&frame).is_err()
-                {
+                if pass(&frame, &mut to_client).is_err() {
                     return;
                 }
             }
         }
     });
     addr
+}
+
+/// A TCP relay to `to` that passes everything on except the server's `ready` messages.
+fn relay_without_ready(to: SocketAddr) -> SocketAddr {
+    control_relay(to, |frame, client| match decode(&frame[4..]) {
+        Ok(Frame::Message(Message::Ready {})) => Ok(()),
+        _ => client.write_all(frame),
+    })
 }
 
 /// Issue 34: a probe that paces (voip) starts right behind its UDP hello instead of waiting a
@@ -1130,40 +1140,13 @@ fn the_first_data_packet_opens_the_path_without_a_hello() {
 /// the probe's packet numbered `drop_seq` (lost on the way up), and holds the first echo
 /// back for `hold` (a round trip that much longer than the others).
 fn relay_losing_one_packet(to: SocketAddr, drop_seq: u64, hold: Duration) -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let Ok((client, _)) = l.accept() else { return };
-        let server = TcpStream::connect(to).unwrap();
-        let (mut from_client, mut to_server) =
-            (client.try_clone().unwrap(), server.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut from_client, &mut to_server);
-        });
-        let (mut from_server, mut to_client) = (server, client);
-        let (mut buf, mut pending) = ([0u8; 65536], Vec::<u8>::new());
-        while let Ok(n @ 1..) = from_server.read(&mut buf) {
-            pending.extend_from_slice(&buf[..n]);
-            while pending.len() >= 4 {
-                let len = u32::from_be_bytes(pending[..4].try_into().unwrap()) as usize;
-                if pending.len() < 4 + len {
-                    break;
-                }
-                let frame: Vec<u8> = pending.drain(..4 + len).collect();
-                let sent = match decode(&frame[4..]) {
-                    Ok(Frame::Message(Message::Accepted { data_port, cookie })) => {
-                        let data_port = udp_relay((to.ip(), data_port).into(), drop_seq, hold);
-                        send_message(&mut to_client, &Message::Accepted { data_port, cookie })
-                    }
-                    _ => to_client.write_all(&frame),
-                };
-                if sent.is_err() {
-                    return;
-                }
-            }
+    control_relay(to, move |frame, client| match decode(&frame[4..]) {
+        Ok(Frame::Message(Message::Accepted { data_port, cookie })) => {
+            let data_port = udp_relay((to.ip(), data_port).into(), drop_seq, hold);
+            send_message(client, &Message::Accepted { data_port, cookie })
         }
-    });
-    addr
+        _ => client.write_all(frame),
+    })
 }
 
 /// A UDP relay to `to` on a port of its own (returned) for one probe, dropping the probe's
