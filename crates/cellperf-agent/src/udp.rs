@@ -519,6 +519,13 @@ impl Intake {
         Some(h.seq)
     }
 
+    /// The latest packet numbered below `below` not taken yet, if any.
+    pub fn latest_missing(&self, below: u64) -> Option<u64> {
+        (0..below.min(self.max_count))
+            .rev()
+            .find(|j| !self.seen.contains(j))
+    }
+
     /// Distinct packets taken.
     pub fn packets(&self) -> u64 {
         self.records.len() as u64
@@ -560,7 +567,8 @@ pub struct ReceiveOutcome {
 /// Receives the packets of `spec`'s stream, sequence numbers below its count (carrying
 /// `token`, if the test has one), until `ctl` says to stop, every packet of the test or all
 /// the peer says it sent are in, or, once the peer is done, the drain deadline passes or the
-/// stream's own evidence says the missing ones are lost ([`Arrivals::lost_after`]). With
+/// stream's own evidence says the missing ones are lost (the latest missing one's place in
+/// the schedule past [`Arrivals::lost_after`]). With
 /// `echo`, returns each first copy to the sender at once, its header send time replaced by
 /// this host's.
 pub fn spawn_receiver(
@@ -578,6 +586,9 @@ pub fn spawn_receiver(
         enable_gro(&sock);
         let mut intake = Intake::new(max_count, token);
         let mut arrivals = Arrivals::default();
+        // For the peer's count, the number below which the latest packet not taken is
+        // searched (it only moves down as packets come: the search walks the stream once).
+        let mut missing_from = (u64::MAX, u64::MAX);
         let mut echoed = Vec::new();
         // Room for the largest coalesced read (GRO stops at 64 datagrams and 64 KiB).
         let mut buf = vec![0u8; 256 * 1024];
@@ -611,13 +622,18 @@ pub fn spawn_receiver(
                     // missing is lost when the stream's evidence says it cannot come now
                     // (asked only here, so a receiver that was not scheduled for a while
                     // reads what the kernel holds before it gives up on anything).
-                    let lost_after = (peer_sent != u64::MAX)
-                        .then(|| {
-                            arrivals.lost_after(spec.send_offset_ns(peer_sent.saturating_sub(1)))
-                        })
-                        .flatten();
-                    if lost_after.is_some_and(|t| mono_ns() > t) {
-                        break;
+                    // Each missing packet by its own place: the latest one decides.
+                    if peer_sent != u64::MAX {
+                        if missing_from.0 != peer_sent {
+                            missing_from = (peer_sent, peer_sent);
+                        }
+                        let latest = intake.latest_missing(missing_from.1);
+                        missing_from.1 = latest.map_or(0, |j| j + 1);
+                        let lost_after =
+                            latest.and_then(|j| arrivals.lost_after(spec.send_offset_ns(j)));
+                        if lost_after.is_some_and(|t| mono_ns() > t) {
+                            break;
+                        }
                     }
                     continue;
                 }
@@ -1150,20 +1166,27 @@ mod tests {
 
     /// Issue 34: after the peer is done, a receiver waits for a missing packet only as long
     /// as the stream's own evidence says it can still come, not the test's whole drain (2 s,
-    /// which every UMTS VoIP call that lost one uplink packet paid). Packet 5 comes 80 ms
+    /// which every UMTS VoIP call that lost one uplink packet paid). Packet 5 comes 120 ms
     /// late (the spread seen); the last packet as late is still counted received; when it is
-    /// lost, the receiver gives up within the bound (its place, 190 ms, + 80 ms of lateness
-    /// + 80 ms of spread + 100 ms), well before the 2 s.
+    /// lost, the receiver gives up within the bound (its place, 190 ms, + 120 ms of lateness
+    /// + 120 ms of spread + 100 ms: some 350 ms after the peer is done), well before the 2 s;
+    /// a packet lost early in the stream (3), its own bound long past, is given up at once.
     #[test]
     fn a_late_packet_within_the_spread_counts_and_a_lost_one_does_not_hold_the_drain() {
-        let late = |k: u64| Some(if k == 5 { 80 } else { 0 });
-        let (got, _) = received_with_lateness(|k| if k == 19 { Some(80) } else { late(k) });
+        let late = |k: u64| Some(if k == 5 { 120 } else { 0 });
+        let (got, _) = received_with_lateness(|k| if k == 19 { Some(120) } else { late(k) });
         assert_eq!(got, (0..20).collect::<Vec<_>>());
         let (got, waited) = received_with_lateness(|k| if k == 19 { None } else { late(k) });
         assert_eq!(got, (0..19).collect::<Vec<_>>());
         assert!(
             waited < Duration::from_millis(1000),
             "waited {waited:?} for a lost packet"
+        );
+        let (got, waited) = received_with_lateness(|k| if k == 3 { None } else { late(k) });
+        assert_eq!(got.len(), 19);
+        assert!(
+            waited < Duration::from_millis(200),
+            "waited {waited:?} for packet 3"
         );
     }
 }

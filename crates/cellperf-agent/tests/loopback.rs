@@ -1195,12 +1195,12 @@ fn udp_relay(to: SocketAddr, drop_seq: u64, hold: Duration) -> u16 {
 }
 
 /// Issue 34: a VoIP call that loses one packet on the way up ends as soon as the stream's
-/// evidence says it is lost: the server gives it up after its own stream's spread (about
-/// 0.1 s here, not the 2-s drain after `send_done`) and reports, and the probe, told by the
-/// report how many echoes were sent, stops waiting for the missing one at once, though its
-/// own evidence (one round trip 300 ms longer than the rest) would have it wait 0.7 s. The
-/// 0.4-s call took 2.5 s before (the drain), 1.2 s without the report's count; the loss is
-/// counted as before.
+/// evidence says it is lost: the server gives it up once the call is over (its place in the
+/// schedule, at the lateness seen, is long past; not the 2-s drain after `send_done`) and
+/// reports, and the probe, told by the report how many echoes were sent, stops waiting for
+/// the missing one at once, though its own evidence (one round trip 300 ms longer than the
+/// rest) would have it wait some 0.4 s more. The 0.4-s call took 2.5 s before (the drain),
+/// 0.94 s without the report's count; the loss is counted as before.
 #[test]
 fn a_call_that_loses_a_packet_on_the_way_up_ends_without_the_drain() {
     let srv = server(1e8, 4);
