@@ -694,6 +694,19 @@ mod tests {
         }
     }
 
+    /// A receiver of `spec`'s stream on `sock` (returning each packet with `echo`), and its
+    /// control.
+    fn receiver(
+        sock: UdpSocket,
+        spec: &UdpSpec,
+        token: Option<DataToken>,
+        echo: bool,
+    ) -> (Arc<ReceiveControl>, Waking<ReceiveOutcome>) {
+        let ctl = ReceiveControl::new();
+        let rx = spawn_receiver(&Wake::new().unwrap(), sock, spec, token, echo, ctl.clone());
+        (ctl, rx)
+    }
+
     fn pair() -> (UdpSocket, UdpSocket) {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -766,8 +779,7 @@ mod tests {
                 period_ns: 30_000_000,
             }),
         };
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &spec, None, false);
         let sent = spawn_sender(
             &Wake::new().unwrap(),
             a,
@@ -805,17 +817,8 @@ mod tests {
             drain_ms: 500,
             trains: None,
         };
-        let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(
-            &Wake::new().unwrap(),
-            a.try_clone().unwrap(),
-            &spec,
-            None,
-            false,
-            back.clone(),
-        );
-        let fwd = ReceiveControl::new();
-        let echo = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, true, fwd.clone());
+        let (back, back_rx) = receiver(a.try_clone().unwrap(), &spec, None, false);
+        let (fwd, echo) = receiver(b, &spec, None, true);
         let sent = spawn_sender(
             &Wake::new().unwrap(),
             a,
@@ -853,15 +856,7 @@ mod tests {
     #[test]
     fn echoes_are_marked_on_the_wire_and_keep_the_request_number() {
         let (a, b) = pair();
-        let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(
-            &Wake::new().unwrap(),
-            b,
-            &stream_of(1),
-            None,
-            true,
-            ctl.clone(),
-        );
+        let (ctl, echo) = receiver(b, &stream_of(1), None, true);
         let mut p = [0u8; 40];
         write_cellperf(&mut p, 0, 1_000, false);
         a.send(&p).unwrap();
@@ -894,8 +889,7 @@ mod tests {
             drain_ms: 2000,
             trains: None,
         };
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &spec, None, false);
         let sent = spawn_sender(
             &Wake::new().unwrap(),
             a,
@@ -933,15 +927,7 @@ mod tests {
     #[test]
     fn foreign_out_of_range_and_duplicate_datagrams_are_counted_not_logged() {
         let (a, b) = pair();
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(
-            &Wake::new().unwrap(),
-            b,
-            &stream_of(10),
-            None,
-            false,
-            ctl.clone(),
-        );
+        let (ctl, rx) = receiver(b, &stream_of(10), None, false);
         let mut p = [0u8; 30];
         for seq in [3u64, 3, 11, 4] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -964,15 +950,7 @@ mod tests {
     fn far_sequence_numbers_cost_one_record_each() {
         let (a, b) = pair();
         let max_count = 64 << 20;
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(
-            &Wake::new().unwrap(),
-            b,
-            &stream_of(max_count),
-            None,
-            false,
-            ctl.clone(),
-        );
+        let (ctl, rx) = receiver(b, &stream_of(max_count), None, false);
         let mut p = [0u8; 20];
         for seq in [max_count - 1, 0, max_count / 2, max_count - 1, max_count] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -1024,8 +1002,7 @@ mod tests {
             drain_ms: 500,
             trains: None,
         };
-        let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(&Wake::new().unwrap(), b, &spec, token, true, ctl.clone());
+        let (ctl, echo) = receiver(b, &spec, token, true);
         // Forged: right header and numbers, no token, another cookie's token, a short packet.
         let mut forged = [0u8; 100];
         for seq in 0..10u64 {
@@ -1037,15 +1014,7 @@ mod tests {
             .stamp(&mut forged);
         a.send(&forged).unwrap();
         a.send(&forged[..24]).unwrap();
-        let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(
-            &Wake::new().unwrap(),
-            a.try_clone().unwrap(),
-            &spec,
-            token,
-            false,
-            back.clone(),
-        );
+        let (back, back_rx) = receiver(a.try_clone().unwrap(), &spec, token, false);
         let sent = spawn_sender(
             &Wake::new().unwrap(),
             a,
@@ -1141,8 +1110,7 @@ mod tests {
             interval_ns: 10_000_000,
             ..stream_of(20)
         };
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(&Wake::new().unwrap(), b, &spec, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &spec, None, false);
         let start = std::time::Instant::now();
         let mut plan: Vec<(u64, u64)> = (0..spec.count)
             .filter_map(|k| late_ms(k).map(|l| (spec.send_offset_ns(k) / 1_000_000 + l, k)))
