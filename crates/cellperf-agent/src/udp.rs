@@ -1136,9 +1136,10 @@ mod tests {
     /// as the stream's own evidence says it can still come, not the test's whole drain (2 s,
     /// which every UMTS VoIP call that lost one uplink packet paid). Packet 5 comes 120 ms
     /// late (the spread seen); the last packet as late is still counted received; when it is
-    /// lost, the receiver gives up within the bound (its place, 190 ms, + 120 ms of lateness
-    /// + 120 ms of spread + 100 ms: some 350 ms after the peer is done), well before the 2 s;
-    /// a packet lost early in the stream (3), its own bound long past, is given up at once.
+    /// lost, the receiver gives up within the bound (its place, 190 ms, plus 120 ms of
+    /// lateness, 120 ms of spread and 100 ms: some 350 ms after the peer is done), well before
+    /// the 2 s; a packet lost early in the stream (3), its own bound long past, is given up at
+    /// once.
     #[test]
     fn a_late_packet_within_the_spread_counts_and_a_lost_one_does_not_hold_the_drain() {
         let late = |k: u64| Some(if k == 5 { 120 } else { 0 });
