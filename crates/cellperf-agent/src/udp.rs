@@ -419,7 +419,7 @@ impl ReceiveControl {
 
 /// Beyond the greatest lateness and the spread seen again, how long a receiver still waits
 /// for a missing packet.
-pub const LATE_MARGIN_NS: i64 = 100_000_000;
+pub const LATE_MARGIN_NS: i64 = 250_000_000;
 
 /// A stream's own evidence of how late its packets come, by which a receiver stops waiting
 /// for the missing ones once none can still arrive (docs/methods.md, "Loss"), instead of
@@ -1093,27 +1093,32 @@ mod tests {
         a.note(0, 100 * ms);
         a.note(10_000_000, 150 * ms);
         a.note(20_000_000, 120 * ms);
-        // Packet due at 30 ms: 30 + 140 (greatest) + 40 (spread) + 100 (margin).
-        assert_eq!(a.lost_after(30_000_000), Some(310 * ms));
+        // Packet due at 30 ms: 30 + 140 (greatest) + 40 (spread) + 250 (margin).
+        assert_eq!(a.lost_after(30_000_000), Some(460 * ms));
         // Packet 2 again, 260 ms later than it was (a link still delivering): the bound
         // moves past that arrival.
         a.note(20_000_000, 400 * ms);
-        assert_eq!(a.lost_after(30_000_000), Some((30 + 380 + 280 + 100) * ms));
+        assert_eq!(a.lost_after(30_000_000), Some((30 + 380 + 280 + 250) * ms));
     }
 
-    /// Sends `spec`'s packets by hand, packet k `late_ms(k)` after its place in the schedule
-    /// (None: never), says the peer is done after the last one sent (drain 2 s), and returns
-    /// the receiver's packets and how long it took after that word to stop.
-    fn received_with_lateness(late_ms: impl Fn(u64) -> Option<u64>) -> (Vec<u64>, Duration) {
+    /// Sends 20 packets by hand, one due every `interval_ms`, packet k `late_ms(k)` after its
+    /// place (None: never), and says the peer is done (drain 2 s) when packet 18 has gone
+    /// (the word overtaking a late last packet) or, with `done_last`, after the last one sent;
+    /// the receiver's packets and how long it took after the last send to stop.
+    fn received_with_lateness(
+        interval_ms: u64,
+        late_ms: impl Fn(u64) -> Option<u64>,
+        done_last: bool,
+    ) -> (Vec<u64>, Duration) {
         let (a, b) = pair();
         let spec = UdpSpec {
-            interval_ns: 10_000_000,
+            interval_ns: interval_ms * 1_000_000,
             ..stream_of(20)
         };
         let (ctl, rx) = receiver(b, &spec, None, false);
         let start = std::time::Instant::now();
         let mut plan: Vec<(u64, u64)> = (0..spec.count)
-            .filter_map(|k| late_ms(k).map(|l| (spec.send_offset_ns(k) / 1_000_000 + l, k)))
+            .filter_map(|k| late_ms(k).map(|l| (k * interval_ms + l, k)))
             .collect();
         plan.sort();
         let mut p = [0u8; 100];
@@ -1122,9 +1127,12 @@ mod tests {
             std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
             write_cellperf(&mut p, k, realtime_ns(), false);
             a.send(&p).unwrap();
-            if k == spec.count - 2 {
+            if k == spec.count - 2 && !done_last {
                 ctl.peer_done(spec.count, 2000);
             }
+        }
+        if done_last {
+            ctl.peer_done(spec.count, 2000);
         }
         let done = std::time::Instant::now();
         let out = rx.join().unwrap();
@@ -1134,28 +1142,31 @@ mod tests {
 
     /// Issue 34: after the peer is done, a receiver waits for a missing packet only as long
     /// as the stream's own evidence says it can still come, not the test's whole drain (2 s,
-    /// which every UMTS VoIP call that lost one uplink packet paid). Packet 5 comes 120 ms
-    /// late (the spread seen); the last packet as late is still counted received; when it is
-    /// lost, the receiver gives up within the bound (its place, 190 ms, plus 120 ms of
-    /// lateness, 120 ms of spread and 100 ms: some 350 ms after the peer is done), well before
-    /// the 2 s; a packet lost early in the stream (3), its own bound long past, is given up at
-    /// once.
+    /// which every UMTS VoIP call that lost one uplink packet paid). Packets 10 ms apart,
+    /// packet 5 300 ms late (the spread seen): the last packet as late, after the peer's word,
+    /// still counts; when it is lost, the receiver gives up at its bound (its place, 190 ms,
+    /// plus 300 ms of lateness, 300 of spread and 250: some 860 ms after packet 18), before
+    /// the 2 s. Packets 30 ms apart, the first lost: its own bound (250 ms) is past when the
+    /// last one (570 ms) is in, so the receiver stops at once (by the last packet's bound it
+    /// would wait 250 ms more).
     #[test]
     fn a_late_packet_within_the_spread_counts_and_a_lost_one_does_not_hold_the_drain() {
-        let late = |k: u64| Some(if k == 5 { 120 } else { 0 });
-        let (got, _) = received_with_lateness(|k| if k == 19 { Some(120) } else { late(k) });
+        let late = |k: u64| Some(if k == 5 { 300 } else { 0 });
+        let (got, _) =
+            received_with_lateness(10, |k| if k == 19 { Some(300) } else { late(k) }, false);
         assert_eq!(got, (0..20).collect::<Vec<_>>());
-        let (got, waited) = received_with_lateness(|k| if k == 19 { None } else { late(k) });
+        let (got, waited) =
+            received_with_lateness(10, |k| if k == 19 { None } else { late(k) }, false);
         assert_eq!(got, (0..19).collect::<Vec<_>>());
         assert!(
-            waited < Duration::from_millis(1000),
+            waited < Duration::from_millis(1500),
             "waited {waited:?} for a lost packet"
         );
-        let (got, waited) = received_with_lateness(|k| if k == 3 { None } else { late(k) });
-        assert_eq!(got.len(), 19);
+        let (got, waited) = received_with_lateness(30, |k| (k != 0).then_some(0), true);
+        assert_eq!(got, (1..20).collect::<Vec<_>>());
         assert!(
-            waited < Duration::from_millis(200),
-            "waited {waited:?} for packet 3"
+            waited < Duration::from_millis(150),
+            "waited {waited:?} for packet 0"
         );
     }
 }

@@ -1199,8 +1199,8 @@ fn udp_relay(to: SocketAddr, drop_seq: u64, hold: Duration) -> u16 {
 /// schedule, at the lateness seen, is long past; not the 2-s drain after `send_done`) and
 /// reports, and the probe, told by the report how many echoes were sent, stops waiting for
 /// the missing one at once, though its own evidence (one round trip 300 ms longer than the
-/// rest) would have it wait some 0.4 s more. The 0.4-s call took 2.5 s before (the drain),
-/// 0.94 s without the report's count; the loss is counted as before.
+/// rest) would have it wait some 0.5 s more. The 0.4-s call took 2.5 s before (the drain),
+/// 1.07 s without the report's count; the loss is counted as before.
 #[test]
 fn a_call_that_loses_a_packet_on_the_way_up_ends_without_the_drain() {
     let srv = server(1e8, 4);
