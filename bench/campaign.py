@@ -93,16 +93,18 @@ def print_phases(summary: dict, wall: float) -> None:
 
 def print_cadence(store: Path) -> None:
     """Wall time per emulated run as the campaign spends it: from the run's start to the next
-    run's (a run's drain and teardown overlap the next one's link coming up), medians per
-    test; the campaign's last run is left out (nothing follows it)."""
+    run's, of any kind (a run's drain and teardown overlap the next one's link coming up; a
+    simulated run after it is not its time), medians per test; the campaign's last run is
+    left out (nothing follows it)."""
     from cellperf.store import Store
 
     with Store.open(store, read_only=True) as s:
-        rows = s.frame("SELECT run_id, epoch(started_at) AS t FROM runs WHERE phases LIKE '%link_up%' "
+        rows = s.frame("SELECT run_id, epoch(started_at) AS t, phases LIKE '%link_up%' AS emulated FROM runs "
                        "ORDER BY started_at").rows()
     per_test: dict[str, list[float]] = {}
-    for (run_id, t), (_, t_next) in zip(rows, rows[1:]):
-        per_test.setdefault(test_of(run_id), []).append(t_next - t)
+    for (run_id, t, emulated), (_, t_next, _) in zip(rows, rows[1:]):
+        if emulated:
+            per_test.setdefault(test_of(run_id), []).append(t_next - t)
     print("wall time per run (start to the next run's start, s): " + ", ".join(
         f"{test} {statistics.median(v):.2f} ({len(v)})" for test, v in per_test.items()))
 

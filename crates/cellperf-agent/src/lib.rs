@@ -2,7 +2,7 @@
 //! mobile node (docs/methods.md §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
 //! [`admission`] limits connections that have not authenticated yet; [`ticket`] lets a client
 //! authenticate in its first flight),
-//! [`udp`] and [`tcp`] the data paths, [`plan`] turns a test name and options into steps,
+//! [`udp`] and [`tcp`] the data paths ([`wake`] tells a test's control loop that one ended), [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
 //! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
 //! (docs/methods.md §13); [`hops`] times each router on the path (the `hops` test, §2).
@@ -28,6 +28,7 @@ pub mod stream_request;
 pub mod tcp;
 pub mod ticket;
 pub mod udp;
+pub mod wake;
 pub mod wire;
 
 /// Port of `cellperf server` unless told otherwise.

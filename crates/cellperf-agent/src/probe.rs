@@ -24,8 +24,12 @@ use crate::step_result::{Lateness, StepResult, TcpStepResult, WindowSeries};
 use crate::tcp;
 use crate::ticket::{reserved_cookie, Resumption, TicketFile};
 use crate::udp::{self, ReceiveControl};
+use crate::wake::{Wake, Waking};
 use crate::wire::*;
 
+/// How long the probe waits on its control connection before it looks at its timers (hellos
+/// every 100 ms, progress; a step's data threads wake it as they end).
+const CONTROL_POLL: Duration = Duration::from_millis(50);
 /// Clock exchanges before a test (the least delayed one is used).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -120,7 +124,7 @@ impl Client {
     ) -> Result<Client, String> {
         let ctrl = TcpStream::connect_timeout(&server, Duration::from_secs(5))
             .map_err(|e| format!("server {server}: cannot connect ({e})"))?;
-        ctrl.set_read_timeout(Some(Duration::from_millis(50)))
+        ctrl.set_read_timeout(Some(CONTROL_POLL))
             .map_err(|e| e.to_string())?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
@@ -293,7 +297,9 @@ struct DataPath {
     cookie: Cookie,
     token: Option<udp::DataToken>,
     ctl: Arc<ReceiveControl>,
-    receiver: Option<std::thread::JoinHandle<udp::ReceiveOutcome>>,
+    /// Woken by the step's data threads as they end.
+    wake: Arc<Wake>,
+    receiver: Option<Waking<udp::ReceiveOutcome>>,
 }
 
 impl DataPath {
@@ -313,11 +319,13 @@ impl DataPath {
         udp::enlarge_buffers(&sock);
         let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
         let ctl = ReceiveControl::new();
+        let wake = Wake::new().map_err(|e| format!("UDP data path: {e}"))?;
         // With pings from the server (cn_echo) the receiver returns each one at once.
         let receiver = spec.direction.server_sends().then(|| {
             udp::spawn_receiver(
+                &wake,
                 sock.try_clone().expect("clone UDP socket"),
-                spec.count,
+                spec,
                 token,
                 spec.direction == Direction::CnEcho,
                 ctl.clone(),
@@ -329,6 +337,7 @@ impl DataPath {
             cookie,
             token,
             ctl,
+            wake,
             receiver,
         })
     }
@@ -394,6 +403,7 @@ fn run_udp_step(
         sock,
         token,
         ctl,
+        wake,
         receiver,
         ..
     } = match path {
@@ -457,7 +467,7 @@ fn run_udp_step(
     let mut sender = spec
         .direction
         .probe_paces()
-        .then(|| udp::spawn_sender(sock, spec.clone(), token, start_mono, stop.clone()));
+        .then(|| udp::spawn_sender(&wake, sock, spec.clone(), token, start_mono, stop.clone()));
     let over_time = start_mono
         + spec.duration_ns().min(i64::MAX as u64 / 2) as i64
         + (spec.drain_ms as i64 + 15_000) * 1_000_000;
@@ -536,6 +546,10 @@ fn run_udp_step(
                 });
             }
         }
+        // Until the server says something or a data thread ends (then look again at once).
+        if !wake.wait(&c.ctrl, CONTROL_POLL) {
+            continue;
+        }
         match c.reader.poll(&mut c.ctrl) {
             Ok(None) => {}
             Ok(Some(Frame::Message(Message::Ready {}))) if !ready_seen => ready_seen = true,
@@ -572,11 +586,19 @@ fn run_udp_step(
                         g.error.get_or_insert(format!("server {}: {e}", c.server));
                     }
                 }
-                // A server that ended early may not have announced its count yet.
-                if spec.direction != Direction::Echo
-                    && ctl.peer_sent.load(Ordering::Relaxed) == u64::MAX
-                {
-                    ctl.peer_done(report.packets_sent, spec.drain_ms);
+                // The server has sent all it will. One that ended early may not have
+                // announced its count yet; in an echo test its count is the echoes it sent,
+                // so the receiver stops once it has them all instead of waiting out its own
+                // bound for the echo of a request lost on the way up.
+                match ctl.peer_sent.load(Ordering::Relaxed) {
+                    u64::MAX if spec.direction != Direction::Echo => {
+                        ctl.peer_done(report.packets_sent, spec.drain_ms)
+                    }
+                    u64::MAX => {}
+                    _ => {
+                        ctl.peer_sent
+                            .fetch_min(report.packets_sent, Ordering::Relaxed);
+                    }
                 }
                 g.report = Some(report);
             }

@@ -26,6 +26,7 @@ use crate::log::{server_view_rows, write_csv};
 use crate::tcp;
 use crate::ticket::{TicketStore, TICKET_LIFETIME};
 use crate::udp::{self, ReceiveControl};
+use crate::wake::Wake;
 use crate::wire::*;
 
 pub use crate::handshake::{HANDSHAKE_TIMEOUT, HELLO_TIMEOUT};
@@ -36,6 +37,9 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest drain (waiting for stragglers) a probe may ask for.
 pub const MAX_DRAIN_MS: u64 = 30_000;
+/// How long a session waits on its control connection before it looks at its timers (a
+/// test's data threads wake it as they end: [`Wake`]).
+const CONTROL_POLL: Duration = Duration::from_millis(100);
 /// Most tests a server may run at once (`--max-tests`): each takes a few threads.
 pub const MAX_TESTS: usize = 1024;
 
@@ -272,7 +276,7 @@ impl Session {
         ticket: Ticket,
         tickets: Arc<TicketStore>,
     ) -> io::Result<Session> {
-        ctrl.set_read_timeout(Some(Duration::from_millis(100)))?;
+        ctrl.set_read_timeout(Some(CONTROL_POLL))?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
         ctrl.set_nodelay(true)?;
         let local_ip = canonical(ctrl.local_addr()?.ip());
@@ -522,8 +526,10 @@ impl Session {
         // The schedule starts a moment ahead, once the sender thread is up.
         let start = mono_ns() + udp::START_LEAD_NS;
         let stop = Arc::new(AtomicBool::new(false));
+        let wake = Wake::new()?;
         let sender = spec.direction.server_paces().then(|| {
             udp::spawn_sender(
+                &wake,
                 sock.try_clone().expect("clone UDP socket"),
                 spec.clone(),
                 token,
@@ -534,8 +540,9 @@ impl Session {
         let ctl = ReceiveControl::new();
         let receiver = spec.direction.probe_sends().then(|| {
             udp::spawn_receiver(
+                &wake,
                 sock.try_clone().expect("clone UDP socket"),
-                spec.count,
+                &spec,
                 token,
                 spec.direction == Direction::Echo,
                 ctl.clone(),
@@ -584,6 +591,10 @@ impl Session {
                     error = Some("control connection lost".into());
                     break;
                 }
+            }
+            // Until the probe says something or a data thread ends (then look again at once).
+            if !wake.wait(&self.ctrl, CONTROL_POLL) {
+                continue;
             }
             match self.reader.poll(&mut self.ctrl) {
                 Ok(None) => {}

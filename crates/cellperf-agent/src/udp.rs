@@ -11,13 +11,13 @@ use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cellperf_capture::probe_header::{parse_cellperf, write_cellperf, CELLPERF_HEADER_LEN};
 
 use crate::clock::{mono_ns, realtime_ns, tighten_timer_slack, try_realtime_priority, wait_until};
 use crate::sockopt;
+use crate::wake::{spawn_waking, Wake, Waking};
 use crate::wire::{Cookie, NoPath, Record, UdpSpec};
 
 /// First bytes of the datagrams a probe sends to open the server's data socket.
@@ -139,13 +139,14 @@ pub fn is_no_path(e: &io::Error) -> bool {
 /// its own probe header), the way fast tools reach line rate; where GSO is unavailable
 /// (old kernel, a payload above the path MTU) they leave one by one.
 pub fn spawn_sender(
+    wake: &Arc<Wake>,
     sock: UdpSocket,
     spec: UdpSpec,
     token: Option<DataToken>,
     start_mono_ns: i64,
     stop: Arc<AtomicBool>,
-) -> JoinHandle<SendOutcome> {
-    std::thread::spawn(move || {
+) -> Waking<SendOutcome> {
+    spawn_waking(wake, move || {
         tighten_timer_slack();
         // On average: a train's packets go back to back, then the sender sleeps.
         if spec.duration_ns() / spec.count.max(1) >= REALTIME_MIN_INTERVAL_NS {
@@ -405,13 +406,60 @@ impl ReceiveControl {
         })
     }
 
-    /// The peer finished sending `n` packets: wait at most `drain_ms` more for them.
+    /// The peer finished sending `n` packets: wait at most `drain_ms` more for them (less
+    /// when the stream's own evidence says none can still come: [`Arrivals`]).
     pub fn peer_done(&self, n: u64, drain_ms: u64) {
         self.peer_sent.store(n, Ordering::Relaxed);
         self.drain_deadline_mono.store(
             mono_ns().saturating_add(drain_ms as i64 * 1_000_000),
             Ordering::Relaxed,
         );
+    }
+}
+
+/// Beyond the greatest lateness and the spread seen again, how long a receiver still waits
+/// for a missing packet.
+pub const LATE_MARGIN_NS: i64 = 250_000_000;
+
+/// A stream's own evidence of how late its packets come, by which a receiver stops waiting
+/// for the missing ones once none can still arrive (docs/methods.md, "Loss"), instead of
+/// always waiting the test's whole drain. Each arrival is taken against its packet's place in
+/// the schedule, `arrival − send_offset(seq)` on this host's monotonic clock: the time the
+/// stream would have started had every packet been as late as this one (its one-way delay,
+/// or its round trip for echoes, plus the sender's start and lateness). Only this host's
+/// clock and the schedule enter, so no clock offset between the ends does; the least and
+/// the greatest of these bound what was seen, their difference is the delay spread.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Arrivals {
+    /// The least and the greatest `arrival − send_offset`; None before the first arrival.
+    seen: Option<(i64, i64)>,
+}
+
+impl Arrivals {
+    /// A packet due `offset_ns` into the schedule arrived at `arrival_mono`.
+    pub fn note(&mut self, offset_ns: u64, arrival_mono: i64) {
+        let late = arrival_mono.saturating_sub(offset_ns.min(i64::MAX as u64) as i64);
+        self.seen = Some(match self.seen {
+            None => (late, late),
+            Some((lo, hi)) => (lo.min(late), hi.max(late)),
+        });
+    }
+
+    /// Monotonic time after which a packet due `offset_ns` into the schedule, not arrived
+    /// yet, counts lost: its place in the schedule at the greatest lateness seen, plus the
+    /// spread once more (a packet up to twice the spread later than the least delayed one
+    /// still counts) and [`LATE_MARGIN_NS`]. Asked for the stream's last packet, this is
+    /// never before the latest arrival: every packet's arrival is its place (at most the
+    /// last's) plus its lateness (at most the greatest), so a link still delivering late
+    /// packets moves the bound with them. None before any packet has arrived: then only the
+    /// test's drain bounds the wait.
+    pub fn lost_after(&self, offset_ns: u64) -> Option<i64> {
+        let (lo, hi) = self.seen?;
+        let due = hi.saturating_add(offset_ns.min(i64::MAX as u64) as i64);
+        Some(
+            due.saturating_add(hi.saturating_sub(lo))
+                .saturating_add(LATE_MARGIN_NS),
+        )
     }
 }
 
@@ -471,6 +519,13 @@ impl Intake {
         Some(h.seq)
     }
 
+    /// The latest packet numbered below `below` not taken yet, if any.
+    pub fn latest_missing(&self, below: u64) -> Option<u64> {
+        (0..below.min(self.max_count))
+            .rev()
+            .find(|j| !self.seen.contains(j))
+    }
+
     /// Distinct packets taken.
     pub fn packets(&self) -> u64 {
         self.records.len() as u64
@@ -509,21 +564,31 @@ pub struct ReceiveOutcome {
     pub spoofed: u64,
 }
 
-/// Receives probe packets with sequence numbers below `max_count` (carrying `token`, if the
-/// test has one) until `ctl` says to stop, all `max_count` packets or all the peer says it
-/// sent are in, or the drain deadline passes. With `echo`, returns each first copy to the sender at once, its header
-/// send time replaced by this host's.
+/// Receives the packets of `spec`'s stream, sequence numbers below its count (carrying
+/// `token`, if the test has one), until `ctl` says to stop, every packet of the test or all
+/// the peer says it sent are in, or, once the peer is done, the drain deadline passes or the
+/// stream's own evidence says the missing ones are lost (the latest missing one's place in
+/// the schedule past [`Arrivals::lost_after`]). With
+/// `echo`, returns each first copy to the sender at once, its header send time replaced by
+/// this host's.
 pub fn spawn_receiver(
+    wake: &Arc<Wake>,
     sock: UdpSocket,
-    max_count: u64,
+    spec: &UdpSpec,
     token: Option<DataToken>,
     echo: bool,
     ctl: Arc<ReceiveControl>,
-) -> JoinHandle<ReceiveOutcome> {
-    std::thread::spawn(move || {
+) -> Waking<ReceiveOutcome> {
+    let spec = spec.clone();
+    let max_count = spec.count;
+    spawn_waking(wake, move || {
         let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
         enable_gro(&sock);
         let mut intake = Intake::new(max_count, token);
+        let mut arrivals = Arrivals::default();
+        // For the peer's count, the number below which the latest packet not taken is
+        // searched (it only moves down as packets come: the search walks the stream once).
+        let mut missing_from = (u64::MAX, u64::MAX);
         let mut echoed = Vec::new();
         // Room for the largest coalesced read (GRO stops at 64 datagrams and 64 KiB).
         let mut buf = vec![0u8; 256 * 1024];
@@ -553,17 +618,36 @@ pub fn spawn_receiver(
                             | io::ErrorKind::Interrupted
                     ) =>
                 {
-                    continue
+                    // Nothing waiting in the socket: once the peer is done, what is still
+                    // missing is lost when the stream's evidence says it cannot come now
+                    // (asked only here, so a receiver that was not scheduled for a while
+                    // reads what the kernel holds before it gives up on anything).
+                    // Each missing packet by its own place: the latest one decides.
+                    if peer_sent != u64::MAX {
+                        if missing_from.0 != peer_sent {
+                            missing_from = (peer_sent, peer_sent);
+                        }
+                        let latest = intake.latest_missing(missing_from.1);
+                        missing_from.1 = latest.map_or(0, |j| j + 1);
+                        let lost_after =
+                            latest.and_then(|j| arrivals.lost_after(spec.send_offset_ns(j)));
+                        if lost_after.is_some_and(|t| mono_ns() > t) {
+                            break;
+                        }
+                    }
+                    continue;
                 }
                 // ICMP errors from our own earlier sends surface here; they are not data.
                 Err(_) => continue,
             };
             let now = realtime_ns();
+            let now_mono = mono_ns();
             let (mut got, mut got_bytes) = (0u64, 0u64);
             for d in buf[..n].chunks_mut(segment.max(1)) {
                 let Some(seq) = intake.take(d, now) else {
                     continue;
                 };
+                arrivals.note(spec.send_offset_ns(seq), now_mono);
                 got += 1;
                 got_bytes += d.len() as u64;
                 ctl.last_seq.store(seq, Ordering::Relaxed);
@@ -598,6 +682,31 @@ mod tests {
     use super::*;
     use crate::wire::Direction;
 
+    /// An upload of `count` packets of 100 B, one every millisecond.
+    fn stream_of(count: u64) -> UdpSpec {
+        UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 100,
+            interval_ns: 1_000_000,
+            count,
+            drain_ms: 0,
+            trains: None,
+        }
+    }
+
+    /// A receiver of `spec`'s stream on `sock` (returning each packet with `echo`), and its
+    /// control.
+    fn receiver(
+        sock: UdpSocket,
+        spec: &UdpSpec,
+        token: Option<DataToken>,
+        echo: bool,
+    ) -> (Arc<ReceiveControl>, Waking<ReceiveOutcome>) {
+        let ctl = ReceiveControl::new();
+        let rx = spawn_receiver(&Wake::new().unwrap(), sock, spec, token, echo, ctl.clone());
+        (ctl, rx)
+    }
+
     fn pair() -> (UdpSocket, UdpSocket) {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -627,7 +736,14 @@ mod tests {
             trains: None,
         };
         let start = mono_ns();
-        let sender = spawn_sender(sock, spec, None, start, Arc::new(AtomicBool::new(false)));
+        let sender = spawn_sender(
+            &Wake::new().unwrap(),
+            sock,
+            spec,
+            None,
+            start,
+            Arc::new(AtomicBool::new(false)),
+        );
         std::thread::sleep(Duration::from_millis(100));
         let back = UdpSocket::bind(at).unwrap();
         let out = sender.join().unwrap();
@@ -663,9 +779,9 @@ mod tests {
                 period_ns: 30_000_000,
             }),
         };
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &spec, None, false);
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -701,17 +817,10 @@ mod tests {
             drain_ms: 500,
             trains: None,
         };
-        let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(
-            a.try_clone().unwrap(),
-            spec.count,
-            None,
-            false,
-            back.clone(),
-        );
-        let fwd = ReceiveControl::new();
-        let echo = spawn_receiver(b, spec.count, None, true, fwd.clone());
+        let (back, back_rx) = receiver(a.try_clone().unwrap(), &spec, None, false);
+        let (fwd, echo) = receiver(b, &spec, None, true);
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -747,8 +856,7 @@ mod tests {
     #[test]
     fn echoes_are_marked_on_the_wire_and_keep_the_request_number() {
         let (a, b) = pair();
-        let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(b, 1, None, true, ctl.clone());
+        let (ctl, echo) = receiver(b, &stream_of(1), None, true);
         let mut p = [0u8; 40];
         write_cellperf(&mut p, 0, 1_000, false);
         a.send(&p).unwrap();
@@ -781,9 +889,9 @@ mod tests {
             drain_ms: 2000,
             trains: None,
         };
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, spec.count, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &spec, None, false);
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             None,
@@ -819,8 +927,7 @@ mod tests {
     #[test]
     fn foreign_out_of_range_and_duplicate_datagrams_are_counted_not_logged() {
         let (a, b) = pair();
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, 10, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &stream_of(10), None, false);
         let mut p = [0u8; 30];
         for seq in [3u64, 3, 11, 4] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -843,8 +950,7 @@ mod tests {
     fn far_sequence_numbers_cost_one_record_each() {
         let (a, b) = pair();
         let max_count = 64 << 20;
-        let ctl = ReceiveControl::new();
-        let rx = spawn_receiver(b, max_count, None, false, ctl.clone());
+        let (ctl, rx) = receiver(b, &stream_of(max_count), None, false);
         let mut p = [0u8; 20];
         for seq in [max_count - 1, 0, max_count / 2, max_count - 1, max_count] {
             write_cellperf(&mut p, seq, 1_000, false);
@@ -896,8 +1002,7 @@ mod tests {
             drain_ms: 500,
             trains: None,
         };
-        let ctl = ReceiveControl::new();
-        let echo = spawn_receiver(b, spec.count, token, true, ctl.clone());
+        let (ctl, echo) = receiver(b, &spec, token, true);
         // Forged: right header and numbers, no token, another cookie's token, a short packet.
         let mut forged = [0u8; 100];
         for seq in 0..10u64 {
@@ -909,15 +1014,9 @@ mod tests {
             .stamp(&mut forged);
         a.send(&forged).unwrap();
         a.send(&forged[..24]).unwrap();
-        let back = ReceiveControl::new();
-        let back_rx = spawn_receiver(
-            a.try_clone().unwrap(),
-            spec.count,
-            token,
-            false,
-            back.clone(),
-        );
+        let (back, back_rx) = receiver(a.try_clone().unwrap(), &spec, token, false);
         let sent = spawn_sender(
+            &Wake::new().unwrap(),
             a,
             spec.clone(),
             token,
@@ -980,5 +1079,94 @@ mod tests {
         );
         assert!(out.received.windows(2).all(|w| w[0].seq < w[1].seq));
         assert!(out.duplicates > 0 && out.foreign > 0 && out.spoofed > 0);
+    }
+
+    /// The evidence is each arrival against its place in the schedule: a missing packet is
+    /// lost once its own place, at the greatest lateness seen, plus the spread again and the
+    /// margin has passed; a later arrival moves the bound.
+    #[test]
+    fn a_missing_packet_is_lost_after_the_greatest_lateness_and_the_spread_again() {
+        let ms = 1_000_000i64;
+        let mut a = Arrivals::default();
+        assert_eq!(a.lost_after(0), None);
+        // Due at 0, 10, 20 ms; arrived 100, 150 (40 ms later than the first), 120 ms.
+        a.note(0, 100 * ms);
+        a.note(10_000_000, 150 * ms);
+        a.note(20_000_000, 120 * ms);
+        // Packet due at 30 ms: 30 + 140 (greatest) + 40 (spread) + 250 (margin).
+        assert_eq!(a.lost_after(30_000_000), Some(460 * ms));
+        // Packet 2 again, 260 ms later than it was (a link still delivering): the bound
+        // moves past that arrival.
+        a.note(20_000_000, 400 * ms);
+        assert_eq!(a.lost_after(30_000_000), Some((30 + 380 + 280 + 250) * ms));
+    }
+
+    /// Sends 20 packets by hand, one due every `interval_ms`, packet k `late_ms(k)` after its
+    /// place (None: never), and says the peer is done (drain 2 s) when packet 18 has gone
+    /// (the word overtaking a late last packet) or, with `done_last`, after the last one sent;
+    /// the receiver's packets and how long it took after the last send to stop.
+    fn received_with_lateness(
+        interval_ms: u64,
+        late_ms: impl Fn(u64) -> Option<u64>,
+        done_last: bool,
+    ) -> (Vec<u64>, Duration) {
+        let (a, b) = pair();
+        let spec = UdpSpec {
+            interval_ns: interval_ms * 1_000_000,
+            ..stream_of(20)
+        };
+        let (ctl, rx) = receiver(b, &spec, None, false);
+        let start = std::time::Instant::now();
+        let mut plan: Vec<(u64, u64)> = (0..spec.count)
+            .filter_map(|k| late_ms(k).map(|l| (k * interval_ms + l, k)))
+            .collect();
+        plan.sort();
+        let mut p = [0u8; 100];
+        for (at_ms, k) in plan {
+            let at = start + Duration::from_millis(at_ms);
+            std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
+            write_cellperf(&mut p, k, realtime_ns(), false);
+            a.send(&p).unwrap();
+            if k == spec.count - 2 && !done_last {
+                ctl.peer_done(spec.count, 2000);
+            }
+        }
+        if done_last {
+            ctl.peer_done(spec.count, 2000);
+        }
+        let done = std::time::Instant::now();
+        let out = rx.join().unwrap();
+        let waited = done.elapsed();
+        (out.received.iter().map(|r| r.seq).collect(), waited)
+    }
+
+    /// Issue 34: after the peer is done, a receiver waits for a missing packet only as long
+    /// as the stream's own evidence says it can still come, not the test's whole drain (2 s,
+    /// which every UMTS VoIP call that lost one uplink packet paid). Packets 10 ms apart,
+    /// packet 5 300 ms late (the spread seen): the last packet as late, after the peer's word,
+    /// still counts; when it is lost, the receiver gives up at its bound (its place, 190 ms,
+    /// plus 300 ms of lateness, 300 of spread and 250: some 860 ms after packet 18), before
+    /// the 2 s. Packets 30 ms apart, the first lost: its own bound (250 ms) is past when the
+    /// last one (570 ms) is in, so the receiver stops at once (by the last packet's bound it
+    /// would wait 250 ms more).
+    #[test]
+    fn a_late_packet_within_the_spread_counts_and_a_lost_one_does_not_hold_the_drain() {
+        let late = |k: u64| Some(if k == 5 { 300 } else { 0 });
+        let (got, _) =
+            received_with_lateness(10, |k| if k == 19 { Some(300) } else { late(k) }, false);
+        assert_eq!(got, (0..20).collect::<Vec<_>>());
+        let (got, waited) =
+            received_with_lateness(10, |k| if k == 19 { None } else { late(k) }, false);
+        assert_eq!(got, (0..19).collect::<Vec<_>>());
+        assert!(
+            waited < Duration::from_millis(1500),
+            "waited {waited:?} for a lost packet"
+        );
+        let (got, waited) = received_with_lateness(30, |k| (k != 0).then_some(0), true);
+        assert_eq!(got, (1..20).collect::<Vec<_>>());
+        assert!(
+            waited < Duration::from_millis(150),
+            "waited {waited:?} for packet 0"
+        );
     }
 }
