@@ -1106,8 +1106,10 @@ mod tests {
         // Packet 100 leaves 200 ms after packet 0 (1 s of its media); packet 249 at 1.7 s.
         let burst = at(100) - at(0);
         assert!((190_000_000..400_000_000).contains(&burst), "{burst}");
+        // Packet 0 read late by a busy host shortens this (1.6898 s once, cargo test beside
+        // other work): the lower bound allows 100 ms of it.
         let whole = at(249) - at(0);
-        assert!((1_690_000_000..1_990_000_000).contains(&whole), "{whole}");
+        assert!((1_600_000_000..1_990_000_000).contains(&whole), "{whole}");
         assert!(got.rtcp_reports >= 1, "{}", got.rtcp_reports);
         // Each RR counted, unless it crossed the stream's end (then it is a stray datagram).
         let counted = server.stats.rtcp_reports.load(Ordering::Relaxed);
