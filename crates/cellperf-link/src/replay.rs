@@ -15,7 +15,9 @@
 //! packet on an idle link does not wait for the saturator's next delivery). Each opportunity carries one 1500-byte packet's
 //! bytes, consumed first come first served as in the rate server (`server.rs`). A packet is
 //! delivered at its opportunity + the base delay (the train's; in a heavy stretch the series'
-//! value at that moment) + the latency offset of its size; never before the packet ahead.
+//! value at that moment) + the latency offset of its size; never before the packet ahead, nor
+//! before a recorded train's first packet that a fade held (a base delay above both
+//! neighbours', taken out of the series) when it comes after it.
 //! Before that, a packet is dropped with its recording window's loss rate (seeded) and meets
 //! the recorded outages: buffered until the outage ends, or dropped (the outage modes of
 //! `outage.rs`).
@@ -112,6 +114,10 @@ pub struct Replay {
     stretch_first: Vec<usize>,
     /// The bytes a light opportunity carries: the size of the recorded trains' packets.
     light_bytes: f64,
+    /// Full mode: the recorded trains whose base delay stood out of both neighbours' (a fade's
+    /// or a handoff's held first packet), as (sent, delivered) ms: everything after such a
+    /// train's first packet is delivered no earlier than it was (`spikes_as_holds`).
+    holds: Vec<(f64, f64)>,
     outage_mode: OutageMode,
     queue: QueueSpec,
     /// Departure time and size of every packet accepted and not yet sent, for the queue limit.
@@ -136,6 +142,7 @@ impl Replay {
         queue: QueueSpec,
         seed: u64,
     ) -> Result<Self, LinkError> {
+        let mut trace = trace;
         if matches!(queue, QueueSpec::CoDel { .. }) {
             return Err(LinkError::spec(
                 "a replay's queue is unbounded or drop-tail (packets=N, bytes=N), not CoDel",
@@ -150,6 +157,7 @@ impl Replay {
                 .map(|t| t.base_delay_ms)
                 .fold(f64::INFINITY, f64::min),
         );
+        let holds = spikes_as_holds(&mut trace.light);
         let spacing = train_spacing_ms(&trace.light);
         let stretch_first = stretch_starts(&trace.light, LIGHT_GAP_SPACINGS * spacing);
         let light_bytes = trace
@@ -168,6 +176,7 @@ impl Replay {
             light_gap_ms: LIGHT_GAP_SPACINGS * spacing,
             stretch_first,
             light_bytes,
+            holds,
             outage_mode,
             queue,
             queued: VecDeque::new(),
@@ -404,8 +413,18 @@ impl Replay {
                         ms_to_nanos(self.trace.base_delay_ms(r))
                     }
                 };
-                let total = base as f64 + self.trace.offset_ms(bytes) * 1e6;
-                departure + total.round().max(0.0) as Nanos
+                let offset = self.trace.offset_ms(bytes);
+                let total = base as f64 + offset * 1e6;
+                let due = departure + total.round().max(0.0) as Nanos;
+                // Behind a recorded train's held first packet: not before it was delivered.
+                let r = self.light_time(self.recording_ms(departure));
+                let i = self.holds.partition_point(|&(sent, _)| sent <= r);
+                match i.checked_sub(1).map(|i| self.holds[i]) {
+                    Some((_, delivered)) if delivered > r => {
+                        due.max(departure + ms_to_nanos(delivered - r + offset))
+                    }
+                    _ => due,
+                }
             }
         };
         self.queued.push_back((self.last_departure, bytes));
@@ -492,6 +511,28 @@ fn light_time(
     );
     let within = start + (r - end).rem_euclid(end - start);
     within.min(light[last].at_ms)
+}
+
+/// Takes the recorded trains whose base delay stands out of both neighbours' (over the larger
+/// of them) out of the base delay series, which gets the middle of the three there, and
+/// returns them as holds (sent, delivered ms): a fade or a handoff held the train's first
+/// packet, and an in-order link delivers nothing sent after it sooner. The series is drawn
+/// linearly between trains, so one held packet's delay raised the base of every packet for
+/// a train period either side: on `bench/replay.py`'s mobile downlink a 143-ms sample among
+/// 10-16 ms ones gave 52-92 ms to a page load's packets for a second, where the live link
+/// gave 15-25; 4 such trains of 117 added 7 ms to the downlink's mean base delay, about
+/// 4 times what packets arriving during those fades lose on the live link.
+fn spikes_as_holds(light: &mut [Train]) -> Vec<(f64, f64)> {
+    let raw: Vec<f64> = light.iter().map(|t| t.base_delay_ms).collect();
+    let mut holds = Vec::new();
+    for k in 1..raw.len().saturating_sub(1) {
+        let neighbours = raw[k - 1].max(raw[k + 1]);
+        if raw[k] > neighbours {
+            light[k].base_delay_ms = neighbours;
+            holds.push((light[k].at_ms, light[k].at_ms + raw[k]));
+        }
+    }
+    holds
 }
 
 /// For each train, the index of the first train of its stretch: the trains before it that
@@ -749,6 +790,37 @@ mod tests {
         // A heavy opportunity's packet: + the base delay then (20 ms at 0, 30 at 200).
         want.extend(departures.map(|d| d + 20.0 + d / 20.0));
         assert_ms(&got, &want);
+    }
+
+    #[test]
+    fn a_train_held_by_a_fade_holds_what_follows_it_and_not_the_series() {
+        // Trains every 100 ms, base 20 ms, but the one of 500 ms: 200 (its first packet held
+        // until 700). Lone packets at 450, 520, 650 and 800 ms (each its own light train): 450
+        // has the base 20 (before: 110, drawn from 20 to 200 across 400..500 ms); 520 and 650
+        // come after the held packet was sent, before it was delivered: at 700, not before
+        // (before: 520 + 164, 650 + 110); 800 has 20 again.
+        let light: Vec<Train> = (0..10)
+            .map(|j| Train {
+                at_ms: 100.0 * j as f64,
+                base_delay_ms: if j == 5 { 200.0 } else { 20.0 },
+                pdo_ms: vec![0.0, 1.0],
+            })
+            .collect();
+        let trace = DirectionTrace {
+            light,
+            heavy_ms: (1..=500).map(|i| i * 2).collect(),
+            ..Default::default()
+        };
+        let mut r = replay(trace, ReplayMode::Full);
+        let arrivals: Vec<(Nanos, usize)> = [450, 520, 650, 800]
+            .iter()
+            .map(|&ms| (ms * MS, 100))
+            .collect();
+        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
+            .iter()
+            .map(|&(t, _)| t as f64 / 1e6)
+            .collect();
+        assert_ms(&got, &[470.0, 700.0, 700.0, 820.0]);
     }
 
     #[test]
