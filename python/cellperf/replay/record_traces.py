@@ -170,8 +170,8 @@ def size_offsets(size: np.ndarray, owd_ns: np.ndarray, block: np.ndarray) -> tup
     (a larger packet is never faster; what would be is noise of the minimum). The sizes run one
     after another, and a base delay that wanders between blocks went into offsets measured
     against the smallest size's single block: 0 to 11.9 ms for 1,428 bytes on emulated LTE
-    links that serialise them in 0.6-2.2 ms in their good states (docs/record.md). Empty arrays without a
-    delivered packet."""
+    links that serialise them in 0.6-2.2 ms in their good states (docs/record.md). Empty
+    arrays without a delivered packet."""
     got = ~np.isnan(owd_ns)
     size, owd, block = size[got], owd_ns[got], block[got]
     if len(size) == 0:
