@@ -29,7 +29,7 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     try:
         port = json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1]
         p = subprocess.run([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "5mbit", "--delay", "20", "--",
-                            *CELLPERF, "record", f"$CELLPERF_CN:{port}", "--token-file", str(token), "--duration", "8",
+                            *CELLPERF, "record", f"$CELLPERF_CN:{port}", "--token-file", str(token), "--duration", "9.5",
                             "--label", "network=emulated", "--out", str(out)],
                            capture_output=True, text=True, timeout=120)
     finally:
@@ -44,11 +44,12 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     assert m["train_lengths"] == [10, 100] and m["train_period_ms"] == 200.0 and 8 <= m["duration_s"] < 20
     for direction, mbit in (("downlink", 10), ("uplink", 5)):
         light = _series(out / f"{direction}.light")
-        # The sizes phase's lone packets (4 sizes, one every 50 ms for 0.5 s each) are the
-        # series' first base delay samples: the base delay (20 ms and a 128-byte packet's
-        # transmission) from the recording's first second, not from the first train's.
+        # The sizes phase's lone packets (7 blocks: the smallest size around each of 3 others,
+        # one every 50 ms for 0.5 s each) are the series' first base delay samples: the base
+        # delay (20 ms and a 128-byte packet's transmission) from the recording's first
+        # second, not from the first train's.
         lone = [l for l in light if len(l) == 3]
-        assert 30 <= len(lone) <= 40 and float(lone[0][0]) < 1500, (len(lone), lone[:1])
+        assert 55 <= len(lone) <= 70 and float(lone[0][0]) < 1500, (len(lone), lone[:1])
         assert abs(np.median([float(l[1]) for l in lone]) - (20 + 128 * 8 / (mbit * 1e3))) < 1.0, direction
         # Then 4 s of trains, one every 200 ms; on the 5-Mb/s uplink a 100-packet train takes
         # 228 ms to arrive, so the 10-packet train after each queues behind its tail (the

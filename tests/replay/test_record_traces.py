@@ -94,10 +94,26 @@ def test_heavy_trace_fills_the_gaps_between_saturated_stretches():
 def test_offsets_are_least_delays_over_the_smallest_size_never_decreasing():
     size = np.array([128, 128, 428, 428, 828, 1428])
     owd = np.array([20.5, 20.0, 20.4, 21.0, 19.9, 22.0]) * MS
-    sizes, offsets = t.size_offsets(size, owd)
+    sizes, offsets = t.size_offsets(size, owd, np.array([0, 0, 1, 1, 2, 3]))
     assert t.offset_lines(sizes, offsets) == ["128 0.000", "428 0.400", "828 0.400", "1428 2.000"]
     # Between sizes linear, beyond them the end values (as the replay reads them).
     assert [t.offset_at(sizes, offsets, s) for s in (84, 628, 1128, 1500)] == pytest.approx([0.0, 0.4, 1.2, 2.0])
+
+
+def test_offsets_take_the_wander_between_blocks_out():
+    # Blocks of 2 packets, the smallest size between the others; the base delay rises 3 ms a
+    # block (20, 23, ... 38 ms) and the true offsets are 0.4, 0.8 and 2 ms. Against the first
+    # block's least they were 3.4, 9.8 and 17 ms; against the blocks around each, exact.
+    order = [128, 428, 128, 828, 128, 1428, 128]
+    true = {128: 0.0, 428: 0.4, 828: 0.8, 1428: 2.0}
+    size = np.repeat(order, 2)
+    block = np.repeat(np.arange(7), 2)
+    owd = np.array([20 + 3 * b + true[s] + extra for b, s in enumerate(order) for extra in (0.5, 0.0)]) * MS
+    sizes, offsets = t.size_offsets(size, owd, block)
+    assert sizes.tolist() == [128, 428, 828, 1428] and offsets == pytest.approx([0.0, 0.4, 0.8, 2.0])
+    # A recording cut short after the 828-byte block: the one smallest block before it serves.
+    sizes, offsets = t.size_offsets(size[:8], owd[:8], block[:8])
+    assert offsets == pytest.approx([0.0, 0.4, 3.8])
 
 
 def test_loss_counts_per_second_of_sending():
@@ -127,13 +143,13 @@ def test_ms_text_keeps_microseconds_and_sign():
 
 def test_phases_cover_the_duration_sizes_first_then_trains_and_saturate():
     phases = plan_phases(60.0, 0.2, 1400)
-    assert [p.kind for p in phases[:4]] == ["sizes"] * 4
-    assert [p.payload for p in phases[:4]] == [100, 400, 800, 1400]
-    rest = phases[4:]
+    assert [p.kind for p in phases[:7]] == ["sizes"] * 7
+    assert [p.payload for p in phases[:7]] == [100, 400, 100, 800, 100, 1400, 100]
+    rest = phases[7:]
     assert [p.kind for p in rest] == ["trains", "saturate"] * (len(rest) // 2)
     assert sum(p.seconds for p in phases) == pytest.approx(60.0)
     assert all(p.seconds <= 15.0 for p in rest)
-    assert plan_phases(8.0, 0.2, 1400)[4:] == [Phase("trains", 4.0, 1400), Phase("saturate", 2.0, 1400)]
+    assert plan_phases(8.0, 0.2, 1400)[7:] == [Phase("trains", 3.0, 1400), Phase("saturate", 1.5, 1400)]
     with pytest.raises(UserError, match="--duration: 2 s is too short"):
         plan_phases(2.0, 0.2, 1400)
 

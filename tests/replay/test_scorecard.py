@@ -130,3 +130,36 @@ def test_a_measure_whose_live_median_is_zero_has_no_relative_error():
     c = card["measures"]["train_ms_10"]["full"]
     assert c["median_error"] is None and c["mean_error"] == pytest.approx(1.0)
     assert "train" in sc.table(card, ("full",))
+
+
+def test_a_target_the_second_live_run_misses_itself_cannot_be_judged():
+    # live-2 is 10 % off live on 1 MB (over the 9 % bound): full's 5 % is neither met nor
+    # missed; on 10 MB live-2 is exact, so full's 20 % is missed.
+    live = _results(1.0, 50.0, 90.0, 2.0)
+    full = {**_results(1.05, 50.0, 90.0, 2.0), "download_s_10MB": [12.0, 12.0]}
+    again = _results(1.10, 50.0, 90.0, 2.0)
+    card = sc.score(live, {"full": full, "heavy": live, sc.LIVE_AGAIN: again})
+    t = card["targets"]
+    assert t["download_s_1MB"]["live-2"] == pytest.approx(0.10)
+    assert t["download_s_1MB"]["judged"] is False and t["download_s_1MB"]["met"] is None
+    assert t["download_s_10MB"]["judged"] is True and t["download_s_10MB"]["met"] is False
+    text = sc.table(card, (*sc.MODES, sc.LIVE_AGAIN))
+    row = next(line for line in text.splitlines() if line.startswith("1 MB download s mean"))
+    assert " noise " in row and "cannot be judged" in text
+    # Without a second live run every row is judged.
+    assert all(t["judged"] for t in sc.score(live, {"full": full, "heavy": live})["targets"].values())
+
+
+def test_downloads_repeat_per_size_round_by_round(monkeypatch):
+    from cellperf.replay import workloads
+
+    calls = []
+    monkeypatch.setattr(workloads, "download", lambda at, size: calls.append(size) or 0.5)
+    plan = {"downloads": {"sizes": [10, 20, 30], "repeats": [3, 1, 2]}}
+    out = workloads.run_plan("s:1", b"t", plan, "s", "h:2")
+    assert calls == [10, 20, 30, 10, 30, 10]
+    assert out["download_s_10B"] == [0.5] * 3 and len(out["download_s_30B"]) == 2
+    # One number: every size that many times.
+    calls.clear()
+    workloads.run_plan("s:1", b"t", {"downloads": {"sizes": [10, 20], "repeats": 2}}, "s", "h:2")
+    assert calls == [10, 20, 10, 20]

@@ -181,7 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="`cellperf web serve` of the 004 pages (`cellperf web pages`) at the CN: adds page loads.")
     p.add_argument("--rounds", metavar="N", type=number_arg(lo=1, hi=100, integer=True), default=1,
                    help="Live, full, heavy in turn, N times over.")
-    p.add_argument("--quick", action="store_true", help="Shorter workloads (about 1 min a run, not 3).")
+    p.add_argument("--quick", action="store_true", help="Shorter workloads (about 1 min a run, not 3.5).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the scorecard and samples as JSON.")
     p.add_argument("--store", metavar="DIR", type=folder_path(),
                    help="Also keep the samples in this results store (created if missing) for `cellperf report`.")

@@ -125,10 +125,13 @@ def plan_phases(duration_s: float, period_s: float, payload: int) -> list[Phase]
     cycles of trains and saturate of at most CYCLE_S each; the last cycle takes what is left."""
     sizes = offset_sizes(payload)
     per_size = min(2.0, max(0.5, 0.0075 * duration_s))
-    phases = [Phase("sizes", per_size, s) for s in sizes]
-    left = duration_s - per_size * len(sizes)
+    # The smallest size before, between and after the others: the base delay's wander between
+    # blocks is taken out of each offset (`record_traces.size_offsets`).
+    order = [sizes[0], *(s for larger in sizes[1:] for s in (larger, sizes[0]))]
+    phases = [Phase("sizes", per_size, s) for s in order]
+    left = duration_s - per_size * len(order)
     if left < 4 * period_s:
-        raise UserError(f"--duration: {duration_s:g} s is too short (at least {per_size * len(sizes) + 4 * period_s:g} s "
+        raise UserError(f"--duration: {duration_s:g} s is too short (at least {per_size * len(order) + 4 * period_s:g} s "
                         f"with --period {period_s:g} s)")
     while left > 1e-9:
         cycle = left if left < 1.5 * CYCLE_S else CYCLE_S
@@ -392,7 +395,8 @@ class Recorder:
             sizes = [c for c in parts if c["kind"] == "sizes"]
             size_send, size_recv = cat("send", sizes), cat("recv", sizes)
             size_bytes = cat("bytes", sizes).astype(np.int64) + wire_extra
-            size_ms = traces.size_offsets(size_bytes, size_recv - size_send)
+            size_block = np.concatenate([np.full(len(c["seq"]), c["phase"]) for c in sizes]) if sizes else np.zeros(0)
+            size_ms = traces.size_offsets(size_bytes, size_recv - size_send, size_block)
             out[f"{d}.offset"] = traces.offset_lines(*size_ms)
             # Light samples that waited behind the recorder's own packets (the train before, a
             # saturate phase's queue) are left out of the light and loss series.

@@ -106,9 +106,12 @@ def score(live: dict[str, list], replays: dict[str, dict[str, list]]) -> dict:
                 figures[mode] = relative_error(ratios["live"], ratios[mode]) if ok else None
             else:
                 figures[mode] = card["measures"].get(name, {}).get(mode, {}).get(f"{stat}_error" if stat != "median_points" else stat)
-        full, heavy = figures.get("full"), figures.get("heavy")
-        targets[name] = {"statistic": stat, "bound": bound, **figures,
-                         "met": None if full is None else full <= bound,
+        full, heavy, again = figures.get("full"), figures.get("heavy"), figures.get(LIVE_AGAIN)
+        # A second live run itself over the bound: the link's own noise is more than the target
+        # allows, so the row can be neither met nor missed (`judged` False, `met` None).
+        judged = again is None or again <= bound
+        targets[name] = {"statistic": stat, "bound": bound, **figures, "judged": judged,
+                         "met": None if full is None or not judged else full <= bound,
                          "half_of_heavy": None if full is None or heavy is None else full <= heavy / 2}
     card["targets"] = targets
     return card
@@ -143,8 +146,11 @@ def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
         label = ("100/10 train rate ratio" if name == "train_ratio"
                  else f"{LABELS.get(name, name)} {t['statistic'].replace('_points', ' pts')}")[:26]
         yes = {True: "yes", False: "NO", None: "-"}
+        met = yes[t["met"]] if t.get("judged", True) else "noise"
         lines.append(f"{label:<26} {unit(t['bound']):>8}" + "".join(f" {unit(t.get(m)):>8}" for m in modes)
-                     + f" {yes[t['met']]:>5} {yes[t['half_of_heavy']]:>9}")
+                     + f" {met:>5} {yes[t['half_of_heavy']]:>9}")
+    if any(not t.get("judged", True) for t in card["targets"].values()):
+        lines.append(f"noise: {LIVE_AGAIN}, the live link again, is itself over the bound: the row cannot be judged")
     return "\n".join(lines)
 
 

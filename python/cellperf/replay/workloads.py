@@ -35,14 +35,19 @@ import numpy as np
 
 from cellperf.agents import read_token, run_probe
 
-#: The plan of `bench/replay.py` and `cellperf replay check` unless told otherwise.
+#: The plan of `bench/replay.py` and `cellperf replay check` unless told otherwise. The
+#: downloads' repeats are per size (a number for all, or one per size). A second live run of
+#: bench/replay.py's links was itself 12-20 % off the first on 1 MB, 10 MB and page loads with
+#: 3 downloads and 6 page loads: a mean of a few samples of a link that changes state within
+#: a download cannot be told to a few %. More where they are cheap: 10 of each download up to
+#: 1 MB, 4 of 10 MB, 15 page loads (a run about 200 s, 150 before).
 DEFAULT_PLAN = {
     "ping": {"count": 100, "interval_s": 0.2},
     "trains": {"duration_s": 20.0, "lengths": [10, 100], "period_s": 0.5},
     "voip": {"duration_s": 30.0, "window_s": 5.0},
-    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": 3},
+    "downloads": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000], "repeats": [10, 10, 10, 4]},
     "bulk": {"duration_s": 30.0, "ping_interval_s": 0.2},
-    "pages": {"loads": 2},
+    "pages": {"loads": 5},
 }
 #: `cellperf replay check --quick`'s (and `bench/replay.py --quick`'s): about a minute.
 QUICK_PLAN = {
@@ -216,8 +221,10 @@ def run_plan(server: str, token: bytes, plan: dict, ping_host: str, http_at: str
         out.update(bulk_tcp(server, token, ping_host, plan["bulk"]["duration_s"], plan["bulk"]["ping_interval_s"]))
     if "downloads" in plan and http_at:
         d = plan["downloads"]
-        for _ in range(d["repeats"]):
-            for size in d["sizes"]:
+        repeats = d["repeats"] if isinstance(d["repeats"], list) else [d["repeats"]] * len(d["sizes"])
+        # Round by round, each size while it has repeats left: the sizes see the same stretches of the link.
+        for k in range(max(repeats, default=0)):
+            for size in (s for s, n in zip(d["sizes"], repeats) if k < n):
                 seconds = download(http_at, size)
                 # A download that did not finish (the link went away) is no completion time.
                 if seconds is not None:

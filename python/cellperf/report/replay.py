@@ -46,7 +46,8 @@ def replay_fidelity(store: Store) -> list[Item]:
             unit = (lambda x: "–" if x is None else f"{x:.2f} pts") if t["statistic"] == "median_points" \
                 else (lambda x: "–" if x is None else f"{100 * x:.1f} %")
             label = "100/10 train rate ratio" if target == "train_ratio" else scorecard.LABELS.get(target, target)
-            met = {True: "met", False: "missed", None: "–"}[t["met"]]
+            met = {True: "met", False: "missed", None: "–"}[t["met"]] if t.get("judged", True) \
+                else "cannot be judged: the live link again is over the bound"
             targets.append([f"{label} ({t['statistic']})", f"≤ {unit(t['bound'])}", *[unit(t.get(m)) for m in modes],
                             met])
         head = ["measure", "n live", "live mean"] + [h for m in modes for h in (f"{m} error %", f"{m} EMD/mean %")]
