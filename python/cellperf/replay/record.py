@@ -351,8 +351,11 @@ class Recorder:
     def _drain(self, number: int) -> None:
         """Waits until the queue a saturate phase left has drained, so the next trains do not
         start behind it (their check, `behind_own_packets`, sees only the packets the
-        receiver recorded, and it stops SATURATE_DRAIN_S after the stream's end): as long as
-        the longest any of the phase's packets waited, less the receiver's wait."""
+        receiver recorded, and it stops at most SATURATE_DRAIN_S after the stream's end): as
+        long as the longest any of the phase's packets waited, less that most. The receiver
+        stops sooner only once no missing packet can still come by the stream's own delays
+        (udp.rs `Arrivals`), which is after the queue has emptied, so the subtraction never
+        starts trains behind it."""
         waits = []
         for d in self.opts.directions:
             c = self._phase_packets(d, number)
