@@ -146,6 +146,7 @@ def test_a_target_the_second_live_run_misses_itself_cannot_be_judged():
     text = sc.table(card, (*sc.MODES, sc.LIVE_AGAIN))
     row = next(line for line in text.splitlines() if line.startswith("1 MB download s mean"))
     assert " noise " in row and "cannot be judged" in text
+    assert max(map(len, text.splitlines())) <= 80  # four modes' columns within a terminal
     # Without a second live run every row is judged.
     assert all(t["judged"] for t in sc.score(live, {"full": full, "heavy": live})["targets"].values())
 

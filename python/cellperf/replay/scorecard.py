@@ -125,15 +125,15 @@ def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
     """The scorecard as text within 80 columns: per measure the live mean and, per mode, the
     relative error of the means and the EMD over the live mean; then the train ratio and the
     targets."""
-    head = f"{'measure':<19} {'n':>4} {'live mean':>10}" + "".join(f" {m + ' mean':>10} {'EMD':>7}" for m in modes)
-    lines = [head, "-" * len(head)]
+    head = f"{'measure':<19} {'n':>4} {'live mean':>9}" + "".join(f" {m:>7} {'EMD':>6}" for m in modes)
+    lines = ["per mode: relative error of the means, then EMD over the live mean", head, "-" * len(head)]
     for m, by_mode in card["measures"].items():
         first = next(iter(by_mode.values()), {})
         mean = first.get("live_mean")
-        row = f"{LABELS.get(m, m)[:19]:<19} {first.get('n_live', 0):>4} {'-' if mean is None else f'{mean:.4g}':>10}"
+        row = f"{LABELS.get(m, m)[:19]:<19} {first.get('n_live', 0):>4} {'-' if mean is None else f'{mean:.4g}':>9}"
         for mode in modes:
             c = by_mode.get(mode, {})
-            row += f" {_pct(c.get('mean_error')):>10} {_pct(c.get('emd_over_mean')):>7}"
+            row += f" {_pct(c.get('mean_error')):>7} {_pct(c.get('emd_over_mean')):>6}"
         lines.append(row)
     r = card["train_ratio"]
     lines.append("")
@@ -150,7 +150,7 @@ def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
         lines.append(f"{label:<26} {unit(t['bound']):>8}" + "".join(f" {unit(t.get(m)):>8}" for m in modes)
                      + f" {met:>5} {yes[t['half_of_heavy']]:>9}")
     if any(not t.get("judged", True) for t in card["targets"].values()):
-        lines.append(f"noise: {LIVE_AGAIN}, the live link again, is itself over the bound: the row cannot be judged")
+        lines.append(f"noise: {LIVE_AGAIN} (the live link again) is over the bound: cannot be judged")
     return "\n".join(lines)
 
 
