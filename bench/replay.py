@@ -13,14 +13,16 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
               rates each way, the servers in the CN's namespace: a fixed-rate wired link
               without delay (no netem here), where a replay should be nearly exact.
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
-same link. Steps: `cellperf record` through the live link against `cellperf server`; then the
-scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet trains, a VoIP
-call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live, replayed `full`, replayed `heavy`
-and live again; the scorecard (cellperf.replay.scorecard, the one `cellperf replay check` prints), with the second
+same link. Steps: the scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet
+trains, a VoIP call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live;
+`cellperf record` through the live link against `cellperf server`, asked to last as long as that
+live run took (so a replay meets at each moment of the workloads the channel's same moment, as
+the live runs do, and does not loop the recording); then the workloads replayed `full`, replayed
+`heavy` and live again; the scorecard (cellperf.replay.scorecard, the one `cellperf replay check` prints), with the second
 live run scored as a replay beside `full` and `heavy` ("live-2": the link's own variability). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 
-    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record 60] [--json FILE] [--keep DIR] [--store DIR]
+    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record SECONDS] [--json FILE] [--keep DIR] [--store DIR]
 """
 
 from __future__ import annotations
@@ -212,14 +214,28 @@ def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int]
         emulated_link(condition, args.seed, ports, token, work)
     with link as (live, (server_at, http_at, web_at), drawn):
         bundle = work / "bundle"
-        t0 = time.monotonic()
-        record(live(), server_at, token, args.record, bundle)
-        print(f"  recorded {args.record:g} s ({time.monotonic() - t0:.0f} s)", flush=True)
 
         def live_run() -> dict:
             return scorecard.run_workloads(live(), server_at, token, plan, http_at, web_at=web_at)
 
-        runs = {"live": live_run}
+        # The first live run comes before the recording, which is asked to last as long (the
+        # recorder's phases overrun their plan, so it lasts longer): a replay then meets, at
+        # each moment of the workloads, the channel's same moment, as the live runs do (each
+        # from t = 0). A 95-s recording under ~200 s of workloads looped, and its later
+        # workloads met other moments of the channel than they had live.
+        t0 = time.monotonic()
+        first_live = live_run()
+        live_s = time.monotonic() - t0
+        print(f"  live done ({live_s:.0f} s)", flush=True)
+        seconds = args.record or live_s
+        t0 = time.monotonic()
+        record(live(), server_at, token, seconds, bundle)
+        recorded_s = json.loads((bundle / "manifest.json").read_text())["duration_s"]
+        print(f"  recorded {seconds:.0f} s asked, {recorded_s:.0f} s kept ({time.monotonic() - t0:.0f} s)", flush=True)
+        if recorded_s < live_s:
+            print(f"  the recording is shorter than the workloads ({live_s:.0f} s): their replays loop it", flush=True)
+
+        runs = {}
         # Replays run on this host, behind the emulator: the host's servers at $CELLPERF_CN.
         replay_at = addresses("$CELLPERF_CN", ports)
         for mode in scorecard.MODES:
@@ -228,17 +244,19 @@ def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int]
         # Last, the live link once more (the same seed, so the same channel): live against live
         # is the link's own variability, the floor under every replay's error.
         runs[scorecard.LIVE_AGAIN] = live_run
-        results = scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))
+        results = {"live": first_live, **scorecard.alternate(runs, 1, lambda line: print(f"  {line}", flush=True))}
     card = scorecard.score(results["live"], {m: results[m] for m in COMPARED})
-    return {"link": drawn, "card": card, "results": results, "bundle": bundle}
+    return {"link": drawn, "card": card, "results": results, "bundle": bundle,
+            "live_s": round(live_s, 1), "recorded_s": recorded_s}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="One condition (stationary), 20-s recording, short workloads.")
+    ap.add_argument("--quick", action="store_true", help="One condition (stationary), short workloads (and a recording as short).")
     ap.add_argument("--seed", type=int, default=1, help="The live links' seed (never given to the recorder).")
     ap.add_argument("--conditions", default=",".join(CONDITIONS), help="Comma-separated, of " + ", ".join(CONDITIONS))
-    ap.add_argument("--record", type=float, help="Seconds of recording per condition (default 60, quick 20).")
+    ap.add_argument("--record", type=float, help="Seconds of recording asked per condition (default: as long as the "
+                    "first live run of the workloads took, so that the replays do not loop the recording).")
     ap.add_argument("--json", type=Path, help="Write every figure and the raw samples here.")
     ap.add_argument("--keep", type=Path, help="Keep the bundles in this folder.")
     ap.add_argument("--store", type=Path, help="Keep each condition's samples in this results store (for cellperf report).")
@@ -252,7 +270,6 @@ def main() -> None:
     conditions = ["stationary"] if args.quick else [c.strip() for c in args.conditions.split(",")]
     if set(conditions) - set(CONDITIONS):
         ap.error(f"--conditions: choose from {', '.join(CONDITIONS)}")
-    args.record = args.record or (20.0 if args.quick else 60.0)
     plan = workloads.QUICK_PLAN if args.quick else workloads.DEFAULT_PLAN
     work = Path(tempfile.mkdtemp(prefix="cellperf-bench-replay-"))
     token = work / "token"

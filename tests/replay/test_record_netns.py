@@ -20,7 +20,9 @@ def _series(path):
     return [l.split() for l in path.read_text().splitlines() if l and not l.startswith("#")]
 
 
-def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
+def _record(tmp_path, link: list[str], *options: str) -> tuple[subprocess.CompletedProcess, object]:
+    """`cellperf record` through `cellperf emulate LINK` against a server on this host: the
+    finished process and the bundle's path."""
     token = tmp_path / "token"
     token.write_bytes(TOKEN + b"\n")
     server = subprocess.Popen([*CELLPERF, "server", "--listen", "0.0.0.0:0", "--token-file", str(token), "--json"],
@@ -28,13 +30,19 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     out = tmp_path / "rec"
     try:
         port = json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1]
-        p = subprocess.run([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "5mbit", "--delay", "20", "--",
-                            *CELLPERF, "record", f"$CELLPERF_CN:{port}", "--token-file", str(token), "--duration", "9.5",
-                            "--label", "network=emulated", "--out", str(out)],
+        p = subprocess.run([*CELLPERF, "emulate", *link, "--",
+                            *CELLPERF, "record", f"$CELLPERF_CN:{port}", "--token-file", str(token), *options,
+                            "--out", str(out)],
                            capture_output=True, text=True, timeout=120)
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=10)
+    return p, out
+
+
+def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
+    p, out = _record(tmp_path, ["--downlink", "10mbit", "--uplink", "5mbit", "--delay", "20"],
+                     "--duration", "9.5", "--label", "network=emulated")
     assert p.returncode == 0, p.stderr
     assert "warning: uplink trains of 100 take 22" in p.stderr and "downlink trains" not in p.stderr, p.stderr
     m = json.loads((out / "manifest.json").read_text())
@@ -44,8 +52,8 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     assert m["train_lengths"] == [10, 100] and m["train_period_ms"] == 200.0 and 8 <= m["duration_s"] < 20
     for direction, mbit in (("downlink", 10), ("uplink", 5)):
         light = _series(out / f"{direction}.light")
-        # The sizes phase's lone packets (7 blocks: the smallest size around each of 3 others,
-        # one every 50 ms for 0.5 s each) are the series' first base delay samples: the base
+        # The sizes phase's lone packets (one test of 3.5 s, one every 50 ms, the smallest size
+        # between each two others) are the series' first base delay samples: the base
         # delay (20 ms and a 128-byte packet's transmission) from the recording's first
         # second, not from the first train's.
         lone = [l for l in light if len(l) == 3]
@@ -89,3 +97,20 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     rtt = sorted(float(v) for v in re.findall(r"time=([0-9.]+) ms", ping.stdout))
     assert len(rtt) == 10 and 40.0 <= rtt[5] <= 42.0, rtt
 
+
+
+def test_size_offsets_are_the_serialisation_under_a_wandering_base_delay(tmp_path):
+    """A link whose base delay wanders (sd 2 ms, tau 3 s, seeded) at fixed rates: a lone
+    packet's extra delay over a 128-byte one is its transmission time alone (1,428 bytes: 1.04
+    ms at 10 Mb/s, 2.08 at 5). Measured size by size in 0.5-s blocks, the offsets took the
+    wander between the blocks: 2.6 and 2.9 ms at 828 and 1,428 bytes down, 1.6-1.9 ms at 428
+    up (two runs; now within 0.17 ms of the transmission time)."""
+    p, out = _record(tmp_path, ["--downlink", "10mbit", "--uplink", "5mbit", "--delay", "20",
+                                "--delay-wander", "sd=2ms,tau=3s", "--seed", "3"], "--duration", "6")
+    assert p.returncode == 0, p.stderr
+    for direction, mbit in (("downlink", 10), ("uplink", 5)):
+        offsets = _series(out / f"{direction}.offset")
+        assert [int(s) for s, _ in offsets] == [128, 428, 828, 1428]
+        got = np.array([float(o) for _, o in offsets])
+        want = (np.array([128, 428, 828, 1428]) - 128) * 8 / (mbit * 1e3)
+        assert np.abs(got - want).max() < 0.4, (direction, got, want)

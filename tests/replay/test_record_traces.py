@@ -91,29 +91,29 @@ def test_heavy_trace_fills_the_gaps_between_saturated_stretches():
     assert t.heavy_ms([], 60).tolist() == []
 
 
-def test_offsets_are_least_delays_over_the_smallest_size_never_decreasing():
-    size = np.array([128, 128, 428, 428, 828, 1428])
-    owd = np.array([20.5, 20.0, 20.4, 21.0, 19.9, 22.0]) * MS
-    sizes, offsets = t.size_offsets(size, owd, np.array([0, 0, 1, 1, 2, 3]))
-    assert t.offset_lines(sizes, offsets) == ["128 0.000", "428 0.400", "828 0.400", "1428 2.000"]
+def test_offsets_are_median_delays_over_the_smallest_size_either_side_never_decreasing():
+    # One test, sizes in turn (the recorder's order), 50 ms apart; wire sizes 428, 128, 828, 128,
+    # 1428, 128 three times. The base delay wanders 20 -> 28 -> 20 ms ... linearly between the
+    # 128-byte packets (a triangle), so a larger packet's base is its neighbours' mean. True
+    # offsets 0.3, 0.8 and 2 ms; one 1428-byte packet held 80 ms by a fade, one 828-byte lost.
+    order = [428, 128, 828, 128, 1428, 128] * 3
+    true = {128: 0.0, 428: 0.3, 828: 0.8, 1428: 2.0}
+    t_ms = 50.0 * np.arange(len(order))
+    base = 20 + 8 * np.abs(((t_ms - 50) / 100) % 2 - 1)
+    owd = base + np.array([true[s] for s in order])
+    owd[10] += 80.0
+    owd[8] = NAN
+    size, seq = np.array(order), np.arange(len(order))
+    # Handed over out of order (a receiver's log): the order sent is the sequence numbers'.
+    shuffled = np.random.default_rng(1).permutation(len(order))
+    sizes, offsets = t.size_offsets(size[shuffled], seq[shuffled], owd[shuffled] * MS)
+    assert t.offset_lines(sizes, offsets) == ["128 0.000", "428 0.300", "828 0.800", "1428 2.000"]
     # Between sizes linear, beyond them the end values (as the replay reads them).
-    assert [t.offset_at(sizes, offsets, s) for s in (84, 628, 1128, 1500)] == pytest.approx([0.0, 0.4, 1.2, 2.0])
-
-
-def test_offsets_take_the_wander_between_blocks_out():
-    # Blocks of 2 packets, the smallest size between the others; the base delay rises 3 ms a
-    # block (20, 23, ... 38 ms) and the true offsets are 0.4, 0.8 and 2 ms. Against the first
-    # block's least they were 3.4, 9.8 and 17 ms; against the blocks around each, exact.
-    order = [128, 428, 128, 828, 128, 1428, 128]
-    true = {128: 0.0, 428: 0.4, 828: 0.8, 1428: 2.0}
-    size = np.repeat(order, 2)
-    block = np.repeat(np.arange(7), 2)
-    owd = np.array([20 + 3 * b + true[s] + extra for b, s in enumerate(order) for extra in (0.5, 0.0)]) * MS
-    sizes, offsets = t.size_offsets(size, owd, block)
-    assert sizes.tolist() == [128, 428, 828, 1428] and offsets == pytest.approx([0.0, 0.4, 0.8, 2.0])
-    # A recording cut short after the 828-byte block: the one smallest block before it serves.
-    sizes, offsets = t.size_offsets(size[:8], owd[:8], block[:8])
-    assert offsets == pytest.approx([0.0, 0.4, 3.8])
+    assert [t.offset_at(sizes, offsets, s) for s in (84, 628, 1128, 1500)] == pytest.approx([0.0, 0.55, 1.4, 2.0])
+    # A larger packet never faster: 828 B measured below 428 B is read as 428 B's offset.
+    owd2 = base + np.array([{128: 0.0, 428: 0.5, 828: 0.2, 1428: 2.0}[s] for s in order])
+    assert t.size_offsets(size, seq, owd2 * MS)[1] == pytest.approx([0.0, 0.5, 0.5, 2.0])
+    assert [len(a) for a in t.size_offsets(size, seq, np.full(len(order), NAN))] == [0, 0]
 
 
 def test_loss_counts_per_second_of_sending():
@@ -143,13 +143,13 @@ def test_ms_text_keeps_microseconds_and_sign():
 
 def test_phases_cover_the_duration_sizes_first_then_trains_and_saturate():
     phases = plan_phases(60.0, 0.2, 1400)
-    assert [p.kind for p in phases[:7]] == ["sizes"] * 7
-    assert [p.payload for p in phases[:7]] == [100, 400, 100, 800, 100, 1400, 100]
-    rest = phases[7:]
+    # One sizes test: 7 × 0.5 s, the smallest size between each two others, packet by packet.
+    assert phases[0] == Phase("sizes", 3.5, 1400, (400, 100, 800, 100, 1400, 100))
+    rest = phases[1:]
     assert [p.kind for p in rest] == ["trains", "saturate"] * (len(rest) // 2)
     assert sum(p.seconds for p in phases) == pytest.approx(60.0)
     assert all(p.seconds <= 15.0 for p in rest)
-    assert plan_phases(8.0, 0.2, 1400)[7:] == [Phase("trains", 3.0, 1400), Phase("saturate", 1.5, 1400)]
+    assert plan_phases(8.0, 0.2, 1400)[1:] == [Phase("trains", 3.0, 1400), Phase("saturate", 1.5, 1400)]
     with pytest.raises(UserError, match="--duration: 2 s is too short"):
         plan_phases(2.0, 0.2, 1400)
 

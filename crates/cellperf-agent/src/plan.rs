@@ -127,7 +127,7 @@ pub const OPTION_TESTS: &[(&str, &[&str])] = &[
     ("mss", &["tcp-bulk", "window-sweep"]),
     ("streams", &["tcp-bulk", "window-sweep"]),
     ("codec", &["voip"]),
-    ("sizes", &["ping-sweep", "cn-ping-sweep"]),
+    ("sizes", &["ping-sweep", "cn-ping-sweep", "trains"]),
     ("count", &["ping-sweep", "cn-ping-sweep"]),
     ("interval", &["ping-sweep", "cn-ping-sweep", "sparse"]),
     (
@@ -497,6 +497,27 @@ fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
             "--period: {period} s is too short for a train of {longest}"
         ));
     }
+    // --sizes: one size a train, in turn (docs/agents.md "trains"); --payload is then not given.
+    let payloads = o.sizes.clone().unwrap_or_default();
+    if o.sizes.is_some() && o.payload.is_some() {
+        return Err("--sizes and --payload: give one (--sizes cycles a size per train)".into());
+    }
+    if o.sizes.is_some() && (payloads.is_empty() || payloads.len() > MAX_TRAIN_LENGTHS) {
+        return Err(format!("--sizes: give 1..{MAX_TRAIN_LENGTHS} sizes"));
+    }
+    if let Some(s) = payloads
+        .iter()
+        .find(|&&s| !(20..=crate::udp::MAX_PAYLOAD).contains(&s))
+    {
+        return Err(format!(
+            "--sizes: {s} B outside 20..{} B",
+            crate::udp::MAX_PAYLOAD
+        ));
+    }
+    let payload_bytes = match payloads.iter().max() {
+        Some(&largest) => largest,
+        None => payload(o, 1400)?,
+    };
     let n_trains = ((d / period).round() as u64).max(1);
     let cycle: u64 = lengths.iter().map(|&l| l as u64).sum();
     let whole = n_trains / lengths.len() as u64;
@@ -514,11 +535,15 @@ fn trains(o: &Options, direction: Direction) -> Result<UdpSpec, String> {
     }
     Ok(UdpSpec {
         direction,
-        payload_bytes: payload(o, 1400)?,
+        payload_bytes,
         interval_ns,
         count,
         drain_ms: drain_ms(o, 2.0)?,
-        trains: Some(Trains { lengths, period_ns }),
+        trains: Some(Trains {
+            lengths,
+            period_ns,
+            payloads,
+        }),
     })
 }
 
@@ -824,7 +849,35 @@ mod tests {
         );
         assert_eq!(s.trains.as_ref().unwrap().period_ns, 200_000_000);
         assert_eq!(s.duration_ns(), 1_000_000_000);
+        // --sizes: one size a train, the largest the spec's payload.
+        let sized = Options {
+            lengths: Some(vec![1]),
+            sizes: Some(vec![100, 1400, 400]),
+            period_s: Some(0.05),
+            duration_s: Some(0.3),
+            ..Default::default()
+        };
+        let Step::Udp(s) = &plan("trains", &sized).unwrap().steps[0].step else {
+            panic!("trains are UDP")
+        };
+        assert_eq!((s.count, s.payload_bytes), (6, 1400));
+        assert_eq!(s.trains.as_ref().unwrap().payloads, [100, 1400, 400]);
         for (o, why) in [
+            (
+                Options {
+                    sizes: Some(vec![100]),
+                    payload: Some(100),
+                    ..Default::default()
+                },
+                "--sizes and --payload: give one",
+            ),
+            (
+                Options {
+                    sizes: Some(vec![10]),
+                    ..Default::default()
+                },
+                "--sizes: 10 B outside",
+            ),
             (
                 Options {
                     lengths: Some(vec![]),

@@ -909,7 +909,7 @@ fn frame_name(f: &Frame) -> String {
 
 /// A train schedule must be one a sender can keep: lengths within 1..=[`MAX_PACKETS`], at
 /// most [`MAX_TRAIN_LENGTHS`] of them, and each train over before the next one starts.
-fn validate_trains(t: &Trains, interval_ns: u64) -> Result<(), String> {
+fn validate_trains(t: &Trains, interval_ns: u64, payload_bytes: u32) -> Result<(), String> {
     if t.lengths.is_empty() || t.lengths.len() > MAX_TRAIN_LENGTHS {
         return Err(format!(
             "{} train lengths outside 1..{MAX_TRAIN_LENGTHS}",
@@ -928,6 +928,49 @@ fn validate_trains(t: &Trains, interval_ns: u64) -> Result<(), String> {
         return Err(format!(
             "a train of {longest} packets {interval_ns} ns apart does not fit in the {} ns period",
             t.period_ns
+        ));
+    }
+    validate_payloads(t, payload_bytes)
+}
+
+/// Sizes cycled per train: at most [`MAX_TRAIN_LENGTHS`] of them, each one a datagram can
+/// carry, the largest the spec's payload (which the rate limit is checked with); all with room
+/// for the token or none (the receiver checks it on every packet or on none).
+fn validate_payloads(t: &Trains, payload_bytes: u32) -> Result<(), String> {
+    if t.payloads.is_empty() {
+        return Ok(());
+    }
+    if t.payloads.len() > MAX_TRAIN_LENGTHS {
+        return Err(format!(
+            "{} train payloads over {MAX_TRAIN_LENGTHS}",
+            t.payloads.len()
+        ));
+    }
+    let header = cellperf_capture::probe_header::CELLPERF_HEADER_LEN as u32;
+    if let Some(p) = t
+        .payloads
+        .iter()
+        .find(|&&p| p < header || p > udp::MAX_PAYLOAD)
+    {
+        return Err(format!(
+            "train payload {p} B outside {header}..{} B",
+            udp::MAX_PAYLOAD
+        ));
+    }
+    let largest = t.payloads.iter().copied().max().unwrap_or(payload_bytes);
+    if largest != payload_bytes {
+        return Err(format!(
+            "train payloads up to {largest} B with a payload of {payload_bytes} B (it must be the largest)"
+        ));
+    }
+    let tokened = |p: u32| p >= udp::TOKEN_MIN_PAYLOAD;
+    if t.payloads
+        .iter()
+        .any(|&p| tokened(p) != tokened(payload_bytes))
+    {
+        return Err(format!(
+            "train payloads on both sides of {} B (a token in some packets only)",
+            udp::TOKEN_MIN_PAYLOAD
         ));
     }
     Ok(())
@@ -960,7 +1003,7 @@ pub fn validate_udp(spec: &UdpSpec, cfg: &ServerConfig) -> Result<(), String> {
         1.0
     };
     if let Some(t) = &spec.trains {
-        validate_trains(t, spec.interval_ns)?;
+        validate_trains(t, spec.interval_ns, spec.payload_bytes)?;
     }
     let rate = ways * spec.mean_rate_bps();
     if rate > cfg.max_rate_bps {
@@ -1055,7 +1098,11 @@ mod tests {
             interval_ns: 1,
             count,
             drain_ms: 0,
-            trains: Some(Trains { lengths, period_ns }),
+            trains: Some(Trains {
+                lengths,
+                period_ns,
+                payloads: vec![],
+            }),
         };
         // 100 packets of 1000 B per 0.5 s: 1.6 Mb/s on average.
         assert_eq!(
@@ -1070,6 +1117,29 @@ mod tests {
             (spec(vec![1], 1_000_000_000, 100), "duration 100.0 s"),
         ];
         for (s, why) in refusals {
+            let e = validate_udp(&s, &cfg).unwrap_err();
+            assert!(e.starts_with(why), "{e}");
+        }
+        // Sizes cycled per train: the largest is the spec's payload, all within a datagram,
+        // a token in all of them or in none.
+        let sized = |payloads: Vec<u32>| UdpSpec {
+            trains: Some(Trains {
+                lengths: vec![1],
+                period_ns: 50_000_000,
+                payloads,
+            }),
+            ..spec(vec![1], 50_000_000, 10)
+        };
+        assert_eq!(validate_udp(&sized(vec![100, 1000, 400]), &cfg), Ok(()));
+        for (s, why) in [
+            (sized(vec![100, 400]), "train payloads up to 400 B"),
+            (sized(vec![10, 1000]), "train payload 10 B"),
+            (
+                sized(vec![20, 1000]),
+                "train payloads on both sides of 28 B",
+            ),
+            (sized(vec![1000; 65]), "65 train payloads"),
+        ] {
             let e = validate_udp(&s, &cfg).unwrap_err();
             assert!(e.starts_with(why), "{e}");
         }

@@ -167,13 +167,12 @@ pub fn spawn_sender(
         let planned_end =
             start_mono_ns.saturating_add(spec.duration_ns().min(i64::MAX as u64) as i64);
         let give_up = planned_end.saturating_add(OVERRUN_GRACE_NS);
-        let payload = spec.payload_bytes as usize;
-        let max_batch = MAX_SEGMENTS.min(MAX_DATAGRAM / payload).max(1);
+        // The largest payload bounds a batch (trains may cycle sizes: `UdpSpec::payload_of`).
+        let max_batch = MAX_SEGMENTS
+            .min(MAX_DATAGRAM / spec.payload_bytes as usize)
+            .max(1);
         let mut gso = max_batch > 1;
-        let mut buf = vec![0u8; payload * max_batch];
-        if let Some(t) = token {
-            buf.chunks_exact_mut(payload).for_each(|d| t.stamp(d));
-        }
+        let mut buf = vec![0u8; spec.payload_bytes as usize * max_batch];
         let mut last_failed_ns = 0i64;
         let mut seq = 0u64;
         while seq < spec.count {
@@ -187,16 +186,21 @@ pub fn spawn_sender(
                 break;
             }
             // Every packet whose deadline has passed goes now (a train's packets, or an even
-            // stream's when the sender is behind).
+            // stream's when the sender is behind), as long as they have one size (GSO cuts a
+            // send into equal datagrams).
+            let payload = spec.payload_of(seq) as usize;
             let batch = if gso { max_batch as u64 } else { 1 };
             let last = spec.count.min(seq.saturating_add(batch));
             let n = (seq + 1..last)
-                .take_while(|&s| deadline_of(s) <= now)
+                .take_while(|&s| deadline_of(s) <= now && spec.payload_of(s) as usize == payload)
                 .count()
                 + 1;
             let send_ns = realtime_ns();
             for (i, segment) in buf.chunks_exact_mut(payload).take(n).enumerate() {
                 write_cellperf(segment, seq + i as u64, send_ns, false);
+                if let Some(t) = token {
+                    t.stamp(segment);
+                }
             }
             let sent = if n > 1 {
                 send_segments(&sock, &buf[..n * payload], payload)
@@ -777,6 +781,7 @@ mod tests {
             trains: Some(crate::wire::Trains {
                 lengths: vec![3, 5],
                 period_ns: 30_000_000,
+                payloads: vec![],
             }),
         };
         let (ctl, rx) = receiver(b, &spec, None, false);
@@ -804,6 +809,48 @@ mod tests {
                 "train {k}"
             );
         }
+    }
+
+    /// Trains that cycle sizes: every packet arrives with its train's size and the test's
+    /// token, also when the sender is behind and every packet is due at once (a GSO send
+    /// carries one size: the old sender sent them all at the largest).
+    #[test]
+    fn trains_that_cycle_sizes_send_each_packet_at_its_trains_size() {
+        let (a, b) = pair();
+        let spec = UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 1400,
+            interval_ns: 1,
+            count: 2 + 1 + 2 + 1 + 2 + 1,
+            drain_ms: 500,
+            trains: Some(crate::wire::Trains {
+                lengths: vec![2, 1],
+                period_ns: 1_000_000,
+                payloads: vec![100, 1400, 400, 800],
+            }),
+        };
+        let token = DataToken::for_test(&Cookie([5; 16]), 100);
+        let (ctl, rx) = receiver(b, &spec, token, false);
+        // Started 50 ms ago: all nine packets are due at the first send.
+        let sent = spawn_sender(
+            &Wake::new().unwrap(),
+            a,
+            spec.clone(),
+            token,
+            mono_ns() - 50_000_000,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .join()
+        .unwrap();
+        assert_eq!((sent.records.len(), sent.error), (9, None));
+        ctl.peer_done(9, 1000);
+        let got = rx.join().unwrap();
+        let sizes: Vec<u32> = got.received.iter().map(|r| r.bytes).collect();
+        // Trains [0 1] [2] [3 4] [5] [6 7] [8]: 100, 1400, 400, 800, 100, 1400.
+        assert_eq!(sizes, [100, 100, 1400, 400, 400, 800, 100, 100, 1400]);
+        let sent_sizes: Vec<u32> = sent.records.iter().map(|r| r.bytes).collect();
+        assert_eq!(sent_sizes, sizes);
+        assert_eq!(got.spoofed, 0);
     }
 
     #[test]

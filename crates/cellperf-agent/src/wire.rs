@@ -167,10 +167,32 @@ pub struct UdpSpec {
 pub struct Trains {
     pub lengths: Vec<u32>,
     pub period_ns: u64,
+    /// Payload sizes in turn, one a train (train k's packets are `payloads[k mod n]` bytes),
+    /// so that sizes are measured interleaved, at the same moments of the link; the spec's
+    /// `payload_bytes` is then the largest of them. Empty (absent on the wire, so an older
+    /// server reads the request as before): every packet is `payload_bytes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub payloads: Vec<u32>,
 }
 
 /// Most train lengths one test cycles through (the request stays one small frame).
 pub const MAX_TRAIN_LENGTHS: usize = 64;
+
+impl Trains {
+    /// (train number, place in the train) of packet `seq`.
+    pub fn train_of(&self, seq: u64) -> (u64, u64) {
+        let cycle: u64 = self.lengths.iter().map(|&l| l as u64).sum::<u64>().max(1);
+        let (mut train, mut place) = ((seq / cycle) * self.lengths.len() as u64, seq % cycle);
+        for &l in &self.lengths {
+            if place < l as u64 {
+                break;
+            }
+            place -= l as u64;
+            train += 1;
+        }
+        (train, place)
+    }
+}
 
 impl UdpSpec {
     /// When packet `seq` is due, ns after the test's start: `seq·interval` for an even stream;
@@ -179,18 +201,20 @@ impl UdpSpec {
         let Some(t) = &self.trains else {
             return seq.saturating_mul(self.interval_ns);
         };
-        let cycle: u64 = t.lengths.iter().map(|&l| l as u64).sum::<u64>().max(1);
-        let (mut train, mut place) = ((seq / cycle) * t.lengths.len() as u64, seq % cycle);
-        for &l in &t.lengths {
-            if place < l as u64 {
-                break;
-            }
-            place -= l as u64;
-            train += 1;
-        }
+        let (train, place) = t.train_of(seq);
         train
             .saturating_mul(t.period_ns)
             .saturating_add(place.saturating_mul(self.interval_ns))
+    }
+
+    /// The payload of packet `seq` (bytes): its train's size when the trains cycle sizes.
+    pub fn payload_of(&self, seq: u64) -> u32 {
+        match &self.trains {
+            Some(t) if !t.payloads.is_empty() => {
+                t.payloads[(t.train_of(seq).0 % t.payloads.len() as u64) as usize]
+            }
+            _ => self.payload_bytes,
+        }
     }
 
     /// How long the sender's schedule lasts (ns): to the last packet's deadline plus one
@@ -699,6 +723,7 @@ mod tests {
             trains: Some(Trains {
                 lengths: vec![2, 10],
                 period_ns: 1_000,
+                payloads: vec![],
             }),
         };
         // Trains: 0-1 at 0, 2-11 at 1000, 12-13 at 2000, 14-23 at 3000, 24 at 4000.
@@ -721,6 +746,32 @@ mod tests {
         assert!(!serde_json::to_string(&even).unwrap().contains("trains"));
         let back: UdpSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
         assert_eq!(back, spec);
+        // Trains without sizes send no `payloads` (an older server refuses unknown fields).
+        assert!(!serde_json::to_string(&spec).unwrap().contains("payloads"));
+    }
+
+    /// Sizes cycled per train: train k's packets have the k-th size in turn, whatever the
+    /// train's length, and the request carries them.
+    #[test]
+    fn trains_cycle_their_payloads_one_size_a_train() {
+        let spec = UdpSpec {
+            direction: Direction::Up,
+            payload_bytes: 1400,
+            interval_ns: 1,
+            count: 8,
+            drain_ms: 0,
+            trains: Some(Trains {
+                lengths: vec![1, 2],
+                period_ns: 1_000,
+                payloads: vec![100, 1400, 400],
+            }),
+        };
+        // Trains: [0] [1 2] [3] [4 5] [6] [7 ...]: sizes 100, 1400, 400, 100, 1400, 400.
+        let sizes: Vec<u32> = (0..8).map(|s| spec.payload_of(s)).collect();
+        assert_eq!(sizes, [100, 1400, 1400, 400, 100, 100, 1400, 400]);
+        let json = serde_json::to_string(&spec).unwrap();
+        assert!(json.contains(r#""payloads":[100,1400,400]"#), "{json}");
+        assert_eq!(serde_json::from_str::<UdpSpec>(&json).unwrap(), spec);
     }
 
     #[test]

@@ -146,7 +146,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mss", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="BYTES", help="TCP maximum segment size, bytes (88..32767, the kernel's bounds).")
     parser.add_argument("-P", "--streams", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="Parallel TCP streams.")
     parser.add_argument("--codec", help="voip: g711 (160 B / 20 ms, default) or g729 (20 B / 20 ms).")
-    parser.add_argument("--sizes", metavar="LIST", help="ping-sweep and cn-ping-sweep payload sizes (default 128,256,512,1024,1500).")
+    parser.add_argument("--sizes", metavar="LIST", help="ping-sweep and cn-ping-sweep payload sizes (default 128,256,512,1024,1500); trains: one size a train, in turn (instead of --payload).")
     parser.add_argument("--count", type=number_arg(lo=0, hi=2**32 - 1, integer=True), metavar="N", help="ping-sweep and cn-ping-sweep probes per size (default 100).")
     parser.add_argument("--interval", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Seconds between packets (ping-sweeps 1, sparse 0.1).")
     parser.add_argument("--timeout", type=number_arg(lo=0, hi=MAX_DURATION_S, lo_open=True, unit="seconds"), metavar="SECONDS", help="Longest wait for late packets once the sender is done (default 2; ping-sweeps 10); a missing packet is given up sooner when the stream's own delays say it cannot come (docs/methods.md, Loss).")

@@ -2,7 +2,8 @@
 bundle in docs/formats.md "Recording bundle").
 
 The recorder runs the agents' tests against a `cellperf server`, one phase after another:
-1. sizes: sparse single packets of a few sizes (the latency offset per packet size);
+1. sizes: sparse single packets of a few sizes in turn, interleaved in one test (the latency
+   offset per packet size, each packet against its neighbours of the smallest size);
 2. then, repeatedly, trains (light trains of each length in turn, one every period: base
    delay, light delivery opportunities, loss) and saturate (a UDP stream above the link's rate
    in its good states, per direction: heavy delivery opportunities).
@@ -43,7 +44,7 @@ PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
 CYCLE_S = 15.0
 #: Share of a cycle that the light trains take; the saturator has the rest.
 TRAINS_SHARE = 2 / 3
-#: Sizes phase: one packet every SIZES_PERIOD_S at each size.
+#: Sizes phase: one packet every SIZES_PERIOD_S, the sizes in turn.
 SIZES_PERIOD_S = 0.05
 #: Saturating rate over the link's rate in its good states (the 90th percentile of the last
 #: saturate phase's delivery rate per PEAK_WINDOW_S): over the link's rate at nearly every
@@ -64,6 +65,8 @@ class Phase:
     kind: str  # sizes | trains | saturate
     seconds: float
     payload: int = 0
+    #: sizes: the payloads in turn, one a packet.
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass
@@ -121,17 +124,20 @@ class Recorded:
 
 
 def plan_phases(duration_s: float, period_s: float, payload: int) -> list[Phase]:
-    """The phases of a recording of `duration_s`: sizes first (a few % of it, 2-8 s), then
+    """The phases of a recording of `duration_s`: sizes first (a few % of it, 3.5-14 s), then
     cycles of trains and saturate of at most CYCLE_S each; the last cycle takes what is left."""
     sizes = offset_sizes(payload)
-    per_size = min(2.0, max(0.5, 0.0075 * duration_s))
-    # The smallest size before, between and after the others: the base delay's wander between
-    # blocks is taken out of each offset (`record_traces.size_offsets`).
-    order = [sizes[0], *(s for larger in sizes[1:] for s in (larger, sizes[0]))]
-    phases = [Phase("sizes", per_size, s) for s in order]
-    left = duration_s - per_size * len(order)
+    # The smallest size between each two others, packet by packet, in one test: each larger
+    # packet's offset is taken against the smallest ones 50 ms either side of it
+    # (`record_traces.size_offsets`), at the same moment of the link. Measured size by size in
+    # 0.5-s blocks, one block caught one channel state: 1,428-byte uplink offsets of 10.4-18.2 ms
+    # where serialisation is 0.6-2.2 (docs/record.md).
+    order = (sizes[0], *(s for larger in sizes[1:] for s in (larger, sizes[0])))[1:]
+    seconds = min(2.0, max(0.5, 0.0075 * duration_s)) * (len(order) + 1)
+    phases = [Phase("sizes", seconds, payload, order)]
+    left = duration_s - seconds
     if left < 4 * period_s:
-        raise UserError(f"--duration: {duration_s:g} s is too short (at least {per_size * len(order) + 4 * period_s:g} s "
+        raise UserError(f"--duration: {duration_s:g} s is too short (at least {seconds + 4 * period_s:g} s "
                         f"with --period {period_s:g} s)")
     while left > 1e-9:
         cycle = left if left < 1.5 * CYCLE_S else CYCLE_S
@@ -210,9 +216,13 @@ class Recorder:
         o = self.opts
         direction = "both" if len(o.directions) == 2 else PROBE_DIRECTION[o.directions[0]]
         if phase.kind == "sizes":
-            return self._probe(number, phase.kind, "trains", {
-                "lengths": [1], "period_s": SIZES_PERIOD_S, "payload": phase.payload, "duration_s": phase.seconds,
+            ok = self._probe(number, phase.kind, "trains", {
+                "lengths": [1], "period_s": SIZES_PERIOD_S, "sizes": list(phase.sizes), "duration_s": phase.seconds,
                 "direction": direction, "timeout_s": 1.0})
+            if self.error and "payloads" in self.error:
+                self.error = (f"server {o.server} is older than this recorder: it does not take trains of several "
+                              f"sizes (cellperf probe --test trains --sizes); run a cellperf server of this version")
+            return ok
         if phase.kind == "trains":
             ok = self._probe(number, phase.kind, "trains", {
                 "lengths": list(o.lengths), "period_s": o.period_s, "payload": o.payload,
@@ -398,8 +408,7 @@ class Recorder:
             sizes = [c for c in parts if c["kind"] == "sizes"]
             size_send, size_recv = cat("send", sizes), cat("recv", sizes)
             size_bytes = cat("bytes", sizes).astype(np.int64) + wire_extra
-            size_block = np.concatenate([np.full(len(c["seq"]), c["phase"]) for c in sizes]) if sizes else np.zeros(0)
-            size_ms = traces.size_offsets(size_bytes, size_recv - size_send, size_block)
+            size_ms = traces.size_offsets(size_bytes, cat("seq", sizes), size_recv - size_send)
             out[f"{d}.offset"] = traces.offset_lines(*size_ms)
             # Light samples that waited behind the recorder's own packets (the train before, a
             # saturate phase's queue) are left out of the light and loss series.

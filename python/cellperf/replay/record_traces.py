@@ -162,34 +162,30 @@ def _tile(opps: np.ndarray, s0: int, s1: int, a: int, b: int) -> np.ndarray:
     return tiled[tiled < b]
 
 
-def size_offsets(size: np.ndarray, owd_ns: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sizes, offset ms) from the sizes phase's packets, each in a `block` (its probe run,
-    numbered in time order; one size a block): each larger size's least one-way delay in its
-    block over the smallest size's in the blocks just before and after it (their mean; the
-    one there is at an end), the least over the size's blocks; never decreasing with the size
-    (a larger packet is never faster; what would be is noise of the minimum). The sizes run one
-    after another, and a base delay that wanders between blocks went into offsets measured
-    against the smallest size's single block: 0 to 11.9 ms for 1,428 bytes on emulated LTE
-    links that serialise them in 0.6-2.2 ms in their good states (docs/record.md). Empty
-    arrays without a delivered packet."""
+def size_offsets(size: np.ndarray, seq: np.ndarray, owd_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes, offset ms) from the sizes phase's packets (one test, numbered `seq` in the order
+    sent, the smallest size between each two others): each larger packet's one-way delay over
+    the mean of the nearest delivered packets of the smallest size before and after it (the one
+    there is at an end), the median over the size's packets; never decreasing with the size (a
+    larger packet is never faster; what would be is noise). The neighbours are 50 ms away, at
+    the same channel state; measured size by size in 0.5-s blocks, each block caught its own
+    state, and the offsets carried it (1,428-byte uplink offsets of 10.4-18.2 ms on emulated
+    LTE links that serialise them in 0.6-2.2 ms, docs/record.md). The median, not the least:
+    a difference of two delays is as often too low as too high. Empty arrays without a
+    delivered packet."""
     got = ~np.isnan(owd_ns)
-    size, owd, block = size[got], owd_ns[got], block[got]
+    order = np.argsort(seq[got], kind="stable")
+    size, owd = size[got][order], owd_ns[got][order]
     if len(size) == 0:
         return np.zeros(0, np.int64), np.zeros(0)
-    blocks, inverse = np.unique(block, return_inverse=True)
-    least = np.full(len(blocks), np.inf)
-    np.minimum.at(least, inverse, owd)
-    block_size = np.zeros(len(blocks), np.int64)
-    block_size[inverse] = size
-    sizes = np.unique(block_size)
-    smallest = block_size == sizes[0]
-    # The smallest size's least around each block: before (or else after) and after (or else before).
-    at = np.flatnonzero(smallest)
-    before = least[at[np.clip(np.searchsorted(at, np.arange(len(blocks)), "right") - 1, 0, None)]]
-    after = least[at[np.clip(np.searchsorted(at, np.arange(len(blocks))), None, len(at) - 1)]]
-    over = np.where(smallest, 0.0, least - (before + after) / 2)
-    offsets = np.full(len(sizes), np.inf)
-    np.minimum.at(offsets, np.searchsorted(sizes, block_size), over)
+    sizes, which = np.unique(size, return_inverse=True)
+    # The smallest size's delay around each packet: before (or else after) and after (or else before).
+    at = np.flatnonzero(which == 0)
+    i = np.arange(len(size))
+    before = owd[at[np.clip(np.searchsorted(at, i, "right") - 1, 0, None)]]
+    after = owd[at[np.clip(np.searchsorted(at, i), None, len(at) - 1)]]
+    over = owd - (before + after) / 2
+    offsets = np.array([0.0] + [float(np.median(over[which == k])) for k in range(1, len(sizes))])
     return sizes, np.maximum.accumulate(np.maximum(offsets / 1e6, 0.0))
 
 
