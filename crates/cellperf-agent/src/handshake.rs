@@ -44,6 +44,8 @@ pub struct Verified {
     /// The challenge's nonce, or the redeemed ticket of a `resume`.
     server_nonce: Bytes32,
     client_nonce: Bytes32,
+    /// The protocol version the client said in its `hello` or `resume`.
+    pub version: u32,
     /// The client speaks version 3 and the caller keeps tickets: it is given one after
     /// `auth_ok` ([`crate::ticket`]).
     pub wants_ticket: bool,
@@ -53,6 +55,9 @@ pub struct Verified {
     pub reserved_udp: Option<(std::net::UdpSocket, Cookie)>,
     /// The request that came in a `resume`, to be answered first.
     pub first_request: Option<Message>,
+    /// A `resume` of version 4: the cookie of the TCP data connections the client may have
+    /// opened beside it ([`crate::early_data`]).
+    pub early_data: Option<Cookie>,
 }
 
 impl Verified {
@@ -74,8 +79,24 @@ pub fn accept(
     token: &[u8],
     tickets: Option<&TicketStore>,
 ) -> Result<Verified, Refusal> {
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-    let (client_nonce, version) = match reader.read_message(ctrl, HELLO_TIMEOUT) {
+    let started = Instant::now();
+    let opening = reader.read_message(ctrl, HELLO_TIMEOUT);
+    accept_opening(ctrl, reader, token, tickets, opening, started)
+}
+
+/// [`accept`] once the connection's first message (`opening`, read from `started` on) is in:
+/// for a caller that looks at it first (a data connection opened beside a `resume` opens
+/// with `data_connection`: [`crate::early_data`]).
+pub fn accept_opening(
+    ctrl: &mut TcpStream,
+    reader: &mut FrameReader,
+    token: &[u8],
+    tickets: Option<&TicketStore>,
+    opening: Result<Message, ProtocolError>,
+    started: Instant,
+) -> Result<Verified, Refusal> {
+    let deadline = started + HANDSHAKE_TIMEOUT;
+    let (client_nonce, version) = match opening {
         Ok(Message::Hello {
             version,
             client_nonce,
@@ -91,7 +112,7 @@ pub fn accept(
             ticket,
             mac,
             then,
-        }) if version == PROTOCOL_VERSION && tickets.is_some() => {
+        }) if (TICKET_VERSION..=PROTOCOL_VERSION).contains(&version) && tickets.is_some() => {
             let redeemed = tickets.and_then(|t| t.redeem(&ticket));
             if let Some(r) =
                 redeemed.filter(|_| auth::verify_resume(token, &ticket, &client_nonce, &mac))
@@ -99,10 +120,12 @@ pub fn accept(
                 return Ok(Verified {
                     server_nonce: ticket,
                     client_nonce,
+                    version,
                     wants_ticket: true,
                     resumed: true,
                     reserved_udp: r.udp.map(|s| (s, reserved_cookie(&ticket))),
                     first_request: then.map(|m| *m),
+                    early_data: (version >= 4).then(|| reserved_cookie(&ticket)),
                 });
             }
             (client_nonce, version)
@@ -136,10 +159,12 @@ pub fn accept(
     Ok(Verified {
         server_nonce,
         client_nonce,
-        wants_ticket: version >= 3 && tickets.is_some(),
+        version,
+        wants_ticket: version >= TICKET_VERSION && tickets.is_some(),
         resumed: false,
         reserved_udp: None,
         first_request: None,
+        early_data: None,
     })
 }
 
@@ -267,13 +292,15 @@ fn keep_ticket(
     }
 }
 
-/// Whether `error` (from [`prove`] with a ticket file) says the server is older than
-/// version 3: it refused the `hello` of version 3, or did not know `resume`. The client then
-/// connects again without tickets.
+/// Whether `error` (from [`prove`] with a ticket file) says the server is older than this
+/// client: it refused the `hello` of this version, did not know `resume`, or took no
+/// `resume` of this version (a version-3 server). The client then connects again without
+/// tickets.
 pub fn older_server(error: &str) -> bool {
     error.contains(&format!(
         "protocol version {PROTOCOL_VERSION} not supported"
     )) || error.contains("unknown message type \"resume\"")
+        || error.contains("expected hello, got resume")
 }
 
 /// After a refusal has been sent: reads away what the client sent ahead of the answer (its
@@ -347,12 +374,18 @@ pub fn message_name(m: &Message) -> String {
 mod tests {
     use super::*;
 
-    /// What a version-2 server answers a version-3 client with (its refusal of the hello, or
-    /// of a `resume` it cannot decode), as the client reads it: the client tries again
-    /// without tickets. Other refusals are not taken for an older server.
+    /// What an older server answers a version-4 client with (its refusal of the hello, of a
+    /// `resume` it cannot decode, or of a version-4 `resume` by a version-3 server), as the
+    /// client reads it: the client tries again without tickets. Other refusals are not taken
+    /// for an older server.
     #[test]
     fn an_older_servers_refusals_are_recognised() {
-        let v2_hello = "server 10.0.0.1:5250: protocol version 3 not supported (server speaks 2)";
+        let v2_hello = "server 10.0.0.1:5250: protocol version 4 not supported (server speaks 2)";
+        let v3_hello = "server 10.0.0.1:5250: protocol version 4 not supported (server speaks 3)";
+        assert!(older_server(v3_hello));
+        assert!(older_server(
+            "server 10.0.0.1:5250: expected hello, got resume"
+        ));
         let v2_resume = format!(
             "server 10.0.0.1:5250: {}",
             ProtocolError::Malformed("unknown message type \"resume\"".into())

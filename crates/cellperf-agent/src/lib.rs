@@ -1,7 +1,7 @@
 //! Traffic agents: `cellperf server` at the correspondent node and `cellperf probe` at the
 //! mobile node (docs/methods.md §2). [`wire`] is the control protocol (authenticated by [`handshake`] with [`auth`]'s proofs;
 //! [`admission`] limits connections that have not authenticated yet; [`ticket`] lets a client
-//! authenticate in its first flight),
+//! authenticate in its first flight, [`early_data`] hold the TCP data connections opened beside it),
 //! [`udp`] and [`tcp`] the data paths ([`wake`] tells a test's control loop that one ended), [`plan`] turns a test name and options into steps,
 //! [`probe`] runs them and [`result`] builds the result document; [`log`] is the per-packet
 //! log. [`media`] and [`keys`] are the application tests `stream` and `interactive`
@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod auth;
 pub mod clock;
+pub mod early_data;
 pub mod handshake;
 pub mod hops;
 pub mod keys;

@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::clock::{estimate_offset, mono_ns, realtime_ns, ClockOffset, TimeSample};
+use crate::early_data::Taken;
 use crate::handshake::{self, unexpected, Tickets};
 use crate::log::{server_view_rows, LogRow};
 use crate::plan::{OwdChoice, Plan, Step, StepLabel};
@@ -639,14 +640,9 @@ fn run_udp_step(
     g
 }
 
-fn connect_data(
-    server: SocketAddr,
-    port: u16,
-    spec: &TcpSpec,
-    cookie: &Cookie,
-    dir_byte: u8,
-) -> Result<TcpStream, String> {
-    let addr = SocketAddr::new(server.ip(), port);
+/// A TCP data connection to `addr` with the test's options set before its SYN (and the
+/// congestion control of a sending one after): the same socket whichever way it opens.
+fn data_socket(addr: SocketAddr, spec: &TcpSpec, probe_sends: bool) -> Result<TcpStream, String> {
     let sock = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,
@@ -656,51 +652,140 @@ fn connect_data(
     tcp::apply_pre_connect(&sock, spec).map_err(|e| format!("TCP socket options: {e}"))?;
     sock.connect_timeout(&addr.into(), Duration::from_secs(5))
         .map_err(|e| format!("TCP data connection to {addr}: {e}"))?;
-    let mut s: TcpStream = sock.into();
-    if dir_byte == 0 {
+    let s: TcpStream = sock.into();
+    if probe_sends {
         if let Some(cc) = &spec.congestion {
             tcp::set_congestion(&s, cc)?;
         }
     }
+    Ok(s)
+}
+
+/// A data connection to the port `accepted` named: its cookie and direction as the first
+/// 17 bytes.
+fn connect_data(
+    server: SocketAddr,
+    port: u16,
+    spec: &TcpSpec,
+    cookie: &Cookie,
+    probe_sends: bool,
+) -> Result<TcpStream, String> {
+    let mut s = data_socket(SocketAddr::new(server.ip(), port), spec, probe_sends)?;
     let mut intro = cookie.0.to_vec();
-    intro.push(dir_byte);
+    intro.push(if probe_sends { 0 } else { 1 });
     io::Write::write_all(&mut s, &intro).map_err(|e| format!("TCP data connection: {e}"))?;
     Ok(s)
 }
 
+/// A TCP test's data connections opened beside its request ([`crate::early_data`]): each
+/// connects to the control port at the same moment as the control connection, in its own
+/// thread, and says `data_connection` with the cookie the ticket reserved.
+struct EarlyTcp {
+    cookie: Cookie,
+    /// (the probe sends on it, its connection)
+    opening: Vec<(bool, std::thread::JoinHandle<Result<TcpStream, String>>)>,
+}
+
+impl EarlyTcp {
+    /// Opens them when the first step is a TCP test that may ([`tcp::opens_beside_request`]).
+    fn open(server: SocketAddr, r: &Resumption, step: &Step) -> Option<EarlyTcp> {
+        let Step::Tcp(spec) = step else {
+            return None;
+        };
+        if !tcp::opens_beside_request(spec) {
+            return None;
+        }
+        let cookie = reserved_cookie(&r.ticket);
+        let directions = [
+            (true, spec.direction.probe_sends()),
+            (false, spec.direction.server_sends()),
+        ];
+        let mut opening = Vec::new();
+        for _ in 0..spec.streams {
+            for (probe_sends, _) in directions.iter().filter(|(_, used)| *used) {
+                let (spec, probe_sends) = (spec.clone(), *probe_sends);
+                opening.push((
+                    probe_sends,
+                    std::thread::spawn(move || {
+                        let mut s = data_socket(server, &spec, probe_sends)?;
+                        let hello = Message::DataConnection {
+                            cookie,
+                            probe_sends,
+                        };
+                        send_message(&mut s, &hello)
+                            .map_err(|e| format!("TCP data connection: {e}"))?;
+                        Ok(s)
+                    }),
+                ));
+            }
+        }
+        Some(EarlyTcp { cookie, opening })
+    }
+
+    /// The connections, when `accepted` took them (named their cookie).
+    fn taken(self, accepted: &Cookie) -> Option<Result<Taken, String>> {
+        if *accepted != self.cookie {
+            return None;
+        }
+        let (mut ups, mut downs) = (Vec::new(), Vec::new());
+        for (probe_sends, h) in self.opening {
+            let s = match h.join() {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return Some(Err(e)),
+                Err(_) => return Some(Err("TCP data connection: its thread failed".into())),
+            };
+            if probe_sends {
+                ups.push(s)
+            } else {
+                downs.push(s)
+            }
+        }
+        Some(Ok(Taken { ups, downs }))
+    }
+}
+
+/// The data connections to the listener `accepted` named.
+fn open_after_accepted(
+    server: SocketAddr,
+    port: u16,
+    cookie: &Cookie,
+    spec: &TcpSpec,
+) -> Result<Taken, String> {
+    let (mut ups, mut downs) = (Vec::new(), Vec::new());
+    for _ in 0..spec.streams {
+        if spec.direction.probe_sends() {
+            ups.push(connect_data(server, port, spec, cookie, true)?);
+        }
+        if spec.direction.server_sends() {
+            downs.push(connect_data(server, port, spec, cookie, false)?);
+        }
+    }
+    Ok(Taken { ups, downs })
+}
+
 /// `accepted`: the server's answer to the step's request (sent by the caller).
+/// `early`: the data connections opened beside the request, if any.
 fn run_tcp_step(
     c: &mut Client,
     spec: &TcpSpec,
     accepted: Result<(u16, Cookie), String>,
+    early: Option<EarlyTcp>,
     at: (usize, usize, &str),
     progress: &mut ProgressFn<'_>,
 ) -> TcpGathered {
     let mut g = TcpGathered::default();
-    let (port, cookie) = match accepted {
+    let opened = accepted.and_then(|(port, cookie)| {
+        early
+            .and_then(|e| e.taken(&cookie))
+            .unwrap_or_else(|| open_after_accepted(c.server, port, &cookie, spec))
+    });
+    let Taken { ups, downs } = match opened {
         Ok(v) => v,
         Err(e) => {
             g.error = Some(e);
             return g;
         }
     };
-    let mut ups = Vec::new();
-    let mut downs = Vec::new();
-    for _ in 0..spec.streams {
-        let opened = (|| -> Result<(), String> {
-            if spec.direction.probe_sends() {
-                ups.push(connect_data(c.server, port, spec, &cookie, 0)?);
-            }
-            if spec.direction.server_sends() {
-                downs.push(connect_data(c.server, port, spec, &cookie, 1)?);
-            }
-            Ok(())
-        })();
-        if let Err(e) = opened {
-            g.error = Some(e);
-            return g;
-        }
-    }
     g.local_ports = ups
         .iter()
         .chain(downs.iter())
@@ -886,6 +971,11 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
         .filter(|_| first.is_some())
         .zip(plan.steps.first())
         .and_then(|(r, s)| DataPath::early(addr, &r, &s.step));
+    // A TCP test's data connections open beside the control connection.
+    let mut early_tcp = resume
+        .filter(|_| first.is_some())
+        .zip(plan.steps.first())
+        .and_then(|(r, s)| EarlyTcp::open(addr, &r, &s.step));
     let tickets = |resume| file.as_ref().map(|file| Tickets { file, resume });
     let mut client = match Client::connect(addr, token, first.as_ref(), tickets(resume)) {
         Ok(c) => c,
@@ -956,7 +1046,14 @@ pub fn run(server: &str, token: &[u8], plan: &Plan, progress: &mut ProgressFn<'_
                     )
                 }
                 Step::Tcp(spec) => {
-                    let g = run_tcp_step(&mut client, spec, accepted, (i, n, &label), progress);
+                    let g = run_tcp_step(
+                        &mut client,
+                        spec,
+                        accepted,
+                        early_tcp.take(),
+                        (i, n, &label),
+                        progress,
+                    );
                     let e = g.error.clone();
                     data_ports.extend(&g.local_ports);
                     (tcp_result(spec, &g), e, g.control_lost_ns)

@@ -21,6 +21,7 @@ use cellperf_capture::probe_header::parse_cellperf;
 
 use crate::admission::{Arrival, Gate, Ticket};
 use crate::clock::{mono_ns, realtime_ns};
+use crate::early_data::{EarlyData, Taken};
 use crate::handshake::{self, message_name, Refusal};
 use crate::log::{server_view_rows, write_csv};
 use crate::tcp;
@@ -35,6 +36,10 @@ use crate::limits::{MAX_DURATION_S, MAX_PACKETS, MAX_RATE_BPS, MAX_STREAMS};
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time for the probe to open its data sockets after `accepted`.
 pub const DATA_SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a resumed TCP test waits for the data connections opened beside its request
+/// ([`crate::early_data`]) before it opens a listener for them as before (a data SYN lost
+/// on the way, 1 s until its retransmission, still comes within it).
+pub const EARLY_DATA_WAIT: Duration = Duration::from_secs(2);
 /// Longest drain (waiting for stragglers) a probe may ask for.
 pub const MAX_DRAIN_MS: u64 = 30_000;
 /// How long a session waits on its control connection before it looks at its timers (a
@@ -105,6 +110,11 @@ pub struct ServerStats {
     pub handshakes_evicted: AtomicU64,
     /// Connections authenticated in their first flight by a ticket ([`crate::ticket`]).
     pub resumed: AtomicU64,
+    /// TCP tests whose data connections were opened beside the request ([`crate::early_data`]).
+    pub early_data_tests: AtomicU64,
+    /// Data connections opened to the control port and not held: no ticket reserved their
+    /// cookie, or their source holds its share already.
+    pub early_data_refused: AtomicU64,
 }
 
 pub struct Server {
@@ -112,6 +122,8 @@ pub struct Server {
     cfg: Arc<ServerConfig>,
     /// Tickets issued to authenticated clients for their next connection.
     tickets: Arc<TicketStore>,
+    /// Data connections opened beside a `resume`, until their test takes them.
+    early: Arc<EarlyData>,
     stop: Arc<AtomicBool>,
     pub stats: Arc<ServerStats>,
 }
@@ -128,6 +140,7 @@ impl Server {
             gate: Gate::new(TcpListener::bind(cfg.listen)?, "cellperf server")?,
             cfg: Arc::new(cfg),
             tickets: Arc::default(),
+            early: Arc::default(),
             stop: Arc::new(AtomicBool::new(false)),
             stats: Arc::default(),
         })
@@ -172,10 +185,10 @@ impl Server {
             }
             let ticket = admitted.ticket;
             self.stats.open_connections.fetch_add(1, Ordering::Relaxed);
-            let (cfg, stats, tickets) =
-                (self.cfg.clone(), self.stats.clone(), self.tickets.clone());
+            let (cfg, stats) = (self.cfg.clone(), self.stats.clone());
+            let shared = (self.tickets.clone(), self.early.clone());
             std::thread::spawn(move || {
-                let session = Session::new(stream, peer, cfg, stats.clone(), ticket, tickets);
+                let session = Session::new(stream, peer, cfg, stats.clone(), ticket, shared);
                 if let Err(e) = session
                     .map_err(SessionError::from)
                     .and_then(|mut s| s.run())
@@ -253,8 +266,12 @@ struct Session {
     cfg: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
     tickets: Arc<TicketStore>,
+    early: Arc<EarlyData>,
     /// The UDP socket a resumed connection's ticket reserved, for its first UDP test.
     reserved_udp: Option<(UdpSocket, Cookie)>,
+    /// A version-4 resumed connection's first test: the cookie of the TCP data connections
+    /// opened beside it.
+    early_cookie: Option<Cookie>,
     tests: u32,
     id: String,
 }
@@ -274,7 +291,7 @@ impl Session {
         cfg: Arc<ServerConfig>,
         stats: Arc<ServerStats>,
         ticket: Ticket,
-        tickets: Arc<TicketStore>,
+        (tickets, early): (Arc<TicketStore>, Arc<EarlyData>),
     ) -> io::Result<Session> {
         ctrl.set_read_timeout(Some(CONTROL_POLL))?;
         ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
@@ -302,7 +319,9 @@ impl Session {
             cfg,
             stats,
             tickets,
+            early,
             reserved_udp: None,
+            early_cookie: None,
             tests: 0,
             id,
         })
@@ -321,8 +340,17 @@ impl Session {
     }
 
     fn run(&mut self) -> Result<(), SessionError> {
+        let started = Instant::now();
+        let opening = self.reader.read_message(&mut self.ctrl, HELLO_TIMEOUT);
+        if let Ok(Message::DataConnection {
+            cookie,
+            probe_sends,
+        }) = opening
+        {
+            return self.hold_data_connection(cookie, probe_sends);
+        }
         // A resumed connection's first request came with its proof.
-        let mut first = self.handshake()?;
+        let mut first = self.handshake(opening, started)?;
         loop {
             let msg = match first.take().map_or_else(
                 || self.reader.read_message(&mut self.ctrl, IDLE_TIMEOUT),
@@ -364,13 +392,43 @@ impl Session {
         }
     }
 
-    /// Authenticates the client; returns the request that came with a resumed first flight.
-    fn handshake(&mut self) -> Result<Option<Message>, SessionError> {
-        let mut verified = match handshake::accept(
+    /// A TCP data connection opened beside a `resume` ([`crate::early_data`]): held for its
+    /// test when a ticket reserved its cookie, else refused; this session ends here.
+    fn hold_data_connection(
+        &mut self,
+        cookie: Cookie,
+        probe_sends: bool,
+    ) -> Result<(), SessionError> {
+        let held = if self.tickets.expects_data(&cookie) {
+            self.ctrl
+                .try_clone()
+                .map_err(|e| e.to_string())
+                .and_then(|s| self.early.hold(cookie, probe_sends, s, self.peer))
+        } else {
+            Err("a data connection for no test: no ticket reserved its cookie".into())
+        };
+        held.map_err(|reason| {
+            self.stats
+                .early_data_refused
+                .fetch_add(1, Ordering::Relaxed);
+            self.fail(reason)
+        })
+    }
+
+    /// Authenticates the client (whose first message, read from `started` on, is `opening`);
+    /// returns the request that came with a resumed first flight.
+    fn handshake(
+        &mut self,
+        opening: Result<Message, ProtocolError>,
+        started: Instant,
+    ) -> Result<Option<Message>, SessionError> {
+        let mut verified = match handshake::accept_opening(
             &mut self.ctrl,
             &mut self.reader,
             &self.cfg.token,
             Some(&self.tickets),
+            opening,
+            started,
         ) {
             Ok(v) => v,
             Err(refusal) => {
@@ -386,6 +444,7 @@ impl Session {
             }
         };
         self.reserved_udp = verified.reserved_udp.take();
+        self.early_cookie = verified.early_data;
         if verified.resumed {
             self.stats.resumed.fetch_add(1, Ordering::Relaxed);
         }
@@ -464,6 +523,8 @@ impl Session {
     }
 
     fn run_udp(&mut self, spec: UdpSpec, _slot: TestSlot) -> Result<(), SessionError> {
+        // Data connections opened beside the request are for a TCP test only.
+        self.early_cookie = None;
         // The ticket's socket (the probe's hello may be waiting in it), if the route to the
         // probe leaves from the control connection's address, as every data socket's does.
         let (sock, cookie) = match self
@@ -637,19 +698,6 @@ impl Session {
     }
 
     fn run_tcp(&mut self, spec: TcpSpec, _slot: TestSlot) -> Result<(), SessionError> {
-        let domain = socket2::Domain::for_address(self.data_bind_addr());
-        let listener = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
-        tcp::apply_pre_connect(&listener, &spec)?;
-        listener.bind(&self.data_bind_addr().into())?;
-        listener.listen(64)?;
-        let listener: TcpListener = listener.into();
-        listener.set_nonblocking(true)?;
-        let cookie = Cookie::random()?;
-        self.send(&Message::Accepted {
-            data_port: listener.local_addr()?.port(),
-            cookie,
-        })?;
-
         let per_dir = spec.streams as usize;
         let want_up = if spec.direction.probe_sends() {
             per_dir
@@ -661,47 +709,10 @@ impl Session {
         } else {
             0
         };
-        let (mut ups, mut downs) = (Vec::new(), Vec::new());
-        // Connections refused for coming from elsewhere: how many, and the first one's address.
-        let mut strangers: (usize, Option<SocketAddr>) = (0, None);
-        let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
-        while ups.len() < want_up || downs.len() < want_down {
-            if Instant::now() > deadline {
-                let mut reason =
-                    "the probe did not open its TCP data connections in time".to_string();
-                if let (n, Some(first)) = strangers {
-                    reason += &format!(
-                        "; refused {n} from other addresses than the control connection's {} (first {first}): data goes only to the address that asked",
-                        self.peer.ip()
-                    );
-                }
-                return Err(self.fail(reason));
-            }
-            let Ok((mut s, from)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            if canonical(from.ip()) != canonical(self.peer.ip()) {
-                // Closed before a byte is read or written.
-                self.stats.redirects_refused.fetch_add(1, Ordering::Relaxed);
-                eprintln!("cellperf server: {}: refused a TCP data connection from {from}: not the control connection's address", self.peer);
-                strangers = (strangers.0 + 1, strangers.1.or(Some(from)));
-                continue;
-            }
-            // 16-byte cookie, then 0 (probe sends) or 1 (server sends).
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut intro = [0u8; 17];
-            if std::io::Read::read_exact(&mut s, &mut intro).is_err() || intro[..16] != cookie.0 {
-                continue;
-            }
-            match intro[16] {
-                0 if ups.len() < want_up => ups.push(s),
-                1 if downs.len() < want_down => downs.push(s),
-                _ => {}
-            }
-        }
-        drop(listener);
+        let Taken { ups, downs } = match self.take_early_data(&spec, want_up, want_down)? {
+            Some(taken) => taken,
+            None => self.open_data_connections(&spec, want_up, want_down)?,
+        };
         for s in &downs {
             if let Some(cc) = &spec.congestion {
                 if let Err(reason) = tcp::set_congestion(s, cc) {
@@ -854,6 +865,114 @@ impl Session {
             connection_lost,
         };
         self.finish(outcome)
+    }
+
+    /// The data connections a version-4 probe opened beside its request
+    /// ([`crate::early_data`]), once all have come: `accepted` names the control port and
+    /// their cookie, and the test starts without another round trip. `None` when the test
+    /// is not one that opens them so ([`tcp::opens_beside_request`]) or they did not all come
+    /// within [`EARLY_DATA_WAIT`].
+    fn take_early_data(
+        &mut self,
+        spec: &TcpSpec,
+        want_up: usize,
+        want_down: usize,
+    ) -> Result<Option<Taken>, SessionError> {
+        let Some(cookie) = self
+            .early_cookie
+            .take()
+            .filter(|_| tcp::opens_beside_request(spec))
+        else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + EARLY_DATA_WAIT;
+        let (taken, strangers) =
+            self.early
+                .take(&cookie, self.peer.ip(), want_up, want_down, deadline);
+        for from in strangers {
+            self.stats.redirects_refused.fetch_add(1, Ordering::Relaxed);
+            eprintln!("cellperf server: {}: refused a TCP data connection from {from}: not the control connection's address", self.peer);
+        }
+        let Some(taken) = taken else {
+            return Ok(None);
+        };
+        // As a listener's accepted socket: the session set these on it as a control connection.
+        for s in taken.ups.iter().chain(&taken.downs) {
+            s.set_nodelay(false)?;
+            s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
+            tcp::apply_after_accept(s, spec)?;
+        }
+        self.stats.early_data_tests.fetch_add(1, Ordering::Relaxed);
+        self.send(&Message::Accepted {
+            data_port: self.ctrl.local_addr()?.port(),
+            cookie,
+        })?;
+        Ok(Some(taken))
+    }
+
+    /// A listener made for the test, with its window and MSS before any SYN: `accepted`
+    /// names its port and a fresh cookie, and the probe opens its data connections there.
+    fn open_data_connections(
+        &mut self,
+        spec: &TcpSpec,
+        want_up: usize,
+        want_down: usize,
+    ) -> Result<Taken, SessionError> {
+        let domain = socket2::Domain::for_address(self.data_bind_addr());
+        let listener = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+        tcp::apply_pre_connect(&listener, spec)?;
+        listener.bind(&self.data_bind_addr().into())?;
+        listener.listen(64)?;
+        let listener: TcpListener = listener.into();
+        listener.set_nonblocking(true)?;
+        let cookie = Cookie::random()?;
+        self.send(&Message::Accepted {
+            data_port: listener.local_addr()?.port(),
+            cookie,
+        })?;
+        let (mut ups, mut downs) = (Vec::new(), Vec::new());
+        // Connections refused for coming from elsewhere: how many, and the first one's address.
+        let mut strangers: (usize, Option<SocketAddr>) = (0, None);
+        let deadline = Instant::now() + DATA_SETUP_TIMEOUT;
+        while ups.len() < want_up || downs.len() < want_down {
+            if Instant::now() > deadline {
+                let mut reason =
+                    "the probe did not open its TCP data connections in time".to_string();
+                if let (n, Some(first)) = strangers {
+                    reason += &format!(
+                        "; refused {n} from other addresses than the control connection's {} (first {first}): data goes only to the address that asked",
+                        self.peer.ip()
+                    );
+                }
+                return Err(self.fail(reason));
+            }
+            let Ok((mut s, from)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            if canonical(from.ip()) != canonical(self.peer.ip()) {
+                // Closed before a byte is read or written.
+                self.stats.redirects_refused.fetch_add(1, Ordering::Relaxed);
+                eprintln!("cellperf server: {}: refused a TCP data connection from {from}: not the control connection's address", self.peer);
+                strangers = (strangers.0 + 1, strangers.1.or(Some(from)));
+                continue;
+            }
+            // 16-byte cookie, then 0 (probe sends) or 1 (server sends).
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut intro = [0u8; 17];
+            if std::io::Read::read_exact(&mut s, &mut intro).is_err() || intro[..16] != cookie.0 {
+                continue;
+            }
+            match intro[16] {
+                0 if ups.len() < want_up => ups.push(s),
+                1 if downs.len() < want_down => downs.push(s),
+                _ => {}
+            }
+        }
+        drop(listener);
+        Ok(Taken { ups, downs })
     }
 
     /// Writes the server's log, then returns records and report to the probe.

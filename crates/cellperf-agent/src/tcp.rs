@@ -49,6 +49,47 @@ pub fn apply_pre_connect(sock: &Socket, spec: &TcpSpec) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether a test's data connections may be opened beside its request, to the server's
+/// control port ([`crate::early_data`]), with a measurement the same as on connections to a
+/// listener made for the test.
+///
+/// The server's end of such a connection was accepted by the control listener, which has
+/// no options, so what it sets must be settable after the handshake. Linux fixes at the SYN
+/// / SYN-ACK the window scale each end announces (from its receive buffer and window clamp)
+/// and the MSS it announces (`TCP_MAXSEG`); what each end sends is bounded by the other's
+/// announcement. So:
+/// - a download (only the server sends): the probe's receive window, window clamp and MSS
+///   are on its socket before its SYN as always, and they are what bound the server's
+///   sending (its SYN's window scale, its MSS option); the server's send buffer is set after
+///   accept, which is the same (a send buffer has no part in the handshake; set before any
+///   data, autotuning is off from the start either way), as its congestion control always
+///   was. Its receive window and MSS announcement differ (the SYN-ACK carries the unclamped
+///   listener's), and bound only what the probe sends on it: nothing but ACKs. Equivalent.
+/// - an upload or both ways, with neither `--window` nor `--mss`: no options at either end's
+///   handshake, as before. Equivalent.
+/// - an upload or both ways with `--window` or `--mss`: the server's receive window clamp,
+///   its window scale and its MSS announcement bound what the probe sends and must be on
+///   the socket before its SYN-ACK; set after accept the window scale would be the
+///   unclamped one and the first window could exceed a small `--window`. Not equivalent:
+///   these open their connections after `accepted`, as before;
+/// - and more than [`crate::early_data::MAX_PER_TEST`] connections (`-P` streams × directions).
+pub fn opens_beside_request(spec: &TcpSpec) -> bool {
+    let directions = spec.direction.probe_sends() as u32 + spec.direction.server_sends() as u32;
+    let server_options_free = spec.direction == crate::wire::Direction::Down
+        || (spec.window_bytes.is_none() && spec.mss.is_none());
+    server_options_free
+        && spec.streams.saturating_mul(directions) <= crate::early_data::MAX_PER_TEST
+}
+
+/// The server's options on a data connection accepted by the control listener (one that
+/// [`opens_beside_request`] allows): the send buffer the window sets, before any data.
+pub fn apply_after_accept(sock: &TcpStream, spec: &TcpSpec) -> io::Result<()> {
+    if let Some(w) = spec.window_bytes {
+        socket2::SockRef::from(sock).set_send_buffer_size(w as usize)?;
+    }
+    Ok(())
+}
+
 /// Sets the congestion control of a sending socket; the error names the algorithm.
 pub fn set_congestion(sock: &TcpStream, name: &str) -> Result<(), String> {
     socket2::SockRef::from(sock)

@@ -35,6 +35,9 @@ pub const MAX_RESERVED: usize = 64;
 /// Receive buffer of a reserved socket until its test starts: room for the hello, not for
 /// what a stranger may send to an idle port (64 of them hold at most 1 MiB of the kernel's).
 const RESERVED_RCVBUF: usize = 16 * 1024;
+/// How long the server holds a TCP data connection that came before its test's request
+/// ([`crate::early_data`]).
+pub const EARLY_DATA_HOLD: Duration = Duration::from_secs(5);
 
 /// The cookie of a UDP test started with a ticket's reserved data socket: both ends know it
 /// from the ticket, so the probe's UDP hello can go before the server's `accepted` names it.
@@ -64,6 +67,9 @@ struct Outstanding {
     by_ticket: HashMap<[u8; 32], Entry>,
     /// Issue order, for forgetting the oldest; may name tickets already used.
     order: VecDeque<[u8; 32]>,
+    /// Reserved cookies of tickets redeemed within [`EARLY_DATA_HOLD`], oldest first: a TCP
+    /// data connection opened beside a `resume` may arrive just after it.
+    redeemed: VecDeque<(Cookie, Instant)>,
 }
 
 impl Outstanding {
@@ -97,7 +103,9 @@ impl TicketStore {
         }
         // Used tickets elsewhere in `order` are dropped once it is twice the cap.
         if o.order.len() >= 2 * MAX_TICKETS {
-            let Outstanding { by_ticket, order } = &mut *o;
+            let Outstanding {
+                by_ticket, order, ..
+            } = &mut *o;
             order.retain(|t| by_ticket.contains_key(t));
         }
         let udp = if o.reserved() < MAX_RESERVED {
@@ -129,10 +137,32 @@ impl TicketStore {
     /// `Some` when `ticket` is outstanding; it is forgotten either way (single use).
     pub fn redeem(&self, ticket: &Bytes32) -> Option<Redeemed> {
         let mut o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        o.by_ticket
-            .remove(&ticket.0)
-            .filter(|e| Instant::now() < e.expires)
-            .map(|e| Redeemed { udp: e.udp })
+        let now = Instant::now();
+        let entry = o.by_ticket.remove(&ticket.0).filter(|e| now < e.expires)?;
+        while o
+            .redeemed
+            .front()
+            .is_some_and(|(_, at)| now.duration_since(*at) > EARLY_DATA_HOLD)
+            || o.redeemed.len() >= MAX_TICKETS
+        {
+            o.redeemed.pop_front();
+        }
+        o.redeemed.push_back((reserved_cookie(ticket), now));
+        Some(Redeemed { udp: entry.udp })
+    }
+
+    /// Whether a TCP data connection presenting `cookie` before its test may be held
+    /// ([`crate::early_data`]): the cookie is the reserved one of an outstanding ticket, or
+    /// of one redeemed within [`EARLY_DATA_HOLD`]. Nobody else's connection is kept.
+    pub fn expects_data(&self, cookie: &Cookie) -> bool {
+        let o = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        o.redeemed
+            .iter()
+            .any(|(c, at)| c == cookie && now.duration_since(*at) <= EARLY_DATA_HOLD)
+            || o.by_ticket
+                .iter()
+                .any(|(t, e)| now < e.expires && reserved_cookie(&Bytes32(*t)) == *cookie)
     }
 
     /// Tickets outstanding (for the tests and the stats).

@@ -23,7 +23,11 @@ pub const SERVER_BUSY: &str = "server busy";
 /// 2: data packets carry the test's token (`udp::DataToken`); reports count `spoofed`.
 /// 3: resumption tickets ([`crate::ticket`]): a client that says 3 in its `hello` is given a
 /// `ticket` after `auth_ok`, and may open its next connection with `resume`.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: a `resume` of version 4 may have TCP data connections opened beside it, to the control
+/// port, each opening with `data_connection` ([`crate::early_data`]).
+pub const PROTOCOL_VERSION: u32 = 4;
+/// The first version with resumption tickets.
+pub const TICKET_VERSION: u32 = 3;
 /// What a client without a ticket file says in its `hello`: every server since version 2
 /// accepts it, and it asks for no ticket.
 pub const PLAIN_VERSION: u32 = 2;
@@ -376,6 +380,14 @@ pub enum Message {
         /// A UDP data socket the server keeps for the ticket's next test: a download's hello
         /// may go there with the first flight ([`crate::ticket::reserved_cookie`]).
         udp_port: Option<u16>,
+    },
+    /// Version 4: the one frame of a TCP data connection opened to the control port beside a
+    /// `resume` ([`crate::early_data`]): the cookie its ticket reserved
+    /// ([`crate::ticket::reserved_cookie`]) and whether the probe sends on it; the test's
+    /// bytes follow once the server has said `ready`.
+    DataConnection {
+        cookie: Cookie,
+        probe_sends: bool,
     },
     /// NTP-style clock probe: t1 client send, t2 server receive, t3 server send (realtime ns).
     TimeRequest {

@@ -1222,3 +1222,217 @@ fn a_call_that_loses_a_packet_on_the_way_up_ends_without_the_drain() {
     );
     assert!(took < Duration::from_millis(850), "the call took {took:?}");
 }
+
+/// What a [`delay_relay`] saw of one connection: when it was accepted, and when it handed
+/// the client the first of the server's bytes and how many in all.
+#[derive(Debug, Clone, Default)]
+struct DelayedConn {
+    accepted: Option<Instant>,
+    first_to_client: Option<Instant>,
+    to_client: usize,
+}
+
+type DelayLog = Arc<std::sync::Mutex<Vec<DelayedConn>>>;
+
+/// A TCP relay to `to` that hands every chunk on `one_way` after it arrived, both ways, for
+/// any number of connections at once: a path of round trip 2 × `one_way` whose handshakes
+/// (with the relay) are free, so it counts the round trips of the application's messages.
+fn delay_relay(to: SocketAddr, one_way: Duration) -> (SocketAddr, DelayLog) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let log: DelayLog = Arc::default();
+    let conns = log.clone();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(client) = client else { return };
+            let i = {
+                let mut c = conns.lock().unwrap();
+                c.push(DelayedConn {
+                    accepted: Some(Instant::now()),
+                    ..Default::default()
+                });
+                c.len() - 1
+            };
+            let Ok(server) = TcpStream::connect(to) else {
+                continue;
+            };
+            let pipe = |from: TcpStream, to: TcpStream, log: Option<(DelayLog, usize)>| {
+                let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+                let mut from = from;
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    while let Ok(n @ 1..) = from.read(&mut buf) {
+                        if tx
+                            .send((Instant::now() + one_way, buf[..n].to_vec()))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                let mut to = to;
+                std::thread::spawn(move || {
+                    for (due, bytes) in rx {
+                        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                        if to.write_all(&bytes).is_err() {
+                            return;
+                        }
+                        if let Some((log, i)) = &log {
+                            let mut c = log.lock().unwrap();
+                            c[*i].first_to_client.get_or_insert(Instant::now());
+                            c[*i].to_client += bytes.len();
+                        }
+                    }
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            };
+            pipe(
+                client.try_clone().unwrap(),
+                server.try_clone().unwrap(),
+                None,
+            );
+            pipe(server, client, Some((conns.clone(), i)));
+        }
+    });
+    (addr, log)
+}
+
+/// A 0.3-s TCP download with `--window` and `--mss`, keeping its ticket in `tickets`.
+fn tcp_down_with_ticket(tickets: &std::path::Path) -> cellperf_agent::plan::Plan {
+    let o = Options {
+        direction: Some("down".into()),
+        duration_s: Some(0.3),
+        window: Some(64 * 1024),
+        mss: Some(1000),
+        clock_samples: Some(0),
+        ticket_file: Some(tickets.to_string_lossy().into()),
+        ..Default::default()
+    };
+    plan("tcp-bulk", &o).unwrap()
+}
+
+/// Issue 34: with a ticket, a TCP test's data connections open beside the control
+/// connection (to the control port, each saying `data_connection` with the cookie the ticket
+/// reserved), and the server's data reach the probe one round trip after connecting: the
+/// first flight's (before, they opened to the port `accepted` named, and waited for
+/// `ready`: two round trips more; `tests/agents/test_early_tcp_netns.py` times both on a
+/// link with a delay and compares their packets).
+#[test]
+fn a_tcp_tests_data_connections_open_beside_the_request() {
+    let srv = server(1e8, 4);
+    let dir = std::env::temp_dir().join(format!("cellperf-early-tcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tickets = dir.join("probe.ticket");
+    let p = tcp_down_with_ticket(&tickets);
+    let one_way = Duration::from_millis(150);
+    let (relay, log) = delay_relay(srv.addr, one_way);
+    for run in 0..2 {
+        let seen = log.lock().unwrap().len();
+        let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+        assert_eq!(r.error, None, "run {run}");
+        let conns = log.lock().unwrap()[seen..].to_vec();
+        if run == 0 {
+            // Without a ticket the data connection goes to the port `accepted` named, past
+            // the relay.
+            assert_eq!(conns.len(), 1, "{conns:?}");
+        } else {
+            assert_eq!(
+                conns.len(),
+                2,
+                "control and data connection, both to the control port"
+            );
+            let data = conns.iter().max_by_key(|c| c.to_client).unwrap();
+            assert!(data.to_client > 100_000, "{conns:?}");
+            // Two one-way delays (the first flight's round trip) and the server's work.
+            let first_data = data.first_to_client.unwrap() - conns[0].accepted.unwrap();
+            assert!(first_data < one_way * 7 / 2, "{first_data:?}");
+        }
+    }
+    assert_eq!(srv.stats.early_data_tests.load(Ordering::Relaxed), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 34: data connections opened to the control port are held only for a ticket's test:
+/// one with a cookie no ticket reserved is refused; a stranger that knows a ticket's cookie
+/// (it crosses in clear) has at most 8 held from its address, the rest refused, and the test
+/// that asks takes only its own probe's (its control connection's address), closing the
+/// stranger's. The sender's MSS (the probe's `--mss` bounds it through its SYN) and
+/// congestion control are those of the first run, whose connection opened after `accepted`
+/// to a listener with the options.
+#[test]
+fn data_connections_before_a_request_are_bounded_and_taken_only_by_their_test() {
+    let srv = server(1e8, 4);
+    let dir = std::env::temp_dir().join(format!("cellperf-early-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tickets = dir.join("probe.ticket");
+    let p = tcp_down_with_ticket(&tickets);
+    let first = probe::run(&srv.addr.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(first.error, None);
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&tickets).unwrap()).unwrap();
+    let ticket = stored["ticket"].as_str().unwrap().to_string();
+    let cookie: Cookie =
+        serde_json::from_value(serde_json::Value::String(ticket[32..].into())).unwrap();
+
+    let open_from = |local: &str, cookie: Cookie| {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.bind(&local.parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        s.connect(&srv.addr.into()).unwrap();
+        let mut s: TcpStream = s.into();
+        let m = Message::DataConnection {
+            cookie,
+            probe_sends: false,
+        };
+        send_message(&mut s, &m).unwrap();
+        s
+    };
+    let mut wrong = open_from("127.0.0.2:0", Cookie([7; 16]));
+    wrong
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let answer =
+        FrameReader::new(MAX_SERVER_FRAME).read_message(&mut wrong, Duration::from_secs(5));
+    assert!(
+        matches!(&answer, Ok(Message::Error { reason }) if reason.contains("no ticket reserved its cookie")),
+        "{answer:?}"
+    );
+    let strangers: Vec<TcpStream> = (0..20).map(|_| open_from("127.0.0.2:0", cookie)).collect();
+    // Refused by the server's hold (8 held from that source) or, while 8 are still reading
+    // their frame, by the admission of handshakes (8 per source).
+    let refused = || {
+        srv.stats.early_data_refused.load(Ordering::Relaxed)
+            + srv.stats.handshakes_refused.load(Ordering::Relaxed)
+    };
+    let waiting = Instant::now();
+    while refused() < 1 + 12 && waiting.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(refused(), 1 + 12);
+
+    let r = probe::run(&srv.addr.to_string(), b"s3cret", &p, &mut |_| true);
+    assert_eq!(r.error, None);
+    assert!(
+        r.document["throughput_bps"].as_f64().unwrap() > 1e6,
+        "{}",
+        r.document
+    );
+    assert_eq!(srv.stats.early_data_tests.load(Ordering::Relaxed), 1);
+    for key in ["mss", "congestion"] {
+        assert_eq!(first.document[key], r.document[key], "{key}");
+    }
+    assert_eq!(r.document["mss"], 988, "1000 less the timestamp option");
+    assert_eq!(srv.stats.redirects_refused.load(Ordering::Relaxed), 8);
+    // The stranger's held connections were closed unread, not served.
+    for mut s in strangers {
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = [0u8; 65536];
+        let mut got = 0;
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            got += n;
+        }
+        assert!(got < 200, "{got} B reached a stranger");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
