@@ -3,13 +3,15 @@
 spreads over Dask workers (issue 34).
 
 `overhead` (needs root): a campaign of short tests on the emulated testbed (`--profile`,
-default umts: UDP CBR down, TCP bulk down, VoIP, `--seconds` each, `--repetitions` times, with
-captures) and a simulated test; prints per test the median seconds of each phase as the runs
+default umts: UDP CBR down, TCP bulk down, VoIP with each of `--codecs` (g711; a call named
+voip-CODEC when more than one), `--seconds` each, `--repetitions` times, with captures) and a simulated test; prints per test the median seconds of each phase as the runs
 stored them (`runs.phases`: link and namespaces up, the test, the drain of its connections,
 teardown, radio log, analysis; the commit from `--json`), each run's own wall time (test start
 to analysis done), and the campaign's wall time per run (what a long campaign pays: the
 analysis and the commit of a run overlap the next run's test); then, with tshark, each run's
-`test` phase split by its MN capture (start-up, control round trips, data, tail, after).
+`test` phase split by its MN capture (start-up, control round trips, data, tail, after; a
+VoIP call's data are its first packet sent to its last echo back: what the link makes the
+call take, apart from the overhead around it).
 
 `grid`: a `--grid`-run simulated campaign with `--workers 1` and with `--workers 2` (a local
 Dask cluster; its start-up given apart), and the speed-up.
@@ -21,7 +23,7 @@ The load average is printed beside each figure: on a shared machine compare figu
 together.
 
     sudo .venv/bin/python bench/campaign.py [--sections overhead,grid,parallel] [--profile umts]
-        [--seconds 2] [--repetitions 3] [--grid 200] [--keep DIR]
+        [--seconds 2] [--repetitions 3] [--codecs g711,g729] [--grid 200] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -47,10 +49,14 @@ SECTIONS = ("overhead", "grid", "parallel")
 PHASES = ("link_up", "test", "drain", "teardown", "radio_log", "analysis", "simulate", "commit")
 
 
-def emulated_campaign(profile: str, seconds: float, repetitions: int, parallel: int = 1, simulate: bool = True) -> str:
-    """The tests' UDP CBR and TCP bulk downloads, a VoIP call and (with `simulate`) a
-    300-s simulated cell."""
-    text = short_tests(profile, seconds, repetitions, parallel) + '\n[[tests]]\ntype = "voip"\n'
+def emulated_campaign(profile: str, seconds: float, repetitions: int, parallel: int = 1, simulate: bool = True,
+                      codecs: tuple[str, ...] = ("g711",)) -> str:
+    """The tests' UDP CBR and TCP bulk downloads, a VoIP call per codec and (with `simulate`)
+    a 300-s simulated cell."""
+    text = short_tests(profile, seconds, repetitions, parallel)
+    for codec in codecs:
+        name = f'name = "voip-{codec}"\n' if len(codecs) > 1 else ""
+        text += f'\n[[tests]]\n{name}type = "voip"\ncodec = "{codec}"\n'
     if simulate:
         text += '\n[[tests]]\nname = "cell"\ntype = "simulate"\nusers = 3\nduration = 300\n'
     return text
@@ -150,7 +156,7 @@ def test_phase_split(store: Path, summary: dict) -> None:
 
 def overhead(work: Path, a) -> None:
     spec = work / "overhead.toml"
-    spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions))
+    spec.write_text(emulated_campaign(a.profile, a.seconds, a.repetitions, codecs=tuple(a.codecs.split(","))))
     print(f"== overhead: {a.profile}, {a.seconds:g}-s tests x {a.repetitions}, captures on ({load()})")
     summary, wall = run(spec, work / "overhead")
     print_phases(summary, wall)
@@ -190,6 +196,7 @@ def main() -> None:
     ap.add_argument("--profile", default="umts")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--codecs", default="g711", help="VoIP calls of the overhead campaign, one per codec (g711, g729).")
     ap.add_argument("--grid", type=int, default=200)
     ap.add_argument("--keep", type=Path, help="Keep the stores in DIR.")
     a = ap.parse_args()
