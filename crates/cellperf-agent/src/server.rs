@@ -272,6 +272,8 @@ struct Session {
     /// A version-4 resumed connection's first test: the cookie of the TCP data connections
     /// opened beside it.
     early_cookie: Option<Cookie>,
+    /// The protocol version the client said (from 4 it reads compact records).
+    client_version: u32,
     tests: u32,
     id: String,
 }
@@ -322,6 +324,7 @@ impl Session {
             early,
             reserved_udp: None,
             early_cookie: None,
+            client_version: PLAIN_VERSION,
             tests: 0,
             id,
         })
@@ -445,6 +448,7 @@ impl Session {
         };
         self.reserved_udp = verified.reserved_udp.take();
         self.early_cookie = verified.early_data;
+        self.client_version = verified.version;
         if verified.resumed {
             self.stats.resumed.fetch_add(1, Ordering::Relaxed);
         }
@@ -995,8 +999,13 @@ impl Session {
                     .unwrap_or_else(|| "control connection lost".into()),
             ));
         }
-        send_records(&mut self.ctrl, StreamDir::Up, &o.up)?;
-        send_records(&mut self.ctrl, StreamDir::Down, &o.down)?;
+        let send = if self.client_version >= 4 {
+            send_records_compact
+        } else {
+            send_records
+        };
+        send(&mut self.ctrl, StreamDir::Up, &o.up)?;
+        send(&mut self.ctrl, StreamDir::Down, &o.down)?;
         self.send(&Message::Report { report: o.report })?;
         self.ctrl.flush()?;
         Ok(())

@@ -3,7 +3,8 @@
 //!
 //! A frame is a 4-byte big-endian body length and the body. The body's first byte says what
 //! it is: [`TAG_MESSAGE`] then a JSON [`Message`], or [`TAG_RECORDS`] then packed per-packet
-//! [`Record`]s (the server's half of a per-packet log, too bulky for JSON). Each reader caps
+//! [`Record`]s (the server's half of a per-packet log, too bulky for JSON), or
+//! [`TAG_RECORDS_COMPACT`] then the same records as varint deltas (version 4). Each reader caps
 //! the body length ([`MAX_CLIENT_FRAME`] for what a server accepts, [`MAX_SERVER_FRAME`] for
 //! what a probe accepts), so a hostile peer cannot make the other side allocate more.
 //!
@@ -24,7 +25,8 @@ pub const SERVER_BUSY: &str = "server busy";
 /// 3: resumption tickets ([`crate::ticket`]): a client that says 3 in its `hello` is given a
 /// `ticket` after `auth_ok`, and may open its next connection with `resume`.
 /// 4: a `resume` of version 4 may have TCP data connections opened beside it, to the control
-/// port, each opening with `data_connection` ([`crate::early_data`]).
+/// port, each opening with `data_connection` ([`crate::early_data`]); the server sends a
+/// version-4 client its records compact ([`send_records_compact`]).
 pub const PROTOCOL_VERSION: u32 = 4;
 /// The first version with resumption tickets.
 pub const TICKET_VERSION: u32 = 3;
@@ -40,6 +42,8 @@ pub const RECORDS_PER_FRAME: usize = 65_536;
 
 pub const TAG_MESSAGE: u8 = 1;
 pub const TAG_RECORDS: u8 = 2;
+/// Version 4: records as deltas ([`send_records_compact`]).
+pub const TAG_RECORDS_COMPACT: u8 = 3;
 const RECORD_LEN: usize = 28;
 
 /// 32 random bytes, hex in JSON.
@@ -511,11 +515,7 @@ pub fn decode(body: &[u8]) -> Result<Frame, ProtocolError> {
             let (&dir, packed) = rest
                 .split_first()
                 .ok_or_else(|| ProtocolError::Malformed("empty records".into()))?;
-            let stream = match dir {
-                0 => StreamDir::Up,
-                1 => StreamDir::Down,
-                d => return Err(ProtocolError::Malformed(format!("unknown stream {d}"))),
-            };
+            let stream = stream_dir(dir)?;
             if packed.len() % RECORD_LEN != 0 {
                 return Err(ProtocolError::Malformed(
                     "records frame of partial length".into(),
@@ -535,9 +535,121 @@ pub fn decode(body: &[u8]) -> Result<Frame, ProtocolError> {
                 .collect();
             Ok(Frame::Records { stream, records })
         }
+        Some((&TAG_RECORDS_COMPACT, rest)) => {
+            let (&dir, packed) = rest
+                .split_first()
+                .ok_or_else(|| ProtocolError::Malformed("empty records".into()))?;
+            let stream = stream_dir(dir)?;
+            let records = decode_compact(packed).ok_or_else(|| {
+                ProtocolError::Malformed("compact records frame cut short or over-long".into())
+            })?;
+            Ok(Frame::Records { stream, records })
+        }
         Some((t, _)) => Err(ProtocolError::Malformed(format!("unknown frame tag {t}"))),
         None => Err(ProtocolError::Malformed("empty frame".into())),
     }
+}
+
+fn stream_dir(d: u8) -> Result<StreamDir, ProtocolError> {
+    match d {
+        0 => Ok(StreamDir::Up),
+        1 => Ok(StreamDir::Down),
+        d => Err(ProtocolError::Malformed(format!("unknown stream {d}"))),
+    }
+}
+
+/// A record's times in a compact frame: which are there (the other bits must be 0).
+const HAS_SEND: u8 = 1;
+const HAS_RECV: u8 = 2;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A signed step as an unsigned varint, small either way (zigzag, as protobuf's sint64).
+fn put_step(out: &mut Vec<u8>, from: u64, to: u64) {
+    let d = to.wrapping_sub(from) as i64;
+    put_varint(out, ((d << 1) ^ (d >> 63)) as u64);
+}
+
+/// Reads an LEB128 varint of at most 10 bytes; `None` when cut short or over 64 bits.
+fn take_varint(b: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let (&byte, rest) = b.split_first()?;
+        *b = rest;
+        if i == 9 && byte > 1 {
+            return None;
+        }
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn take_step(b: &mut &[u8], from: u64) -> Option<u64> {
+    let z = take_varint(b)?;
+    let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+    Some(from.wrapping_add(d as u64))
+}
+
+/// The body of a compact records frame: per record a byte saying which times it has, then
+/// its sequence number, send and receive times each as the step from the previous record's
+/// (zigzag varints: a VoIP call's 28-byte records take 10-11 bytes), then its size (varint).
+/// Lossless; a time of `i64::MIN` reads as none, as in the fixed-size frames.
+fn encode_compact(out: &mut Vec<u8>, records: &[Record]) {
+    let (mut seq, mut send, mut recv) = (0u64, 0u64, 0u64);
+    for r in records {
+        let flags = r.send_ns.map_or(0, |_| HAS_SEND) | r.recv_ns.map_or(0, |_| HAS_RECV);
+        out.push(flags);
+        put_step(out, seq, r.seq);
+        seq = r.seq;
+        if let Some(t) = r.send_ns {
+            put_step(out, send, t as u64);
+            send = t as u64;
+        }
+        if let Some(t) = r.recv_ns {
+            put_step(out, recv, t as u64);
+            recv = t as u64;
+        }
+        put_varint(out, u64::from(r.bytes));
+    }
+}
+
+fn decode_compact(mut b: &[u8]) -> Option<Vec<Record>> {
+    let (mut seq, mut send, mut recv) = (0u64, 0u64, 0u64);
+    // Every record takes at least 3 bytes: no more records than that are allocated.
+    let mut records = Vec::with_capacity(b.len() / 3);
+    while let Some((&flags, rest)) = b.split_first() {
+        b = rest;
+        if flags & !(HAS_SEND | HAS_RECV) != 0 {
+            return None;
+        }
+        seq = take_step(&mut b, seq)?;
+        let mut time = |has: u8, last: &mut u64| -> Option<Option<i64>> {
+            if flags & has == 0 {
+                return Some(None);
+            }
+            *last = take_step(&mut b, *last)?;
+            Some(opt_time(*last as i64))
+        };
+        let send_ns = time(HAS_SEND, &mut send)?;
+        let recv_ns = time(HAS_RECV, &mut recv)?;
+        let bytes = u32::try_from(take_varint(&mut b)?).ok()?;
+        records.push(Record {
+            seq,
+            send_ns,
+            recv_ns,
+            bytes,
+        });
+    }
+    Some(records)
 }
 
 /// What is wrong with a JSON body that is not a [`Message`], in the protocol's words: serde
@@ -585,6 +697,23 @@ pub fn send_records(w: &mut impl Write, stream: StreamDir, records: &[Record]) -
             body.extend_from_slice(&r.recv_ns.unwrap_or(i64::MIN).to_be_bytes());
             body.extend_from_slice(&r.bytes.to_be_bytes());
         }
+        write_frame(w, &body)?;
+    }
+    Ok(())
+}
+
+/// [`send_records`] compact ([`TAG_RECORDS_COMPACT`], for clients of version 4): a UMTS
+/// call's 200 records in 2.2 KB instead of 5.6 (0.05 s instead of 0.12 at 384 kbit/s).
+pub fn send_records_compact(
+    w: &mut impl Write,
+    stream: StreamDir,
+    records: &[Record],
+) -> io::Result<()> {
+    for chunk in records.chunks(RECORDS_PER_FRAME) {
+        let mut body = Vec::with_capacity(2 + chunk.len() * 12);
+        body.push(TAG_RECORDS_COMPACT);
+        body.push(stream as u8);
+        encode_compact(&mut body, chunk);
         write_frame(w, &body)?;
     }
     Ok(())
@@ -857,6 +986,137 @@ mod tests {
         ));
     }
 
+    /// A compact records frame, byte by byte: per record which times it has, the steps of
+    /// its number and times from the previous record's (zigzag varints), its size.
+    #[test]
+    fn compact_records_are_steps_from_the_previous_record() {
+        static FRAME: [u8; 15] = [
+            0,
+            0,
+            0,
+            11, // body length
+            TAG_RECORDS_COMPACT,
+            1, // down
+            0x01,
+            0x02,
+            0x0a,
+            0x14, // send only; seq +1, send +5, 20 B
+            0x02,
+            0x02,
+            0x11,
+            0xb4,
+            0x0b, // receive only; seq +1, receive -9, 1460 B
+        ];
+        let recs = [
+            Record {
+                seq: 1,
+                send_ns: Some(5),
+                recv_ns: None,
+                bytes: 20,
+            },
+            Record {
+                seq: 2,
+                send_ns: None,
+                recv_ns: Some(-9),
+                bytes: 1460,
+            },
+        ];
+        let mut framed = Vec::new();
+        send_records_compact(&mut framed, StreamDir::Down, &recs).unwrap();
+        assert_eq!(framed, FRAME);
+        assert_eq!(
+            decode(&FRAME[4..]).unwrap(),
+            Frame::Records {
+                stream: StreamDir::Down,
+                records: recs.to_vec()
+            }
+        );
+        for bad in [
+            &[TAG_RECORDS_COMPACT, 0, 0x04, 0x02, 0x14][..], // a flag that is not one
+            &[TAG_RECORDS_COMPACT, 0, 0x01, 0x02][..],       // cut short
+            &[
+                TAG_RECORDS_COMPACT,
+                0,
+                0x00,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0x02,
+                0x14,
+            ][..], // over 64 bits
+            &[
+                TAG_RECORDS_COMPACT,
+                0,
+                0x00,
+                0x02,
+                0x80,
+                0x80,
+                0x80,
+                0x80,
+                0x10,
+            ][..], // over 32 bits of size
+        ] {
+            assert!(
+                matches!(decode(bad), Err(ProtocolError::Malformed(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    /// A UMTS G.711 call's records (100 packets each way, 20 ms apart, 0.1-0.8 s one-way
+    /// delays) and extreme values come back unchanged, the call's in 11 bytes a record or
+    /// less (28 fixed).
+    #[test]
+    fn compact_records_round_trip_and_are_small() {
+        let t0 = 1_796_000_000_000_000_000i64;
+        let mut call: Vec<Record> = (0..200u64)
+            .map(|i| {
+                let send = t0 + (i % 100) as i64 * 20_000_000 + (i * 7919 % 1000) as i64;
+                Record {
+                    seq: i % 100,
+                    send_ns: Some(send),
+                    recv_ns: (i < 100).then_some(send + 100_000_000 + i as i64 * 7_000_000),
+                    bytes: 160,
+                }
+            })
+            .collect();
+        let mut framed = Vec::new();
+        send_records_compact(&mut framed, StreamDir::Up, &call).unwrap();
+        assert!(framed.len() <= 6 + 11 * call.len(), "{} B", framed.len());
+        call.extend([
+            Record {
+                seq: u64::MAX,
+                send_ns: Some(i64::MAX),
+                recv_ns: Some(i64::MIN + 1),
+                bytes: u32::MAX,
+            },
+            Record {
+                seq: 0,
+                send_ns: None,
+                recv_ns: Some(-1),
+                bytes: 0,
+            },
+        ]);
+        let mut framed = Vec::new();
+        send_records_compact(&mut framed, StreamDir::Up, &call).unwrap();
+        let back = FrameReader::new(MAX_SERVER_FRAME)
+            .read(&mut &framed[..], Duration::ZERO)
+            .unwrap();
+        assert_eq!(
+            back,
+            Frame::Records {
+                stream: StreamDir::Up,
+                records: call
+            }
+        );
+    }
+
     #[test]
     fn oversized_unknown_and_bad_hex_are_rejected() {
         let mut rd = FrameReader::new(MAX_CLIENT_FRAME);
@@ -939,7 +1199,7 @@ mod tests {
                 let n = (next() % 200) as usize;
                 let mut b: Vec<u8> = (0..n).map(|_| next() as u8).collect();
                 if let Some(first) = b.first_mut() {
-                    *first = 1 + (*first % 2);
+                    *first = 1 + (*first % 3);
                 }
                 b
             } else {
@@ -950,11 +1210,22 @@ mod tests {
                 }
                 b
             };
-            if let Ok(Frame::Message(m)) = decode(&body) {
-                let again = FrameReader::new(MAX_SERVER_FRAME)
-                    .read(&mut &frame_bytes(&m)[..], Duration::ZERO)
-                    .unwrap();
-                assert_eq!(again, Frame::Message(m));
+            match decode(&body) {
+                Ok(Frame::Message(m)) => {
+                    let again = FrameReader::new(MAX_SERVER_FRAME)
+                        .read(&mut &frame_bytes(&m)[..], Duration::ZERO)
+                        .unwrap();
+                    assert_eq!(again, Frame::Message(m));
+                }
+                Ok(Frame::Records { stream, records }) if !records.is_empty() => {
+                    let mut fixed = Vec::new();
+                    send_records(&mut fixed, stream, &records).unwrap();
+                    let again = FrameReader::new(MAX_SERVER_FRAME)
+                        .read(&mut &fixed[..], Duration::ZERO)
+                        .unwrap();
+                    assert_eq!(again, Frame::Records { stream, records });
+                }
+                _ => {}
             }
             let mut framed = (body.len() as u32).to_be_bytes().to_vec();
             framed.extend(&body);

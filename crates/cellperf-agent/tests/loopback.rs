@@ -932,7 +932,17 @@ fn open_upload(
     spec: &UdpSpec,
     hello: bool,
 ) -> (TcpStream, FrameReader, UdpSocket, Cookie) {
-    let (mut c, mut rd) = handshake(srv.addr, b"s3cret");
+    let (c, rd) = handshake(srv.addr, b"s3cret");
+    start_upload((c, rd), srv, spec, hello)
+}
+
+/// [`open_upload`] on a connection authenticated already.
+fn start_upload(
+    (mut c, mut rd): (TcpStream, FrameReader),
+    srv: &Running,
+    spec: &UdpSpec,
+    hello: bool,
+) -> (TcpStream, FrameReader, UdpSocket, Cookie) {
     send_message(&mut c, &Message::StartUdp { spec: spec.clone() }).unwrap();
     let Message::Accepted { data_port, cookie } =
         rd.read_message(&mut c, Duration::from_secs(5)).unwrap()
@@ -956,20 +966,7 @@ fn open_upload(
 fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> (ServerReport, Duration) {
     let spec = upload_spec(3000);
     let (mut c, mut rd, data, cookie) = open_upload(srv, &spec, hello);
-    let token = udp::DataToken::for_test(&cookie, spec.payload_bytes);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
-    let sent = udp::spawn_sender(
-        &cellperf_agent::wake::Wake::new().unwrap(),
-        data,
-        spec,
-        token,
-        start,
-        stop,
-    )
-    .join()
-    .unwrap();
-    assert_eq!(sent.records.len(), 20);
+    send_upload(&spec, &data, &cookie);
     let sent_all = Instant::now();
     if send_done {
         send_message(&mut c, &Message::SendDone { packets_sent: 20 }).unwrap();
@@ -980,6 +977,66 @@ fn upload_by_hand(srv: &Running, hello: bool, send_done: bool) -> (ServerReport,
             Frame::Message(Message::Report { report }) => return (report, sent_all.elapsed()),
             Frame::Message(Message::Error { reason }) => panic!("{reason}"),
             _ => {}
+        }
+    }
+}
+
+/// Paces [`upload_spec`]'s 20 packets to the server as a probe does.
+fn send_upload(spec: &UdpSpec, data: &UdpSocket, cookie: &Cookie) {
+    let token = udp::DataToken::for_test(cookie, spec.payload_bytes);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = cellperf_agent::clock::mono_ns() + udp::START_LEAD_NS;
+    let sent = udp::spawn_sender(
+        &cellperf_agent::wake::Wake::new().unwrap(),
+        data.try_clone().unwrap(),
+        spec.clone(),
+        token,
+        start,
+        stop,
+    )
+    .join()
+    .unwrap();
+    assert_eq!(sent.records.len(), 20);
+}
+
+/// Issue 34: the server sends a client of version 4 the records of its test compact (tag 3,
+/// the steps between records as varints), a client of version 2 as before (tag 2, 28 B a
+/// record); both read the same records.
+#[test]
+fn a_version_4_client_gets_its_records_compact() {
+    let srv = server(1e8, 4);
+    let spec = upload_spec(3000);
+    let plain = handshake(srv.addr, b"s3cret");
+    let (c4, rd4, _) = handshake_for_ticket(srv.addr);
+    for (version, conn) in [(PLAIN_VERSION, plain), (PROTOCOL_VERSION, (c4, rd4))] {
+        let (mut c, _rd, data, cookie) = start_upload(conn, &srv, &spec, true);
+        send_upload(&spec, &data, &cookie);
+        send_message(&mut c, &Message::SendDone { packets_sent: 20 }).unwrap();
+        // The frames as they come, up to the report.
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut bodies = Vec::new();
+        loop {
+            let mut len = [0u8; 4];
+            c.read_exact(&mut len).unwrap();
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            c.read_exact(&mut body).unwrap();
+            if matches!(decode(&body), Ok(Frame::Message(Message::Report { .. }))) {
+                break;
+            }
+            bodies.push(body);
+        }
+        let [records] = &bodies[..] else {
+            panic!("{} frames", bodies.len())
+        };
+        let Ok(Frame::Records { stream, records: r }) = decode(records) else {
+            panic!("not records")
+        };
+        assert_eq!((stream, r.len()), (StreamDir::Up, 20));
+        if version == PLAIN_VERSION {
+            assert_eq!((records[0], records.len()), (TAG_RECORDS, 2 + 20 * 28));
+        } else {
+            assert_eq!(records[0], TAG_RECORDS_COMPACT);
+            assert!(records.len() <= 2 + 20 * 12, "{} B", records.len());
         }
     }
 }
