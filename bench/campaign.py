@@ -131,7 +131,7 @@ def test_phase_split(store: Path, summary: dict) -> None:
         pcap = store / "runs" / r["run_id"] / "mn.pcap"
         if "test" not in ph or not pcap.exists():
             continue
-        fields = ("frame.time_epoch", "ip.src", "tcp.srcport", "tcp.dstport", "tcp.len", "udp.length", "tcp.flags.fin")
+        fields = ("frame.time_epoch", "ip.src", "tcp.srcport", "tcp.dstport", "tcp.len", "udp.payload", "tcp.flags.fin")
         out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", *(a for f in fields for a in ("-e", f))],
                              capture_output=True, text=True).stdout
         pk = [dict(zip(fields, line.split("\t"))) for line in out.splitlines()]
@@ -143,8 +143,22 @@ def test_phase_split(store: Path, summary: dict) -> None:
             continue
         mn, ctrl = first_tcp["ip.src"], first_tcp["tcp.srcport"]
         on_ctrl = lambda q: ctrl in (q["tcp.srcport"], q["tcp.dstport"])
-        data = [float(q["frame.time_epoch"]) for q in pk if not on_ctrl(q)
-                and (int(q["udp.length"] or 0) > 40 or int(q["tcp.len"] or 0) > 0)]
+        # Data: the probe's and the server's packets (CPF1, echoes CPE1), not the UDP hellos,
+        # whatever their size (G.729's are a hello's); TCP segments with payload but the
+        # first the probe sends on each data connection (its cookie, or `data_connection`).
+        introduced: set[str] = set()
+
+        def is_data(q: dict) -> bool:
+            if q["udp.payload"]:
+                return q["udp.payload"].replace(":", "")[:8] in ("43504631", "43504531")
+            if int(q["tcp.len"] or 0) == 0:
+                return False
+            if q["ip.src"] == mn and q["tcp.srcport"] not in introduced:
+                introduced.add(q["tcp.srcport"])
+                return False
+            return True
+
+        data = [float(q["frame.time_epoch"]) for q in pk if not on_ctrl(q) and is_data(q)]
         fin = [float(q["frame.time_epoch"]) for q in pk if on_ctrl(q) and q["tcp.flags.fin"] in ("1", "True")
                and q["ip.src"] == mn]
         if not data or not fin:

@@ -41,3 +41,12 @@ class Server:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+def emulate_plain_link(delay_ms: int, pcap_dir: Path, script: str) -> subprocess.CompletedProcess:
+    """`script` run in `cellperf emulate`'s MN behind a plain 10-Mbit/s link of `delay_ms` each
+    way (no ARQ, frame errors, delay wander or radio states), both ends captured in `pcap_dir`."""
+    return subprocess.run([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "10mbit", "--delay", str(delay_ms),
+                           "--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off",
+                           "--delay-wander", "off", "--radio-states", "off", "--pcap-dir", str(pcap_dir),
+                           "--json", "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)

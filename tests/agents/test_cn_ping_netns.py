@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.agents.conftest import CELLPERF, Server
+from tests.agents.conftest import CELLPERF, Server, emulate_plain_link
 
 pytestmark = pytest.mark.netns
 
@@ -35,10 +35,7 @@ def test_pings_from_the_cn_and_from_the_mn_through_the_emulator(tmp_path):
         args = f"--sizes 100,1000 --count 10 --interval 0.05 --clock-samples 0 --token-file {server.token_file} --json"
         script = (f'{CELLPERF[0]} probe $CELLPERF_CN:{port} -t cn-ping-sweep {args} > {tmp_path}/cn.json && '
                   f'{CELLPERF[0]} probe $CELLPERF_CN:{port} -t ping-sweep {args} > {tmp_path}/mn.json')
-        p = subprocess.run([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "10mbit", "--delay", "20",
-                            "--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off",
-                            "--delay-wander", "off", "--radio-states", "off", "--pcap-dir", str(tmp_path / "caps"),
-                            "--json", "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+        p = emulate_plain_link(20, tmp_path / "caps", script)
         assert p.returncode == 0, p.stderr
     finally:
         server.stop()

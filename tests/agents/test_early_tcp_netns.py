@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.agents.conftest import CELLPERF, Server
+from tests.agents.conftest import CELLPERF, Server, emulate_plain_link
 
 pytestmark = pytest.mark.netns
 
@@ -51,10 +51,7 @@ def test_data_connections_open_beside_the_request_two_round_trips_sooner_with_th
     script = " && ".join(f"{CELLPERF[0]} probe $CELLPERF_CN:{port} {args} > {tmp_path}/run{i}.json && sleep 1.5"
                          for i in range(2))
     try:
-        p = subprocess.run([*CELLPERF, "emulate", "--downlink", "10mbit", "--uplink", "10mbit", "--delay", "50",
-                            "--downlink-arq", "off", "--uplink-arq", "off", "--uplink-frames", "off",
-                            "--delay-wander", "off", "--radio-states", "off", "--pcap-dir", str(tmp_path / "caps"),
-                            "--json", "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+        p = emulate_plain_link(50, tmp_path / "caps", script)
         assert p.returncode == 0, p.stderr
     finally:
         server.stop()

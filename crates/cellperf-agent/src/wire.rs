@@ -853,6 +853,24 @@ mod tests {
         v
     }
 
+    /// A record with a send time only, and one with a receive time only.
+    fn two_records() -> [Record; 2] {
+        [
+            Record {
+                seq: 1,
+                send_ns: Some(5),
+                recv_ns: None,
+                bytes: 20,
+            },
+            Record {
+                seq: 2,
+                send_ns: None,
+                recv_ns: Some(-9),
+                bytes: 1460,
+            },
+        ]
+    }
+
     #[test]
     fn train_schedules_place_each_packet_in_its_train() {
         let spec = UdpSpec {
@@ -938,20 +956,7 @@ mod tests {
         for m in &msgs {
             all.extend(frame_bytes(m));
         }
-        let recs = [
-            Record {
-                seq: 1,
-                send_ns: Some(5),
-                recv_ns: None,
-                bytes: 20,
-            },
-            Record {
-                seq: 2,
-                send_ns: None,
-                recv_ns: Some(-9),
-                bytes: 1460,
-            },
-        ];
+        let recs = two_records();
         send_records(&mut all, StreamDir::Down, &recs).unwrap();
         // Feed one byte per read: the reader must reassemble every frame.
         struct Trickle(Vec<u8>, usize);
@@ -1007,20 +1012,7 @@ mod tests {
             0xb4,
             0x0b, // receive only; seq +1, receive -9, 1460 B
         ];
-        let recs = [
-            Record {
-                seq: 1,
-                send_ns: Some(5),
-                recv_ns: None,
-                bytes: 20,
-            },
-            Record {
-                seq: 2,
-                send_ns: None,
-                recv_ns: Some(-9),
-                bytes: 1460,
-            },
-        ];
+        let recs = two_records();
         let mut framed = Vec::new();
         send_records_compact(&mut framed, StreamDir::Down, &recs).unwrap();
         assert_eq!(framed, FRAME);
