@@ -1493,3 +1493,40 @@ fn data_connections_before_a_request_are_bounded_and_taken_only_by_their_test() 
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 34: a G.729 call's 20-B packets have no room for the test's token, so the probe
+/// paces them only once the server has its UDP hello and says `ready`. With a ticket the hello
+/// goes to the socket the ticket reserved before the connection, and `ready` comes with
+/// `accepted`: the call starts one round trip after the first flight's (before: after
+/// `accepted`, the hello, then `ready`, a round trip more).
+#[test]
+fn a_call_without_room_for_the_token_starts_with_the_first_flights_answer() {
+    let srv = server(1e8, 4);
+    let dir = std::env::temp_dir().join(format!("cellperf-early-hello-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Options {
+        codec: Some("g729".into()),
+        duration_s: Some(0.3),
+        clock_samples: Some(0),
+        ticket_file: Some(dir.join("probe.ticket").to_string_lossy().into()),
+        ..Default::default()
+    };
+    let p = plan("voip", &o).unwrap();
+    let one_way = Duration::from_millis(200);
+    let (relay, _) = delay_relay(srv.addr, one_way);
+    for run in 0..2 {
+        let started = cellperf_agent::clock::realtime_ns();
+        let r = probe::run(&relay.to_string(), b"s3cret", &p, &mut |_| true);
+        assert_eq!(r.error, None, "run {run}");
+        assert_eq!(r.document["packets_received"], r.document["packets_sent"]);
+        if run == 1 {
+            let first_sent = r.log.iter().filter_map(|l| l.send_ns).min().unwrap() - started;
+            // The first flight's round trip (two one-way delays) and the probe's own start.
+            assert!(
+                first_sent < (one_way * 5 / 2).as_nanos() as i64,
+                "{first_sent} ns"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
