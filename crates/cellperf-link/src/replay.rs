@@ -564,12 +564,18 @@ fn spikes_as_holds(light: &mut [Train]) -> Vec<(f64, f64)> {
 }
 
 /// For each train, the index of the first train of its stretch: the trains before it that
-/// follow one another by less than `gap_ms` (`light_time`).
+/// follow one another by less than `gap_ms` (`light_time`), from the first of two packets or
+/// more once there is one. The sizes phase's one-packet lines before the first trains phase
+/// say nothing of a burst's opportunities: in a stretch that began with them (10 s of the
+/// 20 before `bench/replay.py`'s first saturate gap), every burst replayed there took the
+/// first train's opportunities (`delivering_trains`).
 fn stretch_starts(light: &[Train], gap_ms: f64) -> Vec<usize> {
-    let mut first = Vec::with_capacity(light.len());
+    let mut first: Vec<usize> = Vec::with_capacity(light.len());
     for (i, tr) in light.iter().enumerate() {
         let joins = i > 0 && tr.at_ms - light[i - 1].at_ms < gap_ms;
-        first.push(if joins { first[i - 1] } else { i });
+        let from = if joins { first[i - 1] } else { i };
+        let lines_before = light[from].pdo_ms.len() == 1 && tr.pdo_ms.len() > 1;
+        first.push(if lines_before { i } else { from });
     }
     first
 }
@@ -821,7 +827,7 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_among_one_packet_lines_replays_a_recorded_trains_opportunities() {
+    fn a_burst_among_one_packet_lines_and_in_the_gap_after_them_replays_a_recorded_train() {
         // A sizes phase: one-packet lines every 50 ms for 5 s (base 20 ms), then a 10-packet
         // train at 5000 ms (1 ms apart) and a 100-packet one at 5500 (0.5 ms apart). Heavy:
         // bunches of 10 opportunities every 20 ms. A 10-packet burst at 1000 ms (an idle link)
@@ -861,6 +867,13 @@ mod tests {
         .unwrap();
         let want: Vec<f64> = (0..10).map(|i| 1020.0 + i as f64).collect();
         assert_ms(&train_delivery(&mut r, 1000 * MS, 10), &want);
+        // After 6000 ms no train (a gap of over four spacings): the stretch before it is
+        // replayed from its first train (5000 ms), not from the lines: at 7600 ms the moment
+        // 5600, the train of 5500 (0.5 ms apart). From the lines, the moment was 1600 and the
+        // train of 5000 (1 ms apart) stood for 10 s of the stretch's 12; before either change,
+        // the line of 1600 and the saturator's bunch (all at 7620).
+        let want: Vec<f64> = (0..10).map(|i| 7620.0 + 0.5 * i as f64).collect();
+        assert_ms(&train_delivery(&mut r, 7600 * MS, 10), &want);
     }
 
     #[test]
