@@ -9,8 +9,8 @@
 //! train's, then with the saturator's (*heavy*) opportunities, from where the light ones
 //! stopped, for as long as it keeps the link busy.
 //! The link is idle again once it has sent everything and the train's last opportunity has
-//! passed; the next packet starts a new train if the link has been idle about as long as
-//! before a recorded train, else a busy period on the heavy opportunities, the next one
+//! passed; the next packet starts a new train if the link has been idle at all (downlink) or
+//! about as long as before a recorded train (uplink), else a busy period on the heavy opportunities, the next one
 //! moved to the packet's arrival when that falls in a gap of the saturator's trace (a lone
 //! packet on an idle link does not wait for the saturator's next delivery). Each opportunity carries one 1500-byte packet's
 //! bytes, consumed first come first served as in the rate server (`server.rs`). A packet is
@@ -106,6 +106,9 @@ pub struct Replay {
     fixed_delay: Nanos,
     /// Full mode: how long the link must have been idle for a packet to start a light train.
     light_idle: Nanos,
+    /// Full mode: whether a packet that finds the link idle starts a light train however
+    /// short the idle was (the downlink: `Replay::downlink`).
+    trains_after_short_idle: bool,
     /// Full mode: a gap in the light series at least this long (ms; a saturate phase's, when
     /// no trains were sent) is filled with the trains before it, repeated; 0: none is.
     light_gap_ms: f64,
@@ -177,6 +180,7 @@ impl Replay {
             heavy_shift: 0,
             fixed_delay,
             light_idle: ms_to_nanos(spacing / 4.0),
+            trains_after_short_idle: false,
             light_gap_ms: LIGHT_GAP_SPACINGS * spacing,
             stretch_first,
             trains,
@@ -193,6 +197,14 @@ impl Replay {
             last_departure: 0,
             held: DueQueue::default(),
         })
+    }
+
+    /// The downlink's replay: a packet that finds the link idle starts a light train however
+    /// short the idle was (CellReplay's rule), where the uplink's takes the saturator's
+    /// opportunities after less idle than before a recorded train (`on_arrival`).
+    pub fn downlink(mut self) -> Self {
+        self.trains_after_short_idle = true;
+        self
     }
 
     /// Time `t` as ms into the recording (the replay loops).
@@ -350,13 +362,23 @@ impl Replay {
     /// trains, and restarting one at every short gap replayed a train's back-to-back
     /// deliveries (packets an ARQ had held and released together) again and again: a 10-MB
     /// download took 0.85 s where the link took 8.5.
+    /// On the downlink a packet that finds the link idle starts a light train however short
+    /// the idle (`Replay::downlink`): the base station sends a burst that finds its queue
+    /// empty at the link's rate then, which the recorded trains are, and the saturator's
+    /// bunches and ARQ stalls gave a light flow's packets either none of the serialisation
+    /// (a TCP response's full-size packets 28.0 ms one-way, median, where the live link gave
+    /// 34.3 and now 33.9: `bench/replay.py`'s stationary link, 10- and 100-KB downloads) or
+    /// the rest of a stall (a 10-KB response 42-45 ms where live gave 15-25, mobile). The
+    /// uplink's recorded trains begin with the UE's request for grants after 500 ms of idle,
+    /// which a packet a few ms behind the last does not wait for: light trains there gave
+    /// uplink ACKs 53 ms where the live link gave 40.5 (46 as before).
     fn on_arrival(&mut self, t: Nanos) {
         if let Some(tr) = &self.train {
             let idle_since = self.last_departure.max(tr.last_opportunity());
             if t <= idle_since {
                 return;
             }
-            if t - idle_since < self.light_idle {
+            if t - idle_since < self.light_idle && !self.trains_after_short_idle {
                 self.anchor_heavy(t);
                 self.current = None;
                 return;
@@ -625,9 +647,10 @@ static PARSED: std::sync::Mutex<Vec<Parsed>> = std::sync::Mutex::new(Vec::new())
 fn load_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTrace), LinkError> {
     let state = folder_state(bundle);
     let mut parsed = PARSED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = parsed.iter().position(|(b, d, s, ..)| {
-        b == bundle && d == direction && Some(s) == state.as_ref()
-    }) {
+    if let Some(i) = parsed
+        .iter()
+        .position(|(b, d, s, ..)| b == bundle && d == direction && Some(s) == state.as_ref())
+    {
         let (.., b, trace) = parsed.remove(i);
         return Ok((b, trace));
     }
@@ -638,7 +661,13 @@ fn load_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTra
             parsed.remove(0);
         }
         let kept = (b.clone(), trace.clone());
-        parsed.push((bundle.to_string(), direction.to_string(), state, kept.0, kept.1));
+        parsed.push((
+            bundle.to_string(),
+            direction.to_string(),
+            state,
+            kept.0,
+            kept.1,
+        ));
     }
     Ok((b, trace))
 }
@@ -679,10 +708,13 @@ pub fn replay_link(
     let mode = ReplayMode::parse(mode)?;
     let (b, trace) = load_direction(bundle, direction)?;
     let heavy = MahimahiTrace::from_millis(trace.heavy_ms.clone());
-    Ok((
-        Replay::new(trace, b.duration_ms, mode, outage_mode, queue, seed)?,
-        heavy,
-    ))
+    let replay = Replay::new(trace, b.duration_ms, mode, outage_mode, queue, seed)?;
+    let replay = if direction == "downlink" {
+        replay.downlink()
+    } else {
+        replay
+    };
+    Ok((replay, heavy))
 }
 
 #[cfg(test)]
@@ -925,6 +957,43 @@ mod tests {
         // the line of 1600 and the saturator's bunch (all at 7620).
         let want: Vec<f64> = (0..10).map(|i| 7620.0 + 0.5 * i as f64).collect();
         assert_ms(&train_delivery(&mut r, 7600 * MS, 10), &want);
+    }
+
+    #[test]
+    fn a_downlink_burst_after_a_short_idle_replays_a_light_train() {
+        // Heavy: a lone opportunity every 40 ms (40, 80, ...), a bunch of 9 30 ms after each
+        // (70, 110, ...): a saturated link's ARQ stall after each delivery. 10 packets at
+        // 50 ms take the light train of 0 ms (50..59 + 22.5); 10 more at 75 ms, 16 ms after its
+        // last opportunity (less than the 50 ms of idle before a recorded train).
+        let mut trace = crafted();
+        trace.heavy_ms = (1..=25)
+            .flat_map(|k| std::iter::once(40 * k).chain([40 * k + 30; 9]))
+            .collect();
+        let arrivals: Vec<(Nanos, usize)> = (0..20)
+            .map(|i| ((if i < 10 { 50 } else { 75 }) * MS, 1500))
+            .collect();
+        let deliveries = |r: &mut Replay| -> Vec<f64> {
+            run(r, &arrivals, 100_000, 2000 * MS)
+                .iter()
+                .map(|&(t, _)| t as f64 / 1e6)
+                .collect()
+        };
+        let first: Vec<f64> = (0..10).map(|i| 72.5 + i as f64).collect();
+        // The downlink: the second burst starts a light train too, the train of 0 ms's
+        // opportunities from 75 ms at the base then (23.75 ms), as the base station sends a
+        // burst that finds its queue empty.
+        let mut down = replay(trace.clone(), ReplayMode::Full).downlink();
+        let mut want = first.clone();
+        want.extend((0..10).map(|i| 98.75 + i as f64));
+        assert_ms(&deliveries(&mut down), &want);
+        // The uplink (and the downlink before): the saturator's opportunities, the next one
+        // (80) moved to the arrival; the other nine wait for the bunch of 110 (105 when moved
+        // as much), at the base then (25.25 ms): the rest of the saturator's gap.
+        let mut up = replay(trace, ReplayMode::Full);
+        let mut want = first;
+        want.push(98.75);
+        want.extend([130.25; 9]);
+        assert_ms(&deliveries(&mut up), &want);
     }
 
     #[test]
