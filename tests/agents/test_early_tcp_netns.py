@@ -73,12 +73,15 @@ def test_data_connections_open_beside_the_request_two_round_trips_sooner_with_th
         seen.append({
             "round_trips": (first_data - t0) / rtt,
             "data_port": data[0]["tcp.dstport"],
+            "mn_port": mn_port,
             "syn": (syn["tcp.options.mss_val"], syn["tcp.options.wscale.shift"], syn["tcp.window_size_value"]),
             "largest_segment": max(int(s["tcp.len"] or 0) for s in from_server),
             "largest_window": max(int(s["tcp.window_size"]) for s in data if s["tcp.srcport"] == mn_port
                                   and s["tcp.flags.syn"] == "0"),
         })
     no_ticket, ticket = seen
+    ticket_data_port = seen[1].pop("mn_port")
+    no_ticket.pop("mn_port")
     # Without a ticket: connect, hello, auth + request, the data connection's connect, its
     # cookie and the server's first data: 5 round trips. With one (the old code: 4, the data
     # connection opening after `accepted`): the connect and the first flight.
@@ -90,3 +93,12 @@ def test_data_connections_open_beside_the_request_two_round_trips_sooner_with_th
     assert no_ticket["largest_segment"] == ticket["largest_segment"] == 988, seen
     assert 60_000 < no_ticket["largest_window"] <= 65_536 and 60_000 < ticket["largest_window"] <= 65_536, seen
     assert docs[0]["congestion"] == docs[1]["congestion"] and docs[0]["mss"] == docs[1]["mss"] == 988
+    # The analysis tells the data connection on the control port from the control connections
+    # by its first frame (`data_connection`): the campaign counts it as the test's data.
+    from cellperf.analysis import analyze
+
+    flows = analyze(mn_pcap, side="mn", interval=0.1).report["flows"]
+    on_port = [(f["sport"], f["data_connection"]) for f in flows if f["proto"] == "tcp" and f["direction"] == "uplink"
+               and str(f["dport"]) == port]
+    assert sorted(on_port) == sorted([(int(r[0][0]["tcp.srcport"]), False) for r in runs]
+                                     + [(int(ticket_data_port), True)]), on_port

@@ -27,3 +27,17 @@ def test_roles_from_first_packet_direction_protocol_and_control_port():
     # A TCP test's data is TCP; without a known control port no flow is `control`.
     assert _flow_roles({"flows": flows}, packets, "tcp", None) == {0: "data", 1: "other", 2: "stray",
                                                                          3: "stray", 4: "data"}
+
+
+def test_a_data_connection_to_the_control_port_is_data():
+    """Protocol version 4: a TCP test's data connection opened beside a resumed request goes
+    to the control port; the analysis marks it by its first frame (`data_connection`) and it
+    is the test's data, where the resumed control connection beside it (no hello) is control.
+    Before, the port made both `control` and the run had no data flow."""
+    flows = [
+        {"flow_id": 0, "proto": "tcp", "sport": 40000, "dport": CONTROL_PORT},  # resumed control
+        {"flow_id": 1, "proto": "tcp", "sport": 40001, "dport": CONTROL_PORT, "data_connection": True},
+    ]
+    packets = pl.DataFrame([(0, 1.0, True), (1, 1.0, True)],
+                           schema={"flow_id": pl.UInt32, "ts": pl.Float64, "uplink": pl.Boolean}, orient="row")
+    assert _flow_roles({"flows": flows}, packets, "tcp", CONTROL_PORT) == {0: "control", 1: "data"}

@@ -67,6 +67,9 @@ pub(crate) struct FlowAt {
     /// control protocol (see [`is_control_hello`]).
     payload_seen: bool,
     pub control: bool,
+    /// The first payload was the agents' `data_connection` frame: a test's data connection
+    /// opened to the server's control port beside its request (see [`is_data_connection`]).
+    pub data_connection: bool,
     /// The last packets of each direction (a ring; an id of 0 is an empty slot).
     recent: [[Fingerprint; RECENT_PACKETS]; 2],
     /// Where each direction's next packet goes in `recent`.
@@ -89,6 +92,7 @@ impl FlowAt {
             fragments: [Fragments::default(); 2],
             payload_seen: false,
             control: false,
+            data_connection: false,
             recent: [[Fingerprint::EMPTY; RECENT_PACKETS]; 2],
             next: [0; 2],
         }
@@ -311,6 +315,7 @@ impl Scan {
                 if t.payload_len > 0 && !f.payload_seen {
                     f.payload_seen = true;
                     f.control = is_control_hello(t.payload);
+                    f.data_connection = is_data_connection(t.payload);
                 }
                 let rec = TcpRec::new(p.ts_ns, dir, p.ip.ip_id, t);
                 if rec.has(SYN) && !rec.has(ACK) {
@@ -446,6 +451,14 @@ impl Scan {
 fn is_control_hello(payload: &[u8]) -> bool {
     const HELLO: &[u8] = b"\x01{\"type\":\"hello\"";
     payload.get(4..4 + HELLO.len()) == Some(HELLO)
+}
+
+/// Whether a TCP connection's first payload is the agents' `data_connection` frame (protocol
+/// version 4): a test's data connection opened to the server's control port, so that the
+/// port alone does not tell a control connection (one opened with `resume` has no hello).
+fn is_data_connection(payload: &[u8]) -> bool {
+    const OPENING: &[u8] = b"\x01{\"type\":\"data_connection\"";
+    payload.get(4..4 + OPENING.len()) == Some(OPENING)
 }
 
 /// What a flow's first packet at the CN must match at the MN to be the same flow behind a

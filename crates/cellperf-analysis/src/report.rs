@@ -162,6 +162,9 @@ pub struct FlowReport {
     /// A control connection of cellperf's agents (known by its hello, on any port): no
     /// data flow, never among the competing flows.
     pub control: bool,
+    /// A test's data connection that opened with the agents' `data_connection` frame (to the
+    /// server's control port, protocol version 4): data, whatever its port says.
+    pub data_connection: bool,
     /// First and last packet of the flow (Unix seconds): for TCP at the capture its goodput
     /// is measured at (the receiver's, when there), else at the one `duration_s` comes from.
     pub start_s: f64,
@@ -554,6 +557,7 @@ impl<'a> FlowCtx<'a> {
             bytes,
             capture_duplicates: duplicates,
             control: self.at.iter().any(|(_, f)| f.control),
+            data_connection: self.at.iter().any(|(_, f)| f.data_connection),
             start_s: main.first_ts as f64 / 1e9,
             end_s: main.last_ts as f64 / 1e9,
             duration_s,

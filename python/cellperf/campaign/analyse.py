@@ -95,7 +95,9 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
     server that last used this address block (docs/campaigns.md; the runner's own runs close
     their connections before their link goes). With `data_after_login` (a stream over TCP:
     the player logs in with the agents' hello, then the media follows on that connection) a
-    connection that opens with the hello is the test's data."""
+    connection that opens with the hello is the test's data. A TCP test's data connection
+    opened beside a resumed request goes to the control port too (protocol version 4): the
+    analysis knows it by its first frame, `data_connection`, and it is data."""
     opened_by_mn = dict(
         packets.group_by("flow_id").agg(pl.col("uplink").sort_by("ts").first()).iter_rows()) if packets.height else {}
     roles = {}
@@ -104,7 +106,8 @@ def _flow_roles(report: dict, packets: pl.DataFrame, protocol: str | None, contr
         if not opened_by_mn.get(fid, True):
             roles[fid] = "stray"
         elif f["proto"] == "tcp" and (f.get("control") and not data_after_login
-                                      or control_port is not None and control_port in (f["sport"], f["dport"])):
+                                      or control_port is not None and control_port in (f["sport"], f["dport"])
+                                      and not f.get("data_connection")):
             roles[fid] = "control"
         elif members is not None:
             # A group: the test's traffic is what a member opened, in that member's protocol.
