@@ -449,16 +449,24 @@ impl Scan {
 /// length, the message tag 1 and the JSON `{"type":"hello"`. The control connection is
 /// then known on any port, and kept out of the competition among data flows.
 fn is_control_hello(payload: &[u8]) -> bool {
-    const HELLO: &[u8] = b"\x01{\"type\":\"hello\"";
-    payload.get(4..4 + HELLO.len()) == Some(HELLO)
+    opens_with_message(payload, b"hello")
 }
 
 /// Whether a TCP connection's first payload is the agents' `data_connection` frame (protocol
 /// version 4): a test's data connection opened to the server's control port, so that the
 /// port alone does not tell a control connection (one opened with `resume` has no hello).
 fn is_data_connection(payload: &[u8]) -> bool {
-    const OPENING: &[u8] = b"\x01{\"type\":\"data_connection\"";
-    payload.get(4..4 + OPENING.len()) == Some(OPENING)
+    opens_with_message(payload, b"data_connection")
+}
+
+/// Whether `payload` begins with an agents' frame (4-byte length, tag 1) whose JSON message
+/// is of type `kind`.
+fn opens_with_message(payload: &[u8], kind: &[u8]) -> bool {
+    const TYPE: &[u8] = b"\x01{\"type\":\"";
+    let Some(rest) = payload.get(4..).and_then(|p| p.strip_prefix(TYPE)) else {
+        return false;
+    };
+    rest.strip_prefix(kind).is_some_and(|r| r.first() == Some(&b'"'))
 }
 
 /// What a flow's first packet at the CN must match at the MN to be the same flow behind a
@@ -469,5 +477,27 @@ fn opening_signature(t: &Transport<'_>) -> Option<Signature> {
         Transport::Tcp(t) if t.has(SYN) && !t.has(ACK) => Some(Signature::syn(t.seq)),
         Transport::Udp(u) => Some(Signature::datagram(payload_hash(u), u.payload_len)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first payloads of a probe's connections as a capture holds them (frame length,
+    /// tag 1, JSON): a hello marks control, `data_connection` a data connection to the control
+    /// port, a `resume` neither; a type that only begins like one is neither.
+    #[test]
+    fn a_connections_first_frame_says_control_or_data_connection() {
+        let frame = |json: &str| [&[0, 0, 0, 0x5b, 1][..], json.as_bytes()].concat();
+        let hello = frame(r#"{"type":"hello","version":4}"#);
+        let data = frame(r#"{"type":"data_connection","cookie":"3617"}"#);
+        let resume = frame(r#"{"type":"resume","version":4}"#);
+        let longer = frame(r#"{"type":"hellos"}"#);
+        assert!(is_control_hello(&hello) && !is_data_connection(&hello));
+        assert!(is_data_connection(&data) && !is_control_hello(&data));
+        assert!(!is_control_hello(&resume) && !is_data_connection(&resume));
+        assert!(!is_control_hello(&longer));
+        assert!(!is_control_hello(&hello[..8]) && !is_data_connection(b""));
     }
 }
