@@ -19,6 +19,7 @@
 //! open connections), with the basis reported beside the direction.
 
 pub mod flows;
+mod gso;
 mod in_step;
 pub mod matching;
 pub mod nat;

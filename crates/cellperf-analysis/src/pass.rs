@@ -17,13 +17,16 @@
 //!   fragmented datagrams) are in no flow; a warning counts them. Each flow direction
 //!   counts its fragmented datagrams, their fragments, and those incomplete at this capture
 //!   ([`Fragments`], seed 004 §II.A).
+//! - **GSO frames**: one frame holding several probe datagrams of one UDP GSO send is
+//!   taken apart into them, as the kernel cuts it (see `gso`).
 
 use ahash::AHashMap;
 use cellperf_capture::decode::tcp_flags::{ACK, SYN};
-use cellperf_capture::{Addr, Fragmentation, IpInfo, Packet, Transport};
+use cellperf_capture::{Addr, Fragmentation, IpInfo, Packet, Transport, UdpInfo};
 use serde::Serialize;
 
 use crate::flows::{Dir, Endpoint, FlowKey, FlowTable, PROTO_TCP, PROTO_UDP};
+use crate::gso;
 use crate::nat::{self, NatPairing, Signature};
 use crate::record::{payload_hash, TcpRec, UdpRec};
 use crate::side::Evidence;
@@ -265,6 +268,33 @@ impl Scan {
     // took it through memory: +10 % instructions per packet, measured with callgrind).
     #[inline(always)]
     pub fn packet(&mut self, p: &Packet<'_>, sh: &mut Shared, v: i64) {
+        if let (Transport::Udp(u), false) = (&p.transport, p.ip.is_fragment()) {
+            if let Some(size) = gso::probe_segment_size(u) {
+                return self.gso_frame(p, u, size, sh, v);
+            }
+        }
+        self.datagram(p, sh, v)
+    }
+
+    /// A frame of several probe datagrams sent as one (see `gso`): each datagram as the
+    /// kernel cuts it, with the frame's time and the next IPv4 id.
+    #[inline(never)]
+    fn gso_frame(&mut self, p: &Packet<'_>, u: &UdpInfo<'_>, size: usize, sh: &mut Shared, v: i64) {
+        let headers = p.ip.len - u.payload_len;
+        for (i, payload) in u.payload.chunks(size).enumerate() {
+            let ip = IpInfo {
+                len: headers + payload.len() as u32,
+                ip_id: p.ip.ip_id.map(|id| id.wrapping_add(i as u16)),
+                ..p.ip
+            };
+            let udp = UdpInfo { payload_len: payload.len() as u32, payload, ..*u };
+            self.datagram(&Packet { ts_ns: p.ts_ns, ip, transport: Transport::Udp(udp) }, sh, v);
+        }
+    }
+
+    /// One TCP segment or UDP datagram (or later fragment of one).
+    #[inline(always)]
+    fn datagram(&mut self, p: &Packet<'_>, sh: &mut Shared, v: i64) {
         self.first_ts = Some(self.first_ts.map_or(p.ts_ns, |t| t.min(p.ts_ns)));
         self.last_ts = Some(self.last_ts.map_or(p.ts_ns, |t| t.max(p.ts_ns)));
         let (proto, sport, dport) = match &p.transport {
