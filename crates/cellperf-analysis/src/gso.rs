@@ -12,28 +12,41 @@
 //! does every later one, each numbered one more than the one before): other payloads
 //! give no sure sign of where one datagram ends.
 
-use cellperf_capture::decode::UdpInfo;
-use cellperf_capture::probe_header::{parse_cellperf, CELLPERF_HEADER_LEN};
+use std::sync::LazyLock;
 
-/// Most datagrams in one GSO send (the kernel's `UDP_MAX_SEGMENTS`).
-pub const MAX_SEGMENTS: u32 = 128;
+use cellperf_capture::probe_header::{parse_cellperf, ProbeHeader, CELLPERF_ECHO_MAGIC, CELLPERF_HEADER_LEN, CELLPERF_MAGIC};
+use cellperf_capture::UdpInfo;
+use memchr::memmem::Finder;
+
+static PROBE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(&CELLPERF_MAGIC));
+static ECHO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(&CELLPERF_ECHO_MAGIC));
 
 /// The size of each datagram in `u` when its payload is several probe datagrams of one
 /// size, `None` when it is one datagram (or its captured bytes cannot show more).
+///
+/// Every probe datagram goes through here, so the common case is one vectorised search
+/// of its padding for a second header (none: the agent pads with zeros); each header
+/// found is a candidate size, taken when it divides the payload and every part is the
+/// next probe.
 #[inline]
 pub fn probe_segment_size(u: &UdpInfo<'_>) -> Option<usize> {
     let first = parse_cellperf(u.payload)?;
-    let len = u.payload_len;
-    if u.payload.len() as u32 != len || len < 2 * CELLPERF_HEADER_LEN as u32 {
+    let len = u.payload.len();
+    if len as u32 != u.payload_len || len < 2 * CELLPERF_HEADER_LEN {
         return None;
     }
-    (2..=MAX_SEGMENTS.min(len / CELLPERF_HEADER_LEN as u32)).filter(|n| len % n == 0).map(|n| (len / n) as usize).find(
-        |&size| {
-            u.payload.chunks(size).enumerate().all(|(i, chunk)| {
-                parse_cellperf(chunk).is_some_and(|h| h.echo == first.echo && h.seq == first.seq.wrapping_add(i as u64))
-            })
-        },
-    )
+    let magic = if first.echo { &*ECHO } else { &*PROBE };
+    magic
+        .find_iter(&u.payload[CELLPERF_HEADER_LEN..])
+        .map(|at| at + CELLPERF_HEADER_LEN)
+        .find(|&size| len % size == 0 && consecutive(u.payload, size, first))
+}
+
+/// Each `size`-byte part of `payload` is the probe after the one before.
+fn consecutive(payload: &[u8], size: usize, first: ProbeHeader) -> bool {
+    payload.chunks(size).enumerate().all(|(i, part)| {
+        parse_cellperf(part).is_some_and(|h| h.echo == first.echo && h.seq == first.seq.wrapping_add(i as u64))
+    })
 }
 
 #[cfg(test)]
@@ -57,6 +70,10 @@ mod tests {
     fn a_frame_of_consecutive_probes_is_cut_at_their_size() {
         assert_eq!(probe_segment_size(&udp(&datagrams(&[266, 267], 1460))), Some(1460));
         assert_eq!(probe_segment_size(&udp(&datagrams(&[7, 8, 9, 10, 11, 12], 172))), Some(172));
+        // Padding that happens to hold the magic before the real boundary.
+        let mut odd = datagrams(&[3, 4], 1460);
+        odd[100..104].copy_from_slice(&CELLPERF_MAGIC);
+        assert_eq!(probe_segment_size(&udp(&odd)), Some(1460));
     }
 
     #[test]
