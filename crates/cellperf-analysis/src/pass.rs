@@ -280,7 +280,7 @@ impl Scan {
     /// kernel cuts it, with the frame's time and the next IPv4 id.
     #[inline(never)]
     fn gso_frame(&mut self, p: &Packet<'_>, u: &UdpInfo<'_>, size: usize, sh: &mut Shared, v: i64) {
-        let headers = p.ip.len - u.payload_len;
+        let headers = p.ip.len.saturating_sub(u.payload_len);
         for (i, payload) in u.payload.chunks(size).enumerate() {
             let ip = IpInfo {
                 len: headers + payload.len() as u32,
