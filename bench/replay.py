@@ -8,7 +8,7 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
   mobile      lte-mobile's, with handoffs at drawn times (drawn interruptions), more wander;
   crowded     stationary, sharing a proportional-fair cell with 2-3 background users who pull
               on/off TCP downloads, each on its own drawn channel;
-  tbf         the kernel's token-bucket shaper (tc tbf: a 3-KB bucket, a 100-ms buffer) on a
+  tbf         the kernel's token-bucket shaper (tc tbf: a 3-KB bucket, a 400-ms buffer) on a
               router namespace between MN and CN namespaces joined by veth pairs
               (cellperf.testbed.veth), drawn rates each way, the servers in the CN's namespace;
               the base delay (this kernel has no netem) from a `cellperf emulate` link in the
@@ -58,6 +58,12 @@ RECORD_PERIOD = "500ms"
 #: TTIs' transport blocks at once; a 30-KB bucket passed a 10-packet train at the veths' line
 #: rate (0.03 ms), which no cell does.
 TBF_BURST = "3kb"
+#: The tbf condition's buffer, as tbf's latency bound (ms): deep, as a cell's per-user buffers
+#: are, so that it holds the recorder's 100-packet trains on the slowest drawn uplink (143 KB
+#: at 4 Mb/s is 286 ms). With 100 ms each 100-packet train lost its last 26 (down) and 57 (up)
+#: packets, the recording's loss series took that for the link's own loss (24 % and 52 %), and
+#: `full` replayed it onto every workload (round nine).
+TBF_QUEUE_MS = 400
 #: The scorecard's columns: the replays, then a second live run (the link's own noise).
 COMPARED = (*scorecard.MODES, scorecard.LIVE_AGAIN)
 
@@ -193,7 +199,7 @@ def emulated_link(condition: str, seed: int, ports: tuple[int, int, int], token:
 
 @contextlib.contextmanager
 def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
-    """The tbf + veth live path: tbf on the router each way (a 100-ms buffer), a fixed base
+    """The tbf + veth live path: tbf on the router each way (`TBF_QUEUE_MS`), a fixed base
     delay each way from a `cellperf emulate` link in the MN's namespace (this kernel has no
     netem; the emulator's rate, 1 Gb/s, is no bottleneck), and the agents', download and page
     servers in the CN's namespace on the host servers' ports. The MN's namespace forwards
@@ -205,9 +211,11 @@ def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
     rng = np.random.default_rng([seed, CONDITIONS.index("tbf")])
     down, up = rng.uniform(8, 20) * 1e6, rng.uniform(4, 8) * 1e6
     delay = rng.uniform(15, 35)
-    drawn = {"downlink": rate(down), "uplink": rate(up), "burst": TBF_BURST, "queue_ms": 100, "delay_ms": round(delay, 1)}
+    drawn = {"downlink": rate(down), "uplink": rate(up), "burst": TBF_BURST, "queue_ms": TBF_QUEUE_MS,
+             "delay_ms": round(delay, 1)}
     delay_link = [*CELLPERF, "emulate", "--downlink", "1gbit", "--uplink", "1gbit", "--delay", f"{delay:.1f}ms", "--"]
-    with VethTestbed(downlink=Bottleneck(rate(down), TBF_BURST, 100), uplink=Bottleneck(rate(up), TBF_BURST, 100)) as tb:
+    shaper = lambda bps: Bottleneck(rate(bps), TBF_BURST, TBF_QUEUE_MS)  # noqa: E731
+    with VethTestbed(downlink=shaper(down), uplink=shaper(up)) as tb:
         tb.sh(tb.mn, "sysctl -qw net.ipv4.ip_forward=1")
         tb.sh(tb.rt, "ip route add 10.231.0.0/16 via " + tb.MN_ADDR)  # the emulator's blocks (docs/emulator.md)
         port, http_port, web_port = ports
