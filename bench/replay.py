@@ -54,9 +54,9 @@ CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded", "tbf")
 #: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
 RECORD_PERIOD = "500ms"
-#: The tbf condition's bucket: two full-size frames (3 ms at 8 Mb/s), as a cell delivers a few
-#: TTIs' transport blocks at once; a 30-KB bucket passed a 10-packet train at the veths' line
-#: rate (0.03 ms), which no cell does.
+#: The tbf condition's bucket: two full-size frames, 3 ms at 8 Mb/s (a choice: a cell delivers
+#: a few ms of its rate at once, not more); a 30-KB bucket passed a 10-packet train at the
+#: veths' line rate (0.03 ms), which no cell does.
 TBF_BURST = "3kb"
 #: The tbf condition's buffer, as tbf's latency bound (ms): deep, as a cell's per-user buffers
 #: are, so that it holds the recorder's 100-packet trains on the slowest drawn uplink (143 KB
@@ -214,8 +214,7 @@ def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
     drawn = {"downlink": rate(down), "uplink": rate(up), "burst": TBF_BURST, "queue_ms": TBF_QUEUE_MS,
              "delay_ms": round(delay, 1)}
     delay_link = [*CELLPERF, "emulate", "--downlink", "1gbit", "--uplink", "1gbit", "--delay", f"{delay:.1f}ms", "--"]
-    shaper = lambda bps: Bottleneck(rate(bps), TBF_BURST, TBF_QUEUE_MS)  # noqa: E731
-    with VethTestbed(downlink=shaper(down), uplink=shaper(up)) as tb:
+    with VethTestbed(*(Bottleneck(rate(bps), TBF_BURST, TBF_QUEUE_MS) for bps in (down, up))) as tb:
         tb.sh(tb.mn, "sysctl -qw net.ipv4.ip_forward=1")
         tb.sh(tb.rt, "ip route add 10.231.0.0/16 via " + tb.MN_ADDR)  # the emulator's blocks (docs/emulator.md)
         port, http_port, web_port = ports
@@ -273,8 +272,8 @@ def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="Short workloads (and a recording as short), on one "
-                    "condition: stationary unless --conditions names others.")
+    ap.add_argument("--quick", action="store_true", help="Short workloads (and a recording as short); on "
+                    "stationary alone unless --conditions is given.")
     ap.add_argument("--seed", type=int, default=1, help="The live links' seed (never given to the recorder).")
     ap.add_argument("--conditions", help="Comma-separated, of " + ", ".join(CONDITIONS) + " (default: all)")
     ap.add_argument("--record", type=float, help="Seconds of recording asked per condition (default: as long as the "
