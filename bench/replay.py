@@ -8,10 +8,12 @@ from a seed the recorder never sees (docs/emulator.md "Replay fidelity"). Per co
   mobile      lte-mobile's, with handoffs at drawn times (drawn interruptions), more wander;
   crowded     stationary, sharing a proportional-fair cell with 2-3 background users who pull
               on/off TCP downloads, each on its own drawn channel;
-  tbf         no emulator: the kernel's token-bucket shaper (tc tbf) on a router namespace
-              between MN and CN namespaces joined by veth pairs (cellperf.testbed.veth), drawn
-              rates each way, the servers in the CN's namespace: a fixed-rate wired link
-              without delay (no netem here), where a replay should be nearly exact.
+  tbf         the kernel's token-bucket shaper (tc tbf: a 3-KB bucket, a 400-ms buffer) on a
+              router namespace between MN and CN namespaces joined by veth pairs
+              (cellperf.testbed.veth), drawn rates each way, the servers in the CN's namespace;
+              the base delay (this kernel has no netem) from a `cellperf emulate` link in the
+              MN's namespace with a drawn fixed delay and no rate limit (1 Gb/s), in series: a
+              fixed-rate bottleneck with no scheduler, where a replay should be nearly exact.
 The same seed gives the same channel from t = 0, so the recording and the live runs see the
 same link. Steps: the scorecard's workloads (cellperf.replay.workloads: ping trains, 10/100-packet
 trains, a VoIP call, 30-s bulk TCP, 10 KB-10 MB HTTP downloads, the 004 pages in Chromium) live;
@@ -22,7 +24,8 @@ the live runs do, and does not loop the recording); then the workloads replayed 
 live run scored as a replay beside `full` and `heavy` ("live-2": the link's own variability). Last, replay CPU against
 the recording's length: the same pings replayed on the recording tiled 1x, 4x and 16x.
 
-    sudo .venv/bin/python bench/replay.py [--quick] [--seed N] [--record SECONDS] [--json FILE] [--keep DIR] [--store DIR]
+    sudo .venv/bin/python bench/replay.py [--quick] [--conditions C,...] [--seed N] [--record SECONDS] [--json FILE]
+        [--keep DIR] [--store DIR]
 """
 
 from __future__ import annotations
@@ -51,6 +54,16 @@ CELLPERF = scorecard.cellperf_command()
 CONDITIONS = ("stationary", "mobile", "crowded", "tbf")
 #: The recorder's train period: a 100-packet train on a 4 Mb/s uplink takes 290 ms.
 RECORD_PERIOD = "500ms"
+#: The tbf condition's bucket: two full-size frames, 3 ms at 8 Mb/s (a choice: a cell delivers
+#: a few ms of its rate at once, not more); a 30-KB bucket passed a 10-packet train at the
+#: veths' line rate (0.03 ms), which no cell does.
+TBF_BURST = "3kb"
+#: The tbf condition's buffer, as tbf's latency bound (ms): deep, as a cell's per-user buffers
+#: are, so that it holds the recorder's 100-packet trains on the slowest drawn uplink (143 KB
+#: at 4 Mb/s is 286 ms). With 100 ms each 100-packet train lost its last 26 (down) and 57 (up)
+#: packets, the recording's loss series took that for the link's own loss (24 % and 52 %), and
+#: `full` replayed it onto every workload (round nine).
+TBF_QUEUE_MS = 400
 #: The scorecard's columns: the replays, then a second live run (the link's own noise).
 COMPARED = (*scorecard.MODES, scorecard.LIVE_AGAIN)
 
@@ -186,17 +199,24 @@ def emulated_link(condition: str, seed: int, ports: tuple[int, int, int], token:
 
 @contextlib.contextmanager
 def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
-    """The tbf + veth live path: tbf on the router each way (a 100-ms buffer; no delay: this
-    kernel has no netem, so the path's own is the veths' tens of µs), and the agents', download
-    and page servers in the CN's namespace on the host servers' ports. Yields as
-    `emulated_link` does."""
+    """The tbf + veth live path: tbf on the router each way (`TBF_QUEUE_MS`), a fixed base
+    delay each way from a `cellperf emulate` link in the MN's namespace (this kernel has no
+    netem; the emulator's rate, 1 Gb/s, is no bottleneck), and the agents', download and page
+    servers in the CN's namespace on the host servers' ports. The MN's namespace forwards
+    between the emulator's link and its veth, and the router routes the emulator's addresses
+    back to it. Yields as `emulated_link` does."""
     from cellperf.campaign.web import shipped_site
     from cellperf.testbed.veth import Bottleneck, VethTestbed
 
     rng = np.random.default_rng([seed, CONDITIONS.index("tbf")])
     down, up = rng.uniform(8, 20) * 1e6, rng.uniform(4, 8) * 1e6
-    drawn = {"downlink": rate(down), "uplink": rate(up), "queue_ms": 100}
-    with VethTestbed(downlink=Bottleneck(rate(down), "30kb", 100), uplink=Bottleneck(rate(up), "30kb", 100)) as tb:
+    delay = rng.uniform(15, 35)
+    drawn = {"downlink": rate(down), "uplink": rate(up), "burst": TBF_BURST, "queue_ms": TBF_QUEUE_MS,
+             "delay_ms": round(delay, 1)}
+    delay_link = [*CELLPERF, "emulate", "--downlink", "1gbit", "--uplink", "1gbit", "--delay", f"{delay:.1f}ms", "--"]
+    with VethTestbed(*(Bottleneck(rate(bps), TBF_BURST, TBF_QUEUE_MS) for bps in (down, up))) as tb:
+        tb.sh(tb.mn, "sysctl -qw net.ipv4.ip_forward=1")
+        tb.sh(tb.rt, "ip route add 10.231.0.0/16 via " + tb.MN_ADDR)  # the emulator's blocks (docs/emulator.md)
         port, http_port, web_port = ports
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         tb.popen(tb.cn, [*CELLPERF, "server", "--listen", f"0.0.0.0:{port}", "--token-file", str(token),
@@ -206,7 +226,7 @@ def tbf_link(seed: int, ports: tuple[int, int, int], token: Path, work: Path):
                          "--compression", "off", "--http", "1.1"], **quiet)
         for p in ports:  # each server listening before the first run
             tb.sh(tb.cn, f"for i in $(seq 100); do ss -ltn | grep -q ':{p} ' && exit 0; sleep 0.1; done; exit 1")
-        yield (lambda: ["ip", "netns", "exec", tb.mn]), addresses(tb.CN_ADDR, ports), drawn
+        yield (lambda: ["ip", "netns", "exec", tb.mn, *delay_link]), addresses(tb.CN_ADDR, ports), drawn
 
 
 def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int], token: Path, work: Path) -> dict:
@@ -252,9 +272,10 @@ def condition_card(condition: str, args, plan: dict, ports: tuple[int, int, int]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="One condition (stationary), short workloads (and a recording as short).")
+    ap.add_argument("--quick", action="store_true", help="Short workloads (and a recording as short); on "
+                    "stationary alone unless --conditions is given.")
     ap.add_argument("--seed", type=int, default=1, help="The live links' seed (never given to the recorder).")
-    ap.add_argument("--conditions", default=",".join(CONDITIONS), help="Comma-separated, of " + ", ".join(CONDITIONS))
+    ap.add_argument("--conditions", help="Comma-separated, of " + ", ".join(CONDITIONS) + " (default: all)")
     ap.add_argument("--record", type=float, help="Seconds of recording asked per condition (default: as long as the "
                     "first live run of the workloads took, so that the replays do not loop the recording).")
     ap.add_argument("--json", type=Path, help="Write every figure and the raw samples here.")
@@ -267,7 +288,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.background:
         return background(args.background, args.token_file, args.stop, args.user)
-    conditions = ["stationary"] if args.quick else [c.strip() for c in args.conditions.split(",")]
+    if args.conditions:
+        conditions = [c.strip() for c in args.conditions.split(",")]
+    else:
+        conditions = ["stationary"] if args.quick else list(CONDITIONS)
     if set(conditions) - set(CONDITIONS):
         ap.error(f"--conditions: choose from {', '.join(CONDITIONS)}")
     plan = workloads.QUICK_PLAN if args.quick else workloads.DEFAULT_PLAN
