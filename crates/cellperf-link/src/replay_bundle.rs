@@ -106,6 +106,14 @@ impl Bundle {
     }
 
     fn open(path: &str, only: Option<&str>) -> Result<Bundle, LinkError> {
+        match Self::kind(path)? {
+            BundleKind::Cellperf => Self::load_cellperf(Path::new(path), only),
+            BundleKind::CellReplay => Self::load_cellreplay(Path::new(path)),
+        }
+    }
+
+    /// A cellperf bundle (a manifest) or a CellReplay folder (its trace files), or the error.
+    fn kind(path: &str) -> Result<BundleKind, LinkError> {
         let dir = Path::new(path);
         if !dir.is_dir() {
             return Err(LinkError::file(
@@ -114,11 +122,11 @@ impl Bundle {
             ));
         }
         if dir.join("manifest.json").exists() {
-            Self::load_cellperf(dir, only)
+            Ok(BundleKind::Cellperf)
         } else if dir.join(CELLREPLAY_FILES[0].0).exists()
             || dir.join(CELLREPLAY_FILES[1].0).exists()
         {
-            Self::load_cellreplay(dir)
+            Ok(BundleKind::CellReplay)
         } else {
             Err(LinkError::file(
                 path,
@@ -177,49 +185,41 @@ impl Bundle {
         }
     }
 
-    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
-        let manifest_path = dir.join("manifest.json");
-        let name = manifest_path.display().to_string();
-        let text = read(&manifest_path)?;
-        let invalid = |e: serde_json::Error| {
-            let problem = if e.is_eof() {
-                "truncated (the JSON ends early)".to_string()
-            } else {
-                format!("not a bundle manifest ({e})")
-            };
-            LinkError::file(&name, problem)
+    /// Checks what a replay of one direction needs without parsing its series: the manifest
+    /// (format, version, duration, directions) and the direction's files, readable. The series'
+    /// own errors come, once, when the replay parses them (`replay::replay_link`): a long
+    /// recording's heavy trace is millions of lines, most of a replay's start-up.
+    pub fn check_direction(path: &str, direction: &str) -> Result<(), LinkError> {
+        let dir = Path::new(path);
+        let files: Vec<PathBuf> = match Self::kind(path)? {
+            BundleKind::Cellperf => {
+                let manifest = read_manifest(dir)?;
+                if !manifest.directions.iter().any(|d| d == direction) {
+                    return Err(no_direction(path, direction));
+                }
+                // In the order `load_cellperf` reads them.
+                std::iter::once(dir.join("outages"))
+                    .chain(
+                        ["light", "heavy", "offset", "loss"]
+                            .iter()
+                            .map(|series| dir.join(format!("{direction}.{series}"))),
+                    )
+                    .collect()
+            }
+            // Read whole (`load_cellreplay`): both directions' trains and saturator traces.
+            BundleKind::CellReplay => CELLREPLAY_FILES
+                .iter()
+                .flat_map(|(light, heavy, _)| [dir.join(light), dir.join(heavy)])
+                .collect(),
         };
-        let header: Header = serde_json::from_str(&text).map_err(invalid)?;
-        let format = header.format.as_ref().and_then(|v| v.as_str());
-        let version = header.version.as_ref().and_then(|v| v.as_u64());
-        if format != Some(FORMAT) || version != Some(VERSION) {
-            let shown =
-                |v: &Option<serde_json::Value>| v.as_ref().map_or("none".into(), |v| v.to_string());
-            return Err(LinkError::file(
-                &name,
-                format!(
-                    "format {} version {}: this cellperf reads format \"{FORMAT}\" version {VERSION}",
-                    shown(&header.format),
-                    shown(&header.version)
-                ),
-            ));
+        for file in files {
+            std::fs::File::open(&file).map_err(|e| unreadable(&file, e))?;
         }
-        let manifest: Manifest = serde_json::from_str(&text).map_err(invalid)?;
-        if !(manifest.duration_s.is_finite() && manifest.duration_s > 0.0) {
-            return Err(LinkError::file(
-                &name,
-                format!(
-                    "duration_s {} is not a positive number of seconds",
-                    manifest.duration_s
-                ),
-            ));
-        }
-        if manifest.directions.is_empty() {
-            return Err(LinkError::file(
-                &name,
-                "directions is empty: the bundle records nothing",
-            ));
-        }
+        Ok(())
+    }
+
+    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
+        let manifest = read_manifest(dir)?;
         let outage_lines = read_series(&dir.join("outages"), true)?;
         let mut bundle = Bundle {
             path: dir.to_path_buf(),
@@ -230,12 +230,6 @@ impl Bundle {
             uplink: None,
         };
         for direction in &manifest.directions {
-            if direction != "downlink" && direction != "uplink" {
-                return Err(LinkError::file(
-                    &name,
-                    format!("direction {direction:?} is not downlink or uplink"),
-                ));
-            }
             if only.is_some_and(|o| o != direction) {
                 continue;
             }
@@ -463,12 +457,83 @@ impl Series {
     }
 }
 
-fn read(path: &Path) -> Result<String, LinkError> {
+/// A cellperf bundle's manifest, read and checked: its format and version first, then the
+/// duration and the directions.
+fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
+    let manifest_path = dir.join("manifest.json");
+    let name = manifest_path.display().to_string();
+    let text = read(&manifest_path)?;
+    let invalid = |e: serde_json::Error| {
+        let problem = if e.is_eof() {
+            "truncated (the JSON ends early)".to_string()
+        } else {
+            format!("not a bundle manifest ({e})")
+        };
+        LinkError::file(&name, problem)
+    };
+    let header: Header = serde_json::from_str(&text).map_err(invalid)?;
+    let format = header.format.as_ref().and_then(|v| v.as_str());
+    let version = header.version.as_ref().and_then(|v| v.as_u64());
+    if format != Some(FORMAT) || version != Some(VERSION) {
+        let shown =
+            |v: &Option<serde_json::Value>| v.as_ref().map_or("none".into(), |v| v.to_string());
+        return Err(LinkError::file(
+            &name,
+            format!(
+                "format {} version {}: this cellperf reads format \"{FORMAT}\" version {VERSION}",
+                shown(&header.format),
+                shown(&header.version)
+            ),
+        ));
+    }
+    let manifest: Manifest = serde_json::from_str(&text).map_err(invalid)?;
+    if !(manifest.duration_s.is_finite() && manifest.duration_s > 0.0) {
+        return Err(LinkError::file(
+            &name,
+            format!(
+                "duration_s {} is not a positive number of seconds",
+                manifest.duration_s
+            ),
+        ));
+    }
+    if manifest.directions.is_empty() {
+        return Err(LinkError::file(
+            &name,
+            "directions is empty: the bundle records nothing",
+        ));
+    }
+    if let Some(d) = manifest
+        .directions
+        .iter()
+        .find(|d| *d != "downlink" && *d != "uplink")
+    {
+        return Err(LinkError::file(
+            &name,
+            format!("direction {d:?} is not downlink or uplink"),
+        ));
+    }
+    Ok(manifest)
+}
+
+fn unreadable(path: &Path, e: std::io::Error) -> LinkError {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+    match e.kind() {
         std::io::ErrorKind::NotFound => LinkError::file(&name, "missing from the bundle"),
         _ => LinkError::file(&name, format!("cannot read ({e})")),
-    })?;
+    }
+}
+
+/// The error of a replay of a direction the recording does not have.
+pub fn no_direction(bundle: &str, direction: &str) -> LinkError {
+    LinkError::file(
+        bundle,
+        format!("the recording has no {direction} (its manifest's directions)"),
+    )
+}
+
+fn read(path: &Path) -> Result<String, LinkError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| unreadable(path, e))?;
     String::from_utf8(bytes).map_err(|_| LinkError::file(&name, "not text"))
 }
 
