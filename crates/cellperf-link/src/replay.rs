@@ -45,6 +45,7 @@ use crate::queue::QueueSpec;
 use crate::random::SeededRng;
 use crate::replay_bundle::{no_direction, Bundle, DirectionTrace, Train};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayMode {
@@ -63,6 +64,8 @@ impl ReplayMode {
         }
     }
 }
+
+const MS_NANOS: Nanos = 1_000_000;
 
 fn ms_to_nanos(ms: f64) -> Nanos {
     (ms * 1e6).round().max(0.0) as Nanos
@@ -95,8 +98,9 @@ pub struct Replay {
     mode: ReplayMode,
     trace: DirectionTrace,
     period: Nanos,
-    /// One period's heavy opportunities, ns.
-    heavy: Vec<Nanos>,
+    /// One period's heavy opportunities, ms: the trace's own vector, shared with the link's
+    /// heavy trace (`replay_link`), never copied (a long recording's are millions).
+    heavy: Arc<Vec<u64>>,
     /// The next unused heavy opportunity: (loop, index).
     heavy_next: (u64, usize),
     /// Full mode: how much earlier than recorded the heavy opportunities of the link's
@@ -154,8 +158,8 @@ impl Replay {
                 "a replay's queue is unbounded or drop-tail (packets=N, bytes=N), not CoDel",
             ));
         }
-        let heavy: Vec<Nanos> = trace.heavy_ms.iter().map(|&ms| ms * 1_000_000).collect();
-        let period = ms_to_nanos(period_ms).max(*heavy.last().unwrap_or(&1));
+        let heavy = Arc::new(std::mem::take(&mut trace.heavy_ms));
+        let period = ms_to_nanos(period_ms).max(heavy.last().map_or(1, |&ms| ms * MS_NANOS));
         let fixed_delay = ms_to_nanos(
             trace
                 .light
@@ -238,7 +242,7 @@ impl Replay {
 
     /// A heavy opportunity's time: loop `k`, index `i`.
     fn heavy_at(&self, (k, i): (u64, usize)) -> Nanos {
-        k * self.period + self.heavy[i]
+        k * self.period + self.heavy[i] * MS_NANOS
     }
 
     /// The first heavy opportunity at or after `t` not used yet: (loop, index).
@@ -247,7 +251,9 @@ impl Replay {
             return self.heavy_next;
         }
         let mut k = t / self.period;
-        let mut i = self.heavy.partition_point(|&h| h < t - k * self.period);
+        let mut i = self
+            .heavy
+            .partition_point(|&h| h * MS_NANOS < t - k * self.period);
         if i == self.heavy.len() {
             k += 1;
             i = 0;
@@ -645,8 +651,8 @@ pub fn replay_link(
 ) -> Result<(Replay, MahimahiTrace), LinkError> {
     let mode = ReplayMode::parse(mode)?;
     let (b, trace) = load_direction(bundle, direction)?;
-    let heavy = MahimahiTrace::from_millis(trace.heavy_ms.clone());
     let replay = Replay::new(trace, b.duration_ms, mode, outage_mode, queue, seed)?;
+    let heavy = MahimahiTrace::from_millis(replay.heavy.clone());
     let replay = if direction == "downlink" {
         replay.downlink()
     } else {

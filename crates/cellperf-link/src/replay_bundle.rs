@@ -592,29 +592,35 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
 }
 
 fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
-    let mut out: Vec<u64> = Vec::new();
-    // A line of digits alone is read from its bytes at once (a long recording has millions of
-    // lines: trimming and parsing each as text was most of a replay's start-up); any other
-    // line (a comment, spaces, CR LF, a mistake) goes the way of every series.
-    for (i, raw) in s.text.as_bytes().split(|&b| b == b'\n').enumerate() {
-        let line = i + 1;
-        let ms = if !raw.is_empty() && raw.len() <= 18 && raw.iter().all(u8::is_ascii_digit) {
-            raw.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'))
+    let bytes = s.text.as_bytes();
+    // Sized once: grown by doubling, the vector was copied about twice over.
+    let mut out: Vec<u64> = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+    // A line of digits alone is read in the one pass over the bytes (a long recording has
+    // millions of lines: splitting, checking and then reading each line was most of a
+    // replay's start-up); any other line (a comment, spaces, CR LF, a mistake) goes the way
+    // of every series.
+    let (mut line, mut start, mut ms, mut digits, mut plain) = (1, 0, 0u64, 0, true);
+    for (i, &b) in bytes.iter().chain([&b'\n']).enumerate() {
+        if b != b'\n' {
+            if b.is_ascii_digit() && digits < 18 {
+                ms = ms * 10 + u64::from(b - b'0');
+                digits += 1;
+            } else {
+                plain = false;
+            }
+            continue;
+        }
+        let raw = &bytes[start..i.min(bytes.len())];
+        let value = if plain && digits > 0 {
+            Some(ms)
         } else {
-            // Split at a newline of valid UTF-8: still valid.
-            let text = std::str::from_utf8(raw).unwrap_or_default().trim();
-            if text.is_empty() || text.starts_with('#') {
-                continue;
-            }
-            let f: Vec<&str> = text.split_whitespace().collect();
-            s.fields(line, &f, 1, "one millisecond per line")?;
-            if f[0].starts_with('-') {
-                return Err(s.error(line, format!("negative time ({})", f[0])));
-            }
-            s.count(line, f[0], "time (ms)")?
+            heavy_line(s, line, raw)?
         };
-        s.in_order(line, ms, out.last().copied())?;
-        out.push(ms);
+        if let Some(value) = value {
+            s.in_order(line, value, out.last().copied())?;
+            out.push(value);
+        }
+        (line, start, ms, digits, plain) = (line + 1, i + 1, 0, 0, true);
     }
     match out.last() {
         None => Err(s.empty("heavy delivery opportunity")),
@@ -624,6 +630,21 @@ fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
         )),
         Some(_) => Ok(out),
     }
+}
+
+/// A heavy trace's line other than digits alone: `None` for a blank line or a comment.
+fn heavy_line(s: &Series, line: usize, raw: &[u8]) -> Result<Option<u64>, LinkError> {
+    // Split at a newline of valid UTF-8: still valid.
+    let text = std::str::from_utf8(raw).unwrap_or_default().trim();
+    if text.is_empty() || text.starts_with('#') {
+        return Ok(None);
+    }
+    let f: Vec<&str> = text.split_whitespace().collect();
+    s.fields(line, &f, 1, "one millisecond per line")?;
+    if f[0].starts_with('-') {
+        return Err(s.error(line, format!("negative time ({})", f[0])));
+    }
+    s.count(line, f[0], "time (ms)").map(Some)
 }
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {
