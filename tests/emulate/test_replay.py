@@ -35,3 +35,13 @@ def test_pings_see_the_recorded_base_delays(tmp_path):
     heavy = pings(bundle, "heavy")
     # heavy: the next 1-ms opportunity (0-1 ms each way) + 20 + 10 ms.
     assert min(heavy) >= 30.0 and statistics.median(heavy) < 33.0, heavy
+
+
+def test_a_bad_series_stops_the_run_in_one_line_naming_file_and_line(tmp_path):
+    # The check before the namespaces reads the bundle's manifest and opens its files; the
+    # link's build parses the series, once, and a fault in them ends the run with the parse's
+    # own line (the namespaces removed: `nothing_left_behind`).
+    b = write_bundle(tmp_path / "b", {"downlink.heavy": "1\n2\nx\n10\n"})
+    p = emulate("--replay", str(b), "--", "true")
+    assert p.returncode == 1 and p.stdout == "", p.stderr
+    assert p.stderr == f"cellperf: error: {b}/downlink.heavy: line 3: time (ms) is not a whole number ≥ 0\n"

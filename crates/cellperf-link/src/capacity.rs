@@ -58,7 +58,7 @@ pub trait Capacity: Send {
 /// 1500-byte opportunity, the trace repeating with a period equal to its last time.
 #[derive(Debug, Clone)]
 pub struct MahimahiTrace {
-    times_ms: Arc<[u64]>,
+    times_ms: Arc<Vec<u64>>,
     period_ms: u64,
     index: usize,
     loops: u64,
@@ -91,11 +91,12 @@ impl MahimahiTrace {
     }
 
     /// A trace from its opportunities (ms, non-decreasing, the last > 0), e.g. a replay
-    /// bundle's heavy series.
-    pub fn from_millis(times_ms: Vec<u64>) -> Self {
+    /// bundle's heavy series, owned or shared with the replay (`replay::replay_link`).
+    pub fn from_millis(times_ms: impl Into<Arc<Vec<u64>>>) -> Self {
+        let times_ms = times_ms.into();
         let period_ms = times_ms.last().copied().unwrap_or(1).max(1);
         MahimahiTrace {
-            times_ms: times_ms.into(),
+            times_ms,
             period_ms,
             index: 0,
             loops: 0,

@@ -43,8 +43,9 @@ use crate::error::LinkError;
 use crate::outage::OutageMode;
 use crate::queue::QueueSpec;
 use crate::random::SeededRng;
-use crate::replay_bundle::{Bundle, DirectionTrace, Train};
+use crate::replay_bundle::{no_direction, Bundle, DirectionTrace, Train};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayMode {
@@ -63,6 +64,8 @@ impl ReplayMode {
         }
     }
 }
+
+const MS_NANOS: Nanos = 1_000_000;
 
 fn ms_to_nanos(ms: f64) -> Nanos {
     (ms * 1e6).round().max(0.0) as Nanos
@@ -95,8 +98,9 @@ pub struct Replay {
     mode: ReplayMode,
     trace: DirectionTrace,
     period: Nanos,
-    /// One period's heavy opportunities, ns.
-    heavy: Vec<Nanos>,
+    /// One period's heavy opportunities, ms: the trace's own vector, shared with the link's
+    /// heavy trace (`replay_link`), never copied (a long recording's are millions).
+    heavy: Arc<Vec<u64>>,
     /// The next unused heavy opportunity: (loop, index).
     heavy_next: (u64, usize),
     /// Full mode: how much earlier than recorded the heavy opportunities of the link's
@@ -154,8 +158,8 @@ impl Replay {
                 "a replay's queue is unbounded or drop-tail (packets=N, bytes=N), not CoDel",
             ));
         }
-        let heavy: Vec<Nanos> = trace.heavy_ms.iter().map(|&ms| ms * 1_000_000).collect();
-        let period = ms_to_nanos(period_ms).max(*heavy.last().unwrap_or(&1));
+        let heavy = Arc::new(std::mem::take(&mut trace.heavy_ms));
+        let period = ms_to_nanos(period_ms).max(heavy.last().map_or(1, |&ms| ms * MS_NANOS));
         let fixed_delay = ms_to_nanos(
             trace
                 .light
@@ -238,7 +242,7 @@ impl Replay {
 
     /// A heavy opportunity's time: loop `k`, index `i`.
     fn heavy_at(&self, (k, i): (u64, usize)) -> Nanos {
-        k * self.period + self.heavy[i]
+        k * self.period + self.heavy[i] * MS_NANOS
     }
 
     /// The first heavy opportunity at or after `t` not used yet: (loop, index).
@@ -247,7 +251,9 @@ impl Replay {
             return self.heavy_next;
         }
         let mut k = t / self.period;
-        let mut i = self.heavy.partition_point(|&h| h < t - k * self.period);
+        let mut i = self
+            .heavy
+            .partition_point(|&h| h * MS_NANOS < t - k * self.period);
         if i == self.heavy.len() {
             k += 1;
             i = 0;
@@ -613,78 +619,16 @@ fn longer_train(light: &[Train], i: usize, n: usize) -> Option<usize> {
     })
 }
 
-/// A bundle folder's files as they are now: name, length and modification time of each.
-type FolderState = Vec<(std::ffi::OsString, u64, std::time::SystemTime)>;
-
-fn folder_state(bundle: &str) -> Option<FolderState> {
-    let mut files = std::fs::read_dir(bundle)
-        .ok()?
-        .map(|e| {
-            let e = e.ok()?;
-            let m = e.metadata().ok()?;
-            Some((e.file_name(), m.len(), m.modified().ok()?))
-        })
-        .collect::<Option<FolderState>>()?;
-    files.sort();
-    Some(files)
-}
-
-/// A direction parsed and not yet used again: (bundle, direction, its folder's state, what
-/// `load_direction` returned).
-type Parsed = (String, String, FolderState, Bundle, DirectionTrace);
-
-/// The last directions parsed and not yet taken, at most `PARSED_KEPT` (`load_direction`).
-/// A run's two directions, checked and then built, twice over.
-const PARSED_KEPT: usize = 4;
-static PARSED: std::sync::Mutex<Vec<Parsed>> = std::sync::Mutex::new(Vec::new());
-
-/// One direction's trace of a bundle, or a one-line error naming the bundle. Each direction is
-/// parsed twice per run otherwise: `cellperf emulate` checks the link (`spec::check_link`)
-/// before it builds it, and a long recording's heavy trace is millions of lines, most of a
-/// replay's CPU (`bench/replay.py`: 0.47 s for a 267-s recording, 1.24 s tiled to 71 min,
-/// the parse 0.31 s per load there). So the second load of a direction whose folder is
-/// unchanged (every file's length and modification time) takes the first's result.
+/// One direction's trace of a bundle, or a one-line error naming the file and the problem.
+/// Parsed once per run: `spec::check_link` checks a replay's bundle without its series.
 fn load_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTrace), LinkError> {
-    let state = folder_state(bundle);
-    let mut parsed = PARSED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = parsed
-        .iter()
-        .position(|(b, d, s, ..)| b == bundle && d == direction && Some(s) == state.as_ref())
-    {
-        let (.., b, trace) = parsed.remove(i);
-        return Ok((b, trace));
-    }
-    let (b, trace) = parse_direction(bundle, direction)?;
-    if let Some(state) = state {
-        parsed.retain(|(b, d, ..)| (b.as_str(), d.as_str()) != (bundle, direction));
-        if parsed.len() == PARSED_KEPT {
-            parsed.remove(0);
-        }
-        let kept = (b.clone(), trace.clone());
-        parsed.push((
-            bundle.to_string(),
-            direction.to_string(),
-            state,
-            kept.0,
-            kept.1,
-        ));
-    }
-    Ok((b, trace))
-}
-
-fn parse_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTrace), LinkError> {
     let mut b = Bundle::load_direction(bundle, direction)?;
     let trace = match direction {
         "downlink" => b.downlink.take(),
         "uplink" => b.uplink.take(),
         _ => None,
     }
-    .ok_or_else(|| {
-        LinkError::file(
-            bundle,
-            format!("the recording has no {direction} (its manifest's directions)"),
-        )
-    })?;
+    .ok_or_else(|| no_direction(bundle, direction))?;
     Ok((b, trace))
 }
 
@@ -707,8 +651,8 @@ pub fn replay_link(
 ) -> Result<(Replay, MahimahiTrace), LinkError> {
     let mode = ReplayMode::parse(mode)?;
     let (b, trace) = load_direction(bundle, direction)?;
-    let heavy = MahimahiTrace::from_millis(trace.heavy_ms.clone());
     let replay = Replay::new(trace, b.duration_ms, mode, outage_mode, queue, seed)?;
+    let heavy = MahimahiTrace::from_millis(replay.heavy.clone());
     let replay = if direction == "downlink" {
         replay.downlink()
     } else {
@@ -1028,27 +972,41 @@ mod tests {
     }
 
     #[test]
-    fn a_direction_is_parsed_once_while_its_bundle_is_unchanged() {
+    fn a_bad_series_passes_the_check_and_fails_the_build_in_one_line_naming_file_and_line() {
         use crate::replay_bundle::tests::bundle_with;
-        let b = bundle_with("parsed-once", &[]);
-        let heavy = || heavy_trace(&b, "downlink").map(|t| t.mean_bits_per_sec());
-        let first = heavy().unwrap();
-        // The heavy trace rewritten with a fault, its length and modification time as before:
-        // the second load takes the first's parse (it did parse the file again, and failed).
-        let path = std::path::Path::new(&*b).join("downlink.heavy");
-        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
-        std::fs::write(&path, "1\n2\nx\n10\n").unwrap();
-        let file = std::fs::File::options().write(true).open(&path).unwrap();
-        file.set_modified(modified).unwrap();
-        assert_eq!(heavy().unwrap(), first);
-        // Taken once: the next load parses the folder as it is now.
-        let err = heavy().unwrap_err().to_string();
-        assert!(err.contains("downlink.heavy: line 3"), "{err}");
-        // A changed folder is parsed again, never taken from before.
-        std::fs::write(&path, "1\n2\n3\n10\n").unwrap();
-        assert_eq!(heavy().unwrap(), first);
-        std::fs::write(&path, "1\n2\nx\n10\n").unwrap();
-        assert!(heavy().is_err());
+        use crate::spec::check_link;
+        let b = bundle_with("bad-heavy", &[("downlink.heavy", "1\n2\nx\n10\n")]);
+        let spec = |direction: &str| {
+            serde_json::json!({"rate": {"kind": "replay", "bundle": &*b, "direction": direction}})
+                .to_string()
+        };
+        // The check reads the manifest and opens the files; the series are parsed once, by
+        // the build.
+        assert_eq!(check_link(&spec("downlink")).unwrap(), None);
+        let build = |direction: &str| {
+            replay_link(
+                &b,
+                direction,
+                "full",
+                OutageMode::Buffer,
+                QueueSpec::Unbounded,
+                1,
+            )
+        };
+        let err = build("downlink").err().unwrap().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}/downlink.heavy: line 3: time (ms) is not a whole number ≥ 0",
+                &*b
+            )
+        );
+        assert!(build("uplink").is_ok());
+        // What the check does see, as the parse says it.
+        std::fs::remove_file(std::path::Path::new(&*b).join("uplink.loss")).unwrap();
+        let err = check_link(&spec("uplink")).unwrap_err().to_string();
+        assert_eq!(err, format!("{}/uplink.loss: missing from the bundle", &*b));
+        assert_eq!(err, build("uplink").err().unwrap().to_string());
     }
 
     #[test]

@@ -106,6 +106,14 @@ impl Bundle {
     }
 
     fn open(path: &str, only: Option<&str>) -> Result<Bundle, LinkError> {
+        match Self::kind(path)? {
+            BundleKind::Cellperf => Self::load_cellperf(Path::new(path), only),
+            BundleKind::CellReplay => Self::load_cellreplay(Path::new(path)),
+        }
+    }
+
+    /// A cellperf bundle (a manifest) or a CellReplay folder (its trace files), or the error.
+    fn kind(path: &str) -> Result<BundleKind, LinkError> {
         let dir = Path::new(path);
         if !dir.is_dir() {
             return Err(LinkError::file(
@@ -114,11 +122,11 @@ impl Bundle {
             ));
         }
         if dir.join("manifest.json").exists() {
-            Self::load_cellperf(dir, only)
+            Ok(BundleKind::Cellperf)
         } else if dir.join(CELLREPLAY_FILES[0].0).exists()
             || dir.join(CELLREPLAY_FILES[1].0).exists()
         {
-            Self::load_cellreplay(dir)
+            Ok(BundleKind::CellReplay)
         } else {
             Err(LinkError::file(
                 path,
@@ -177,49 +185,41 @@ impl Bundle {
         }
     }
 
-    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
-        let manifest_path = dir.join("manifest.json");
-        let name = manifest_path.display().to_string();
-        let text = read(&manifest_path)?;
-        let invalid = |e: serde_json::Error| {
-            let problem = if e.is_eof() {
-                "truncated (the JSON ends early)".to_string()
-            } else {
-                format!("not a bundle manifest ({e})")
-            };
-            LinkError::file(&name, problem)
+    /// Checks what a replay of one direction needs without parsing its series: the manifest
+    /// (format, version, duration, directions) and the direction's files, readable. The series'
+    /// own errors come, once, when the replay parses them (`replay::replay_link`): a long
+    /// recording's heavy trace is millions of lines, most of a replay's start-up.
+    pub fn check_direction(path: &str, direction: &str) -> Result<(), LinkError> {
+        let dir = Path::new(path);
+        let files: Vec<PathBuf> = match Self::kind(path)? {
+            BundleKind::Cellperf => {
+                let manifest = read_manifest(dir)?;
+                if !manifest.directions.iter().any(|d| d == direction) {
+                    return Err(no_direction(path, direction));
+                }
+                // In the order `load_cellperf` reads them.
+                std::iter::once(dir.join("outages"))
+                    .chain(
+                        ["light", "heavy", "offset", "loss"]
+                            .iter()
+                            .map(|series| dir.join(format!("{direction}.{series}"))),
+                    )
+                    .collect()
+            }
+            // Read whole (`load_cellreplay`): both directions' trains and saturator traces.
+            BundleKind::CellReplay => CELLREPLAY_FILES
+                .iter()
+                .flat_map(|(light, heavy, _)| [dir.join(light), dir.join(heavy)])
+                .collect(),
         };
-        let header: Header = serde_json::from_str(&text).map_err(invalid)?;
-        let format = header.format.as_ref().and_then(|v| v.as_str());
-        let version = header.version.as_ref().and_then(|v| v.as_u64());
-        if format != Some(FORMAT) || version != Some(VERSION) {
-            let shown =
-                |v: &Option<serde_json::Value>| v.as_ref().map_or("none".into(), |v| v.to_string());
-            return Err(LinkError::file(
-                &name,
-                format!(
-                    "format {} version {}: this cellperf reads format \"{FORMAT}\" version {VERSION}",
-                    shown(&header.format),
-                    shown(&header.version)
-                ),
-            ));
+        for file in files {
+            std::fs::File::open(&file).map_err(|e| unreadable(&file, e))?;
         }
-        let manifest: Manifest = serde_json::from_str(&text).map_err(invalid)?;
-        if !(manifest.duration_s.is_finite() && manifest.duration_s > 0.0) {
-            return Err(LinkError::file(
-                &name,
-                format!(
-                    "duration_s {} is not a positive number of seconds",
-                    manifest.duration_s
-                ),
-            ));
-        }
-        if manifest.directions.is_empty() {
-            return Err(LinkError::file(
-                &name,
-                "directions is empty: the bundle records nothing",
-            ));
-        }
+        Ok(())
+    }
+
+    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
+        let manifest = read_manifest(dir)?;
         let outage_lines = read_series(&dir.join("outages"), true)?;
         let mut bundle = Bundle {
             path: dir.to_path_buf(),
@@ -230,12 +230,6 @@ impl Bundle {
             uplink: None,
         };
         for direction in &manifest.directions {
-            if direction != "downlink" && direction != "uplink" {
-                return Err(LinkError::file(
-                    &name,
-                    format!("direction {direction:?} is not downlink or uplink"),
-                ));
-            }
             if only.is_some_and(|o| o != direction) {
                 continue;
             }
@@ -463,12 +457,83 @@ impl Series {
     }
 }
 
-fn read(path: &Path) -> Result<String, LinkError> {
+/// A cellperf bundle's manifest, read and checked: its format and version first, then the
+/// duration and the directions.
+fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
+    let manifest_path = dir.join("manifest.json");
+    let name = manifest_path.display().to_string();
+    let text = read(&manifest_path)?;
+    let invalid = |e: serde_json::Error| {
+        let problem = if e.is_eof() {
+            "truncated (the JSON ends early)".to_string()
+        } else {
+            format!("not a bundle manifest ({e})")
+        };
+        LinkError::file(&name, problem)
+    };
+    let header: Header = serde_json::from_str(&text).map_err(invalid)?;
+    let format = header.format.as_ref().and_then(|v| v.as_str());
+    let version = header.version.as_ref().and_then(|v| v.as_u64());
+    if format != Some(FORMAT) || version != Some(VERSION) {
+        let shown =
+            |v: &Option<serde_json::Value>| v.as_ref().map_or("none".into(), |v| v.to_string());
+        return Err(LinkError::file(
+            &name,
+            format!(
+                "format {} version {}: this cellperf reads format \"{FORMAT}\" version {VERSION}",
+                shown(&header.format),
+                shown(&header.version)
+            ),
+        ));
+    }
+    let manifest: Manifest = serde_json::from_str(&text).map_err(invalid)?;
+    if !(manifest.duration_s.is_finite() && manifest.duration_s > 0.0) {
+        return Err(LinkError::file(
+            &name,
+            format!(
+                "duration_s {} is not a positive number of seconds",
+                manifest.duration_s
+            ),
+        ));
+    }
+    if manifest.directions.is_empty() {
+        return Err(LinkError::file(
+            &name,
+            "directions is empty: the bundle records nothing",
+        ));
+    }
+    if let Some(d) = manifest
+        .directions
+        .iter()
+        .find(|d| *d != "downlink" && *d != "uplink")
+    {
+        return Err(LinkError::file(
+            &name,
+            format!("direction {d:?} is not downlink or uplink"),
+        ));
+    }
+    Ok(manifest)
+}
+
+fn unreadable(path: &Path, e: std::io::Error) -> LinkError {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+    match e.kind() {
         std::io::ErrorKind::NotFound => LinkError::file(&name, "missing from the bundle"),
         _ => LinkError::file(&name, format!("cannot read ({e})")),
-    })?;
+    }
+}
+
+/// The error of a replay of a direction the recording does not have.
+pub fn no_direction(bundle: &str, direction: &str) -> LinkError {
+    LinkError::file(
+        bundle,
+        format!("the recording has no {direction} (its manifest's directions)"),
+    )
+}
+
+fn read(path: &Path) -> Result<String, LinkError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| unreadable(path, e))?;
     String::from_utf8(bytes).map_err(|_| LinkError::file(&name, "not text"))
 }
 
@@ -527,29 +592,35 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
 }
 
 fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
-    let mut out: Vec<u64> = Vec::new();
-    // A line of digits alone is read from its bytes at once (a long recording has millions of
-    // lines: trimming and parsing each as text was most of a replay's start-up); any other
-    // line (a comment, spaces, CR LF, a mistake) goes the way of every series.
-    for (i, raw) in s.text.as_bytes().split(|&b| b == b'\n').enumerate() {
-        let line = i + 1;
-        let ms = if !raw.is_empty() && raw.len() <= 18 && raw.iter().all(u8::is_ascii_digit) {
-            raw.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'))
+    let bytes = s.text.as_bytes();
+    // Sized once: grown by doubling, the vector was copied about twice over.
+    let mut out: Vec<u64> = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+    // A line of digits alone is read in the one pass over the bytes (a long recording has
+    // millions of lines: splitting, checking and then reading each line was most of a
+    // replay's start-up); any other line (a comment, spaces, CR LF, a mistake) goes the way
+    // of every series.
+    let (mut line, mut start, mut ms, mut digits, mut plain) = (1, 0, 0u64, 0, true);
+    for (i, &b) in bytes.iter().chain([&b'\n']).enumerate() {
+        if b != b'\n' {
+            if b.is_ascii_digit() && digits < 18 {
+                ms = ms * 10 + u64::from(b - b'0');
+                digits += 1;
+            } else {
+                plain = false;
+            }
+            continue;
+        }
+        let raw = &bytes[start..i.min(bytes.len())];
+        let value = if plain && digits > 0 {
+            Some(ms)
         } else {
-            // Split at a newline of valid UTF-8: still valid.
-            let text = std::str::from_utf8(raw).unwrap_or_default().trim();
-            if text.is_empty() || text.starts_with('#') {
-                continue;
-            }
-            let f: Vec<&str> = text.split_whitespace().collect();
-            s.fields(line, &f, 1, "one millisecond per line")?;
-            if f[0].starts_with('-') {
-                return Err(s.error(line, format!("negative time ({})", f[0])));
-            }
-            s.count(line, f[0], "time (ms)")?
+            heavy_line(s, line, raw)?
         };
-        s.in_order(line, ms, out.last().copied())?;
-        out.push(ms);
+        if let Some(value) = value {
+            s.in_order(line, value, out.last().copied())?;
+            out.push(value);
+        }
+        (line, start, ms, digits, plain) = (line + 1, i + 1, 0, 0, true);
     }
     match out.last() {
         None => Err(s.empty("heavy delivery opportunity")),
@@ -559,6 +630,21 @@ fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
         )),
         Some(_) => Ok(out),
     }
+}
+
+/// A heavy trace's line other than digits alone: `None` for a blank line or a comment.
+fn heavy_line(s: &Series, line: usize, raw: &[u8]) -> Result<Option<u64>, LinkError> {
+    // Split at a newline of valid UTF-8: still valid.
+    let text = std::str::from_utf8(raw).unwrap_or_default().trim();
+    if text.is_empty() || text.starts_with('#') {
+        return Ok(None);
+    }
+    let f: Vec<&str> = text.split_whitespace().collect();
+    s.fields(line, &f, 1, "one millisecond per line")?;
+    if f[0].starts_with('-') {
+        return Err(s.error(line, format!("negative time ({})", f[0])));
+    }
+    s.count(line, f[0], "time (ms)").map(Some)
 }
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {

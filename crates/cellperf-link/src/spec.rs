@@ -742,10 +742,26 @@ pub fn link_elements(
 }
 
 /// Validates one direction's JSON (files readable, numbers valid) by building it; returns
-/// the mean capacity for trace and constant sources (`None` for Markov models).
+/// the mean capacity for trace and constant sources (`None` for Markov models and replays).
+/// A replay's bundle is checked without parsing its series (its manifest, its files
+/// readable): the emulator's build parses them, once; a long recording's are millions of
+/// lines, most of a replay's start-up. Their own errors come from that build.
 pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
     let spec: LinkSpec = serde_json::from_str(spec_json)
         .map_err(|e| LinkError::spec(format!("link specification: {e}")))?;
+    if let RateSpec::Replay {
+        bundle,
+        direction,
+        mode,
+        ..
+    } = &spec.rate
+    {
+        crate::replay::ReplayMode::parse(mode)?;
+        crate::replay_bundle::Bundle::check_direction(bundle, direction)?;
+        queue_spec(&spec.queue)?;
+        after_bottleneck(&spec, 0)?;
+        return Ok(None);
+    }
     let (_, source) = build_link(&spec, &OutagePlan::default(), OutageMode::Buffer, 0, false)?;
     Ok(match source {
         RateSource::Mahimahi(t) => Some(t.mean_bits_per_sec()),

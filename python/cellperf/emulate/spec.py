@@ -118,7 +118,8 @@ class EmulationConfig:
 
     def check(self) -> None:
         """Validates both directions in Rust (traces read, numbers checked) before anything
-        is created on the machine."""
+        is created on the machine. A replay's bundle is checked by its manifest and files:
+        the link's build parses its series, once, and reports their errors."""
         if self.user_downlink_rates is not None and len(self.user_downlink_rates) != self.users:
             raise UserError(f"--downlink: given {len(self.user_downlink_rates)} times for {self.users} users (give it once, or once per user)")
         # The logs' folders must exist (the capture folder is created, so a log may go there).

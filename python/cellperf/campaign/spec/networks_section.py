@@ -65,8 +65,19 @@ def link_options(c: Checker, where: tuple, doc, profile: str | None, path: Path)
     argv += [a for k, v in pairs for a in (f"--{k.replace('_', '-')}", v)]
     try:
         # check(): trace and model files are read now, not when the run starts (a file that is
-        # not a trace is refused by --check, without its content being quoted).
+        # not a trace is refused by --check, without its content being quoted); a replay's
+        # bundle below.
         emulate.build_config(parser.parse_args([*argv, "--", "true"])).check()
+        replay = dict(pairs).get("replay")
+        if replay:
+            # check() reads a bundle's manifest only (a run's link parses its series, once):
+            # --check parses them here.
+            from cellperf.replay.bundle import check as check_bundle
+
+            try:
+                check_bundle(replay)
+            except UserError as e:
+                raise UserError(f"--replay: {e}") from None
     except _ArgError as e:
         c.fail(where, str(e))
     except UserError as e:
