@@ -424,7 +424,16 @@ class Recorder:
                 size_send[lone], size_recv[lone], size_bytes[lone], *size_ms, 0) \
                 + traces.light_lines(train[light], place[light], send[light], recv[light], 0,
                                      traces.offset_at(*size_ms, o.payload + wire_extra))
-            out[f"{d}.loss"] = traces.loss_lines(send[light], recv[light], 0)
+            # The long trains' overflow of a shallow buffer is the recorder's own loss: then only
+            # the trains' first packets give the link's.
+            shortest = min(o.lengths)
+            overflow = traces.own_overflow(place[light], recv[light], shortest)
+            if overflow is not None:
+                self.say(f"warning: {d} trains lose {overflow[1]:.0%} of their packets past the first {shortest}, "
+                         f"against {overflow[0]:.0%} of those: they overflow the link's buffer, so the loss series "
+                         f"counts the first {shortest} of each train only (shorter --lengths avoid the overflow)")
+            counted = light & (place < shortest) if overflow is not None else light
+            out[f"{d}.loss"] = traces.loss_lines(send[counted], recv[counted], 0)
             stretches = []
             for c in (c for c in parts if c["kind"] == "saturate"):
                 opps = traces.opportunities_ms(c["recv"], c["bytes"] + wire_extra, 0)

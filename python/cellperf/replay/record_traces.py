@@ -214,6 +214,34 @@ def offset_lines(sizes: np.ndarray, offsets: np.ndarray) -> list[str]:
     return [f"{s} {o}" for s, o in zip(sizes.tolist(), ms_text(offsets).to_pylist())]
 
 
+#: A train's packets past its shortest length lose at least this share, and OVERFLOW_RATIO
+#: times what the trains' first packets lose, before their loss is taken for the trains'
+#: own overflow of the link's buffer (`own_overflow`).
+OVERFLOW_LOSS = 0.05
+OVERFLOW_RATIO = 4.0
+
+
+def own_overflow(place: np.ndarray, recv_ns: np.ndarray, shortest: int) -> tuple[float, float] | None:
+    """(loss of the trains' first `shortest` packets, loss of those after them) when the long
+    trains overflow the link's buffer, `None` otherwise.
+
+    A train sent back to back queues behind itself; where the buffer is shallower than a long
+    train, a drop-tail queue then drops the train's own tail (tbf with a 100-ms buffer: 26 of
+    every 100-packet train down, 57 up, against none of the first 10). That loss is the
+    recorder's, not the link's: no workload of a lower rate meets it. The link's own loss
+    (radio, outages) falls on a packet whatever its place, so the two are told apart by where
+    in the train the losses are: at least OVERFLOW_LOSS past the first `shortest`, and
+    OVERFLOW_RATIO times the first packets' loss plus one point."""
+    lost = np.isnan(np.asarray(recv_ns, dtype=np.float64))
+    head = np.asarray(place) < shortest
+    if not head.any() or head.all():
+        return None
+    first, rest = float(lost[head].mean()), float(lost[~head].mean())
+    if rest >= OVERFLOW_LOSS and rest >= OVERFLOW_RATIO * first + 0.01:
+        return first, rest
+    return None
+
+
 def loss_lines(send_ns: np.ndarray, recv_ns: np.ndarray, t0_ns: int) -> list[str]:
     """`start_ms sent lost` per window of LOSS_WINDOW_MS that had light packets sent."""
     if len(send_ns) == 0:
