@@ -245,3 +245,15 @@ def test_the_recorder_counts_an_overflowing_trains_loss_from_its_first_packets_o
     # The first 10 of each train counted (20 per second: two trains), none lost.
     assert losses and all(int(n) == 20 and int(lost) == 0 for _, n, lost in losses[:10]), losses
     assert len(said) == 1 and "downlink trains lose 33% of their packets past the first 10, against 0%" in said[0], said
+
+
+def test_the_recorders_notes_wrap_to_the_terminal(monkeypatch, capsys):
+    from cellperf.commands.record import _say
+    monkeypatch.setenv("COLUMNS", "80")
+    warning = ("warning: downlink trains lose 29% of their packets past the first 10, against 0% of those: they "
+               "overflow the link's buffer, so the loss series counts the first 10 of each train only")
+    _say(warning)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith("cellperf record: warning:") and all(line.startswith("  ") for line in lines[1:])
+    assert " ".join(" ".join(lines).split()) == f"cellperf record: {warning}"

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> None:
         lengths=tuple(parse_count_list(args.lengths, "--lengths")), period_s=parse_duration(args.period, "--period"),
         payload=args.size, labels=labels, clock=args.clock, max_rate_bps=parse_rate(args.max_rate, "--max-rate"))
     radio = _radio(args.radio_log, out)
-    recorder = Recorder(opts, say=lambda line: print(f"cellperf record: {line}", file=sys.stderr, flush=True))
+    recorder = Recorder(opts, say=_say)
     if radio is not None:
         radio.start()
     try:
@@ -115,8 +115,8 @@ def run(args: argparse.Namespace) -> None:
             raise KeyboardInterrupt
         raise UserError(f"{recorder.error or 'the link delivered too little'}; {nothing}")
     if missing:
-        print(f"cellperf record: warning: {', '.join(missing)} left out of the bundle (no light trains delivered "
-              f"or no saturated stretch yet)", file=sys.stderr)
+        _say(f"warning: {', '.join(missing)} left out of the bundle (no light trains delivered "
+             f"or no saturated stretch yet)")
     write_bundle(out, recorder.manifest(clock, complete, "radio.csv" if radio_csv else None), files, radio_csv)
     if radio_csv is not None:
         radio_csv.unlink(missing_ok=True)
@@ -127,6 +127,17 @@ def run(args: argparse.Namespace) -> None:
     if recorder.interrupted:
         print(f"cellperf record: {kept}", file=sys.stderr)
         raise KeyboardInterrupt
+
+
+def _say(line: str) -> None:
+    """A progress note or warning on stderr, wrapped to the terminal (continuation lines
+    indented): the recorder's warnings run to two or three lines of prose. (The closing
+    lines that name the bundle's folder are not wrapped: a path stays whole to copy.)"""
+    import textwrap
+
+    from cellperf.cli import terminal_width
+    print("\n".join(textwrap.wrap(f"cellperf record: {line}", terminal_width(), subsequent_indent="  ",
+                                  break_long_words=False, break_on_hyphens=False)), file=sys.stderr, flush=True)
 
 
 def check(path: Path) -> None:
@@ -178,7 +189,7 @@ class _Radio:
         if self.poller is not None:
             warning = self.poller.stop()
             if warning:
-                print(f"cellperf record: warning: {warning}", file=sys.stderr)
+                _say(f"warning: {warning}")
         else:
             self.radio.cut_csv(self.csv, start_s, end_s, self.path)
         return self.path
