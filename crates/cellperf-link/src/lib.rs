@@ -26,6 +26,7 @@ pub mod radio_state;
 pub mod random;
 pub mod replay;
 pub mod replay_bundle;
+pub mod replay_heavy;
 pub mod server;
 pub mod spec;
 
