@@ -215,8 +215,8 @@ impl Bundle {
 
     /// Checks what a replay of one direction needs without parsing its series: the manifest
     /// (format, version, duration, directions) and the direction's files, readable. The series'
-    /// own errors come, once, when the replay parses them (`replay::replay_link`): a long
-    /// recording's heavy trace is millions of lines, most of a replay's start-up.
+    /// own errors come, once, when the replay parses them (`replay::replay_link`, and the
+    /// heavy series' as the replay reaches them: `replay_heavy`).
     pub fn check_direction(path: &str, direction: &str) -> Result<(), LinkError> {
         let dir = Path::new(path);
         let files: Vec<PathBuf> = match Self::kind(path)? {
