@@ -5,9 +5,9 @@
 //! At the build ([`HeavySeries::open`]): the file opened, its last line read from the file's
 //! end (its time is the trace's period: the replay loops with it), and its first stretch
 //! ([`FIRST_STRETCH_BYTES`]) parsed, so a fault there stops the run before its command starts.
-//! The rest is parsed in chunks: [`HeavySeries::read_ahead`] keeps the parsed times
-//! [`AHEAD_MS`] ahead of the replay's moment, one chunk at a time, and a time past what is
-//! parsed is parsed to on the spot ([`HeavySeries::reach`], [`HeavySeries::get`]: the simulator's
+//! The rest is parsed in chunks: [`HeavySeries::read_ahead`], per packet, parses to the
+//! replay's moment and keeps the parsed times [`AHEAD_MS`] ahead of it, one chunk at a time,
+//! and a time past what is parsed is parsed to on the spot ([`HeavySeries::reach`], [`HeavySeries::get`]: the simulator's
 //! virtual time does only that). A fault found later is kept ([`HeavySeries::take_fault`]) and
 //! ends the series where it is; the element hands it to the emulator, which ends the run with it.
 //!
@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 /// Bytes parsed at the build: about 20 s of a 4-Mb/s saturator (6-byte lines).
 pub const FIRST_STRETCH_BYTES: usize = 64 * 1024;
-/// Bytes read and parsed in one step after that (~3,000 lines, some 10 µs).
-pub const CHUNK_BYTES: usize = 16 * 1024;
+/// Bytes read and parsed in one step after that (~600 lines, about a second of home-lte's
+/// downlink): a step is taken on a packet's way through the replay, so it is kept small.
+pub const CHUNK_BYTES: usize = 4 * 1024;
 /// How far past the replay's moment the parsed times are kept (ms).
 pub const AHEAD_MS: u64 = 5_000;
 /// Bytes read from a file's end for its last line.
@@ -235,9 +236,14 @@ impl HeavySeries {
         self.times.get(i).copied()
     }
 
-    /// One chunk more if the parsed times end less than `AHEAD_MS` after `ms`: called per
-    /// packet, it keeps the parsed horizon ahead of the replay, a small step at a time.
+    /// Called per packet with the replay's moment `ms`: parses on to it if the parsed times
+    /// end before it (a packet after a long idle: the idle's stretch), then one chunk more if
+    /// they end less than `AHEAD_MS` after it. The horizon so follows the replay's clock a
+    /// small step at a time, whether or not the packets use the heavy opportunities (a light
+    /// flow in mode `full` never does), and a fault is found up to `AHEAD_MS` before the
+    /// replay needs its line.
     pub fn read_ahead(&mut self, ms: u64) {
+        self.reach(ms);
         if self.file.is_some() && self.times.last().is_none_or(|&t| t <= ms + AHEAD_MS) {
             self.step(CHUNK_BYTES);
         }
@@ -437,7 +443,7 @@ mod tests {
             let horizon = *s.parsed().last().unwrap();
             assert!(horizon > ms + AHEAD_MS - 3_000, "{horizon} at {ms}");
         }
-        // Never much more than the moment + AHEAD_MS + a chunk (~2,800 lines).
+        // Never much more than the moment + AHEAD_MS + a chunk (~700 lines).
         assert!(*s.parsed().last().unwrap() < 60_000 + AHEAD_MS + 3_000);
         let _ = std::fs::remove_file(path);
     }
