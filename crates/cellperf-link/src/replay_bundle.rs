@@ -8,7 +8,8 @@
 //! quoted (a path may name any file). A cellperf bundle's files end with a newline; a last line
 //! without one is a file cut short (a copy interrupted, a disk full) and is refused.
 use crate::error::LinkError;
-use crate::replay_heavy::{HeavyParser, HeavySeries};
+use crate::replay_heavy::{parse_heavy, HeavySeries};
+use crate::series::{read, read_series, unreadable, Series};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -452,83 +453,6 @@ impl DirectionTrace {
 /// The loss series' window (docs/formats.md).
 pub const LOSS_WINDOW_MS: f64 = 1000.0;
 
-/// A series file's text; `rows` gives its meaningful lines, split into fields as they are
-/// parsed (a long recording's heavy trace has millions of lines: no string is copied).
-pub(crate) struct Series {
-    pub(crate) name: String,
-    pub(crate) text: String,
-}
-
-impl Series {
-    /// (line number, fields) of each line that is not blank or a comment.
-    fn rows(&self) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
-        self.text.lines().enumerate().filter_map(|(i, l)| {
-            let l = l.trim();
-            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.split_whitespace().collect()))
-        })
-    }
-
-    pub(crate) fn error(&self, line: usize, problem: impl std::fmt::Display) -> LinkError {
-        LinkError::file(&self.name, format!("line {line}: {problem}"))
-    }
-
-    /// Refuses a time earlier than the line before's.
-    pub(crate) fn in_order<T: PartialOrd + std::fmt::Debug>(
-        &self,
-        line: usize,
-        t: T,
-        previous: Option<T>,
-    ) -> Result<(), LinkError> {
-        match previous {
-            Some(p) if t < p => {
-                Err(self.error(line, format!("times go backwards ({t:?} after {p:?})")))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn empty(&self, what: &str) -> LinkError {
-        LinkError::file(&self.name, format!("the {what} series is empty"))
-    }
-
-    fn number(&self, line: usize, field: &str, what: &str) -> Result<f64, LinkError> {
-        match field.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(self.error(line, format!("{what} is not a number"))),
-        }
-    }
-
-    fn non_negative(&self, line: usize, field: &str, what: &str) -> Result<f64, LinkError> {
-        let v = self.number(line, field, what)?;
-        if v < 0.0 {
-            return Err(self.error(line, format!("negative {what} ({v})")));
-        }
-        Ok(v)
-    }
-
-    fn count(&self, line: usize, field: &str, what: &str) -> Result<u64, LinkError> {
-        field
-            .parse::<u64>()
-            .map_err(|_| self.error(line, format!("{what} is not a whole number ≥ 0")))
-    }
-
-    fn fields(
-        &self,
-        line: usize,
-        fields: &[&str],
-        want: usize,
-        layout: &str,
-    ) -> Result<(), LinkError> {
-        if fields.len() != want {
-            return Err(self.error(
-                line,
-                format!("expected {want} fields ({layout}), found {}", fields.len()),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// A cellperf bundle's manifest, read and checked: its format and version first, then the
 /// duration and the directions.
 fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
@@ -587,40 +511,12 @@ fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
     Ok(manifest)
 }
 
-pub(crate) fn unreadable(path: &Path, e: std::io::Error) -> LinkError {
-    let name = path.display().to_string();
-    match e.kind() {
-        std::io::ErrorKind::NotFound => LinkError::file(&name, "missing from the bundle"),
-        _ => LinkError::file(&name, format!("cannot read ({e})")),
-    }
-}
-
 /// The error of a replay of a direction the recording does not have.
 pub fn no_direction(bundle: &str, direction: &str) -> LinkError {
     LinkError::file(
         bundle,
         format!("the recording has no {direction} (its manifest's directions)"),
     )
-}
-
-fn read(path: &Path) -> Result<String, LinkError> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| unreadable(path, e))?;
-    String::from_utf8(bytes).map_err(|_| LinkError::file(&name, "not text"))
-}
-
-/// Reads a series file; `newline_ends` refuses a last line without its newline (cut short).
-pub(crate) fn read_series(path: &Path, newline_ends: bool) -> Result<Series, LinkError> {
-    let text = read(path)?;
-    let name = path.display().to_string();
-    if newline_ends && !text.is_empty() && !text.ends_with('\n') {
-        let last = text.lines().count();
-        return Err(LinkError::file(
-            &name,
-            format!("line {last}: truncated (the file ends inside a line)"),
-        ));
-    }
-    Ok(Series { name, text })
 }
 
 fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
@@ -661,39 +557,6 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
         return Err(s.empty("light train"));
     }
     Ok(out)
-}
-
-/// A heavy series parsed whole (`replay_heavy`'s parser, in one chunk).
-pub(crate) fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
-    let bytes = s.text.as_bytes();
-    // Sized once: grown by doubling, the vector was copied about twice over.
-    let mut out: Vec<u64> = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
-    let mut parser = HeavyParser::new(s.name.clone());
-    parser.feed(bytes, &mut out)?;
-    parser.finish(&mut out)?;
-    match out.last() {
-        None => Err(s.empty("heavy delivery opportunity")),
-        Some(0) => Err(LinkError::file(
-            &s.name,
-            "the heavy trace lasts 0 ms (its last time is its period)",
-        )),
-        Some(_) => Ok(out),
-    }
-}
-
-/// A heavy trace's line other than digits alone: `None` for a blank line or a comment.
-pub(crate) fn heavy_line(s: &Series, line: usize, raw: &[u8]) -> Result<Option<u64>, LinkError> {
-    // Split at a newline of valid UTF-8: still valid.
-    let text = std::str::from_utf8(raw).unwrap_or_default().trim();
-    if text.is_empty() || text.starts_with('#') {
-        return Ok(None);
-    }
-    let f: Vec<&str> = text.split_whitespace().collect();
-    s.fields(line, &f, 1, "one millisecond per line")?;
-    if f[0].starts_with('-') {
-        return Err(s.error(line, format!("negative time ({})", f[0])));
-    }
-    s.count(line, f[0], "time (ms)").map(Some)
 }
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {

@@ -14,7 +14,7 @@
 //! One parser ([`HeavyParser`]) reads a heavy series whole (`cellperf record --check`, the
 //! export) or in chunks, with the same errors.
 use crate::error::LinkError;
-use crate::replay_bundle::{heavy_line, read_series, unreadable, Series};
+use crate::series::{read_series, unreadable, Series};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -27,6 +27,39 @@ pub const CHUNK_BYTES: usize = 4 * 1024;
 pub const AHEAD_MS: u64 = 5_000;
 /// Bytes read from a file's end for its last line.
 const TAIL_BYTES: u64 = 4096;
+
+/// A heavy series parsed whole (`replay_heavy`'s parser, in one chunk).
+pub(crate) fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
+    let bytes = s.text.as_bytes();
+    // Sized once: grown by doubling, the vector was copied about twice over.
+    let mut out: Vec<u64> = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+    let mut parser = HeavyParser::new(s.name.clone());
+    parser.feed(bytes, &mut out)?;
+    parser.finish(&mut out)?;
+    match out.last() {
+        None => Err(s.empty("heavy delivery opportunity")),
+        Some(0) => Err(LinkError::file(
+            &s.name,
+            "the heavy trace lasts 0 ms (its last time is its period)",
+        )),
+        Some(_) => Ok(out),
+    }
+}
+
+/// A heavy trace's line other than digits alone: `None` for a blank line or a comment.
+fn heavy_line(s: &Series, line: usize, raw: &[u8]) -> Result<Option<u64>, LinkError> {
+    // Split at a newline of valid UTF-8: still valid.
+    let text = std::str::from_utf8(raw).unwrap_or_default().trim();
+    if text.is_empty() || text.starts_with('#') {
+        return Ok(None);
+    }
+    let f: Vec<&str> = text.split_whitespace().collect();
+    s.fields(line, &f, 1, "one millisecond per line")?;
+    if f[0].starts_with('-') {
+        return Err(s.error(line, format!("negative time ({})", f[0])));
+    }
+    s.count(line, f[0], "time (ms)").map(Some)
+}
 
 /// The heavy series' parser: lines fed in chunks of any size, numbered across them.
 pub struct HeavyParser {
@@ -184,7 +217,7 @@ impl HeavySeries {
 
     /// The series parsed whole.
     fn whole(path: &Path, newline_ends: bool) -> Result<Self, LinkError> {
-        let times = crate::replay_bundle::parse_heavy(&read_series(path, newline_ends)?)?;
+        let times = parse_heavy(&read_series(path, newline_ends)?)?;
         let mut s = Self::from_times(times);
         s.path = path.to_path_buf();
         s.parser = HeavyParser::new(path.display().to_string());
