@@ -45,3 +45,20 @@ def test_a_bad_series_stops_the_run_in_one_line_naming_file_and_line(tmp_path):
     p = emulate("--replay", str(b), "--", "true")
     assert p.returncode == 1 and p.stdout == "", p.stderr
     assert p.stderr == f"cellperf: error: {b}/downlink.heavy: line 3: time (ms) is not a whole number ≥ 0\n"
+
+
+def test_a_fault_deep_in_the_heavy_series_ends_the_run_once_the_replay_reaches_it(tmp_path):
+    # 40 opportunities a ms for 10 s; line 200,000 (5 s in, 1.2 MB into the file) is not a
+    # whole number. The build parses the first 64 KB and reads the last line: the command
+    # starts; the replay parses on as it plays (5 s ahead of itself), reaches the line within
+    # a few seconds of pings, and the run ends with the parse's own line, exit 1, the
+    # command ended (fewer than its 100 replies), the namespaces removed. Before (the whole
+    # series parsed at the build) the command never started.
+    heavy = [f"{t // 40 + 1}\n" for t in range(400_000)]
+    heavy[199_999] = "5000.5\n"
+    b = write_bundle(tmp_path / "b", {"downlink.heavy": "".join(heavy)})
+    p = emulate("--replay", str(b), "--", "sh", "-c", "echo started; ping -n -i 0.2 -c 100 $CELLPERF_CN")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.startswith("started\n") and p.stdout.count("bytes from") < 100, p.stdout
+    assert p.stderr == (f"cellperf: error: the emulator stopped: {b}/downlink.heavy: line 200000: "
+                        "time (ms) is not a whole number ≥ 0\n")

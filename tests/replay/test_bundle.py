@@ -142,3 +142,20 @@ def test_the_simulator_runs_on_a_replayed_link(tmp_path):
     assert 0 < flow["goodput_bps"] <= 12e6, flow
     p = cellperf("simulate", "--users", "2", "--channel", f"replay:{b}", "--duration", "5", check=False)
     assert p.returncode == 1 and "a replay is one user's whole link and cannot share a scheduled cell" in p.stderr, p.stderr
+
+
+def test_the_simulator_ends_with_a_fault_deep_in_a_heavy_series(tmp_path):
+    # 10 opportunities a ms for 20 s; line 150,000 (15 s in) is not a whole number: the
+    # simulator's replay parses the heavy series as its virtual time reaches it (5 s ahead),
+    # and the run ends with the parse's line, exit 1. A 3-s run never gets there (the first
+    # stretch and the last line are good); before, both failed at the build.
+    heavy = [f"{t // 10 + 1}\n" for t in range(200_000)]
+    heavy[149_999] = "15000.5\n"
+    b = write_bundle(tmp_path / "b", {"downlink.heavy": "".join(heavy)})
+    args = ("simulate", "--users", "1", "--scheduler", "none", "--wired-hops", "0", "--channel", f"replay:{b}",
+            "--uplink", f"replay:{b}", "--json", "--duration")
+    p = cellperf(*args, "3", check=False)
+    assert p.returncode == 0, p.stderr
+    p = cellperf(*args, "20", check=False)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == f"cellperf: error: simulate: {b}/downlink.heavy: line 150000: time (ms) is not a whole number ≥ 0\n"

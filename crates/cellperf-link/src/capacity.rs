@@ -7,7 +7,8 @@
 //! from a millisecond tick. Outages are a filter over the stream (`outage.rs`).
 use crate::element::{Nanos, NANOS_PER_SEC};
 use crate::error::LinkError;
-use std::sync::Arc;
+use crate::replay_heavy::HeavySeries;
+use std::sync::{Arc, Mutex};
 
 /// Bytes of one mahimahi delivery opportunity (the MTU those traces were recorded with).
 pub const MAHIMAHI_OPPORTUNITY_BYTES: f64 = cellperf_channel::mahimahi::PACKET_BYTES;
@@ -58,7 +59,7 @@ pub trait Capacity: Send {
 /// 1500-byte opportunity, the trace repeating with a period equal to its last time.
 #[derive(Debug, Clone)]
 pub struct MahimahiTrace {
-    times_ms: Arc<Vec<u64>>,
+    times_ms: Times,
     period_ms: u64,
     index: usize,
     loops: u64,
@@ -83,7 +84,7 @@ impl MahimahiTrace {
         })?;
         let period_ms = *times.last().unwrap_or(&1);
         Ok(MahimahiTrace {
-            times_ms: times.into(),
+            times_ms: Times::Whole(times.into()),
             period_ms,
             index: 0,
             loops: 0,
@@ -96,17 +97,29 @@ impl MahimahiTrace {
         let times_ms = times_ms.into();
         let period_ms = times_ms.last().copied().unwrap_or(1).max(1);
         MahimahiTrace {
-            times_ms,
+            times_ms: Times::Whole(times_ms),
             period_ms,
             index: 0,
             loops: 0,
         }
     }
 
-    /// Mean capacity over one period of the trace.
+    /// A trace read as it is used: a replay bundle's heavy series (`replay_heavy`), its
+    /// period the last line's time; the trace's copies share what is parsed.
+    pub fn from_series(series: HeavySeries) -> Self {
+        MahimahiTrace {
+            period_ms: series.last_ms(),
+            times_ms: Times::Lazy(Arc::new(Mutex::new(series))),
+            index: 0,
+            loops: 0,
+        }
+    }
+
+    /// Mean capacity over one period of the trace (of a trace read as it is used, over the
+    /// part read so far).
     pub fn mean_bits_per_sec(&self) -> f64 {
-        self.times_ms.len() as f64 * MAHIMAHI_OPPORTUNITY_BYTES * 8.0
-            / (self.period_ms as f64 / 1000.0)
+        let (count, span_ms) = self.times_ms.count_and_span(self.period_ms);
+        count as f64 * MAHIMAHI_OPPORTUNITY_BYTES * 8.0 / (span_ms.max(1) as f64 / 1000.0)
     }
 
     pub fn period_ms(&self) -> u64 {
@@ -114,7 +127,56 @@ impl MahimahiTrace {
     }
 
     fn time_of(&self, loops: u64, index: usize) -> Nanos {
-        (loops * self.period_ms + self.times_ms[index]) * 1_000_000
+        let ms = self.times_ms.get(index).expect("an index handed out");
+        (loops * self.period_ms + ms) * 1_000_000
+    }
+}
+
+/// A mahimahi trace's times: parsed whole, or a bundle's heavy series parsed as it is read.
+#[derive(Debug, Clone)]
+enum Times {
+    Whole(Arc<Vec<u64>>),
+    Lazy(Arc<Mutex<HeavySeries>>),
+}
+
+impl Times {
+    fn lazy(s: &Mutex<HeavySeries>) -> std::sync::MutexGuard<'_, HeavySeries> {
+        s.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The `i`th time; None past the end.
+    fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            Times::Whole(v) => v.get(i).copied(),
+            Times::Lazy(s) => Self::lazy(s).get(i),
+        }
+    }
+
+    /// The index of the first time at or after `within` ns, from index `from` on; None
+    /// past the end.
+    fn first_at_or_after(&self, from: usize, within: Nanos) -> Option<usize> {
+        let find = |times: &[u64]| {
+            let k = from + times[from..].partition_point(|&ms| ms * 1_000_000 < within);
+            (k < times.len()).then_some(k)
+        };
+        match self {
+            Times::Whole(v) => find(v),
+            Times::Lazy(s) => find(Self::lazy(s).reach(within.div_ceil(1_000_000))),
+        }
+    }
+
+    /// How many times, over how many ms (a lazy series': those parsed so far).
+    fn count_and_span(&self, period_ms: u64) -> (usize, u64) {
+        match self {
+            Times::Whole(v) => (v.len(), period_ms),
+            Times::Lazy(s) => {
+                let s = Self::lazy(s);
+                match s.complete() {
+                    true => (s.parsed().len(), period_ms),
+                    false => (s.parsed().len(), s.parsed().last().copied().unwrap_or(1)),
+                }
+            }
+        }
     }
 }
 
@@ -122,7 +184,7 @@ impl Capacity for MahimahiTrace {
     fn next_segment(&mut self) -> Segment {
         let at = self.time_of(self.loops, self.index);
         self.index += 1;
-        if self.index == self.times_ms.len() {
+        if self.times_ms.get(self.index).is_none() {
             self.index = 0;
             self.loops += 1;
         }
@@ -144,12 +206,12 @@ impl Capacity for MahimahiTrace {
             let within = t - self.loops * period_ns;
             let from = self.index;
             // First opportunity at or after `within` in this loop (binary search, times sorted).
-            let k = from + self.times_ms[from..].partition_point(|&ms| ms * 1_000_000 < within);
-            if k == self.times_ms.len() {
-                self.loops += 1;
-                self.index = 0;
-            } else {
-                self.index = k;
+            match self.times_ms.first_at_or_after(from, within) {
+                None => {
+                    self.loops += 1;
+                    self.index = 0;
+                }
+                Some(k) => self.index = k,
             }
         }
         let mut s = self.next_segment();
@@ -585,15 +647,22 @@ mod meter_tests {
             1e6, 1e5, 0.001, 0.039, 0.001,
         ))
         .unwrap();
-        let bad = (0..2000u64).filter(|&seed| model.generate(1, seed)[0] == 1).count();
+        let bad = (0..2000u64)
+            .filter(|&seed| model.generate(1, seed)[0] == 1)
+            .count();
         assert!((25..=80).contains(&bad), "{bad} of 2000 seeds start in Bad");
         // A symmetric channel still starts in each state half the time.
         let model = cellperf_channel::MarkovModel::from_json(&two_state_model_json(
             1e6, 1e5, 0.01, 0.01, 0.001,
         ))
         .unwrap();
-        let bad = (0..2000u64).filter(|&seed| model.generate(1, seed)[0] == 1).count();
-        assert!((900..=1100).contains(&bad), "{bad} of 2000 seeds start in Bad");
+        let bad = (0..2000u64)
+            .filter(|&seed| model.generate(1, seed)[0] == 1)
+            .count();
+        assert!(
+            (900..=1100).contains(&bad),
+            "{bad} of 2000 seeds start in Bad"
+        );
     }
 }
 

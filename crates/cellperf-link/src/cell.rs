@@ -16,6 +16,11 @@ pub trait MultiUserLink: Send {
     /// The bottleneck events recorded so far (see `Element::take_events`); a shared cell
     /// records none.
     fn take_events(&mut self, _out: &mut Vec<LinkEvent>) {}
+    /// A fault found while running (`Element::take_fault`); a shared cell has none (it
+    /// replays nothing).
+    fn take_fault(&mut self) -> Option<crate::error::LinkError> {
+        None
+    }
 }
 
 /// Users that do not share anything (the uplinks; the downlinks without `--users`).
@@ -59,6 +64,10 @@ impl MultiUserLink for Independent {
         for link in &mut self.links {
             link.take_events(out);
         }
+    }
+
+    fn take_fault(&mut self) -> Option<crate::error::LinkError> {
+        self.links.iter_mut().find_map(|l| l.take_fault())
     }
 }
 

@@ -103,6 +103,12 @@ pub trait Element: Send {
     fn count_frames(&mut self, _bin: Nanos) -> Option<FrameTally> {
         None
     }
+    /// A fault in the element's input found while it runs (a replay's heavy series parsed
+    /// as the replay reaches it: `replay_heavy`), once: the run ends with it. None from the
+    /// elements whose input is all read at the build.
+    fn take_fault(&mut self) -> Option<crate::error::LinkError> {
+        None
+    }
 }
 
 /// Packets whose release times are already decided, in release order: the tail of every
@@ -219,6 +225,10 @@ impl Element for Pipeline {
 
     fn count_frames(&mut self, bin: Nanos) -> Option<FrameTally> {
         self.elements.iter_mut().find_map(|e| e.count_frames(bin))
+    }
+
+    fn take_fault(&mut self) -> Option<crate::error::LinkError> {
+        self.elements.iter_mut().find_map(|e| e.take_fault())
     }
 }
 

@@ -26,6 +26,8 @@ pub mod radio_state;
 pub mod random;
 pub mod replay;
 pub mod replay_bundle;
+pub mod replay_heavy;
+pub mod series;
 pub mod server;
 pub mod spec;
 

@@ -453,6 +453,10 @@ impl MultiUserLink for Gated {
     fn take_events(&mut self, out: &mut Vec<LinkEvent>) {
         self.inner.take_events(out)
     }
+
+    fn take_fault(&mut self) -> Option<crate::error::LinkError> {
+        self.inner.take_fault()
+    }
 }
 
 #[cfg(test)]

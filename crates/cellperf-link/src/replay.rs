@@ -43,9 +43,9 @@ use crate::error::LinkError;
 use crate::outage::OutageMode;
 use crate::queue::QueueSpec;
 use crate::random::SeededRng;
-use crate::replay_bundle::{no_direction, Bundle, DirectionTrace, Train};
+use crate::replay_bundle::{Bundle, DirectionTrace, Train};
+use crate::replay_heavy::HeavySeries;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayMode {
@@ -98,9 +98,9 @@ pub struct Replay {
     mode: ReplayMode,
     trace: DirectionTrace,
     period: Nanos,
-    /// One period's heavy opportunities, ms: the trace's own vector, shared with the link's
-    /// heavy trace (`replay_link`), never copied (a long recording's are millions).
-    heavy: Arc<Vec<u64>>,
+    /// One period's heavy opportunities, ms, parsed as the replay reaches them
+    /// (`replay_heavy`: a long recording's are millions).
+    heavy: HeavySeries,
     /// The next unused heavy opportunity: (loop, index).
     heavy_next: (u64, usize),
     /// Full mode: how much earlier than recorded the heavy opportunities of the link's
@@ -153,13 +153,28 @@ impl Replay {
         seed: u64,
     ) -> Result<Self, LinkError> {
         let mut trace = trace;
+        let heavy = HeavySeries::from_times(std::mem::take(&mut trace.heavy_ms));
+        Self::with_heavy(trace, heavy, period_ms, mode, outage_mode, queue, seed)
+    }
+
+    /// One direction of `trace` with its heavy series apart (`trace.heavy_ms` unused): a
+    /// bundle's, opened and parsed as the replay reaches it.
+    pub fn with_heavy(
+        trace: DirectionTrace,
+        heavy: HeavySeries,
+        period_ms: f64,
+        mode: ReplayMode,
+        outage_mode: OutageMode,
+        queue: QueueSpec,
+        seed: u64,
+    ) -> Result<Self, LinkError> {
+        let mut trace = trace;
         if matches!(queue, QueueSpec::CoDel { .. }) {
             return Err(LinkError::spec(
                 "a replay's queue is unbounded or drop-tail (packets=N, bytes=N), not CoDel",
             ));
         }
-        let heavy = Arc::new(std::mem::take(&mut trace.heavy_ms));
-        let period = ms_to_nanos(period_ms).max(heavy.last().map_or(1, |&ms| ms * MS_NANOS));
+        let period = ms_to_nanos(period_ms).max(heavy.last_ms() * MS_NANOS);
         let fixed_delay = ms_to_nanos(
             trace
                 .light
@@ -242,19 +257,20 @@ impl Replay {
 
     /// A heavy opportunity's time: loop `k`, index `i`.
     fn heavy_at(&self, (k, i): (u64, usize)) -> Nanos {
-        k * self.period + self.heavy[i] * MS_NANOS
+        k * self.period + self.heavy.parsed()[i] * MS_NANOS
     }
 
     /// The first heavy opportunity at or after `t` not used yet: (loop, index).
-    fn unused_heavy(&self, t: Nanos) -> (u64, usize) {
+    fn unused_heavy(&mut self, t: Nanos) -> (u64, usize) {
         if self.heavy_at(self.heavy_next) >= t {
             return self.heavy_next;
         }
         let mut k = t / self.period;
-        let mut i = self
-            .heavy
-            .partition_point(|&h| h * MS_NANOS < t - k * self.period);
-        if i == self.heavy.len() {
+        let within = t - k * self.period;
+        // Parsed past `within` (or whole): the search's end is the series' end.
+        let heavy = self.heavy.reach(within.div_ceil(MS_NANOS));
+        let mut i = heavy.partition_point(|&h| h * MS_NANOS < within);
+        if i == heavy.len() {
             k += 1;
             i = 0;
         }
@@ -266,7 +282,7 @@ impl Replay {
     /// than recorded; marks it used.
     fn take_heavy(&mut self, t: Nanos) -> Nanos {
         let (k, i) = self.unused_heavy(t + self.heavy_shift);
-        self.heavy_next = if i + 1 == self.heavy.len() {
+        self.heavy_next = if self.heavy.get(i + 1).is_none() {
             (k + 1, 0)
         } else {
             (k, i + 1)
@@ -288,10 +304,12 @@ impl Replay {
         let (k, i) = self.unused_heavy(t);
         let next = self.heavy_at((k, i));
         // The last opportunity recorded before the next one's moment (the gap's start).
-        let j = self.heavy.partition_point(|&h| h < self.heavy[i]);
+        let heavy = self.heavy.parsed();
+        let j = heavy.partition_point(|&h| h < heavy[i]);
         let gap_start = match (j, k) {
             (0, 0) => 0,
-            (0, k) => self.heavy_at((k - 1, self.heavy.len() - 1)),
+            // The last line's time (the previous loop's last opportunity).
+            (0, k) => (k - 1) * self.period + self.heavy.last_ms() * MS_NANOS,
             (j, k) => self.heavy_at((k, j - 1)),
         };
         self.heavy_shift = next - t.max(gap_start);
@@ -415,6 +433,7 @@ impl Replay {
 
     /// When a packet of `bytes` that reached the link at `t` is delivered, or None if lost.
     fn due_time(&mut self, t: Nanos, bytes: usize) -> Option<Nanos> {
+        self.heavy.read_ahead((t % self.period) / MS_NANOS);
         let mut start = t;
         if self.mode == ReplayMode::Full {
             let r = self.recording_ms(t);
@@ -490,6 +509,10 @@ impl Element for Replay {
 
     fn drops(&self) -> Drops {
         self.drops
+    }
+
+    fn take_fault(&mut self) -> Option<LinkError> {
+        self.heavy.take_fault()
     }
 }
 
@@ -619,28 +642,17 @@ fn longer_train(light: &[Train], i: usize, n: usize) -> Option<usize> {
     })
 }
 
-/// One direction's trace of a bundle, or a one-line error naming the file and the problem.
-/// Parsed once per run: `spec::check_link` checks a replay's bundle without its series.
-fn load_direction(bundle: &str, direction: &str) -> Result<(Bundle, DirectionTrace), LinkError> {
-    let mut b = Bundle::load_direction(bundle, direction)?;
-    let trace = match direction {
-        "downlink" => b.downlink.take(),
-        "uplink" => b.uplink.take(),
-        _ => None,
-    }
-    .ok_or_else(|| no_direction(bundle, direction))?;
-    Ok((b, trace))
-}
-
 /// The saturator's opportunities of one direction of a bundle, as a mahimahi trace (the
-/// capacity the radio log reports for a replayed link).
+/// capacity the radio log reports for a replayed link), parsed as it is read.
 pub fn heavy_trace(bundle: &str, direction: &str) -> Result<MahimahiTrace, LinkError> {
-    Ok(MahimahiTrace::from_millis(
-        load_direction(bundle, direction)?.1.heavy_ms,
+    Ok(MahimahiTrace::from_series(
+        Bundle::open_direction(bundle, direction)?.2,
     ))
 }
 
 /// The replay element of a replay link (a `RateSpec::Replay`'s fields) and its heavy trace.
+/// The series are parsed once per run but the heavy one, parsed as the replay reaches it
+/// (`replay_heavy`); `spec::check_link` checks a replay's bundle without its series.
 pub fn replay_link(
     bundle: &str,
     direction: &str,
@@ -650,21 +662,23 @@ pub fn replay_link(
     seed: u64,
 ) -> Result<(Replay, MahimahiTrace), LinkError> {
     let mode = ReplayMode::parse(mode)?;
-    let (b, trace) = load_direction(bundle, direction)?;
-    let replay = Replay::new(trace, b.duration_ms, mode, outage_mode, queue, seed)?;
-    let heavy = MahimahiTrace::from_millis(replay.heavy.clone());
+    let (b, trace, heavy) = Bundle::open_direction(bundle, direction)?;
+    // The capacity meter reads the file apart, as far as the radio log asks.
+    let meter = MahimahiTrace::from_series(heavy.reopen()?);
+    let replay = Replay::with_heavy(trace, heavy, b.duration_ms, mode, outage_mode, queue, seed)?;
     let replay = if direction == "downlink" {
         replay.downlink()
     } else {
         replay
     };
-    Ok((replay, heavy))
+    Ok((replay, meter))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::element::testing::run;
+    use crate::replay_bundle::tests::{bundle_with, TestBundle};
     use crate::replay_bundle::LossWindow;
 
     const MS: Nanos = 1_000_000;
@@ -1007,6 +1021,105 @@ mod tests {
         let err = check_link(&spec("uplink")).unwrap_err().to_string();
         assert_eq!(err, format!("{}/uplink.loss: missing from the bundle", &*b));
         assert_eq!(err, build("uplink").err().unwrap().to_string());
+    }
+
+    /// A bundle whose downlink heavy trace has one opportunity a ms for `seconds`, the line
+    /// `bad_line` (if any) replaced by `2.5`.
+    fn long_bundle(name: &str, seconds: u64, bad_line: Option<u64>) -> TestBundle {
+        let heavy: String = (1..=seconds * 1000)
+            .map(|ms| match bad_line == Some(ms) {
+                true => "2.5\n".to_string(),
+                false => format!("{ms}\n"),
+            })
+            .collect();
+        bundle_with(name, &[("downlink.heavy", &heavy)])
+    }
+
+    fn build(b: &str, mode: &str) -> Replay {
+        replay_link(
+            b,
+            "downlink",
+            mode,
+            OutageMode::Buffer,
+            QueueSpec::Unbounded,
+            1,
+        )
+        .unwrap()
+        .0
+    }
+
+    #[test]
+    fn the_heavy_series_is_parsed_as_far_as_the_replay_reached() {
+        // 600 s of opportunities (3.9 MB); 1 s of replay, a 1500-byte packet every 10 ms
+        // (each takes the saturator's next opportunity in heavy mode; full mode's light trains
+        // and their heavy stretches too): the parsed horizon is the moment + AHEAD_MS (5 s) +
+        // a chunk, not the recording's 600 s. Before, the build parsed all 600,000 lines.
+        let b = long_bundle("long", 600, None);
+        for mode in ["heavy", "full"] {
+            let mut r = build(&b, mode);
+            let parsed_at_build = *r.heavy.parsed().last().unwrap();
+            assert!(parsed_at_build < 15_000, "{parsed_at_build}");
+            let arrivals: Vec<(Nanos, usize)> = (0..100).map(|i| (i * 10 * MS, 1500)).collect();
+            let got = run(&mut r, &arrivals, MS, 1500 * MS);
+            assert_eq!(got.len(), 100, "{mode}");
+            let horizon = *r.heavy.parsed().last().unwrap();
+            assert!(!r.heavy.complete() && horizon < 15_000, "{mode}: {horizon}");
+            // A packet 300 s in: parsed to there (the synchronous fallback), not to the end.
+            let got = run(&mut r, &[(300_000 * MS, 1500)], MS, 300_100 * MS);
+            assert_eq!(got.len(), 1, "{mode}");
+            let horizon = *r.heavy.parsed().last().unwrap();
+            assert!(
+                !r.heavy.complete() && horizon < 310_000,
+                "{mode}: {horizon}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fault_deep_in_the_heavy_series_comes_once_the_replay_reaches_it() {
+        // Line 200,000 (200 s in) is not a whole number: the build succeeds (the first
+        // stretch and the last line are good); packets in the first seconds find nothing
+        // wrong; those from 195 s on read ahead to it (AHEAD_MS past them), before any
+        // needs it, and the element hands out the parse's own error, once. Before, the
+        // build failed with it.
+        let b = long_bundle("deep", 600, Some(200_000));
+        let mut r = build(&b, "heavy");
+        let _ = run(&mut r, &[(MS, 1500), (2000 * MS, 1500)], MS, 2100 * MS);
+        assert_eq!(r.take_fault(), None);
+        let arrivals: Vec<(Nanos, usize)> =
+            (0..40).map(|i| ((195_000 + 100 * i) * MS, 1500)).collect();
+        let got = run(&mut r, &arrivals, MS, 199_100 * MS);
+        assert_eq!(got.len(), 40);
+        let err = r.take_fault().expect("reached").to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}/downlink.heavy: line 200000: time (ms) is not a whole number ≥ 0",
+                &*b
+            )
+        );
+        assert_eq!(r.take_fault(), None);
+        // The element goes on (no panic) with the opportunities before the fault, looping
+        // after them (the run ends on the fault anyway).
+        let got = run(&mut r, &[(250_000 * MS, 1500)], 100 * MS, 700_000 * MS);
+        assert_eq!(got.len(), 1);
+        // In the first stretch, the build's error.
+        let b = long_bundle("early", 600, Some(3000));
+        let err = replay_link(
+            &b,
+            "downlink",
+            "full",
+            OutageMode::Buffer,
+            QueueSpec::Unbounded,
+            1,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.ends_with("downlink.heavy: line 3000: time (ms) is not a whole number ≥ 0"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! quoted (a path may name any file). A cellperf bundle's files end with a newline; a last line
 //! without one is a file cut short (a copy interrupted, a disk full) and is refused.
 use crate::error::LinkError;
+use crate::replay_heavy::{parse_heavy, HeavySeries};
+use crate::series::{read, read_series, unreadable, Series};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -105,10 +107,37 @@ impl Bundle {
         Self::open(path, Some(direction))
     }
 
+    /// One direction for a replay: its series parsed but the heavy one, opened
+    /// (`HeavySeries::open`: its first stretch and last line), the rest parsed as the replay
+    /// reaches it. A CellReplay folder's light series are read whole (its period is the
+    /// longer direction's), its heavy ones opened.
+    pub fn open_direction(
+        path: &str,
+        direction: &str,
+    ) -> Result<(Bundle, DirectionTrace, HeavySeries), LinkError> {
+        let (mut b, heavies) = Self::read(path, Some(direction), true)?;
+        let trace = match direction {
+            "downlink" => b.downlink.take(),
+            "uplink" => b.uplink.take(),
+            _ => None,
+        };
+        let heavy = heavies.into_iter().find(|(d, _)| d == direction);
+        match (trace, heavy) {
+            (Some(trace), Some((_, heavy))) => Ok((b, trace, heavy)),
+            _ => Err(no_direction(path, direction)),
+        }
+    }
+
     fn open(path: &str, only: Option<&str>) -> Result<Bundle, LinkError> {
+        Ok(Self::read(path, only, false)?.0)
+    }
+
+    /// The bundle, with its heavy series parsed whole, or (`lazy`) opened and returned apart
+    /// by direction.
+    fn read(path: &str, only: Option<&str>, lazy: bool) -> Result<(Bundle, Heavies), LinkError> {
         match Self::kind(path)? {
-            BundleKind::Cellperf => Self::load_cellperf(Path::new(path), only),
-            BundleKind::CellReplay => Self::load_cellreplay(Path::new(path)),
+            BundleKind::Cellperf => Self::load_cellperf(Path::new(path), only, lazy),
+            BundleKind::CellReplay => Self::load_cellreplay(Path::new(path), lazy),
         }
     }
 
@@ -187,8 +216,8 @@ impl Bundle {
 
     /// Checks what a replay of one direction needs without parsing its series: the manifest
     /// (format, version, duration, directions) and the direction's files, readable. The series'
-    /// own errors come, once, when the replay parses them (`replay::replay_link`): a long
-    /// recording's heavy trace is millions of lines, most of a replay's start-up.
+    /// own errors come, once, when the replay parses them (`replay::replay_link`, and the
+    /// heavy series' as the replay reaches them: `replay_heavy`).
     pub fn check_direction(path: &str, direction: &str) -> Result<(), LinkError> {
         let dir = Path::new(path);
         let files: Vec<PathBuf> = match Self::kind(path)? {
@@ -218,7 +247,11 @@ impl Bundle {
         Ok(())
     }
 
-    fn load_cellperf(dir: &Path, only: Option<&str>) -> Result<Bundle, LinkError> {
+    fn load_cellperf(
+        dir: &Path,
+        only: Option<&str>,
+        lazy: bool,
+    ) -> Result<(Bundle, Heavies), LinkError> {
         let manifest = read_manifest(dir)?;
         let outage_lines = read_series(&dir.join("outages"), true)?;
         let mut bundle = Bundle {
@@ -229,16 +262,17 @@ impl Bundle {
             downlink: None,
             uplink: None,
         };
+        let mut heavies = Vec::new();
         for direction in &manifest.directions {
             if only.is_some_and(|o| o != direction) {
                 continue;
             }
+            let light = parse_light(&read_series(&dir.join(format!("{direction}.light")), true)?)?;
+            let heavy_ms = heavy(&dir.join(format!("{direction}.heavy")), true, lazy)
+                .map(|h| put_aside(h, direction, &mut heavies))?;
             let trace = DirectionTrace {
-                light: parse_light(&read_series(&dir.join(format!("{direction}.light")), true)?)?,
-                heavy_ms: parse_heavy(&read_series(
-                    &dir.join(format!("{direction}.heavy")),
-                    true,
-                )?)?,
+                light,
+                heavy_ms,
                 offset: parse_offset(&read_series(
                     &dir.join(format!("{direction}.offset")),
                     true,
@@ -252,17 +286,26 @@ impl Bundle {
                 bundle.uplink = Some(trace);
             }
         }
-        Ok(bundle)
+        Ok((bundle, heavies))
     }
 
-    fn load_cellreplay(dir: &Path) -> Result<Bundle, LinkError> {
+    fn load_cellreplay(dir: &Path, lazy: bool) -> Result<(Bundle, Heavies), LinkError> {
         let mut traces = Vec::new();
+        let mut heavies = Vec::new();
         let mut duration_ms = 0.0f64;
-        for (light, heavy, offset) in CELLREPLAY_FILES {
+        for ((light, heavy_file, offset), direction) in
+            CELLREPLAY_FILES.into_iter().zip(["downlink", "uplink"])
+        {
             let offset_path = dir.join(offset);
+            let light = parse_light(&read_series(&dir.join(light), false)?)?;
+            let heavy = heavy(&dir.join(heavy_file), false, lazy)?;
+            let heavy_last = match &heavy {
+                Heavy::Whole(v) => v.last().copied().unwrap_or(0),
+                Heavy::Lazy(s) => s.last_ms(),
+            };
             let trace = DirectionTrace {
-                light: parse_light(&read_series(&dir.join(light), false)?)?,
-                heavy_ms: parse_heavy(&read_series(&dir.join(heavy), false)?)?,
+                light,
+                heavy_ms: put_aside(heavy, direction, &mut heavies),
                 offset: if offset_path.exists() {
                     parse_offset(&read_series(&offset_path, false)?)?
                 } else {
@@ -271,19 +314,48 @@ impl Bundle {
                 loss: Vec::new(),
                 outages: Vec::new(),
             };
-            duration_ms = duration_ms.max(trace.period_hint_ms());
+            duration_ms = duration_ms.max(trace.period_hint_ms(heavy_last));
             traces.push(trace);
         }
         let uplink = traces.pop();
         let downlink = traces.pop();
-        Ok(Bundle {
+        let bundle = Bundle {
             path: dir.to_path_buf(),
             kind: BundleKind::CellReplay,
             duration_ms,
             complete: true,
             downlink,
             uplink,
-        })
+        };
+        Ok((bundle, heavies))
+    }
+}
+
+/// The heavy series opened lazily, by direction (`Bundle::open_direction`).
+type Heavies = Vec<(String, HeavySeries)>;
+
+/// A heavy series parsed whole or opened.
+enum Heavy {
+    Whole(Vec<u64>),
+    Lazy(HeavySeries),
+}
+
+fn heavy(path: &Path, newline_ends: bool, lazy: bool) -> Result<Heavy, LinkError> {
+    Ok(if lazy {
+        Heavy::Lazy(HeavySeries::open(path, newline_ends)?)
+    } else {
+        Heavy::Whole(parse_heavy(&read_series(path, newline_ends)?)?)
+    })
+}
+
+/// The times of a heavy series parsed whole; an opened one is put in `heavies` (no times).
+fn put_aside(heavy: Heavy, direction: &str, heavies: &mut Heavies) -> Vec<u64> {
+    match heavy {
+        Heavy::Whole(v) => v,
+        Heavy::Lazy(s) => {
+            heavies.push((direction.to_string(), s));
+            Vec::new()
+        }
     }
 }
 
@@ -310,13 +382,14 @@ impl DirectionTrace {
         })
     }
 
-    /// The last time any series of this direction mentions.
-    fn period_hint_ms(&self) -> f64 {
+    /// The last time any series of this direction mentions (`heavy_last`: the heavy
+    /// series' last time).
+    fn period_hint_ms(&self, heavy_last: u64) -> f64 {
         let light = self
             .light
             .last()
             .map_or(0.0, |t| t.at_ms + t.pdo_ms.last().copied().unwrap_or(0.0));
-        light.max(self.heavy_ms.last().copied().unwrap_or(0) as f64)
+        light.max(heavy_last as f64)
     }
 
     /// The base delay at recording time `t_ms`: linear between the trains around it, held
@@ -380,83 +453,6 @@ impl DirectionTrace {
 /// The loss series' window (docs/formats.md).
 pub const LOSS_WINDOW_MS: f64 = 1000.0;
 
-/// A series file's text; `rows` gives its meaningful lines, split into fields as they are
-/// parsed (a long recording's heavy trace has millions of lines: no string is copied).
-struct Series {
-    name: String,
-    text: String,
-}
-
-impl Series {
-    /// (line number, fields) of each line that is not blank or a comment.
-    fn rows(&self) -> impl Iterator<Item = (usize, Vec<&str>)> + '_ {
-        self.text.lines().enumerate().filter_map(|(i, l)| {
-            let l = l.trim();
-            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.split_whitespace().collect()))
-        })
-    }
-
-    fn error(&self, line: usize, problem: impl std::fmt::Display) -> LinkError {
-        LinkError::file(&self.name, format!("line {line}: {problem}"))
-    }
-
-    /// Refuses a time earlier than the line before's.
-    fn in_order<T: PartialOrd + std::fmt::Debug>(
-        &self,
-        line: usize,
-        t: T,
-        previous: Option<T>,
-    ) -> Result<(), LinkError> {
-        match previous {
-            Some(p) if t < p => {
-                Err(self.error(line, format!("times go backwards ({t:?} after {p:?})")))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn empty(&self, what: &str) -> LinkError {
-        LinkError::file(&self.name, format!("the {what} series is empty"))
-    }
-
-    fn number(&self, line: usize, field: &str, what: &str) -> Result<f64, LinkError> {
-        match field.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(self.error(line, format!("{what} is not a number"))),
-        }
-    }
-
-    fn non_negative(&self, line: usize, field: &str, what: &str) -> Result<f64, LinkError> {
-        let v = self.number(line, field, what)?;
-        if v < 0.0 {
-            return Err(self.error(line, format!("negative {what} ({v})")));
-        }
-        Ok(v)
-    }
-
-    fn count(&self, line: usize, field: &str, what: &str) -> Result<u64, LinkError> {
-        field
-            .parse::<u64>()
-            .map_err(|_| self.error(line, format!("{what} is not a whole number ≥ 0")))
-    }
-
-    fn fields(
-        &self,
-        line: usize,
-        fields: &[&str],
-        want: usize,
-        layout: &str,
-    ) -> Result<(), LinkError> {
-        if fields.len() != want {
-            return Err(self.error(
-                line,
-                format!("expected {want} fields ({layout}), found {}", fields.len()),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// A cellperf bundle's manifest, read and checked: its format and version first, then the
 /// duration and the directions.
 fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
@@ -515,40 +511,12 @@ fn read_manifest(dir: &Path) -> Result<Manifest, LinkError> {
     Ok(manifest)
 }
 
-fn unreadable(path: &Path, e: std::io::Error) -> LinkError {
-    let name = path.display().to_string();
-    match e.kind() {
-        std::io::ErrorKind::NotFound => LinkError::file(&name, "missing from the bundle"),
-        _ => LinkError::file(&name, format!("cannot read ({e})")),
-    }
-}
-
 /// The error of a replay of a direction the recording does not have.
 pub fn no_direction(bundle: &str, direction: &str) -> LinkError {
     LinkError::file(
         bundle,
         format!("the recording has no {direction} (its manifest's directions)"),
     )
-}
-
-fn read(path: &Path) -> Result<String, LinkError> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| unreadable(path, e))?;
-    String::from_utf8(bytes).map_err(|_| LinkError::file(&name, "not text"))
-}
-
-/// Reads a series file; `newline_ends` refuses a last line without its newline (cut short).
-fn read_series(path: &Path, newline_ends: bool) -> Result<Series, LinkError> {
-    let text = read(path)?;
-    let name = path.display().to_string();
-    if newline_ends && !text.is_empty() && !text.ends_with('\n') {
-        let last = text.lines().count();
-        return Err(LinkError::file(
-            &name,
-            format!("line {last}: truncated (the file ends inside a line)"),
-        ));
-    }
-    Ok(Series { name, text })
 }
 
 fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
@@ -589,62 +557,6 @@ fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
         return Err(s.empty("light train"));
     }
     Ok(out)
-}
-
-fn parse_heavy(s: &Series) -> Result<Vec<u64>, LinkError> {
-    let bytes = s.text.as_bytes();
-    // Sized once: grown by doubling, the vector was copied about twice over.
-    let mut out: Vec<u64> = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
-    // A line of digits alone is read in the one pass over the bytes (a long recording has
-    // millions of lines: splitting, checking and then reading each line was most of a
-    // replay's start-up); any other line (a comment, spaces, CR LF, a mistake) goes the way
-    // of every series.
-    let (mut line, mut start, mut ms, mut digits, mut plain) = (1, 0, 0u64, 0, true);
-    for (i, &b) in bytes.iter().chain([&b'\n']).enumerate() {
-        if b != b'\n' {
-            if b.is_ascii_digit() && digits < 18 {
-                ms = ms * 10 + u64::from(b - b'0');
-                digits += 1;
-            } else {
-                plain = false;
-            }
-            continue;
-        }
-        let raw = &bytes[start..i.min(bytes.len())];
-        let value = if plain && digits > 0 {
-            Some(ms)
-        } else {
-            heavy_line(s, line, raw)?
-        };
-        if let Some(value) = value {
-            s.in_order(line, value, out.last().copied())?;
-            out.push(value);
-        }
-        (line, start, ms, digits, plain) = (line + 1, i + 1, 0, 0, true);
-    }
-    match out.last() {
-        None => Err(s.empty("heavy delivery opportunity")),
-        Some(0) => Err(LinkError::file(
-            &s.name,
-            "the heavy trace lasts 0 ms (its last time is its period)",
-        )),
-        Some(_) => Ok(out),
-    }
-}
-
-/// A heavy trace's line other than digits alone: `None` for a blank line or a comment.
-fn heavy_line(s: &Series, line: usize, raw: &[u8]) -> Result<Option<u64>, LinkError> {
-    // Split at a newline of valid UTF-8: still valid.
-    let text = std::str::from_utf8(raw).unwrap_or_default().trim();
-    if text.is_empty() || text.starts_with('#') {
-        return Ok(None);
-    }
-    let f: Vec<&str> = text.split_whitespace().collect();
-    s.fields(line, &f, 1, "one millisecond per line")?;
-    if f[0].starts_with('-') {
-        return Err(s.error(line, format!("negative time ({})", f[0])));
-    }
-    s.count(line, f[0], "time (ms)").map(Some)
 }
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {

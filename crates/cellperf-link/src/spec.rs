@@ -744,8 +744,9 @@ pub fn link_elements(
 /// Validates one direction's JSON (files readable, numbers valid) by building it; returns
 /// the mean capacity for trace and constant sources (`None` for Markov models and replays).
 /// A replay's bundle is checked without parsing its series (its manifest, its files
-/// readable): the emulator's build parses them, once; a long recording's are millions of
-/// lines, most of a replay's start-up. Their own errors come from that build.
+/// readable): the emulator's build parses them, once, the heavy ones as the replay reaches
+/// them (`replay_heavy`); a long recording's are millions of lines. Their own errors come
+/// from that build, or from the run (`Element::take_fault`).
 pub fn check_link(spec_json: &str) -> Result<Option<f64>, LinkError> {
     let spec: LinkSpec = serde_json::from_str(spec_json)
         .map_err(|e| LinkError::spec(format!("link specification: {e}")))?;

@@ -131,6 +131,9 @@ struct Flow {
     cwnd_now: f64,
 }
 
+/// How many events the run goes between looks for a fault (`Network::take_fault`).
+const FAULT_CHECK_EVENTS: u64 = 4096;
+
 /// Runs the scenario to its end and returns what each flow did.
 pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
     let mut net = scenario.network()?;
@@ -165,6 +168,13 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
     let mut events = 0u64;
     while let Some(now) = next_event(&net, &flows).filter(|&t| t <= end) {
         events += 1;
+        // A fault in a replayed series ends the run with its error (checked now and then:
+        // the events after it only lose packets).
+        if events.is_multiple_of(FAULT_CHECK_EVENTS) {
+            if let Some(fault) = net.take_fault() {
+                return Err(fault);
+            }
+        }
         // Fixed hosts' packets reach the base station.
         net.wired_down.release(now, &mut buf, &mut scratch);
         for (u, p) in buf.drain(..) {
@@ -224,6 +234,9 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, LinkError> {
                 );
             }
         }
+    }
+    if let Some(fault) = net.take_fault() {
+        return Err(fault);
     }
     let duration = scenario.duration_s;
     let results = flows

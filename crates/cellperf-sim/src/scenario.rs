@@ -339,6 +339,11 @@ impl Links {
             .iter()
             .fold(Drops::default(), |a, p| a.merge(p.drops()))
     }
+
+    /// A fault an element found in its input while running (`Element::take_fault`).
+    pub fn take_fault(&mut self) -> Option<LinkError> {
+        self.pipes.iter_mut().find_map(|p| p.take_fault())
+    }
 }
 
 /// The air downlink: a shared, scheduled cell (and its next event), or one link per user.
@@ -397,6 +402,14 @@ impl Downlink {
             Downlink::Own(_) => Vec::new(),
         }
     }
+
+    /// A fault found while running (a shared cell replays nothing: none).
+    pub fn take_fault(&mut self) -> Option<LinkError> {
+        match self {
+            Downlink::Cell(..) => None,
+            Downlink::Own(l) => l.take_fault(),
+        }
+    }
 }
 
 /// Every link of a run, built.
@@ -406,6 +419,17 @@ pub struct Network {
     pub air_down: Downlink,
     /// Mobile host → air uplink → wired hops → fixed host, per user.
     pub up: Links,
+}
+
+impl Network {
+    /// A fault an element found in its input while running (a replay's heavy series parsed
+    /// as it is reached, `replay_heavy`): the run's error.
+    pub fn take_fault(&mut self) -> Option<LinkError> {
+        self.wired_down
+            .take_fault()
+            .or_else(|| self.air_down.take_fault())
+            .or_else(|| self.up.take_fault())
+    }
 }
 
 fn wired_hop(w: &WiredJson) -> LinkSpec {

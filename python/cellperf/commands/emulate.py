@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="BUNDLE", type=folder_path(),
                         help="Replay a recorded link in both directions: a `cellperf record` bundle or a CellReplay trace folder "
                         "(docs/emulator.md). Replaces --profile, --downlink, --uplink, --delay, --jitter, --delay-wander, --loss, "
-                        "ARQ, frames and outages; the replay loops if it outlasts the recording.")
+                        "ARQ, frames and outages; the replay loops if it outlasts the recording. Its heavy series are read as "
+                        "the replay reaches them: a bad line deep in one ends the run there (`cellperf record --check BUNDLE` "
+                        "reads the whole bundle).")
     parser.add_argument("--replay-mode", choices=["full", "heavy"],
                         help="full (default): the recorded base delay series, light delivery opportunities for light demand and "
                         "the saturator's for heavy demand, the size offset, losses and outages. heavy: the mahimahi way, the "

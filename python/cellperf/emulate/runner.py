@@ -104,6 +104,10 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
     thread = None
     outcome: list = []
     procs: list[subprocess.Popen] = []
+    # A fault the emulator finds while running (a replayed series parsed as the replay
+    # reaches it) ends the command at once; the lock keeps a command from starting after.
+    failed = threading.Lock()
+    stopped: list[bool] = []
     try:
         with netns.Lock():
             netns.remove_stale()
@@ -119,8 +123,11 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
         def forward():
             try:
                 outcome.append(emulator.run())
-            except Exception as e:  # reported after the command ends
+            except Exception as e:  # reported after the command ends, which it ends
                 outcome.append(e)
+                with failed:
+                    stopped.append(True)
+                    _terminate(procs)
 
         thread = threading.Thread(target=forward, name="cellperf-link", daemon=True)
         thread.start()
@@ -128,14 +135,17 @@ def run_emulation(config: EmulationConfig, command: list[str], *, interactive: b
             values = {"CELLPERF_CN": u.cn_addr, "CELLPERF_MN": u.mn_addr, "CELLPERF_CN6": u.cn_addr6,
                       "CELLPERF_MN6": u.mn_addr6, "CELLPERF_USER": str(u.index)}
             env = dict(os.environ, **values)
-            procs.append(
-                subprocess.Popen(
-                    ["ip", "netns", "exec", u.netns, *_substitute(command, values)],
-                    env=env,
-                    stdin=None if interactive else subprocess.DEVNULL,
-                    start_new_session=not interactive,
+            with failed:
+                if stopped:
+                    break
+                procs.append(
+                    subprocess.Popen(
+                        ["ip", "netns", "exec", u.netns, *_substitute(command, values)],
+                        env=env,
+                        stdin=None if interactive else subprocess.DEVNULL,
+                        start_new_session=not interactive,
+                    )
                 )
-            )
         codes = [p.wait() for p in procs]
     except (KeyboardInterrupt, _Terminated):
         signals.cleaning_up()

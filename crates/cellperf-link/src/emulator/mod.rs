@@ -729,6 +729,13 @@ fn forward(dir: &mut Direction, clock: Clock, stop: RawFd) -> Result<DirectionSt
             stats.bytes_out += p.data.len() as u64;
             record(&dir.capture_out[user], clock, &p.data)?;
         }
+        if let Some(fault) = dir.link.take_fault() {
+            // The other direction's thread ends too (the stop event stays set).
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a valid u64 to the emulator's eventfd.
+            unsafe { libc::write(stop, (&one as *const u64).cast(), 8) };
+            return Err(fault);
+        }
         if let Some(log) = &mut dir.radio_log {
             log.write_due(now)?;
         }
