@@ -232,3 +232,29 @@ def test_query_help_names_every_table_and_view_of_the_store():
     text = " ".join(cellperf("query", "--help").stdout.split())
     missing = [t for t in sorted(tables | set(PARQUET_TABLES)) if not re.search(rf"\b{t}\b", text)]
     assert missing == []
+
+
+
+@pytest.mark.parametrize("when", ["thread", "atexit"])
+def test_ctrl_c_after_the_output_ends_the_clean_up_with_exit_0(capture, when):
+    """A Ctrl-C after a command's output is complete, while the libraries clean up at exit
+    (CI saw `cellperf import --workers 2` die by the signal there: exit -2, nothing said)."""
+    code = f"""
+import atexit, os, signal, sys, threading, time
+from cellperf import cli
+
+def ctrl_c_during_clean_up():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.5)
+
+if {when!r} == "atexit":  # registered before the command's own: runs after it
+    atexit.register(ctrl_c_during_clean_up)
+else:  # a thread the interpreter joins at exit, started once the output is complete
+    done = cli._quiet_exit_on_ctrl_c
+    cli._quiet_exit_on_ctrl_c = lambda: (done(), threading.Thread(target=ctrl_c_during_clean_up).start())
+sys.argv[1:] = ["analyze", "--json", sys.argv[1]]
+cli.main()
+"""
+    r = subprocess.run([sys.executable, "-c", code, capture], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
+    assert json.loads(r.stdout)["flows"][0]["packets"] == 13

@@ -22,9 +22,11 @@ is one line on stderr: `cellperf: error: MSG`, for a usage error followed by
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import importlib
 import os
+import signal
 import sys
 
 from cellperf import __version__, commands
@@ -242,7 +244,20 @@ def command_parser(name: str):
     return module, parser
 
 
+def _quiet_exit_on_ctrl_c() -> None:
+    """The work is done and said; what follows is the libraries' clean-up at exit (a Dask
+    cluster's threads, DuckDB). A Ctrl-C there would kill the process by the signal with nothing
+    said (exit -2). While Python still runs (threads joined, then the atexit functions: this
+    one first, as the last registered) it ends the clean-up, exit 0; from the atexit functions
+    on it is ignored, as the interpreter then hands SIGINT back to its default (death)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
+    atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The console script (`argv` None: the process's own arguments), or a command run in
+    this process with `argv`."""
+    own_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if argv and argv[0] in command_names():
@@ -258,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
         module.run(parser.parse_anywhere(rest))
         # Output still buffered would meet a closed pipe after this try, at the interpreter's exit.
         sys.stdout.flush()
+        if own_process:
+            _quiet_exit_on_ctrl_c()
     except UserError as e:
         sys.stderr.write(f"cellperf: error: {e}\n")
         sys.exit(1)

@@ -34,12 +34,12 @@ def test_ctrl_c_while_the_cluster_starts_is_one_line_and_exit_130(campaign, tmp_
     p = subprocess.Popen([*argv, "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          process_group=0)
     try:
-        # The workers' log is made as the cluster starts; the worker processes then take
-        # seconds to import Dask, numpy and cellperf: the Ctrl-C comes in the middle of that.
+        # The workers' log is made as the cluster starts; the worker processes then take a
+        # second or more to import Dask, numpy and cellperf: the Ctrl-C comes in the middle of that.
         deadline = time.monotonic() + 60
         while not (out / WORKERS_LOG).exists() and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.05)
-        time.sleep(1.0)
+        time.sleep(0.2)
         os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=120)
     finally:
@@ -51,8 +51,12 @@ def test_ctrl_c_while_the_cluster_starts_is_one_line_and_exit_130(campaign, tmp_
     while _group_alive(p.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _group_alive(p.pid), "worker processes outlived the import"
-    # Nothing was stored, so the store this import made is gone; the same command imports all.
-    assert not (out / "results.duckdb").exists()
+    # The store this import made stays only if a run was stored before the Ctrl-C (a fast host's
+    # workers can be up and importing within the second above); then it is whole. The same
+    # command imports the rest.
+    if (out / "results.duckdb").exists():
+        early = verify_store(out)
+        assert 1 <= early.runs <= 4 and not early.damaged, early.problems
     cellperf(*argv[1:], "--workers", "1", timeout=300)
     verdict = verify_store(out)
     assert verdict.runs == 4 and not verdict.damaged, verdict.problems
