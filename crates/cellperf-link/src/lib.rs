@@ -27,6 +27,7 @@ pub mod random;
 pub mod replay;
 pub mod replay_bundle;
 pub mod replay_heavy;
+pub mod replay_light;
 pub mod series;
 pub mod server;
 pub mod spec;

@@ -45,6 +45,7 @@ use crate::queue::QueueSpec;
 use crate::random::SeededRng;
 use crate::replay_bundle::{Bundle, DirectionTrace, Train};
 use crate::replay_heavy::HeavySeries;
+use crate::replay_light::LightSeries;
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,21 +114,39 @@ pub struct Replay {
     /// Full mode: whether a packet that finds the link idle starts a light train however
     /// short the idle was (the downlink: `Replay::downlink`).
     trains_after_short_idle: bool,
+    /// The light series' lines not parsed yet: `trace.light` holds the trains parsed so far,
+    /// as far as the replay has reached and `replay_light::AHEAD_TRAINS` more.
+    light_rest: LightSeries,
     /// Full mode: a gap in the light series at least this long (ms; a saturate phase's, when
     /// no trains were sent) is filled with the trains before it, repeated; 0: none is.
     light_gap_ms: f64,
     /// Per recorded train, the first train of its stretch (trains less than `light_gap_ms`
-    /// apart), found once here rather than walked back for every packet in a gap.
+    /// apart), found once rather than walked back for every packet in a gap; from the first
+    /// of two packets or more once there is one. The sizes phase's one-packet lines before
+    /// the first trains phase say nothing of a burst's opportunities: in a stretch that began
+    /// with them (10 s of the 20 before `bench/replay.py`'s first saturate gap), every burst
+    /// replayed there took the first train's opportunities.
     stretch_first: Vec<usize>,
     /// The recorded trains whose opportunities a light train replays: those of two packets
-    /// or more (`delivering_trains`).
+    /// or more (every one when the series has none: `every_train`); a light train replays
+    /// the last of them sent at or before its moment (the first one before any). The sizes
+    /// phase's one-packet lines (every 50 ms, 3.5-14 s at the recording's start) are base
+    /// delay samples; replayed as a train, one opportunity, a burst went on with the
+    /// saturator's (no longer train within reach), and the gap after the first trains phase
+    /// is filled with the stretch before it, the sizes phase included: `bench/replay.py`'s
+    /// stationary 10-packet trains replayed in 10.0 ms (median 5.1: a saturated stretch's
+    /// bunches) where the link took 15.4 and the recording's own 16.5, and the 100/10 ratio
+    /// 0.94x where live it was 1.39-1.55x.
     trains: Vec<usize>,
+    every_train: bool,
     /// The bytes a light opportunity carries: the size of the recorded trains' packets.
     light_bytes: f64,
     /// Full mode: the recorded trains whose base delay stood out of both neighbours' (a fade's
     /// or a handoff's held first packet), as (sent, delivered) ms: everything after such a
-    /// train's first packet is delivered no earlier than it was (`spikes_as_holds`).
+    /// train's first packet is delivered no earlier than it was (`spike_as_hold`).
     holds: Vec<(f64, f64)>,
+    /// The recorded base delays of the last two trains indexed (`index_light`).
+    last_bases: [f64; 2],
     outage_mode: OutageMode,
     queue: QueueSpec,
     /// Departure time and size of every packet accepted and not yet sent, for the queue limit.
@@ -154,14 +173,29 @@ impl Replay {
     ) -> Result<Self, LinkError> {
         let mut trace = trace;
         let heavy = HeavySeries::from_times(std::mem::take(&mut trace.heavy_ms));
-        Self::with_heavy(trace, heavy, period_ms, mode, outage_mode, queue, seed)
+        let light = LightSeries::parsed();
+        Self::with_series(
+            trace,
+            heavy,
+            light,
+            period_ms,
+            mode,
+            outage_mode,
+            queue,
+            seed,
+        )
     }
 
-    /// One direction of `trace` with its heavy series apart (`trace.heavy_ms` unused): a
-    /// bundle's, opened and parsed as the replay reaches it.
-    pub fn with_heavy(
+    /// One direction of `trace` with its heavy series apart (`trace.heavy_ms` unused) and the
+    /// light lines `light` not yet parsed onto `trace.light`: a bundle's, opened and parsed as
+    /// the replay reaches them. At the build the light series is parsed on to its first
+    /// train of two packets or more (or whole, in heavy mode: its smallest base delay); the
+    /// train spacing is the median over the trains parsed then.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_series(
         trace: DirectionTrace,
         heavy: HeavySeries,
+        light: LightSeries,
         period_ms: f64,
         mode: ReplayMode,
         outage_mode: OutageMode,
@@ -175,6 +209,16 @@ impl Replay {
             ));
         }
         let period = ms_to_nanos(period_ms).max(heavy.last_ms() * MS_NANOS);
+        let mut light = light;
+        let delivers = |t: &Train| t.pdo_ms.len() > 1;
+        if mode == ReplayMode::Heavy {
+            light.parse_while(&mut trace.light, |_| true);
+        } else if !trace.light.iter().any(delivers) {
+            light.parse_while(&mut trace.light, |t| !t.last().is_some_and(delivers));
+        }
+        if let Some(e) = light.take_fault() {
+            return Err(e);
+        }
         let fixed_delay = ms_to_nanos(
             trace
                 .light
@@ -182,10 +226,8 @@ impl Replay {
                 .map(|t| t.base_delay_ms)
                 .fold(f64::INFINITY, f64::min),
         );
-        let holds = spikes_as_holds(&mut trace.light);
         let spacing = train_spacing_ms(&trace.light);
-        let stretch_first = stretch_starts(&trace.light, LIGHT_GAP_SPACINGS * spacing);
-        let trains = delivering_trains(&trace.light);
+        let every_train = !trace.light.iter().any(delivers);
         let light_bytes = trace
             .offset
             .last()
@@ -200,11 +242,14 @@ impl Replay {
             fixed_delay,
             light_idle: ms_to_nanos(spacing / 4.0),
             trains_after_short_idle: false,
+            light_rest: light,
             light_gap_ms: LIGHT_GAP_SPACINGS * spacing,
-            stretch_first,
-            trains,
+            stretch_first: Vec::new(),
+            trains: Vec::new(),
+            every_train,
             light_bytes,
-            holds,
+            holds: Vec::new(),
+            last_bases: [f64::NAN; 2],
             outage_mode,
             queue,
             queued: VecDeque::new(),
@@ -215,7 +260,50 @@ impl Replay {
             current: None,
             last_departure: 0,
             held: DueQueue::default(),
-        })
+        }
+        .indexed(0))
+    }
+
+    fn indexed(mut self, from: usize) -> Self {
+        self.index_light(from);
+        self
+    }
+
+    /// Parses the light series on to `AHEAD_TRAINS` trains after `r` ms into the recording
+    /// and indexes the new trains.
+    fn read_light(&mut self, r: f64) {
+        if self.light_rest.complete() {
+            return;
+        }
+        let from = self.trace.light.len();
+        self.light_rest.reach(r, &mut self.trace.light);
+        self.index_light(from);
+    }
+
+    /// Indexes the trains from `from` on: their stretch's first train, whether they
+    /// deliver, and the train before the newest taken out of the base delay series as a hold
+    /// when its base delay stands out of both neighbours' (`spike_as_hold`).
+    fn index_light(&mut self, from: usize) {
+        let light = &mut self.trace.light;
+        for i in from..light.len() {
+            let joins = i > 0 && light[i].at_ms - light[i - 1].at_ms < self.light_gap_ms;
+            let first = if joins { self.stretch_first[i - 1] } else { i };
+            // One-packet lines before a train (the sizes phase) do not start its stretch.
+            let lines_before = light[first].pdo_ms.len() == 1 && light[i].pdo_ms.len() > 1;
+            self.stretch_first
+                .push(if lines_before { i } else { first });
+            if self.every_train || light[i].pdo_ms.len() > 1 {
+                self.trains.push(i);
+            }
+            let base = light[i].base_delay_ms;
+            if i >= 2 {
+                let [before, middle] = self.last_bases;
+                if let Some(hold) = spike_as_hold(&mut light[i - 1], middle, before.max(base)) {
+                    self.holds.push(hold);
+                }
+            }
+            self.last_bases = [self.last_bases[1], base];
+        }
     }
 
     /// The downlink's replay: a packet that finds the link idle starts a light train however
@@ -232,7 +320,8 @@ impl Replay {
     }
 
     /// The moment of the recording whose light trains and base delay replay at `r` (`light_time`).
-    fn light_time(&self, r: f64) -> f64 {
+    fn light_time(&mut self, r: f64) -> f64 {
+        self.read_light(r);
         light_time(
             &self.trace.light,
             &self.stretch_first,
@@ -512,7 +601,9 @@ impl Element for Replay {
     }
 
     fn take_fault(&mut self) -> Option<LinkError> {
-        self.heavy.take_fault()
+        self.heavy
+            .take_fault()
+            .or_else(|| self.light_rest.take_fault())
     }
 }
 
@@ -539,26 +630,6 @@ fn train_spacing_ms(light: &[Train]) -> f64 {
     }
     gaps.sort_by(f64::total_cmp);
     gaps[gaps.len() / 2]
-}
-
-/// The indices of the recorded trains of two packets or more (all of them if none has two):
-/// a light train replays the opportunities of the last of them sent at or before its moment
-/// (the first one before any). The sizes phase's one-packet lines (every 50 ms, 3.5-14 s at
-/// the recording's start) are base delay samples; replayed as a train, one opportunity, a
-/// burst went on with the saturator's (no longer train within reach), and the gap after the
-/// first trains phase is filled with the stretch before it, the sizes phase included:
-/// `bench/replay.py`'s stationary 10-packet trains replayed in 10.0 ms (median 5.1: a
-/// saturated stretch's bunches) where the link took 15.4 and the recording's own 16.5,
-/// and the 100/10 ratio 0.94x where live it was 1.39-1.55x.
-fn delivering_trains(light: &[Train]) -> Vec<usize> {
-    let trains: Vec<usize> = (0..light.len())
-        .filter(|&i| light[i].pdo_ms.len() > 1)
-        .collect();
-    if trains.is_empty() {
-        (0..light.len()).collect()
-    } else {
-        trains
-    }
 }
 
 /// The moment of the recording whose light trains and base delay a packet at `r` ms into it
@@ -592,43 +663,20 @@ fn light_time(
     within.min(light[last].at_ms)
 }
 
-/// Takes the recorded trains whose base delay stands out of both neighbours' (over the larger
-/// of them) out of the base delay series, which gets the middle of the three there, and
-/// returns them as holds (sent, delivered ms): a fade or a handoff held the train's first
+/// A recorded train whose base delay (`raw`) stands out of both neighbours' (over the larger
+/// of them, `neighbours`) comes out of the base delay series, which gets `neighbours` there,
+/// and is returned as a hold (sent, delivered ms): a fade or a handoff held the train's first
 /// packet, and an in-order link delivers nothing sent after it sooner. The series is drawn
 /// linearly between trains, so one held packet's delay raised the base of every packet for
 /// a train period either side: on `bench/replay.py`'s mobile downlink a 143-ms sample among
 /// 10-16 ms ones gave 52-92 ms to a page load's packets for a second, where the live link
 /// gave 15-25; 4 such trains of 117 added 7 ms to the downlink's mean base delay, about
 /// 4 times what packets arriving during those fades lose on the live link.
-fn spikes_as_holds(light: &mut [Train]) -> Vec<(f64, f64)> {
-    let raw: Vec<f64> = light.iter().map(|t| t.base_delay_ms).collect();
-    let mut holds = Vec::new();
-    for k in 1..raw.len().saturating_sub(1) {
-        let neighbours = raw[k - 1].max(raw[k + 1]);
-        if raw[k] > neighbours {
-            light[k].base_delay_ms = neighbours;
-            holds.push((light[k].at_ms, light[k].at_ms + raw[k]));
-        }
-    }
-    holds
-}
-
-/// For each train, the index of the first train of its stretch: the trains before it that
-/// follow one another by less than `gap_ms` (`light_time`), from the first of two packets or
-/// more once there is one. The sizes phase's one-packet lines before the first trains phase
-/// say nothing of a burst's opportunities: in a stretch that began with them (10 s of the
-/// 20 before `bench/replay.py`'s first saturate gap), every burst replayed there took the
-/// first train's opportunities (`delivering_trains`).
-fn stretch_starts(light: &[Train], gap_ms: f64) -> Vec<usize> {
-    let mut first: Vec<usize> = Vec::with_capacity(light.len());
-    for (i, tr) in light.iter().enumerate() {
-        let joins = i > 0 && tr.at_ms - light[i - 1].at_ms < gap_ms;
-        let from = if joins { first[i - 1] } else { i };
-        let lines_before = light[from].pdo_ms.len() == 1 && tr.pdo_ms.len() > 1;
-        first.push(if lines_before { i } else { from });
-    }
-    first
+fn spike_as_hold(train: &mut Train, raw: f64, neighbours: f64) -> Option<(f64, f64)> {
+    (raw > neighbours).then(|| {
+        train.base_delay_ms = neighbours;
+        (train.at_ms, train.at_ms + raw)
+    })
 }
 
 /// The recorded train nearest to `i` (earlier first at the same distance) with more than `n`
@@ -662,10 +710,19 @@ pub fn replay_link(
     seed: u64,
 ) -> Result<(Replay, MahimahiTrace), LinkError> {
     let mode = ReplayMode::parse(mode)?;
-    let (b, trace, heavy) = Bundle::open_direction(bundle, direction)?;
+    let (b, trace, heavy, light) = Bundle::open_direction(bundle, direction)?;
     // The capacity meter reads the file apart, as far as the radio log asks.
     let meter = MahimahiTrace::from_series(heavy.reopen()?);
-    let replay = Replay::with_heavy(trace, heavy, b.duration_ms, mode, outage_mode, queue, seed)?;
+    let replay = Replay::with_series(
+        trace,
+        heavy,
+        light,
+        b.duration_ms,
+        mode,
+        outage_mode,
+        queue,
+        seed,
+    )?;
     let replay = if direction == "downlink" {
         replay.downlink()
     } else {
@@ -1120,6 +1177,130 @@ mod tests {
             err.ends_with("downlink.heavy: line 3000: time (ms) is not a whole number ≥ 0"),
             "{err}"
         );
+    }
+
+    /// A 600-s light series as the recorder writes one: one-packet lines every 50 ms for 5 s
+    /// (the sizes phase), then cycles of 10 s of 10- and 100-packet trains every 50 ms and 5 s
+    /// without (a saturate phase), every 37th train's base delay a fade's spike; the line
+    /// `bad_line` (counted from 1, the comment included) not a train.
+    fn long_light(bad_line: Option<usize>) -> String {
+        let mut lines = vec!["# t base pdo...".to_string()];
+        for i in 0..100 {
+            lines.push(format!("{} {} 0", 50 * i, 20 + i % 3));
+        }
+        let mut k = 0;
+        for cycle in 0..39 {
+            for j in 0..200 {
+                let (n, step) = if k % 2 == 0 { (10, 1.0) } else { (100, 0.5) };
+                let base = if k % 37 == 36 { 150 } else { 20 + k % 7 };
+                let pdo: Vec<String> = (0..n).map(|p| format!("{}", p as f64 * step)).collect();
+                lines.push(format!(
+                    "{} {base} {}",
+                    5000 + cycle * 15_000 + 50 * j,
+                    pdo.join(" ")
+                ));
+                k += 1;
+            }
+        }
+        if let Some(n) = bad_line {
+            lines[n - 1] = "x".into();
+        }
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn the_light_series_is_parsed_as_far_as_the_replay_reached_with_the_same_deliveries() {
+        // 7,900 trains (1.5 MB); bursts of 1, 10 and 100 packets every 0.7 s for 620 s (past
+        // the recording's end: the replay loops). Parsed as the replay goes, the deliveries
+        // are those of the series parsed whole, to the nanosecond; after 1 s of replay the
+        // parsed trains are the build's first stretch and no more. Before, the build parsed
+        // all 7,900.
+        let light = long_light(None);
+        let b = long_bundle("light", 600, None);
+        std::fs::write(format!("{}/downlink.light", &*b), &light).unwrap();
+        let arrivals: Vec<(Nanos, usize)> = (0..886u64)
+            .flat_map(|k| {
+                let n = [1, 10, 100][k as usize % 3];
+                (0..n).map(move |p| (k * 700 * MS + p * 1000, 1500))
+            })
+            .collect();
+        for mode in ["full", "heavy"] {
+            let mut lazy = build(&b, mode);
+            let at_build = lazy.trace.light.len();
+            let mut whole = {
+                let bundle = Bundle::load(&b).unwrap();
+                let trace = bundle.downlink.unwrap();
+                Replay::new(
+                    trace,
+                    bundle.duration_ms,
+                    ReplayMode::parse(mode).unwrap(),
+                    OutageMode::Buffer,
+                    QueueSpec::Unbounded,
+                    1,
+                )
+                .unwrap()
+                .downlink()
+            };
+            assert_eq!(whole.trace.light.len(), 7900);
+            if mode == "full" {
+                assert!(at_build < 1000, "{at_build}");
+                let _ = run(&mut lazy, &arrivals[..1], MS, 1000 * MS);
+                assert_eq!(lazy.trace.light.len(), at_build);
+            } else {
+                assert_eq!(at_build, 7900, "heavy mode: the smallest base delay of all");
+            }
+            let mut lazy = build(&b, mode);
+            let end = 621_000 * MS;
+            let got = run(&mut lazy, &arrivals, MS, end);
+            let want = run(&mut whole, &arrivals, MS, end);
+            assert_eq!(got.len(), arrivals.len(), "{mode}");
+            assert!(got == want, "{mode}: the deliveries differ");
+            assert_eq!(lazy.holds, whole.holds);
+            let spikes = lazy
+                .holds
+                .iter()
+                .filter(|(sent, got)| got - sent == 150.0)
+                .count();
+            assert_eq!(spikes, 210, "every 37th train's");
+            assert_eq!(lazy.take_fault(), None);
+        }
+    }
+
+    #[test]
+    fn a_fault_deep_in_the_light_series_comes_once_the_replay_reaches_it() {
+        // Line 5,000 (a train 380 s in) is no train: the build succeeds; packets in the first
+        // seconds find nothing wrong; one 380 s in parses on to it and the element hands out
+        // the parse's own error, once. Before, the build failed with it.
+        let b = long_bundle("deep-light", 600, None);
+        std::fs::write(format!("{}/downlink.light", &*b), long_light(Some(5000))).unwrap();
+        let mut r = build(&b, "full");
+        let _ = run(&mut r, &[(MS, 1500), (2000 * MS, 1500)], MS, 2100 * MS);
+        assert_eq!(r.take_fault(), None);
+        let _ = run(&mut r, &[(380_000 * MS, 1500)], MS, 380_100 * MS);
+        assert_eq!(
+            r.take_fault().expect("reached").to_string(),
+            format!(
+                "{}/downlink.light: line 5000: expected t_ms base_delay_ms pdo_0 [pdo_1 ...], found 1 fields",
+                &*b
+            )
+        );
+        assert_eq!(r.take_fault(), None);
+        // In the first stretch, and in heavy mode anywhere: the build's error.
+        for (line, mode) in [(50, "full"), (5000, "heavy")] {
+            std::fs::write(format!("{}/downlink.light", &*b), long_light(Some(line))).unwrap();
+            let err = replay_link(
+                &b,
+                "downlink",
+                mode,
+                OutageMode::Buffer,
+                QueueSpec::Unbounded,
+                1,
+            )
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(err.ends_with(&format!("downlink.light: line {line}: expected t_ms base_delay_ms pdo_0 [pdo_1 ...], found 1 fields")), "{err}");
+        }
     }
 
     #[test]

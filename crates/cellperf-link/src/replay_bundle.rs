@@ -9,6 +9,7 @@
 //! without one is a file cut short (a copy interrupted, a disk full) and is refused.
 use crate::error::LinkError;
 use crate::replay_heavy::{parse_heavy, HeavySeries};
+use crate::replay_light::{parse_light, LightSeries};
 use crate::series::{read, read_series, unreadable, Series};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -107,23 +108,24 @@ impl Bundle {
         Self::open(path, Some(direction))
     }
 
-    /// One direction for a replay: its series parsed but the heavy one, opened
-    /// (`HeavySeries::open`: its first stretch and last line), the rest parsed as the replay
-    /// reaches it. A CellReplay folder's light series are read whole (its period is the
-    /// longer direction's), its heavy ones opened.
+    /// One direction for a replay: its small series parsed; the heavy one opened
+    /// (`HeavySeries::open`: its first stretch and last line) and the light one read, both
+    /// parsed as the replay reaches them (`trace.light` and `trace.heavy_ms` empty). A
+    /// CellReplay folder's light series are parsed whole (its period is the longer
+    /// direction's: `LightSeries::parsed`, the trains in `trace.light`), its heavy ones opened.
     pub fn open_direction(
         path: &str,
         direction: &str,
-    ) -> Result<(Bundle, DirectionTrace, HeavySeries), LinkError> {
-        let (mut b, heavies) = Self::read(path, Some(direction), true)?;
+    ) -> Result<(Bundle, DirectionTrace, HeavySeries, LightSeries), LinkError> {
+        let (mut b, opened) = Self::read(path, Some(direction), true)?;
         let trace = match direction {
             "downlink" => b.downlink.take(),
             "uplink" => b.uplink.take(),
             _ => None,
         };
-        let heavy = heavies.into_iter().find(|(d, _)| d == direction);
-        match (trace, heavy) {
-            (Some(trace), Some((_, heavy))) => Ok((b, trace, heavy)),
+        let series = opened.into_iter().find(|o| o.direction == direction);
+        match (trace, series) {
+            (Some(trace), Some(o)) => Ok((b, trace, o.heavy, o.light)),
             _ => Err(no_direction(path, direction)),
         }
     }
@@ -132,9 +134,9 @@ impl Bundle {
         Ok(Self::read(path, only, false)?.0)
     }
 
-    /// The bundle, with its heavy series parsed whole, or (`lazy`) opened and returned apart
-    /// by direction.
-    fn read(path: &str, only: Option<&str>, lazy: bool) -> Result<(Bundle, Heavies), LinkError> {
+    /// The bundle, with its light and heavy series parsed whole, or (`lazy`) opened and
+    /// returned apart by direction.
+    fn read(path: &str, only: Option<&str>, lazy: bool) -> Result<(Bundle, Opened), LinkError> {
         match Self::kind(path)? {
             BundleKind::Cellperf => Self::load_cellperf(Path::new(path), only, lazy),
             BundleKind::CellReplay => Self::load_cellreplay(Path::new(path), lazy),
@@ -251,7 +253,7 @@ impl Bundle {
         dir: &Path,
         only: Option<&str>,
         lazy: bool,
-    ) -> Result<(Bundle, Heavies), LinkError> {
+    ) -> Result<(Bundle, Opened), LinkError> {
         let manifest = read_manifest(dir)?;
         let outage_lines = read_series(&dir.join("outages"), true)?;
         let mut bundle = Bundle {
@@ -262,14 +264,26 @@ impl Bundle {
             downlink: None,
             uplink: None,
         };
-        let mut heavies = Vec::new();
+        let mut opened = Vec::new();
         for direction in &manifest.directions {
             if only.is_some_and(|o| o != direction) {
                 continue;
             }
-            let light = parse_light(&read_series(&dir.join(format!("{direction}.light")), true)?)?;
-            let heavy_ms = heavy(&dir.join(format!("{direction}.heavy")), true, lazy)
-                .map(|h| put_aside(h, direction, &mut heavies))?;
+            let light = read_series(&dir.join(format!("{direction}.light")), true)?;
+            let (light, heavy_ms) = if lazy {
+                let mut trains = Vec::new();
+                let light = LightSeries::open(light, &mut trains)?;
+                let heavy = HeavySeries::open(&dir.join(format!("{direction}.heavy")), true)?;
+                opened.push(OpenedDirection {
+                    direction: direction.clone(),
+                    heavy,
+                    light,
+                });
+                (trains, Vec::new())
+            } else {
+                let heavy = read_series(&dir.join(format!("{direction}.heavy")), true)?;
+                (parse_light(light)?, parse_heavy(&heavy)?)
+            };
             let trace = DirectionTrace {
                 light,
                 heavy_ms,
@@ -286,26 +300,36 @@ impl Bundle {
                 bundle.uplink = Some(trace);
             }
         }
-        Ok((bundle, heavies))
+        Ok((bundle, opened))
     }
 
-    fn load_cellreplay(dir: &Path, lazy: bool) -> Result<(Bundle, Heavies), LinkError> {
+    fn load_cellreplay(dir: &Path, lazy: bool) -> Result<(Bundle, Opened), LinkError> {
         let mut traces = Vec::new();
-        let mut heavies = Vec::new();
+        let mut opened = Vec::new();
         let mut duration_ms = 0.0f64;
         for ((light, heavy_file, offset), direction) in
             CELLREPLAY_FILES.into_iter().zip(["downlink", "uplink"])
         {
             let offset_path = dir.join(offset);
-            let light = parse_light(&read_series(&dir.join(light), false)?)?;
-            let heavy = heavy(&dir.join(heavy_file), false, lazy)?;
-            let heavy_last = match &heavy {
-                Heavy::Whole(v) => v.last().copied().unwrap_or(0),
-                Heavy::Lazy(s) => s.last_ms(),
+            let light = parse_light(read_series(&dir.join(light), false)?)?;
+            let heavy_path = dir.join(heavy_file);
+            let (heavy_ms, heavy_last) = if lazy {
+                let heavy = HeavySeries::open(&heavy_path, false)?;
+                let last = heavy.last_ms();
+                opened.push(OpenedDirection {
+                    direction: direction.to_string(),
+                    heavy,
+                    light: LightSeries::parsed(),
+                });
+                (Vec::new(), last)
+            } else {
+                let heavy = parse_heavy(&read_series(&heavy_path, false)?)?;
+                let last = heavy.last().copied().unwrap_or(0);
+                (heavy, last)
             };
             let trace = DirectionTrace {
                 light,
-                heavy_ms: put_aside(heavy, direction, &mut heavies),
+                heavy_ms,
                 offset: if offset_path.exists() {
                     parse_offset(&read_series(&offset_path, false)?)?
                 } else {
@@ -327,37 +351,18 @@ impl Bundle {
             downlink,
             uplink,
         };
-        Ok((bundle, heavies))
+        Ok((bundle, opened))
     }
 }
 
-/// The heavy series opened lazily, by direction (`Bundle::open_direction`).
-type Heavies = Vec<(String, HeavySeries)>;
-
-/// A heavy series parsed whole or opened.
-enum Heavy {
-    Whole(Vec<u64>),
-    Lazy(HeavySeries),
+/// A direction's series a replay parses as it reaches them (`Bundle::open_direction`).
+struct OpenedDirection {
+    direction: String,
+    heavy: HeavySeries,
+    light: LightSeries,
 }
 
-fn heavy(path: &Path, newline_ends: bool, lazy: bool) -> Result<Heavy, LinkError> {
-    Ok(if lazy {
-        Heavy::Lazy(HeavySeries::open(path, newline_ends)?)
-    } else {
-        Heavy::Whole(parse_heavy(&read_series(path, newline_ends)?)?)
-    })
-}
-
-/// The times of a heavy series parsed whole; an opened one is put in `heavies` (no times).
-fn put_aside(heavy: Heavy, direction: &str, heavies: &mut Heavies) -> Vec<u64> {
-    match heavy {
-        Heavy::Whole(v) => v,
-        Heavy::Lazy(s) => {
-            heavies.push((direction.to_string(), s));
-            Vec::new()
-        }
-    }
-}
+type Opened = Vec<OpenedDirection>;
 
 impl DirectionTrace {
     fn summary(&self) -> serde_json::Value {
@@ -517,46 +522,6 @@ pub fn no_direction(bundle: &str, direction: &str) -> LinkError {
         bundle,
         format!("the recording has no {direction} (its manifest's directions)"),
     )
-}
-
-fn parse_light(s: &Series) -> Result<Vec<Train>, LinkError> {
-    let mut out: Vec<Train> = Vec::new();
-    for (line, f) in s.rows() {
-        if f.len() < 3 {
-            return Err(s.error(
-                line,
-                format!(
-                    "expected t_ms base_delay_ms pdo_0 [pdo_1 ...], found {} fields",
-                    f.len()
-                ),
-            ));
-        }
-        let at_ms = s.non_negative(line, f[0], "time")?;
-        s.in_order(line, at_ms, out.last().map(|t| t.at_ms))?;
-        let base_delay_ms = s.non_negative(line, f[1], "base delay")?;
-        let mut pdo_ms = Vec::with_capacity(f.len() - 2);
-        for field in &f[2..] {
-            let pdo = s.non_negative(line, field, "delivery time")?;
-            if let Some(&prev) = pdo_ms.last() {
-                if pdo < prev {
-                    return Err(s.error(
-                        line,
-                        format!("delivery times go backwards ({pdo} after {prev})"),
-                    ));
-                }
-            }
-            pdo_ms.push(pdo);
-        }
-        out.push(Train {
-            at_ms,
-            base_delay_ms,
-            pdo_ms,
-        });
-    }
-    if out.is_empty() {
-        return Err(s.empty("light train"));
-    }
-    Ok(out)
 }
 
 fn parse_offset(s: &Series) -> Result<Vec<(f64, f64)>, LinkError> {
