@@ -56,6 +56,9 @@ PEAK_WINDOW_S = 0.2
 UNSATURATED = 0.9
 #: How long a saturate phase's receiver waits for its last packets after the sender's end.
 SATURATE_DRAIN_S = 2.0
+#: The queue a saturate phase leaves is what its packets sent in its last this many seconds
+#: waited (`Recorder._drain`).
+DRAIN_TAIL_S = 1.0
 #: First saturating rate when the trains gave no estimate (bit/s).
 FALLBACK_RATE_BPS = 10e6
 
@@ -361,19 +364,34 @@ class Recorder:
     def _drain(self, number: int) -> None:
         """Waits until the queue a saturate phase left has drained, so the next trains do not
         start behind it (their check, `behind_own_packets`, sees only the packets the
-        receiver recorded, and it stops at most SATURATE_DRAIN_S after the stream's end): as
-        long as the longest any of the phase's packets waited, less that most. The receiver
-        stops sooner only once no missing packet can still come by the stream's own delays
-        (udp.rs `Arrivals`), which is after the queue has emptied, so the subtraction never
-        starts trains behind it."""
-        waits = []
+        receiver recorded): a train sent at t meets none of the phase's packets once t is past
+        the phase's last send plus the longest any of its packets waited in the queue, on the
+        sender's clock (the server's for the downlink: on this host's clock by the offset and
+        its uncertainty), the longest wait of the packets sent in its last DRAIN_TAIL_S. Usually that moment has passed when the receiver stops: its wait
+        (SATURATE_DRAIN_S) starts when the sender's word that it is done reaches it, over the
+        same link behind the queue. The wait was the longest queueing delay less
+        SATURATE_DRAIN_S counted from the phase's return, which waited again for a queue that
+        had already drained: 0.1-2.3 s a cycle on `bench/replay.py`'s mobile link (0.95 s on
+        average, docs/emulator.md round eleven-D)."""
+        clock = self.clock()
+        slack_ns = clock["uncertainty_ms"] * 1e6
+        until = []
         for d in self.opts.directions:
             c = self._phase_packets(d, number)
             every = self.recorded.columns[d]
             owd = np.concatenate([p["recv"] - p["send"] for p in every]) if every else np.zeros(0)
-            if c is not None and (~np.isnan(owd)).any():
-                waits.append(traces.queue_delay_ns(c["send"], c["recv"], float(np.nanmin(owd))) / 1e9)
-        extra = max(waits, default=0.0) - SATURATE_DRAIN_S
+            if c is None or not len(c["send"]) or not (~np.isnan(owd)).any():
+                continue
+            # The queue the last packets met: the longest wait of those sent in the phase's
+            # last DRAIN_TAIL_S (the whole phase's if none of them came), not the phase's
+            # peak, which a slow spell mid-phase sets (4.4 s once, 2.8 s at the end).
+            tail = c["send"] >= np.max(c["send"]) - DRAIN_TAIL_S * 1e9
+            if np.isnan(c["recv"][tail]).all():
+                tail = np.ones(len(tail), bool)
+            queued = traces.queue_delay_ns(c["send"][tail], c["recv"][tail], float(np.nanmin(owd)))
+            last_send = float(np.max(on_probe_clock(c, d, clock["offset_ms"] * 1e6)["send"]))
+            until.append(last_send + queued + slack_ns)
+        extra = (max(until, default=0.0) - (time.time_ns() - self.recorded.t0_ns)) / 1e9
         if extra > 0:
             time.sleep(extra)
 
