@@ -320,3 +320,20 @@ def test_the_drain_is_counted_on_the_senders_clock_the_servers_for_the_downlink(
     monkeypatch.setattr(record.time, "time_ns", lambda: rec.recorded.t0_ns + int(10_500 * MS))
     rec._drain(3)
     assert slept == [pytest.approx(0.505)]
+
+
+def test_the_first_saturating_rate_ignores_trains_a_hold_released_at_line_rate():
+    # A trains phase of 10-packet trains: 16 delivered at 10 Mb/s, 4 held by a fade and
+    # released at 1 Gb/s. The 90th percentile alone (1 Gb/s) sent the first saturate phase at
+    # the server's cap; at most twice the median, it is 20 Mb/s (× 1.5 when used).
+    rec = Recorder(RecordOptions(server="127.0.0.1:1", token=b"x", duration_s=60, lengths=(10,)), print)
+    wire = 1400 + 28
+    send, recv = [], []
+    for k in range(20):
+        gap = wire * 8 / (1e9 if k % 5 == 4 else 10e6) * 1e9
+        send.append(np.full(10, k * 500 * MS))
+        recv.append(k * 500 * MS + 20 * MS + np.arange(10) * gap)
+    rec.recorded.columns["downlink"].append({"kind": "trains", "phase": 1, "seq": np.arange(200),
+                                             "send": np.concatenate(send), "recv": np.concatenate(recv),
+                                             "bytes": np.full(200, 1400)})
+    assert rec._train_rate("downlink") == pytest.approx(20e6, rel=0.01)
