@@ -39,11 +39,14 @@ DIRECTIONS = ("downlink", "uplink")
 SERIES = ("light", "heavy", "offset", "loss")
 #: The probe's name of a direction.
 PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
-#: One train/saturate cycle lasts at most this long (s): the heavy trace repeats a saturated
-#: stretch over the trains phase next to it, so cycles are kept short.
-CYCLE_S = 15.0
-#: Share of a cycle that the light trains take; the saturator has the rest.
-TRAINS_SHARE = 2 / 3
+#: One train/saturate cycle lasts at most this long (s) as planned: the heavy trace repeats a
+#: saturated stretch over the trains phase next to it, so cycles are kept short (each phase's
+#: start and end add about 4.5 s to one on the mobile link: docs/record.md).
+CYCLE_S = 9.0
+#: Share of a cycle that the light trains take; the saturator has the rest. With 2/3 of 15-s
+#: cycles the saturator ran 26 % of the recording, with 1/3 of 9 s 52 % (docs/emulator.md,
+#: round eleven-D); a third of 9 s still has 3 trains of each of two lengths at a 0.5-s period.
+TRAINS_SHARE = 1 / 3
 #: Sizes phase: one packet every SIZES_PERIOD_S, the sizes in turn.
 SIZES_PERIOD_S = 0.05
 #: Saturating rate over the link's rate in its good states (the 90th percentile of the last
@@ -54,8 +57,10 @@ PEAK_WINDOW_S = 0.2
 #: A saturate phase that delivered more than this share of what it sent did not saturate:
 #: the next one sends at twice the delivered rate.
 UNSATURATED = 0.9
-#: How long a saturate phase's receiver waits for its last packets after the sender's end.
-SATURATE_DRAIN_S = 2.0
+#: How long a saturate phase's receiver waits for its last packets after the sender's word that
+#: it is done, which comes over the same link behind the queue (2 s before round eleven-D: 1.5 s
+#: of each cycle with nothing measured). The next trains wait for the queue (`_drain`).
+SATURATE_DRAIN_S = 0.5
 #: The queue a saturate phase leaves is what its packets sent in its last this many seconds
 #: waited (`Recorder._drain`).
 DRAIN_TAIL_S = 1.0
