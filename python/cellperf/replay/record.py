@@ -375,14 +375,14 @@ class Recorder:
         """Waits until the queue a saturate phase left has drained, so the next trains do not
         start behind it (their check, `behind_own_packets`, sees only the packets the
         receiver recorded): a train sent at t meets none of the phase's packets once t is past
-        the phase's last send plus the longest any of its packets waited in the queue, on the
-        sender's clock (the server's for the downlink: on this host's clock by the offset and
-        its uncertainty), the longest wait of the packets sent in its last DRAIN_TAIL_S. Usually that moment has passed when the receiver stops: its wait
-        (SATURATE_DRAIN_S) starts when the sender's word that it is done reaches it, over the
-        same link behind the queue. The wait was the longest queueing delay less
-        SATURATE_DRAIN_S counted from the phase's return, which waited again for a queue that
-        had already drained: 0.1-2.3 s a cycle on `bench/replay.py`'s mobile link (0.95 s on
-        average, docs/emulator.md round eleven-D)."""
+        the phase's last send plus the longest wait of its packets sent in its last
+        DRAIN_TAIL_S, on the sender's clock (the server's for the downlink: on this host's
+        clock by the offset and its uncertainty). That moment has usually passed when the
+        receiver stops: its wait (SATURATE_DRAIN_S) starts when the sender's word that it is
+        done reaches it, over the same link behind the queue. The recorder used to wait the
+        phase's longest queueing delay less SATURATE_DRAIN_S again from the phase's return,
+        for a queue that had drained: 0-2.3 s a cycle on `bench/replay.py`'s mobile link, 1.0 s
+        on average (docs/emulator.md, round eleven-D)."""
         clock = self.clock()
         slack_ns = clock["uncertainty_ms"] * 1e6
         until = []
