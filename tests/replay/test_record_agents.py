@@ -89,7 +89,7 @@ def _consistent(bundle, complete: bool):
 
 
 def test_ctrl_c_keeps_a_consistent_bundle_marked_incomplete(server, tmp_path):
-    # Sizes 3.5 s (one test), trains 2 s, saturate 4 s: Ctrl-C 1 s into the saturate phase.
+    # Sizes 3.5 s (one test), trains 4 s, saturate 2 s: Ctrl-C 1 s into the saturate phase.
     proc, out = _start_record(server, tmp_path, "--duration", "9.5", "--lengths", "5,20", "--period", "100ms")
     _wait_for_phase(proc, "phase 3/3: saturate")
     proc.send_signal(signal.SIGINT)
@@ -104,14 +104,14 @@ def test_ctrl_c_keeps_a_consistent_bundle_marked_incomplete(server, tmp_path):
     lone = [l for l in light if len(l) == 3]
     assert len(lone) == 70 and light[:70] == lone
     light = light[70:]
-    assert len(light) == 20
+    assert len(light) == 40
     assert {len(l) - 2 for l in light} == {5, 20}
     offsets = [l.split() for l in (out / "downlink.offset").read_text().splitlines()[1:]]
     assert [int(s) for s, _ in offsets] == [128, 428, 828, 1428] and offsets[0][1] == "0.000"
 
 
 def test_a_lost_server_keeps_what_was_recorded(server, tmp_path):
-    # Sizes 3.5 s (one test), trains 2 s, saturate 4 s; the server dies 1 s into the saturate phase.
+    # Sizes 3.5 s (one test), trains 4 s, saturate 2 s; the server dies 1 s into the saturate phase.
     proc, out = _start_record(server, tmp_path, "--duration", "9.5", "--period", "100ms")
     _wait_for_phase(proc, "phase 3/3: saturate")
     server.proc.kill()

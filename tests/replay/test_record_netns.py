@@ -60,11 +60,11 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
         lone = [l for l in light if len(l) == 3]
         assert 55 <= len(lone) <= 70 and float(lone[0][0]) < 1500, (len(lone), lone[:1])
         assert abs(np.median([float(l[1]) for l in lone]) - (20 + 128 * 8 / (mbit * 1e3))) < 1.0, direction
-        # Then 2 s of trains (a third of the 6-s cycle), one every 200 ms; on the 5-Mb/s uplink a 100-packet train takes
+        # Then 4 s of trains, one every 200 ms; on the 5-Mb/s uplink a 100-packet train takes
         # 228 ms to arrive, so the 10-packet train after each queues behind its tail (the
         # recorder warns) and is left out: its delay is the recorder's own queue.
         light = [l for l in light if len(l) > 3]
-        assert (9 <= len(light) <= 11) if mbit == 10 else (4 <= len(light) <= 6), (direction, len(light))
+        assert (18 <= len(light) <= 21) if mbit == 10 else (9 <= len(light) <= 12), (direction, len(light))
         # (the phase's first train, a 10-packet one, queues behind nothing)
         assert mbit == 10 or sum(len(l) == 12 for l in light) <= 1, direction
         # Base delay: 20 ms plus the smallest recorded packet's transmission (128 B: 0.10 ms at
