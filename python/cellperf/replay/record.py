@@ -39,14 +39,15 @@ DIRECTIONS = ("downlink", "uplink")
 SERIES = ("light", "heavy", "offset", "loss")
 #: The probe's name of a direction.
 PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
-#: One train/saturate cycle lasts at most this long (s) as planned: the heavy trace repeats a
-#: saturated stretch over the trains phase next to it, so cycles are kept short (each phase's
-#: start and end add about 4.5 s to one on the mobile link: docs/record.md).
-CYCLE_S = 9.0
-#: Share of a cycle that the light trains take; the saturator has the rest. With 2/3 of 15-s
-#: cycles the saturator ran 26 % of the recording, with 1/3 of 9 s 52 % (docs/emulator.md,
-#: round eleven-D); a third of 9 s still has 3 trains of each of two lengths at a 0.5-s period.
-TRAINS_SHARE = 1 / 3
+#: One train/saturate cycle lasts at most this long (s): the heavy trace repeats a saturated
+#: stretch over the trains phase next to it, so cycles are kept short.
+CYCLE_S = 15.0
+#: Share of a cycle that the light trains take; the saturator has the rest. A third of 9-s
+#: cycles saturated 52 % of the mobile link's recording (26 % with these) and its heavy trace
+#: was nearer the link's, but its few trains (3 of each length a cycle) were each replayed for
+#: many of a workload's trains: `full`'s 10-packet trains 80 % slower than live (docs/emulator.md,
+#: round eleven-D), so not kept.
+TRAINS_SHARE = 2 / 3
 #: Sizes phase: one packet every SIZES_PERIOD_S, the sizes in turn.
 SIZES_PERIOD_S = 0.05
 #: Saturating rate over the link's rate in its good states (the 90th percentile of the last
