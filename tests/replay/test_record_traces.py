@@ -154,6 +154,23 @@ def test_phases_cover_the_duration_sizes_first_then_trains_and_saturate():
         plan_phases(2.0, 0.2, 1400)
 
 
+def test_a_saturate_phases_receivers_wait_half_a_second_after_the_done_word(monkeypatch):
+    import cellperf.replay.record as record
+
+    # The saturate phase's receivers wait 0.5 s after the sender's word that it is done (that
+    # word comes behind the queue), not 2 s: 1.5 s of each cycle on the mobile link's uplink.
+    asked = []
+
+    class Result:
+        document, log, error = {}, None, None
+
+    monkeypatch.setattr(record, "run_probe", lambda server, token, test, options, progress: asked.append(options) or Result())
+    rec = Recorder(RecordOptions(server="127.0.0.1:1", token=b"x", duration_s=60), print)
+    assert rec._saturate(2, Phase("saturate", 6.0, 1400))
+    assert sorted(o["direction"] for o in asked) == ["down", "up"]
+    assert all(o["timeout_s"] == 0.5 and o["duration_s"] == 6.0 for o in asked)
+
+
 def test_the_clock_is_shared_with_a_server_on_this_host_or_behind_the_emulator(monkeypatch):
     monkeypatch.delenv("CELLPERF_CN", raising=False)
     assert on_this_host("127.0.0.1:5250") and on_this_host("[::1]:5250") and on_this_host("localhost")
@@ -257,3 +274,83 @@ def test_the_recorders_notes_wrap_to_the_terminal(monkeypatch, capsys):
     assert len(lines) == 3 and all(len(line) <= 80 for line in lines), lines
     assert lines[0].startswith("cellperf record: warning:") and all(line.startswith("  ") for line in lines[1:])
     assert " ".join(" ".join(lines).split()) == f"cellperf record: {warning}"
+
+
+def _saturated(rec: Recorder, d: str, number: int, last_send_ms: float, queued_ms: float, least_ms: float = 20.0) -> None:
+    """A saturate phase of `d` in `rec`: packets every ms up to `last_send_ms`, the last one
+    waiting `queued_ms` over the direction's least one-way delay `least_ms` (a trains phase
+    before it gives that least)."""
+    rec.recorded.columns[d].append({"kind": "trains", "phase": number - 1, "seq": np.arange(1),
+                                    "send": np.array([0.0]), "recv": np.array([least_ms * MS]), "bytes": np.full(1, 1400)})
+    send = np.arange(last_send_ms - 999, last_send_ms + 1) * MS
+    recv = send + (least_ms + np.linspace(0, queued_ms, len(send))) * MS
+    rec.recorded.columns[d].append({"kind": "saturate", "phase": number, "seq": np.arange(len(send)),
+                                    "send": send, "recv": recv, "bytes": np.full(len(send), 1400)})
+
+
+def test_the_next_trains_wait_only_until_the_saturators_last_packet_has_left_the_queue(monkeypatch):
+    # A saturate phase whose last packet was sent 10 s into the recording and waited 3 s in the
+    # queue: it left the queue at 13 s, and a train sent from then on meets none of the
+    # phase's packets. Asked at 13.5 s (the receiver waited after the done word, which came
+    # behind the queue), the recorder starts the trains at once; the old rule waited the longest
+    # queueing delay less SATURATE_DRAIN_S (1 s more) again, from the phase's return.
+    import cellperf.replay.record as record
+
+    slept = []
+    monkeypatch.setattr(record.time, "sleep", slept.append)
+    rec = Recorder(RecordOptions(server="127.0.0.1:1", token=b"x", duration_s=60, clock="synced"), print)
+    for d in ("downlink", "uplink"):
+        _saturated(rec, d, 3, 10_000, 3_000 if d == "uplink" else 500)
+    now = {"ms": 13_500.0}
+    monkeypatch.setattr(record.time, "time_ns", lambda: rec.recorded.t0_ns + int(now["ms"] * MS))
+    rec._drain(3)
+    assert slept == []
+    # Asked at 11.2 s (a receiver that stopped before the queue had drained): it waits the
+    # 1.8 s left, for the slower direction's queue.
+    now["ms"] = 11_200.0
+    rec._drain(3)
+    assert slept == [pytest.approx(1.8)]
+    # The queue that counts is the one the last packets met: a phase whose queue peaked at 4 s
+    # mid-phase and had drained to 1 s over its last second lets the trains start at 11 s.
+    slept.clear()
+    send = np.arange(5_000, 10_001) * MS
+    rec.recorded.columns["uplink"][-1].update(seq=np.arange(len(send)), send=send, bytes=np.full(len(send), 1400),
+                                              recv=send + (20 + np.where(send < 8_500 * MS, 4_000, 1_000)) * MS)
+    rec.recorded.columns["downlink"] = rec.recorded.columns["downlink"][:1]
+    now["ms"] = 10_500.0
+    rec._drain(3)
+    assert slept == [pytest.approx(0.5)]
+
+
+def test_the_drain_is_counted_on_the_senders_clock_the_servers_for_the_downlink(monkeypatch):
+    # rtt-half: the server's clock is 400 ms ahead of this host's (± 5 ms). The downlink's
+    # last packet left the server at 10.4 s on its clock, 10.0 s here, and queued 1 s: the
+    # trains may start at 11.0 s here, plus the offset's uncertainty.
+    import cellperf.replay.record as record
+
+    slept = []
+    monkeypatch.setattr(record.time, "sleep", slept.append)
+    rec = Recorder(RecordOptions(server="192.0.2.1:1", token=b"x", duration_s=60, clock="rtt-half",
+                                 directions=("downlink",)), print)
+    rec.recorded.clock_offset = {"offset_ms": 400.0, "uncertainty_ms": 5.0}
+    _saturated(rec, "downlink", 3, 10_400, 1_000)
+    monkeypatch.setattr(record.time, "time_ns", lambda: rec.recorded.t0_ns + int(10_500 * MS))
+    rec._drain(3)
+    assert slept == [pytest.approx(0.505)]
+
+
+def test_the_first_saturating_rate_ignores_trains_a_hold_released_at_line_rate():
+    # A trains phase of 10-packet trains: 16 delivered at 10 Mb/s, 4 held by a fade and
+    # released at 1 Gb/s. The 90th percentile alone (1 Gb/s) sent the first saturate phase at
+    # the server's cap; at most twice the median, it is 20 Mb/s (× 1.5 when used).
+    rec = Recorder(RecordOptions(server="127.0.0.1:1", token=b"x", duration_s=60, lengths=(10,)), print)
+    wire = 1400 + 28
+    send, recv = [], []
+    for k in range(20):
+        gap = wire * 8 / (1e9 if k % 5 == 4 else 10e6) * 1e9
+        send.append(np.full(10, k * 500 * MS))
+        recv.append(k * 500 * MS + 20 * MS + np.arange(10) * gap)
+    rec.recorded.columns["downlink"].append({"kind": "trains", "phase": 1, "seq": np.arange(200),
+                                             "send": np.concatenate(send), "recv": np.concatenate(recv),
+                                             "bytes": np.full(200, 1400)})
+    assert rec._train_rate("downlink") == pytest.approx(20e6, rel=0.01)

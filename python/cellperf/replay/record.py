@@ -42,7 +42,11 @@ PROBE_DIRECTION = {"downlink": "down", "uplink": "up"}
 #: One train/saturate cycle lasts at most this long (s): the heavy trace repeats a saturated
 #: stretch over the trains phase next to it, so cycles are kept short.
 CYCLE_S = 15.0
-#: Share of a cycle that the light trains take; the saturator has the rest.
+#: Share of a cycle that the light trains take; the saturator has the rest. A third of 9-s
+#: cycles saturated 52 % of the mobile link's recording (26 % with these) and its heavy trace
+#: was nearer the link's, but its few trains (3 of each length a cycle) were each replayed for
+#: many of a workload's trains: `full`'s 10-packet trains 80 % slower than live (docs/emulator.md,
+#: round eleven-D), so not kept.
 TRAINS_SHARE = 2 / 3
 #: Sizes phase: one packet every SIZES_PERIOD_S, the sizes in turn.
 SIZES_PERIOD_S = 0.05
@@ -54,8 +58,13 @@ PEAK_WINDOW_S = 0.2
 #: A saturate phase that delivered more than this share of what it sent did not saturate:
 #: the next one sends at twice the delivered rate.
 UNSATURATED = 0.9
-#: How long a saturate phase's receiver waits for its last packets after the sender's end.
-SATURATE_DRAIN_S = 2.0
+#: How long a saturate phase's receiver waits for its last packets after the sender's word that
+#: it is done, which comes over the same link behind the queue (2 s before round eleven-D: 1.5 s
+#: of each cycle with nothing measured). The next trains wait for the queue (`_drain`).
+SATURATE_DRAIN_S = 0.5
+#: The queue a saturate phase leaves is what its packets sent in its last this many seconds
+#: waited (`Recorder._drain`).
+DRAIN_TAIL_S = 1.0
 #: First saturating rate when the trains gave no estimate (bit/s).
 FALLBACK_RATE_BPS = 10e6
 
@@ -314,14 +323,19 @@ class Recorder:
 
     def _train_rate(self, d: str) -> float:
         """The delivery rate of the last trains phase's trains in `d` (90th percentile over
-        trains of 5 packets or more; bit/s on the wire), 0 when none was delivered."""
+        trains of 5 packets or more, at most twice their median; bit/s on the wire), 0 when
+        none was delivered. A train a fade or a handoff held comes out at once, at the
+        emulator's or the base station's line rate (5 of 95 10-packet trains over 100 Mb/s in
+        a recording of `bench/replay.py`'s mobile link, median 6.0): with a few of them in the
+        first trains phase, its first saturate phase sent at the server's 1 Gb/s cap (882,000
+        packets dropped in 10 s; the phase did not end in time and the recording stopped)."""
         counts, first, last = self._train_spans(d)
         ok = (counts >= 5) & (last > first)
         if not ok.any():
             return 0.0
         wire = self.opts.payload + traces.HEADERS[ip_version(self.opts.server)]
         rates = (counts[ok] - 1) * wire * 8 / ((last[ok] - first[ok]) / 1e9)
-        return float(np.percentile(rates, 90))
+        return float(min(np.percentile(rates, 90), 2 * np.median(rates)))
 
     def _check_period(self, d: str) -> None:
         """Warns (once per direction) when the longest trains take longer to arrive than the
@@ -361,19 +375,34 @@ class Recorder:
     def _drain(self, number: int) -> None:
         """Waits until the queue a saturate phase left has drained, so the next trains do not
         start behind it (their check, `behind_own_packets`, sees only the packets the
-        receiver recorded, and it stops at most SATURATE_DRAIN_S after the stream's end): as
-        long as the longest any of the phase's packets waited, less that most. The receiver
-        stops sooner only once no missing packet can still come by the stream's own delays
-        (udp.rs `Arrivals`), which is after the queue has emptied, so the subtraction never
-        starts trains behind it."""
-        waits = []
+        receiver recorded): a train sent at t meets none of the phase's packets once t is past
+        the phase's last send plus the longest wait of its packets sent in its last
+        DRAIN_TAIL_S, on the sender's clock (the server's for the downlink: on this host's
+        clock by the offset and its uncertainty). That moment has usually passed when the
+        receiver stops: its wait (SATURATE_DRAIN_S) starts when the sender's word that it is
+        done reaches it, over the same link behind the queue. The recorder used to wait the
+        phase's longest queueing delay less SATURATE_DRAIN_S again from the phase's return,
+        for a queue that had drained: 0-2.3 s a cycle on `bench/replay.py`'s mobile link, 1.0 s
+        on average (docs/emulator.md, round eleven-D)."""
+        clock = self.clock()
+        slack_ns = clock["uncertainty_ms"] * 1e6
+        until = []
         for d in self.opts.directions:
             c = self._phase_packets(d, number)
             every = self.recorded.columns[d]
             owd = np.concatenate([p["recv"] - p["send"] for p in every]) if every else np.zeros(0)
-            if c is not None and (~np.isnan(owd)).any():
-                waits.append(traces.queue_delay_ns(c["send"], c["recv"], float(np.nanmin(owd))) / 1e9)
-        extra = max(waits, default=0.0) - SATURATE_DRAIN_S
+            if c is None or not len(c["send"]) or not (~np.isnan(owd)).any():
+                continue
+            # The queue the last packets met: the longest wait of those sent in the phase's
+            # last DRAIN_TAIL_S (the whole phase's if none of them came), not the phase's
+            # peak, which a slow spell mid-phase sets (4.4 s once, 2.8 s at the end).
+            tail = c["send"] >= np.max(c["send"]) - DRAIN_TAIL_S * 1e9
+            if np.isnan(c["recv"][tail]).all():
+                tail = np.ones(len(tail), bool)
+            queued = traces.queue_delay_ns(c["send"][tail], c["recv"][tail], float(np.nanmin(owd)))
+            last_send = float(np.max(on_probe_clock(c, d, clock["offset_ms"] * 1e6)["send"]))
+            until.append(last_send + queued + slack_ns)
+        extra = (max(until, default=0.0) - (time.time_ns() - self.recorded.t0_ns)) / 1e9
         if extra > 0:
             time.sleep(extra)
 
