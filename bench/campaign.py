@@ -181,7 +181,7 @@ def overhead(work: Path, a) -> None:
 
 def grid(work: Path, a) -> None:
     spec = work / "grid.toml"
-    # 001's cell for 60 s of virtual time: a CPU-bound run of about 0.2 s.
+    # 001's cell for 60 s of virtual time: a CPU-bound run of 33-66 ms (docs/scale.md).
     spec.write_text(simulated_grid(a.grid, 60))
     print(f"== grid: {a.grid} simulated runs ({load()})")
     walls = {}
