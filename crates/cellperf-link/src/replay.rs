@@ -43,9 +43,9 @@ use crate::error::LinkError;
 use crate::outage::OutageMode;
 use crate::queue::QueueSpec;
 use crate::random::SeededRng;
-use crate::replay_bundle::{Bundle, DirectionTrace, Train};
+use crate::replay_bundle::{Bundle, DirectionTrace};
 use crate::replay_heavy::HeavySeries;
-use crate::replay_light::LightSeries;
+use crate::replay_light::{LightSeries, Train};
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,22 +9,13 @@
 //! without one is a file cut short (a copy interrupted, a disk full) and is refused.
 use crate::error::LinkError;
 use crate::replay_heavy::{parse_heavy, HeavySeries};
-use crate::replay_light::{parse_light, LightSeries};
+use crate::replay_light::{parse_light, LightSeries, Train};
 use crate::series::{read, read_series, unreadable, Series};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "cellperf-recording";
 pub const VERSION: u64 = 1;
-
-/// One light packet train: when it was sent, its first packet's one-way delay, and the
-/// delivery times of its delivered packets after the first one's delivery.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Train {
-    pub at_ms: f64,
-    pub base_delay_ms: f64,
-    pub pdo_ms: Vec<f64>,
-}
 
 /// The light trains' packets sent and lost in a window starting at `start_ms`.
 #[derive(Debug, Clone, Copy, PartialEq)]

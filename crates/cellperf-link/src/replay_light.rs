@@ -15,7 +15,6 @@
 //! One parser ([`light_line`]) reads a light series whole (`Bundle::load`: `cellperf record
 //! --check`, `replay info`, `run --check`) or a line at a time, with the same errors.
 use crate::error::LinkError;
-use crate::replay_bundle::Train;
 use crate::series::Series;
 
 /// How many trains past the replay's moment are kept parsed: what a replay looks at after it
@@ -25,6 +24,15 @@ pub const AHEAD_TRAINS: usize = 80;
 /// Bytes parsed at the build (about 3 min of a recording's trains, 6 s of its 100-packet
 /// lines): a fault there stops the run before its command starts.
 pub const FIRST_STRETCH_BYTES: usize = 64 * 1024;
+
+/// One light packet train: when it was sent, its first packet's one-way delay, and the
+/// delivery times of its delivered packets after the first one's delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Train {
+    pub at_ms: f64,
+    pub base_delay_ms: f64,
+    pub pdo_ms: Vec<f64>,
+}
 
 /// Parses one light line's fields (`t_ms base_delay_ms pdo_0 [pdo_1 ...]`) after the train
 /// `previous` (times in order).
