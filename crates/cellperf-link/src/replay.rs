@@ -232,7 +232,7 @@ impl Replay {
             .offset
             .last()
             .map_or(MAHIMAHI_OPPORTUNITY_BYTES, |&(size, _)| size);
-        Ok(Replay {
+        let mut replay = Replay {
             mode,
             trace,
             period,
@@ -260,13 +260,9 @@ impl Replay {
             current: None,
             last_departure: 0,
             held: DueQueue::default(),
-        }
-        .indexed(0))
-    }
-
-    fn indexed(mut self, from: usize) -> Self {
-        self.index_light(from);
-        self
+        };
+        replay.index_light(0);
+        Ok(replay)
     }
 
     /// Parses the light series on to `AHEAD_TRAINS` trains after `r` ms into the recording
