@@ -221,7 +221,7 @@ def test_import_killed_with_sigkill_resumes_without_loss_or_duplicates(campaign,
                              "--interval", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Finished runs are committed together (folders moved into place, then one transaction)
-        # once COMMIT_RUNS are pending; a batch adds at most BATCH_RUNS, so a commit holds fewer
+        # once CommitPace.RUNS are pending; a batch adds at most BATCH_RUNS, so a commit holds fewer
         # than their sum. Once that many folders are in place, a second commit has begun, so
         # the first is done. Kill then.
         deadline = time.time() + 120
@@ -260,9 +260,10 @@ RUNS = 100
 
 def first_commit_done() -> int:
     """Folders in place that prove the first commit's transaction is over."""
-    from cellperf.campaign.corpus import BATCH_RUNS, COMMIT_RUNS
+    from cellperf.campaign.corpus import BATCH_RUNS
+    from cellperf.store import CommitPace
 
-    return COMMIT_RUNS + BATCH_RUNS
+    return CommitPace.RUNS + BATCH_RUNS
 
 
 def _gpx(path: Path, start_s: float, seconds: int) -> None:

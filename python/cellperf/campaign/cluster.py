@@ -77,8 +77,8 @@ def run_on_worker(campaign: Campaign, run: RunSpec, runs_dir: str) -> tuple[RunR
 
 def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) -> Iterator[list[tuple[RunSpec, RunRecord, float]]]:
     """Submits every run and yields lists of (run, record, seconds the worker took) of the
-    runs that came back together; a run the cluster could not finish comes back as a failed
-    record."""
+    runs that came back together (an empty list every half second while none came); a run
+    the cluster could not finish comes back as a failed record."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
@@ -96,7 +96,9 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
         fut = client.submit(run_on_worker, campaign, run, str(runs_dir), key=f"cellperf-run-{run.run_id}-{tag}",
                             resources={resource(campaign, run): 1}, pure=False)
         futures[fut] = (run, time.time())
-    for done in as_completed(futures).batches():
+    running = as_completed(futures)
+    while not running.is_empty():
+        done = _next_finished(running)
         out = []
         for fut in done:
             run, t0 = futures.pop(fut)
@@ -112,6 +114,18 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
             fut.release()
             out.append((run, record, seconds))
         yield out
+
+
+def _next_finished(running, tick_s: float = 0.5, poll_s: float = 0.02) -> list:
+    """The futures of `running` (an `as_completed`) finished since the last call, waiting at
+    most `tick_s` for one (then none): the writer commits what it holds and the progress is
+    shown while long runs go on."""
+    deadline = time.monotonic() + tick_s
+    done = running.next_batch(block=False)
+    while not done and time.monotonic() < deadline and not running.is_empty():
+        time.sleep(poll_s)
+        done = running.next_batch(block=False)
+    return done
 
 
 def _cluster_resources(client) -> set[str]:

@@ -39,17 +39,12 @@ from cellperf.campaign.captures import CaptureRun, find_runs, quick_key
 from cellperf.campaign.imports import ensure_campaign
 from cellperf.campaign.summary import RunStatus, Summary
 from cellperf.errors import UserError
-from cellperf.store import DB_NAME, RUNS_DIR, RunRecord, Store
+from cellperf.store import DB_NAME, RUNS_DIR, CommitPace, RunRecord, Store
 
 #: A corpus larger than this goes to a local Dask cluster unless `--workers` says otherwise.
 FEW_RUNS = 4
 #: Seconds to reach a scheduler before giving up.
 CONNECT_TIMEOUT_S = 10
-#: Finished runs are committed together, when this many are held or this long after the last
-#: commit: the writer's cost per run (a transaction, the inserts) then stays far below a run's
-#: analysis, and a kill loses at most these (found unstored and analysed again on resume).
-COMMIT_RUNS = 32
-COMMIT_EVERY_S = 1.0
 #: The local cluster's processes write their own output here, in the store's folder.
 WORKERS_LOG = ".dask-workers.log"
 #: Tasks: see `batches`.
@@ -288,9 +283,7 @@ def import_captures(store_dir: Path, source: Path, defaults: CaptureRun, *, test
     new_store = not (store_dir / DB_NAME).exists()
     folder_existed = store_dir.exists()
     store = Store.open(store_dir, create=True)
-    # The writer's DuckDB on one thread: its INSERTs from Arrow spent 7-9 ms of CPU per run on
-    # two threads (taken from the workers), 4.5 ms on one, and were no slower.
-    store.con.execute("SET threads TO 1")
+    store.write_on_one_thread()
     try:
         summary = Summary(store_dir, len(runs), 0, removed_debris=store.remove_debris())
         t_start = time.perf_counter()
@@ -360,7 +353,7 @@ def _collect(store: Store, results: Iterator[list[tuple[list[Job], Batch]]], sto
     held: list[RunRecord] = []
     pending: list[RunRecord] = []
     tables: dict[str, list[pa.Table]] = {}
-    last_commit = time.perf_counter()
+    pace = CommitPace()
     while True:
         w0 = time.perf_counter()
         group = next(results, None)
@@ -393,9 +386,9 @@ def _collect(store: Store, results: Iterator[list[tuple[list[Job], Batch]]], sto
                 if dropped:
                     table = table.filter(pc.invert(pc.is_in(table["run_id"], pa.array(dropped))))
                 tables.setdefault(name, []).append(table)
-        if len(pending) >= COMMIT_RUNS or time.perf_counter() - last_commit >= COMMIT_EVERY_S:
+        if pace.due(len(pending)):
             _commit(store, pending, tables, campaign, source)
-            last_commit = time.perf_counter()
+            pace.committed()
     _commit(store, pending, tables, campaign, source)
     return held, waited
 

@@ -8,7 +8,9 @@ host the analysis of a run goes on beside the next run's test; on a Dask cluster
 Resume rule: a run whose `runs` row says `ok` is never run again (its configuration must
 not have changed: the stored hash is compared); a `failed` run is tried again; folders of
 runs killed before their commit are removed. So a campaign killed at any moment and started
-again loses nothing finished and duplicates nothing.
+again duplicates nothing and loses nothing committed. Runs that finish close together are
+committed together (`CommitPace`): a kill (not a Ctrl-C, which commits them first) loses at
+most the last second's finished runs, which are run again.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from cellperf.campaign.spec import Campaign, RunSpec
 from cellperf.campaign.summary import RunStatus, Summary
 from cellperf.campaign.testbed import testbed_for
 from cellperf.errors import UserError
-from cellperf.store import Store
+from cellperf.store import CommitPace, RunRecord, Store
 
 
 def run_campaign(campaign: Campaign, out_dir: Path, *, workers: int | None = None, cluster: str | None = None,
@@ -42,6 +44,7 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, workers: int | None = Non
     `on_progress(progress)` is called about twice a second; `on_run(status, index, count)`
     after each commit."""
     with Store.open(out_dir, create=True) as store:
+        store.write_on_one_thread()
         stored = store.campaign()
         if stored is not None and stored["name"] != campaign.name:
             raise UserError(f"{out_dir}: holds campaign '{stored['name']}', not '{campaign.name}'; use another --out")
@@ -82,20 +85,40 @@ def run_campaign(campaign: Campaign, out_dir: Path, *, workers: int | None = Non
 
 def _commit_all(store: Store, finished, summary: Summary, progress: Progress, on_progress, on_run) -> None:
     """Commits the runs as they come from `finished` (lists of (run, record, seconds) that
-    finished together, one transaction each; an empty list every half second while nothing
-    finished) and reports the progress."""
-    for batch in finished:
-        if batch:
-            t0 = time.monotonic()
-            store.commit_runs([record for _, record, _ in batch])
-            commit_s = round((time.monotonic() - t0) / len(batch), 4)  # each run's share
-            for run, record, seconds in batch:
-                status = RunStatus(run.run_id, record.row["status"], record.row["reason"], seconds,
-                                   dict(record.row.get("phases") or {}, commit=commit_s), record.row.get("host"))
-                summary.finished.append(status)
-                progress.finished(run, status)
-                if on_run:
-                    on_run(status, summary.skipped + len(summary.finished), summary.total)
+    finished together; an empty list every half second while nothing finished), several in
+    one transaction when they finish close together (`CommitPace`), and reports the progress.
+    What is held when the campaign is interrupted is committed before it stops."""
+    pace = CommitPace()
+    held: list[tuple[RunSpec, RunRecord, float]] = []
+
+    def commit() -> None:
+        batch = held.copy()
+        held.clear()
+        t0 = time.monotonic()
+        store.commit_runs([record for _, record, _ in batch])
+        pace.committed()
+        commit_s = round((time.monotonic() - t0) / len(batch), 4)  # each run's share
+        for run, record, seconds in batch:
+            status = RunStatus(run.run_id, record.row["status"], record.row["reason"], seconds,
+                               dict(record.row.get("phases") or {}, commit=commit_s), record.row.get("host"))
+            summary.finished.append(status)
+            progress.finished(run, status)
+            if on_run:
+                on_run(status, summary.skipped + len(summary.finished), summary.total)
+
+    try:
+        for batch in finished:
+            held.extend(batch)
+            if pace.due(len(held)):
+                commit()
+            if on_progress:
+                on_progress(progress)
+    except KeyboardInterrupt:
+        if held:
+            commit()
+        raise
+    if held:
+        commit()
         if on_progress:
             on_progress(progress)
 
