@@ -110,6 +110,15 @@ def test_a_killed_workers_run_goes_to_the_other_and_the_store_equals_a_local_run
     assert "Traceback" not in refused.stderr
 
 
+def test_a_cluster_runs_the_campaign_in_its_order(tmp_path):
+    spec = tmp_path / "grid.toml"
+    spec.write_text(simulated_grid(8, 20))
+    cellperf("run", spec, "--out", tmp_path / "out", "--workers", "1")
+    with Store.open(tmp_path / "out", read_only=True) as s:
+        order = s.frame("SELECT repetition FROM runs ORDER BY started_at")["repetition"].to_list()
+    assert order == list(range(1, 9))  # Dask's own order was 1, 8, 7, ..., 2
+
+
 @pytest.mark.parametrize("argv", [["--workers", "0"], ["--workers", "x"]])
 def test_bad_worker_counts_are_usage_errors(tmp_path, argv):
     spec = tmp_path / "grid.toml"

@@ -92,9 +92,11 @@ def on_cluster(client, campaign: Campaign, todo: list[RunSpec], runs_dir: Path) 
         if need not in have:
             raise UserError(f"no worker of the cluster declares the resource '{need}' that run {run.run_id} needs "
                             "(start workers with --resources, docs/scale.md)")
-    for run in todo:
+    for i, run in enumerate(todo):
+        # In the campaign's order (Dask's own took the last submitted first): a campaign
+        # stopped half-way has its first runs.
         fut = client.submit(run_on_worker, campaign, run, str(runs_dir), key=f"cellperf-run-{run.run_id}-{tag}",
-                            resources={resource(campaign, run): 1}, pure=False)
+                            resources={resource(campaign, run): 1}, priority=len(todo) - i, pure=False)
         futures[fut] = (run, time.time())
     running = as_completed(futures)
     while not running.is_empty():
