@@ -192,20 +192,17 @@ def grid(work: Path, a) -> None:
         summary, wall = run(spec, work / f"grid-{n}", "--workers", str(n))
         busy = sum(r["seconds"] for r in summary["runs"])
         walls[n], spans[n] = wall, runs_span(work / f"grid-{n}")
-        print(f"--workers {n}: {wall:.1f} s wall, {spans[n]:.1f} s from the first run's start to the last's end "
-              f"(the rest: start-up), {busy:.1f} s of runs in the workers, {len(summary['runs_failed'])} failed; {load()}")
+        print(f"--workers {n}: {wall:.1f} s wall, {spans[n]:.1f} s of them the runs (first start to last end),\n"
+              f"  {busy:.1f} s of runs in the workers, {len(summary['runs_failed'])} failed; {load()}")
     print(f"2 workers over 1: {walls[1] / walls[2]:.2f}x (wall), {spans[1] / spans[2]:.2f}x (the runs)")
 
 
-def runs_span(store: Path) -> float:
+def runs_span(out: Path) -> float:
     """Seconds from the first run's start to the last run's end, as the store has them."""
-    import duckdb
+    from cellperf.store import Store
 
-    con = duckdb.connect(str(store / "results.duckdb"), read_only=True)
-    try:
-        return con.execute("SELECT epoch(max(ended_at)) - epoch(min(started_at)) FROM runs").fetchone()[0]
-    finally:
-        con.close()
+    with Store.open(out, read_only=True) as s:
+        return s.frame("SELECT epoch(max(ended_at)) - epoch(min(started_at)) AS s FROM runs")["s"][0]
 
 
 def parallel(work: Path, a) -> None:

@@ -38,16 +38,19 @@ def finished_run(i: int):
     return run, record, 0.1
 
 
-def commit_all(batches) -> tuple[FakeStore, Summary, list[tuple[int, int]]]:
+def commit_all(batches, progress: FakeProgress | None = None) -> tuple[FakeStore, Summary, list[tuple[int, int]]]:
     store, summary, seen = FakeStore(), Summary(Path("out"), 10, 0), []
-    _commit_all(store, batches, summary, FakeProgress(), None, lambda status, i, n: seen.append((i, n)))
+    _commit_all(store, batches, summary, progress or FakeProgress(), None, lambda status, i, n: seen.append((i, n)))
     return store, summary, seen
 
 
 def test_runs_finishing_together_are_one_transaction_and_all_reported():
-    store, summary, seen = commit_all(iter([[finished_run(1)], [], [finished_run(2)], [finished_run(3), finished_run(4)]]))
+    progress = FakeProgress()
+    store, summary, seen = commit_all(iter([[finished_run(1)], [], [finished_run(2)], [finished_run(3), finished_run(4)]]),
+                                      progress)
     assert store.commits == [["n.s.t.1", "n.s.t.2", "n.s.t.3", "n.s.t.4"]]
     assert [s.run_id for s in summary.finished] == ["n.s.t.1", "n.s.t.2", "n.s.t.3", "n.s.t.4"]
+    assert progress.finished_ids == ["n.s.t.1", "n.s.t.2", "n.s.t.3", "n.s.t.4"]
     assert [s.phases["commit"] for s in summary.finished] == [summary.finished[0].phases["commit"]] * 4
     assert seen == [(1, 10), (2, 10), (3, 10), (4, 10)]
 
