@@ -82,13 +82,58 @@ def test_opportunities_come_every_1500_bytes_delivered():
     assert t.opportunities_ms(recv, np.full(10, 750), 0).tolist() == [7, 9, 11, 13]
 
 
-def test_heavy_trace_fills_the_gaps_between_saturated_stretches():
+def test_heavy_trace_fills_the_gaps_with_the_stretch_before_at_the_stretches_rate():
     a = (np.arange(10, 20), 10, 20)       # one per ms in [10, 20)
     b = (np.arange(40, 50, 2), 40, 50)    # one per 2 ms in [40, 50)
     heavy = t.heavy_ms([a, b], 60)
-    # [0, 10): the first stretch's pattern; [20, 40): the stretch before, twice; [50, 60): the last.
-    assert heavy.tolist() == [*range(0, 10), *range(10, 20), *range(20, 40), *range(40, 50, 2), *range(50, 60, 2)]
+    # Both together: 15 in 20 ms. A gap repeats the stretch before with its times scaled to
+    # that rate (a's by 4/3, b's by 2/3), rounded down to the ms.
+    assert heavy.tolist() == [
+        0, 1, 2, 4, 5, 6, 8, 9,                                            # [0, 10): a, slower
+        *range(10, 20),                                                    # a as recorded
+        20, 21, 22, 24, 25, 26, 28, 29, 30, 32, 33, 34, 36, 37, 38,        # [20, 40): a, slower
+        *range(40, 50, 2),                                                 # b as recorded
+        50, 51, 52, 54, 55, 56, 58, 59]                                    # [50, 60): b, faster
     assert t.heavy_ms([], 60).tolist() == []
+
+
+def test_a_long_gap_gets_every_stretchs_mean_rate_not_the_one_before():
+    fast = (np.repeat(np.arange(0, 5000), 2), 0, 5000)          # 2 a ms for 5 s
+    slow = (np.arange(20000, 25000, 2), 20000, 25000)           # 0.5 a ms for 5 s
+    heavy = t.heavy_ms([fast, slow], 60000)
+    mean = (10000 + 2500) / 10000
+    for a, b in ((5000, 20000), (25000, 60000)):                # after the fast one, after the slow one
+        got = np.count_nonzero((heavy >= a) & (heavy < b)) / (b - a)
+        assert abs(got / mean - 1) < 0.01, (a, b, got)
+    # Inside a stretch the trace is the stretch's own.
+    assert np.count_nonzero((heavy >= 20000) & (heavy < 25000)) == 2500
+
+
+def test_a_gap_follows_the_long_trains_rate_scaled_to_the_stretches():
+    stretch = (np.arange(0, 5000), 0, 5000)                      # 1 a ms
+    # Long trains at 8 s and 15 s, at 3000 and 1000 B/ms: their mean (2000) is the stretches'
+    # rate, so near 8 s the gap runs at 1.5 a ms, near 15 s at 0.5, elsewhere at 1.
+    trains = (np.array([8000.0, 15000.0]), np.array([3000.0, 1000.0]))
+    heavy = t.heavy_ms([stretch], 20000, trains)
+    count = lambda a, b: np.count_nonzero((heavy >= a) & (heavy < b))  # noqa: E731
+    assert count(0, 5000) == 5000
+    assert abs(count(7000, 9000) - 3000) <= 2
+    assert abs(count(14000, 16000) - 1000) <= 2
+    assert abs(count(10000, 13000) - 3000) <= 2
+    # Without trains the gap is at the stretches' rate.
+    assert abs(np.count_nonzero(t.heavy_ms([stretch], 20000) >= 5000) - 15000) <= 2
+
+
+def test_train_rates_leave_out_a_held_train():
+    # Three 10-packet trains of 1000-byte packets, 1 s apart: 1 ms apart on arrival (1000 B/ms),
+    # 2 ms apart (500 B/ms), and one a fade held, its packets then together at line rate.
+    train = np.repeat(np.arange(3), 10)
+    send = (np.repeat([0.0, 1000.0, 2000.0], 10) + np.tile(np.arange(10) * 0.01, 3)) * MS
+    arrive = np.r_[20 + np.arange(10.0), 1020 + 2 * np.arange(10.0), 2200 + 0.01 * np.arange(10.0)]
+    arrive[13] = NAN                                             # a lost packet is not counted
+    when, rate = t.train_rates(train, send, arrive * MS, 1000.0, 0)
+    assert when.tolist() == [0.0, 1000.0]
+    assert rate == pytest.approx([1000.0, 8000.0 / 18.0])
 
 
 def test_offsets_are_median_delays_over_the_smallest_size_either_side_never_decreasing():

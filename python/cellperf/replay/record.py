@@ -433,6 +433,8 @@ class Recorder:
             cat = lambda key, ps: np.concatenate([p[key] for p in ps]) if ps else np.zeros(0)  # noqa: E731
             train = np.concatenate([t + b for (t, _), b in zip(tr, base)]) if tr else np.zeros(0, np.int64)
             place = np.concatenate([p for _, p in tr]) if tr else np.zeros(0, np.int64)
+            longest = np.concatenate([t % len(o.lengths) == int(np.argmax(o.lengths)) for t, _ in tr]) \
+                if tr else np.zeros(0, bool)
             send, recv = cat("send", trains), cat("recv", trains)
             sizes = [c for c in parts if c["kind"] == "sizes"]
             size_send, size_recv = cat("send", sizes), cat("recv", sizes)
@@ -468,7 +470,9 @@ class Recorder:
                 opps = traces.opportunities_ms(c["recv"], c["bytes"] + wire_extra, 0)
                 if len(opps):
                     stretches.append((opps, int(opps[0]), int(opps[-1]) + 1))
-            out[f"{d}.heavy"] = [str(v) for v in traces.heavy_ms(stretches, end_ms).tolist()]
+            guide = traces.train_rates(train[light & longest], send[light & longest], recv[light & longest],
+                                       float(o.payload + wire_extra), 0)
+            out[f"{d}.heavy"] = [str(v) for v in traces.heavy_ms(stretches, end_ms, guide).tolist()]
             spans = [span for c in parts for span in traces.silent_spans(c["send"], c["recv"], 2 * o.period_s * 1e9)]
             for a, b in traces.merge_spans(spans + self.recorded.no_path[d]):
                 outages.append((a, d, b))

@@ -136,30 +136,93 @@ def queue_delay_ns(send_ns: np.ndarray, recv_ns: np.ndarray, least_ns: float) ->
     return float(max(np.max(recv_ns[got] - send_ns[got]) - least_ns, 0.0)) if got.any() else 0.0
 
 
-def heavy_ms(stretches: list[tuple[np.ndarray, int, int]], end_ms: int) -> np.ndarray:
+def train_rates(train: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray, wire_bytes: float,
+                t0_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first send, ms from `t0_ns`; delivery rate, bytes a ms) of each train with two packets or
+    more delivered, from its first delivered packet to its last: the rate a burst of its length
+    got from the link then. Trains over three times the median rate are left out: a fade or a
+    handoff held their first packet and released the rest together at line rate (a 100-packet
+    train at 123 Mb/s on a 10-Mb/s link)."""
+    got = ~np.isnan(recv_ns)
+    tr, tx, rx = train[got], send_ns[got], recv_ns[got]
+    if len(tr) == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.lexsort((rx, tr))
+    tr, tx, rx = tr[order], tx[order], rx[order]
+    starts = np.flatnonzero(np.r_[True, tr[1:] != tr[:-1]])
+    ends = np.r_[starts[1:], len(tr)] - 1
+    span_ms = (rx[ends] - rx[starts]) / 1e6
+    ok = span_ms > 0
+    rate = wire_bytes * (ends - starts)[ok] / span_ms[ok]
+    first = np.minimum.reduceat(tx, starts)[ok]
+    keep = rate <= 3 * np.median(rate) if len(rate) else np.zeros(0, bool)
+    order = np.argsort(first[keep], kind="stable")
+    return (first[keep][order] - t0_ns) / 1e6, rate[keep][order]
+
+
+#: The heavy trace's gaps follow the long trains' rate in steps of this (ms), each step the
+#: mean of the trains within `GUIDE_REACH_MS` of its middle (about two 100-packet trains at
+#: `cellperf record`'s default period).
+GUIDE_STEP_MS = 500
+GUIDE_REACH_MS = 1000
+
+
+def heavy_ms(stretches: list[tuple[np.ndarray, int, int]], end_ms: int,
+             trains: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """One heavy trace over the whole recording from the saturated stretches, each (its
     opportunities, first ms, end ms), in time order. Between stretches (while the light
     trains ran: one device cannot saturate a direction and measure light trains in it at
-    once) the stretch before is repeated, shifted in time; before the first, the first."""
+    once) the stretch before is repeated (before the first, the first), its bursts and fades
+    kept, its times stretched or squeezed to the rate the link had then by the long light
+    trains of `trains` (`train_rates` of the longest length): their rate there, scaled by the
+    ratio of all stretches' rate to all those trains' mean rate; the stretches' rate where no
+    train is near, or without `trains`. The stretch before is no better a guess of a gap's
+    rate than any other (the channel changes within a second or two): its own rate, repeated
+    for 10-15 s, was the trace's largest error (docs/record.md)."""
     kept = [(o, a, b) for o, a, b in stretches if len(o) and b > a]
+    if not kept:
+        return np.zeros(0, dtype=np.int64)
+    rate = sum(len(o) for o, _, _ in kept) / sum(b - a for _, a, b in kept)
     pieces, cursor = [], 0
-    for i, (opps, start, stop) in enumerate(kept):
+    for i, (opps, start, stop) in enumerate(kept + [(None, end_ms, end_ms)]):
         if cursor < start:
-            pieces.append(_tile(*kept[max(i - 1, 0)], cursor, start))
-        pieces.append(opps[(opps >= max(start, cursor)) & (opps < stop)])
-        cursor = max(cursor, stop)
-    if kept and cursor < end_ms:
-        pieces.append(_tile(*kept[-1], cursor, end_ms))
-    return np.sort(np.concatenate(pieces)) if pieces else np.zeros(0, dtype=np.int64)
+            edges = np.r_[np.arange(cursor, start, GUIDE_STEP_MS), start]
+            pieces.append(_fill(*kept[max(i - 1, 0)], edges, _guide(edges, rate, trains)))
+        if opps is not None:
+            pieces.append(opps[(opps >= max(start, cursor)) & (opps < stop)])
+            cursor = max(cursor, stop)
+    return np.sort(np.concatenate(pieces))
 
 
-def _tile(opps: np.ndarray, s0: int, s1: int, a: int, b: int) -> np.ndarray:
-    """The opportunities of [s0, s1) repeated to cover [a, b)."""
-    pattern = opps[(opps >= s0) & (opps < s1)] - s0
-    length = s1 - s0
-    copies = -(-(b - a) // length)
-    tiled = (pattern[None, :] + a + length * np.arange(copies)[:, None]).ravel()
-    return tiled[tiled < b]
+def _guide(edges: np.ndarray, rate: float, trains: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """The rate (opportunities a ms) of each step between `edges`: the long trains' near its
+    middle, scaled to the stretches' `rate`; `rate` itself where none is near."""
+    out = np.full(len(edges) - 1, rate)
+    if trains is None or not len(trains[0]):
+        return out
+    t, r = trains
+    scale = rate / r.mean()
+    middle = (edges[:-1] + edges[1:]) / 2
+    lo = np.searchsorted(t, middle - GUIDE_REACH_MS)
+    hi = np.searchsorted(t, middle + GUIDE_REACH_MS, side="right")
+    sums = np.r_[0.0, np.cumsum(r)]
+    near = hi > lo
+    out[near] = scale * (sums[hi] - sums[lo])[near] / (hi - lo)[near]
+    return out
+
+
+def _fill(opps: np.ndarray, s0: int, s1: int, edges: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """The opportunities of [s0, s1) repeated over [edges[0], edges[-1]), each step between
+    `edges` at its rate of `rates` (a ms): the pattern's times stretched or squeezed."""
+    pattern = (opps[(opps >= s0) & (opps < s1)] - s0).astype(np.float64)
+    own = len(pattern) / (s1 - s0)
+    # The steps in the pattern's own time: a step at twice its rate takes twice its length.
+    inner = np.r_[0.0, np.cumsum(np.diff(edges) * rates / own)]
+    copies = int(inner[-1] // (s1 - s0)) + 1
+    u = (pattern[None, :] + (s1 - s0) * np.arange(copies)[:, None]).ravel()
+    u = u[u < inner[-1]]
+    step = np.searchsorted(inner, u, side="right") - 1
+    return np.floor(edges[step] + (u - inner[step]) * own / rates[step]).astype(np.int64)
 
 
 def size_offsets(size: np.ndarray, seq: np.ndarray, owd_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
