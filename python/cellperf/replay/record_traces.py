@@ -136,28 +136,45 @@ def queue_delay_ns(send_ns: np.ndarray, recv_ns: np.ndarray, least_ns: float) ->
     return float(max(np.max(recv_ns[got] - send_ns[got]) - least_ns, 0.0)) if got.any() else 0.0
 
 
-def train_rates(train: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray, wire_bytes: float,
-                t0_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first send, ms from `t0_ns`; delivery rate, bytes a ms) of each train with two packets or
-    more delivered, from its first delivered packet to its last: the rate a burst of its length
-    got from the link then. Trains over three times the median rate are left out: a fade or a
-    handoff held their first packet and released the rest together at line rate (a 100-packet
-    train at 123 Mb/s on a 10-Mb/s link)."""
+def train_spans(train: np.ndarray, recv_ns: np.ndarray, wire_bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each train with two packets or more delivered, in train order: (its number, ms from its
+    first delivery to its last, bytes delivered after its first): their ratio is the rate a
+    burst of its length got from the link (CellReplay's measure of workload dependence). A
+    lost packet's receive time is NaN; `wire_bytes`: each packet's, or one for all."""
+    wire = np.broadcast_to(np.asarray(wire_bytes, dtype=np.float64), np.shape(train))
     got = ~np.isnan(recv_ns)
-    tr, tx, rx = train[got], send_ns[got], recv_ns[got]
+    tr, rx, size = train[got], recv_ns[got], wire[got]
     if len(tr) == 0:
-        return np.zeros(0), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     order = np.lexsort((rx, tr))
-    tr, tx, rx = tr[order], tx[order], rx[order]
+    tr, rx, size = tr[order], rx[order], size[order]
     starts = np.flatnonzero(np.r_[True, tr[1:] != tr[:-1]])
     ends = np.r_[starts[1:], len(tr)] - 1
+    keep = ends > starts
     span_ms = (rx[ends] - rx[starts]) / 1e6
+    after_first = np.add.reduceat(size, starts) - size[starts]
+    return tr[starts][keep], span_ms[keep], after_first[keep]
+
+
+def train_rates(train: np.ndarray, send_ns: np.ndarray, recv_ns: np.ndarray, wire_bytes: float,
+                t0_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first send, ms from `t0_ns`; delivery rate, bytes a ms) of each train of `train_spans`,
+    in time order. Trains over three times the median rate are left out: a fade or a handoff
+    held their first packet and released the rest together at line rate (a 100-packet train
+    at 123 Mb/s on a 10-Mb/s link)."""
+    number, span_ms, after_first = train_spans(train, recv_ns, wire_bytes)
     ok = span_ms > 0
-    rate = wire_bytes * (ends - starts)[ok] / span_ms[ok]
-    first = np.minimum.reduceat(tx, starts)[ok]
-    keep = rate <= 3 * np.median(rate) if len(rate) else np.zeros(0, bool)
-    order = np.argsort(first[keep], kind="stable")
-    return (first[keep][order] - t0_ns) / 1e6, rate[keep][order]
+    number, rate = number[ok], after_first[ok] / span_ms[ok]
+    if not len(rate):
+        return np.zeros(0), np.zeros(0)
+    # Each train's time: its first delivered packet's send.
+    got = ~np.isnan(recv_ns)
+    first = np.full(int(train.max()) + 1, np.inf)
+    np.minimum.at(first, train[got], send_ns[got])
+    keep = rate <= 3 * np.median(rate)
+    when = first[number[keep]]
+    order = np.argsort(when, kind="stable")
+    return (when[order] - t0_ns) / 1e6, rate[keep][order]
 
 
 #: The heavy trace's gaps follow the long trains' rate in steps of this (ms), each step the

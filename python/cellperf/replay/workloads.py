@@ -118,26 +118,16 @@ def train_deliveries(log, lengths: list[int]) -> dict[int, tuple[list[float], li
     last) and the bytes delivered after its first packet, for trains with two packets or
     more delivered: their ratio is the delivery rate the link gave a train of that size
     (CellReplay's measure of its workload dependence)."""
-    from cellperf.replay.record_traces import train_index
+    from cellperf.replay.record_traces import train_index, train_spans
 
     seq = log.column("seq").to_numpy().astype(np.int64)
-    recv = log.column("recv_ts").cast("int64").to_numpy(zero_copy_only=False)
-    got = ~log.column("lost").to_numpy(zero_copy_only=False).astype(bool)
+    recv = log.column("recv_ts").cast("int64").to_numpy(zero_copy_only=False).astype(np.float64)
+    recv[log.column("lost").to_numpy(zero_copy_only=False).astype(bool)] = np.nan
     wire = log.column("bytes").to_numpy().astype(np.int64) + UDP_IPV4_HEADERS
     train, _ = train_index(seq, lengths)
-    train, recv, wire = train[got], recv[got].astype(np.float64), wire[got]
-    order = np.lexsort((recv, train))
-    train, recv, wire = train[order], recv[order], wire[order]
-    if not len(train):
-        return {n: ([], []) for n in lengths}
-    starts = np.flatnonzero(np.r_[True, train[1:] != train[:-1]])
-    ends = np.r_[starts[1:], len(train)] - 1
-    span_ms = (recv[ends] - recv[starts]) / 1e6
-    after_first = np.add.reduceat(wire, starts) - wire[starts]
-    keep = ends > starts
-    length = np.asarray(lengths)[train[starts] % len(lengths)]
-    return {n: (span_ms[keep & (length == n)].tolist(), after_first[keep & (length == n)].astype(float).tolist())
-            for n in lengths}
+    number, span_ms, after_first = train_spans(train, recv, wire)
+    length = np.asarray(lengths)[number % len(lengths)]
+    return {n: (span_ms[length == n].tolist(), after_first[length == n].tolist()) for n in lengths}
 
 
 def serve_downloads(listen: tuple[str, int] = ("0.0.0.0", 0)) -> http.server.ThreadingHTTPServer:
