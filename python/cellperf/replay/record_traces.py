@@ -201,6 +201,8 @@ def heavy_ms(stretches: list[tuple[np.ndarray, int, int]], end_ms: int,
         return np.zeros(0, dtype=np.int64)
     rate = sum(len(o) for o, _, _ in kept) / sum(b - a for _, a, b in kept)
     pieces, cursor = [], 0
+    # The recording's end as a last stretch with no opportunities: the gap before it (after
+    # the last saturate phase) is filled as any other.
     for i, (opps, start, stop) in enumerate(kept + [(None, end_ms, end_ms)]):
         if cursor < start:
             edges = np.r_[np.arange(cursor, start, GUIDE_STEP_MS), start]
