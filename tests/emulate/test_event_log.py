@@ -84,8 +84,9 @@ def test_event_logs_follow_the_trace_and_the_captures(tmp_path, iperf3_server):
     up_opportunities = up.filter(pl.col("event") == "#")
     per_ms = up_opportunities.group_by("t", maintain_order=True).agg(pl.col("a").sum())
     assert (per_ms["t"] == np.arange(per_ms.height)).all() and (per_ms["a"].head(-1) == 625).all()
-    # The log covers the run: its opportunities go on to the end (the link was idle at the end).
-    assert per_ms.height / 1000 > stats["duration_s"] - 0.01
+    # The log covers the run: its opportunities go on to the end (the link was idle at the end),
+    # within the last wake-up of the link's thread (a busy CI host's stall: 15 ms seen).
+    assert per_ms.height / 1000 > stats["duration_s"] - 0.1
     up_departed = up.filter(pl.col("event") == "-")
     assert _bytes_from(cn, mn_addr) == (up_departed.height, up_departed["a"].sum())
 

@@ -29,12 +29,13 @@ def test_pings_see_the_recorded_base_delays(tmp_path):
     bundle = write_bundle(tmp_path / "b", low_down_base_ms=10.0)
     full = pings(bundle, "full")
     # A lone 84-byte echo takes its train's first opportunity at once: RTT = 20 + 30 ms plus
-    # the offset of its size (below 100 bytes: 0) and the path outside the link (< 1 ms;
-    # a busy CI host's stalls: the margin).
-    assert min(full) >= 50.0 and statistics.median(full) < 51.5, full
+    # the offset of its size (below 100 bytes: 0) and the path outside the link (< 1 ms here;
+    # a busy CI host's stalls: the margin, 1.65 ms seen), well below the 60 ms of a ping that
+    # met the first train's 30 ms both ways.
+    assert min(full) >= 50.0 and statistics.median(full) < 53.0, full
     heavy = pings(bundle, "heavy")
     # heavy: the next 1-ms opportunity (0-1 ms each way) + 20 + 10 ms.
-    assert min(heavy) >= 30.0 and statistics.median(heavy) < 33.0, heavy
+    assert min(heavy) >= 30.0 and statistics.median(heavy) < 34.5, heavy
 
 
 def test_a_bad_series_stops_the_run_in_one_line_naming_file_and_line(tmp_path):

@@ -91,12 +91,14 @@ def test_record_through_the_emulator_gives_its_delay_and_rates(tmp_path):
     check = subprocess.run([*CELLPERF, "record", "--check", str(out)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stderr
     # And replayed: a ping's round trip is the two directions' base delays, as through the live
-    # link (20 + 20 ms and its 84-byte packets' transmission), not the trains' 1428-byte packets'.
+    # link (20 + 20 ms and its 84-byte packets' transmission), not the trains' 1428-byte packets'
+    # (+1.1 and +2.3 ms): the least, which a busy CI host's stalls do not raise, and the median
+    # with their margin (42.4 ms seen).
     ping = subprocess.run([*CELLPERF, "emulate", "--replay", str(out), "--", "ping", "-c", "10", "-i", "0.2",
                            "$CELLPERF_CN"], capture_output=True, text=True, timeout=60)
     assert ping.returncode == 0, ping.stderr
     rtt = sorted(float(v) for v in re.findall(r"time=([0-9.]+) ms", ping.stdout))
-    assert len(rtt) == 10 and 40.0 <= rtt[5] <= 42.0, rtt
+    assert len(rtt) == 10 and 40.0 <= rtt[0] <= 42.0 and rtt[5] <= 44.0, rtt
 
 
 
