@@ -58,7 +58,8 @@ def test_page_load_over_a_real_network(chromium, pages, tmp_path):
         analysis = json.loads(run["analysis"])
         assert len(analysis["captures"]) == 2 and analysis["warnings"] == [], analysis
         load = s.frame("SELECT * FROM page_loads").row(0, named=True)
-        assert (load["status"], load["page"], load["objects"], load["connections_used"]) == ("ok", "yahoo", 15, 2)
+        assert (load["status"], load["page"], load["objects"], load["connections_used"]) == ("ok", "yahoo", 15, 2), \
+            load["reason"]
         flows = s.frame("SELECT * FROM flows WHERE role = 'data'")
         assert flows["connection_id"].n_unique() == 2
         assert set(flows["src"]) | set(flows["dst"]) == {tb.MN_ADDR, PAGE_ADDR}
