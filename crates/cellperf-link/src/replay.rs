@@ -449,7 +449,7 @@ impl Replay {
 
     /// Sends `bytes` from `start` on; returns when it went and on what: when its last byte
     /// went, or on a light train once it has had a recorded packet's bytes (`light_bytes`).
-    /// The rest of a packet larger than the trains' (a 1500-byte TCP segment on 1456-byte
+    /// The rest of a packet larger than the trains' (a 1500-byte TCP segment on 1428-byte
     /// train packets) comes out of the next opportunity, as a debt the rate keeps: a burst's
     /// first segment took the second opportunity, as late as a fade had held the recorded
     /// train's second packet (8.5 ms, every burst for 0.5 s of `bench/replay.py`'s stationary
