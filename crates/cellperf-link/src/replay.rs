@@ -8,11 +8,9 @@
 //! more than the train had while the link is busy with it goes on with a longer recorded
 //! train's, then with the saturator's (*heavy*) opportunities, from where the light ones
 //! stopped, for as long as it keeps the link busy.
-//! On the downlink the link is idle again once it has sent everything and one recorded
-//! packet's transmission at the train's rate has passed, and the next packet starts a new
-//! train. On the uplink it is idle once it has sent everything and the train's last
-//! opportunity has passed, and the next packet starts a new train if the link has been idle
-//! about as long as before a recorded train, else a busy period on the heavy opportunities,
+//! The link is idle again once it has sent everything and the train's last opportunity has
+//! passed; the next packet starts a new train if the link has been idle at all (downlink) or
+//! about as long as before a recorded train (uplink), else a busy period on the heavy opportunities,
 //! the next one moved to the packet's arrival when that falls in a gap of the saturator's
 //! trace (a lone packet on an idle link does not wait for the saturator's next delivery).
 //! A heavy opportunity carries 1500 bytes, a light one a recorded train packet's, consumed
@@ -89,12 +87,6 @@ struct LightTrain {
 impl LightTrain {
     fn last_opportunity(&self) -> Nanos {
         self.start + self.pdo.last().copied().unwrap_or(0)
-    }
-
-    /// One recorded packet's transmission at the train's mean rate.
-    fn transmission(&self) -> Nanos {
-        let gaps = self.pdo.len().saturating_sub(1).max(1) as Nanos;
-        self.pdo.last().copied().unwrap_or(0) / gaps
     }
 }
 
@@ -494,28 +486,19 @@ impl Replay {
     /// trains, and restarting one at every short gap replayed a train's back-to-back
     /// deliveries (packets an ARQ had held and released together) again and again: a 10-MB
     /// download took 0.85 s where the link took 8.5.
-    /// On the downlink a packet that finds the link idle starts a light train however short the
-    /// idle (`Replay::downlink`), idle once the last packet's transmission at the train's rate is
-    /// over, not the recorded train's last opportunity: a TCP round's burst 71 ms after the one
-    /// before took a recorded 100-packet train's 11th opportunity on, which a fade had held (the
-    /// recording's packets queued behind it; this burst had none ahead): 34-88 ms where the light
-    /// train's start gave 27, and a replayed CUBIC flow's slow start ended on that rise (HyStart's
-    /// delay test, `docs/emulator.md` round fourteen). The base station sends a burst that finds
-    /// its queue empty at the link's rate then, which the recorded trains are, and the saturator's
-    /// bunches and ARQ stalls gave a light flow's packets either none of the serialisation (a TCP
-    /// response's full-size packets 28.0 ms one-way, median, where the live link gave 34.3 and now
-    /// 33.9: `bench/replay.py`'s stationary link, 10- and 100-KB downloads) or the rest of a stall
-    /// (a 10-KB response 42-45 ms where live gave 15-25, mobile). The uplink's recorded trains
-    /// begin with the UE's request for grants after 500 ms of idle, which a packet a few ms behind
-    /// the last does not wait for: light trains there gave uplink ACKs 53 ms where the live link
-    /// gave 40.5 (46 as before).
+    /// On the downlink a packet that finds the link idle starts a light train however short
+    /// the idle (`Replay::downlink`): the base station sends a burst that finds its queue
+    /// empty at the link's rate then, which the recorded trains are, and the saturator's
+    /// bunches and ARQ stalls gave a light flow's packets either none of the serialisation
+    /// (a TCP response's full-size packets 28.0 ms one-way, median, where the live link gave
+    /// 34.3 and now 33.9: `bench/replay.py`'s stationary link, 10- and 100-KB downloads) or
+    /// the rest of a stall (a 10-KB response 42-45 ms where live gave 15-25, mobile). The
+    /// uplink's recorded trains begin with the UE's request for grants after 500 ms of idle,
+    /// which a packet a few ms behind the last does not wait for: light trains there gave
+    /// uplink ACKs 53 ms where the live link gave 40.5 (46 as before).
     fn on_arrival(&mut self, t: Nanos) {
         if let Some(tr) = &self.train {
-            let idle_since = if self.trains_after_short_idle {
-                self.last_departure + tr.transmission()
-            } else {
-                self.last_departure.max(tr.last_opportunity())
-            };
+            let idle_since = self.last_departure.max(tr.last_opportunity());
             if t <= idle_since {
                 return;
             }
@@ -854,55 +837,21 @@ mod tests {
         assert_ms(&got, &want);
     }
 
-    /// `crafted()`, its recorded packets 1428 bytes, and its 100-packet train held 40 ms
-    /// from its 21st packet on (a fade: 0, 0.5, ... 9.5, then 50, 50.5, ... 89.5 ms).
-    fn faded() -> DirectionTrace {
-        let mut trace = crafted();
-        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
-        let pdo = &mut trace.light[1].pdo_ms;
-        pdo.iter_mut().skip(20).for_each(|ms| *ms += 40.0);
-        trace
-    }
-
     #[test]
     fn a_segment_a_little_larger_than_the_recorded_packets_leaves_on_the_first_opportunity() {
         // A 1500-byte segment on 1428-byte train packets leaves once it has had 1428 bytes:
         // the first, at 250 + 30 ms; the second once it has too (72 bytes of it were on the
         // second opportunity: 1356 there, 144 of the third, 251 ms), and so on, 72 bytes
         // more each time. Before, the first went on the second opportunity (250.5 ms).
-        let mut r = replay(faded(), ReplayMode::Full);
+        let mut trace = crafted();
+        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
+        let mut r = replay(trace, ReplayMode::Full);
         let arrivals: Vec<(Nanos, usize)> = (0..3).map(|_| (250 * MS, 1500)).collect();
         let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
             .iter()
             .map(|&(t, _)| t as f64 / 1e6)
             .collect();
         assert_ms(&got, &[280.0, 281.0, 281.5]);
-    }
-
-    #[test]
-    fn a_burst_after_the_link_emptied_starts_a_new_train_before_the_recorded_one_ended() {
-        // Downlink. 10 packets at 250 ms take the 100-packet train's first 10 (250-254.5 ms);
-        // the link is empty once the last has gone and one packet's transmission at the
-        // train's mean rate has passed (89.5 / 99 = 0.904 ms: 255.404 ms).
-        let burst = |r: &mut Replay, at: Nanos, n: usize| -> Vec<f64> {
-            let arrivals: Vec<(Nanos, usize)> = (0..n).map(|_| (at, 1428)).collect();
-            run(r, &arrivals, 100_000, at + 2000 * MS)
-                .iter()
-                .map(|&(t, _)| t as f64 / 1e6)
-                .collect()
-        };
-        let mut r = replay(faded(), ReplayMode::Full).downlink();
-        assert_ms(
-            &burst(&mut r, 250 * MS, 10),
-            &(0..10).map(|i| 280.0 + 0.5 * i as f64).collect::<Vec<_>>(),
-        );
-        // A burst at 260 ms finds it empty and starts a train of its own: the recorded
-        // train's first opportunities again, not its faded 21st on (300 ms), which the
-        // recording's packets queued behind its held 21st met and this burst does not.
-        assert_ms(&burst(&mut r, 260 * MS, 3), &[290.0, 290.5, 291.0]);
-        // A packet that comes while the last one's transmission is not over goes on with
-        // the train: 261.2 ms takes its next opportunity, 261.5.
-        assert_ms(&burst(&mut r, 261_200_000, 1), &[291.5]);
     }
 
     #[test]
