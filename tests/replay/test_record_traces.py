@@ -86,15 +86,26 @@ def test_heavy_trace_fills_the_gaps_with_the_stretch_before_at_the_stretches_rat
     a = (np.arange(10, 20), 10, 20)       # one per ms in [10, 20)
     b = (np.arange(40, 50, 2), 40, 50)    # one per 2 ms in [40, 50)
     heavy = t.heavy_ms([a, b], 60)
-    # Both together: 15 in 20 ms. A gap repeats the stretch before with its times scaled to
-    # that rate (a's by 4/3, b's by 2/3), rounded down to the ms.
+    # Both together: 15 in 20 ms. A gap repeats the stretch before, as many of its
+    # opportunities as that rate gives (7.5 in 10 ms: 8), their spacing stretched or squeezed
+    # to the gap (a's 8 over 10 ms; b's 8, 16 ms of it, over 10), rounded down to the ms.
     assert heavy.tolist() == [
-        0, 1, 2, 4, 5, 6, 8, 9,                                            # [0, 10): a, slower
+        0, 1, 2, 3, 5, 6, 7, 8,                                            # [0, 10): a, slower
         *range(10, 20),                                                    # a as recorded
         20, 21, 22, 24, 25, 26, 28, 29, 30, 32, 33, 34, 36, 37, 38,        # [20, 40): a, slower
         *range(40, 50, 2),                                                 # b as recorded
-        50, 51, 52, 54, 55, 56, 58, 59]                                    # [50, 60): b, faster
+        50, 51, 52, 53, 55, 56, 57, 58]                                    # [50, 60): b, faster
     assert t.heavy_ms([], 60).tolist() == []
+
+
+def test_each_step_of_a_gap_gets_its_rate_however_bursty_the_stretch_before():
+    # A stretch whose opportunities all came in the first half of each second (2 a ms, then
+    # a fade): its rate is 1 a ms, and so is every 500-ms step of the gap after it. Its clock
+    # stretched instead, the steps took the bursts and the fades in turn: 1000, 0, 1000, ...
+    burst = np.concatenate([np.repeat(np.arange(s, s + 500), 2) for s in range(0, 4000, 1000)])
+    heavy = t.heavy_ms([(burst, 0, 4000)], 10000)
+    steps = np.bincount(heavy[heavy >= 4000] // 500 - 8, minlength=12)
+    assert steps.tolist() == [500] * 12
 
 
 def test_a_long_gap_gets_every_stretchs_mean_rate_not_the_one_before():
