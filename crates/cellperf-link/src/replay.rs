@@ -10,12 +10,12 @@
 //! stopped, for as long as it keeps the link busy.
 //! The link is idle again once it has sent everything and the train's last opportunity has
 //! passed; the next packet starts a new train if the link has been idle at all (downlink) or
-//! about as long as before a recorded train (uplink), else a busy period on the heavy opportunities,
-//! the next one moved to the packet's arrival when that falls in a gap of the saturator's
-//! trace (a lone packet on an idle link does not wait for the saturator's next delivery).
-//! A heavy opportunity carries 1500 bytes, a light one a recorded train packet's, consumed
-//! first come first served as in the rate server (`server.rs`); a packet leaves a light train
-//! once it has had a recorded packet's bytes (`serve`). A packet is
+//! about as long as before a recorded train (uplink), else a busy period on the heavy
+//! opportunities, the next one moved to the packet's arrival when that falls in a gap of the
+//! saturator's trace (a lone packet on an idle link does not wait for the saturator's next
+//! delivery). A heavy opportunity carries 1500 bytes, a light one a recorded train packet's,
+//! consumed first come first served as in the rate server (`server.rs`); a packet leaves a
+//! light train once it has had a recorded packet's bytes (`serve`). A packet is
 //! delivered at its opportunity + the base delay (the train's; in a heavy stretch the series'
 //! value at that moment) + the latency offset of its size; never before the packet ahead, nor
 //! before a recorded train's first packet that a fade held (a base delay above both
