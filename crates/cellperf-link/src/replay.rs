@@ -837,21 +837,26 @@ mod tests {
         assert_ms(&got, &want);
     }
 
+    /// `n` packets of `bytes` at 250 ms on `crafted()` with its trains' packets 1428 bytes
+    /// (the offsets' largest size); their delivery times, ms.
+    fn on_1428_byte_trains(n: usize, bytes: usize) -> Vec<f64> {
+        let mut trace = crafted();
+        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
+        let mut r = replay(trace, ReplayMode::Full);
+        let arrivals: Vec<(Nanos, usize)> = (0..n).map(|_| (250 * MS, bytes)).collect();
+        run(&mut r, &arrivals, 100_000, 2000 * MS)
+            .iter()
+            .map(|&(t, _)| t as f64 / 1e6)
+            .collect()
+    }
+
     #[test]
     fn a_segment_a_little_larger_than_the_recorded_packets_leaves_on_the_first_opportunity() {
         // A 1500-byte segment on 1428-byte train packets leaves once it has had 1428 bytes:
         // the first, at 250 + 30 ms; the second once it has too (72 bytes of it were on the
         // second opportunity: 1356 there, 144 of the third, 251 ms), and so on, 72 bytes
         // more each time. Before, the first went on the second opportunity (250.5 ms).
-        let mut trace = crafted();
-        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
-        let mut r = replay(trace, ReplayMode::Full);
-        let arrivals: Vec<(Nanos, usize)> = (0..3).map(|_| (250 * MS, 1500)).collect();
-        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
-            .iter()
-            .map(|&(t, _)| t as f64 / 1e6)
-            .collect();
-        assert_ms(&got, &[280.0, 281.0, 281.5]);
+        assert_ms(&on_1428_byte_trains(3, 1500), &[280.0, 281.0, 281.5]);
     }
 
     #[test]
@@ -859,16 +864,8 @@ mod tests {
         // The recorded trains' packets were 1428 bytes (the offsets' largest size): 100 packets
         // of 1428 bytes at 250 ms take the 100-packet train's 100 opportunities, one each
         // (250 + 0.5 i + 30 ms). As 1500-byte opportunities they took 96 of them, 4 % fast.
-        let mut trace = crafted();
-        trace.offset = vec![(100.0, 0.0), (1428.0, 0.0)];
-        let mut r = replay(trace, ReplayMode::Full);
-        let arrivals: Vec<(Nanos, usize)> = (0..100).map(|_| (250 * MS, 1428)).collect();
-        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
-            .iter()
-            .map(|&(t, _)| t as f64 / 1e6)
-            .collect();
         let want: Vec<f64> = (0..100).map(|i| 250.0 + i as f64 * 0.5 + 30.0).collect();
-        assert_ms(&got, &want);
+        assert_ms(&on_1428_byte_trains(100, 1428), &want);
     }
 
     #[test]
