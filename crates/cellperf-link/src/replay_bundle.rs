@@ -406,6 +406,20 @@ impl DirectionTrace {
         a.base_delay_ms + (b.base_delay_ms - a.base_delay_ms) * (t_ms - a.at_ms) / span
     }
 
+    /// The least base delay of the light series within `reach_ms` of `t_ms` (`base_delay_ms`
+    /// there without a train in reach): the link's delay without what a packet that finds it
+    /// idle waits on top (the uplink's request for a grant, a fade at the train's start),
+    /// as far as the trains nearby show it.
+    pub fn base_floor_ms(&self, t_ms: f64, reach_ms: f64) -> f64 {
+        let from = self.light.partition_point(|tr| tr.at_ms < t_ms - reach_ms);
+        let to = self.light.partition_point(|tr| tr.at_ms <= t_ms + reach_ms);
+        self.light[from..to]
+            .iter()
+            .map(|tr| tr.base_delay_ms)
+            .reduce(f64::min)
+            .unwrap_or_else(|| self.base_delay_ms(t_ms))
+    }
+
     /// The extra one-way delay of a packet of `bytes`: linear between recorded sizes, the
     /// nearest recorded value outside them, 0 without an offset series.
     pub fn offset_ms(&self, bytes: usize) -> f64 {
