@@ -216,23 +216,29 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _span(bounds: tuple[float, float] | None, points: bool) -> str:
-    """An interval as `lo..hi` (% unless `points`)."""
+def span(bounds: tuple[float, float] | None, points: bool, words: bool = False) -> str:
+    """An interval as `lo..hi` (% unless `points`), or (`words`, for the report) `lo to hi`
+    with its unit and a decimal more; a dash without one."""
     if bounds is None:
-        return "-"
-    lo, hi = bounds
-    return f"{lo:+.1f}..{hi:+.1f}" if points else f"{100 * lo:+.0f}..{100 * hi:+.0f}%"
+        return "–" if words else "-"
+    lo, hi = bounds if points else (100 * bounds[0], 100 * bounds[1])
+    if words:
+        return f"{lo:+.2f} to {hi:+.2f} pts" if points else f"{lo:+.1f} to {hi:+.1f} %"
+    return f"{lo:+.1f}..{hi:+.1f}" if points else f"{lo:+.0f}..{hi:+.0f}%"
 
 
-def verdict(t: dict) -> str:
+def verdict(t: dict, words: bool = False) -> str:
     """A target's verdict for `full`: `yes` (met) or `NO`, with `?` when its 95 % interval
     crosses the bound (the samples cannot tell), `noise` when the live link again is over the
-    bound, `-` without a figure."""
+    bound, a dash without a figure; or (`words`, for the report) the same in words."""
     if not t.get("judged", True):
-        return "noise"
+        return "cannot be judged: the live link again is over the bound" if words else "noise"
     if t["met"] is None:
-        return "-"
-    return ("yes" if t["met"] else "NO") + ("?" if t.get("sure") is False else "")
+        return "–" if words else "-"
+    unsure = t.get("sure") is False
+    if words:
+        return ("met" if t["met"] else "missed") + (" (not sure: the interval crosses the bound)" if unsure else "")
+    return ("yes" if t["met"] else "NO") + ("?" if unsure else "")
 
 
 def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
@@ -262,7 +268,7 @@ def table(card: dict, modes: tuple[str, ...] = MODES) -> str:
         stat = "" if name == "train_ratio" else " " + t["statistic"].replace("_points", " pts")
         lines.append(f"{(TARGET_LABELS.get(name, name) + stat)[:19]:<19} {unit(t['bound']):>7}"
                      + "".join(f" {unit(t.get(m)):>7}" for m in modes)
-                     + f" {_span(t.get('interval', {}).get('full'), points):>11} {verdict(t):>5}"
+                     + f" {span(t.get('interval', {}).get('full'), points):>11} {verdict(t):>5}"
                      + f" {({True: 'yes', False: 'NO', None: '-'})[t['half_of_heavy']]:>9}")
     if any(t.get("sure") is False and t.get("judged", True) for t in card["targets"].values()):
         lines.append("?: full's 95 % interval crosses the bound: these samples cannot tell (run more)")

@@ -48,7 +48,8 @@ def replay_fidelity(store: Store) -> list[Item]:
                 else (lambda x: "–" if x is None else f"{100 * x:.1f} %")
             label = "100/10 train rate ratio" if target == "train_ratio" else scorecard.LABELS.get(target, target)
             targets.append([f"{label} ({t['statistic']})", f"≤ {unit(t['bound'])}", *[unit(t.get(m)) for m in modes],
-                            _interval(t["interval"].get("full"), points), _verdict(t)])
+                            scorecard.span(t["interval"].get("full"), points, words=True),
+                            scorecard.verdict(t, words=True)])
         head = ["measure", "n live", "live mean"] + [h for m in modes for h in (f"{m} error %", f"{m} EMD/mean %")]
         target_head = ["target", "bound", *modes, "full: 95 % interval of replay − live", "full: met?"]
         ratio = card["train_ratio"]
@@ -86,23 +87,6 @@ def replay_fidelity(store: Store) -> list[Item]:
                           + (", and the live link again (its own variability)" if scorecard.LIVE_AGAIN in modes else "")
                           + " (choose the measure in the menu).", layout(fig)))
     return items
-
-
-def _interval(bounds: tuple[float, float] | None, points: bool) -> str:
-    if bounds is None:
-        return "–"
-    lo, hi = bounds
-    return f"{lo:+.2f} to {hi:+.2f} pts" if points else f"{100 * lo:+.1f} to {100 * hi:+.1f} %"
-
-
-def _verdict(t: dict) -> str:
-    """full's verdict on a target in words (`scorecard.verdict`'s)."""
-    if not t.get("judged", True):
-        return "cannot be judged: the live link again is over the bound"
-    if t["met"] is None:
-        return "–"
-    said = "met" if t["met"] else "missed"
-    return said + (" (not sure: the interval crosses the bound)" if t.get("sure") is False else "")
 
 
 SECTIONS = (("Replay fidelity", (replay_fidelity,)),)
