@@ -144,11 +144,72 @@ def test_a_target_the_second_live_run_misses_itself_cannot_be_judged():
     assert t["download_s_1MB"]["judged"] is False and t["download_s_1MB"]["met"] is None
     assert t["download_s_10MB"]["judged"] is True and t["download_s_10MB"]["met"] is False
     text = sc.table(card, (*sc.MODES, sc.LIVE_AGAIN))
-    row = next(line for line in text.splitlines() if line.startswith("1 MB download s mean"))
+    row = next(line for line in text.splitlines() if line.startswith("1 MB download mean"))
     assert " noise " in row and "cannot be judged" in text
     assert max(map(len, text.splitlines())) <= 80  # four modes' columns within a terminal
     # Without a second live run every row is judged.
     assert all(t["judged"] for t in sc.score(live, {"full": full, "heavy": live})["targets"].values())
+
+
+def test_a_target_s_interval_is_the_bootstrap_s_and_says_whether_the_samples_can_tell():
+    # Constant samples: every resample is the sample, the interval is the error itself.
+    live, exact, slow = ({"download_s_10MB": [v] * 6} for v in (10.0, 10.5, 12.0))
+    assert sc.interval("mean", live, exact, "download_s_10MB") == pytest.approx((0.05, 0.05))
+    t = sc.score(live, {"full": exact})["targets"]["download_s_10MB"]
+    assert t["interval"]["full"] == pytest.approx((0.05, 0.05)) and t["met"] and t["sure"]
+    t = sc.score(live, {"full": slow})["targets"]["download_s_10MB"]
+    assert t["met"] is False and t["sure"] and sc.verdict(t) == "NO"
+    # Signed: a replay faster than live has an interval below 0.
+    assert sc.interval("mean", slow, live, "download_s_10MB") == pytest.approx((-1 / 6, -1 / 6))
+    # Two loads of 1 and 3 s against 3 % slower ones: 3 % is under the bound, but a resample
+    # of two is one of three means a side (1, 2, 3 s), so the interval runs from
+    # (1.03 - 3) / 3 to (3.09 - 1) / 1: both sides of the bound, the samples cannot tell.
+    live, full = {"download_s_1MB": [1.0, 3.0]}, {"download_s_1MB": [1.03, 3.09]}
+    lo, hi = sc.interval("mean", live, full, "download_s_1MB")
+    assert lo == pytest.approx((1.03 - 3) / 3) and hi == pytest.approx(2.09)
+    t = sc.score(live, {"full": full})["targets"]["download_s_1MB"]
+    assert t["met"] and t["sure"] is False and sc.verdict(t) == "yes?"
+    # Medians and points of R; the train ratio resamples whole trains.
+    assert sc.interval("median_points", {"voip_r": [90.0] * 3}, {"voip_r": [89.5] * 3}, "voip_r") == (-0.5, -0.5)
+    trains = {"train_ms_100": [10.0] * 4, "train_bytes_100": [20.0] * 4, "train_ms_10": [5.0] * 4,
+              "train_bytes_10": [5.0] * 4}
+    faster = {**trains, "train_ms_10": [4.0] * 4}
+    assert sc.interval("train_ratio", trains, faster, "train_ratio") == pytest.approx((-0.2, -0.2))
+    # Under two samples a side: no interval, and no claim about it.
+    t = sc.score({"download_s_1MB": [1.0]}, {"full": {"download_s_1MB": [1.0]}})["targets"]["download_s_1MB"]
+    assert t["interval"]["full"] is None and t["sure"] is None and sc.verdict(t) == "yes"
+
+
+def test_page_loads_are_resampled_page_by_page():
+    # Two pages of 0.5 and 2 s, each loaded five times; the replay 5 % slower on both. Within a
+    # page every load is the same, so resampling page by page keeps the error at exactly 5 %;
+    # resampling the pooled loads draws one page more often than the other and moves the mean
+    # by far more than that.
+    def loads(k: float) -> dict:
+        return {"page_load_s": [0.5 * k] * 5 + [2.0 * k] * 5, "page_load_s:a": [0.5 * k] * 5,
+                "page_load_s:b": [2.0 * k] * 5}
+
+    live, full = loads(1.0), loads(1.05)
+    assert sc.interval("mean", live, full, "page_load_s") == pytest.approx((0.05, 0.05))
+    pooled = sc.interval("mean", {"page_load_s": live["page_load_s"]}, {"page_load_s": full["page_load_s"]},
+                         "page_load_s")
+    assert pooled[0] < -0.2 and pooled[1] > 0.3
+    # Each page is a row of its own, by its name, right under the pooled one.
+    card = sc.score(live, {"full": full, "heavy": live})
+    assert list(card["measures"]) == ["page_load_s", "page_load_s:a", "page_load_s:b"]
+    lines = sc.table(card).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("page load s "))
+    assert lines[at + 1].startswith("  a ") and lines[at + 2].startswith("  b ")
+    assert sc.label("page_load_s:a") == "page load s: a"
+
+
+def test_the_table_says_when_the_samples_cannot_tell():
+    live, full = _results(1.0, 50.0, 90.0, 2.0), _results(1.03, 50.0, 90.0, 2.0)
+    text = sc.table(sc.score(live, {"full": full, "heavy": live}))
+    row = next(line for line in text.splitlines() if line.startswith("1 MB download mean"))
+    # The bound, full 3.0 %, heavy 0.0 %, the interval, the verdict and half of heavy's.
+    assert row.split()[4:] == ["9.0%", "3.0%", "0.0%", "-66..+209%", "yes?", "NO"], row
+    assert "cannot tell" in text and max(map(len, text.splitlines())) <= 80
 
 
 def test_downloads_repeat_per_size_round_by_round(monkeypatch):

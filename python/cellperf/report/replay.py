@@ -34,29 +34,30 @@ def replay_fidelity(store: Store) -> list[Item]:
         rows = []
         for measure, by_mode in card["measures"].items():
             first = next(iter(by_mode.values()), {})
-            row = [scorecard.LABELS.get(measure, measure), first.get("n_live", 0),
+            row = [scorecard.label(measure), first.get("n_live", 0),
                    "–" if first.get("live_mean") is None else f"{first['live_mean']:.4g}"]
             for m in modes:
                 row += [percent(by_mode[m].get("mean_error")), percent(by_mode[m].get("emd_over_mean"))]
             rows.append(row)
-        # The targets in a table of their own: each mode's figure under its name, and the
-        # verdict (for full) in a column that says so.
+        # The targets in a table of their own: each mode's figure under its name, full's 95 %
+        # interval, and the verdict (for full) in a column that says so.
         targets = []
         for target, t in card["targets"].items():
-            unit = (lambda x: "–" if x is None else f"{x:.2f} pts") if t["statistic"] == "median_points" \
+            points = t["statistic"] == "median_points"
+            unit = (lambda x: "–" if x is None else f"{x:.2f} pts") if points \
                 else (lambda x: "–" if x is None else f"{100 * x:.1f} %")
             label = "100/10 train rate ratio" if target == "train_ratio" else scorecard.LABELS.get(target, target)
-            met = {True: "met", False: "missed", None: "–"}[t["met"]] if t.get("judged", True) \
-                else "cannot be judged: the live link again is over the bound"
             targets.append([f"{label} ({t['statistic']})", f"≤ {unit(t['bound'])}", *[unit(t.get(m)) for m in modes],
-                            met])
+                            scorecard.span(t["interval"].get("full"), points, words=True),
+                            scorecard.verdict(t, words=True)])
         head = ["measure", "n live", "live mean"] + [h for m in modes for h in (f"{m} error %", f"{m} EMD/mean %")]
-        target_head = ["target", "bound", *modes, "full: met?"]
+        target_head = ["target", "bound", *modes, "full: 95 % interval of replay − live", "full: met?"]
         ratio = card["train_ratio"]
         items.append(Item(f"replay-score-{check['check_id']}", f"Replay scorecard: {name}",
                           "Per workload measure: relative error of the means and earth mover's distance over the live "
                           "mean (CellReplay's measures), full replay beside heavy (mahimahi's way); below, the issue's "
-                          "targets, met or missed by full. 100/10-packet train rate: " + ", ".join(
+                          "targets, met or missed by full, with the 95 % bootstrap interval of full's signed error: "
+                          "where it crosses the bound, the samples cannot tell. 100/10-packet train rate: " + ", ".join(
                               f"{k} {'–' if v is None else f'{v:.2f}x'}" for k, v in ratio.items())
                           + f". Bundle {html.escape(str(check['bundle']))}.",
                           table_html=html_table(head, rows) + html_table(target_head, targets)))
@@ -75,11 +76,11 @@ def replay_fidelity(store: Store) -> list[Item]:
         for measure, n in zip(measures, counts):
             visible = [False] * sum(counts)
             visible[start:start + n] = [True] * n
-            buttons.append(dict(label=scorecard.LABELS.get(measure, measure), method="update",
-                                args=[{"visible": visible}, {"xaxis": {"title": scorecard.LABELS.get(measure, measure)}}]))
+            name_of = scorecard.label(measure)
+            buttons.append(dict(label=name_of, method="update", args=[{"visible": visible}, {"xaxis": {"title": name_of}}]))
             start += n
         fig.update_layout(updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.15)],
-                          xaxis_title=scorecard.LABELS.get(measures[0], measures[0]) if measures else "",
+                          xaxis_title=scorecard.label(measures[0]) if measures else "",
                           yaxis_title="CDF")
         items.append(Item(f"replay-cdf-{check['check_id']}", f"Live vs replayed: {name}",
                           "CDF of each workload measure through the live link and replayed full and heavy"
