@@ -544,10 +544,10 @@ impl Replay {
     /// left at its opportunity but would still be waiting on the live link: a base delay
     /// sample is the delay of a packet that found the link idle, the wait for the uplink's
     /// grant (or a fade's end) included, and a packet that comes during that wait leaves
-    /// with it (the next opportunity after its, `due_time`) where a replay that placed the
-    /// wait after the link gave it all again. On `bench/replay.py`'s stationary and mobile
-    /// links the page loads' uplink packets were 6-10 ms slower replayed at the 10th
-    /// percentile (37.9 ms against 31.6 live, stationary): the ACKs a live grant carried
+    /// with it (on the next opportunity after that one's, `due_time`), where a replay that
+    /// placed the wait after the link gave it all again. On `bench/replay.py`'s stationary
+    /// and mobile links the page loads' uplink packets were 6-10 ms slower replayed at the
+    /// 10th percentile (37.9 ms against 31.6 live, stationary): the ACKs a live grant carried
     /// together. The wait is the packet ahead's base delay over the least one within
     /// `FLOOR_REACH_MS` (`DirectionTrace::base_floor_ms`): every recorded uplink sample pays
     /// some grant wait, so the joins are fewer than live, never more.
