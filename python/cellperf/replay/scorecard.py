@@ -222,6 +222,9 @@ def span(bounds: tuple[float, float] | None, points: bool, words: bool = False) 
     if bounds is None:
         return "–" if words else "-"
     lo, hi = bounds if points else (100 * bounds[0], 100 * bounds[1])
+    # Rounded first, so that an end just under 0 reads +0.0, not -0.0.
+    digits = (2 if points else 1) if words else (1 if points else 0)
+    lo, hi = round(lo, digits) + 0.0, round(hi, digits) + 0.0
     if words:
         return f"{lo:+.2f} to {hi:+.2f} pts" if points else f"{lo:+.1f} to {hi:+.1f} %"
     return f"{lo:+.1f}..{hi:+.1f}" if points else f"{lo:+.0f}..{hi:+.0f}%"
