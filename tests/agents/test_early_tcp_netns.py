@@ -84,9 +84,11 @@ def test_data_connections_open_beside_the_request_two_round_trips_sooner_with_th
     no_ticket.pop("mn_port")
     # Without a ticket: connect, hello, auth + request, the data connection's connect, its
     # cookie and the server's first data: 5 round trips. With one (the old code: 4, the data
-    # connection opening after `accepted`): the connect and the first flight.
+    # connection opening after `accepted`): the connect and the first flight. The server's own
+    # work before its first data (12 ms on a quiet host, 72 on a busy CI one) only adds, so the
+    # bound sits halfway between 2 and the old code's 4.
     assert no_ticket["data_port"] != port and ticket["data_port"] == port, seen
-    assert 4.5 < no_ticket["round_trips"] and ticket["round_trips"] < 2.6, seen
+    assert 4.5 < no_ticket["round_trips"] and ticket["round_trips"] < 3.0, seen
     # The same packets: the probe's SYN (MSS, window scale, window: 65 × 1000), the server's segments
     # (MSS 1000 less the 12 B of timestamps), the window the probe advertises (its 64 KiB).
     assert no_ticket["syn"] == ticket["syn"] == ("1000", "1", "65000"), seen
