@@ -505,24 +505,30 @@ impl Replay {
     /// uplink's recorded trains begin with the UE's request for grants after 500 ms of idle,
     /// which a packet a few ms behind the last does not wait for: light trains there gave
     /// uplink ACKs 53 ms where the live link gave 40.5 (46 as before).
+    /// A packet after the link has sent everything and idled `light_idle` starts a train even
+    /// while the last train's opportunities go on: the link idled as long as before a
+    /// recorded train, and the recorded train's later opportunities were for packets sent
+    /// with its first. The uplink's 100-packet trains last up to 600 ms (a 1.8-Mb/s state,
+    /// grants in bunches): pings 200 ms apart on `bench/replay.py`'s mobile recording waited
+    /// for the next bunch of the train the ping before had started, on top of a base delay
+    /// that holds a grant's wait, 4-11 ms slower than live (median).
     fn on_arrival(&mut self, t: Nanos) {
         if let Some(tr) = &self.train {
             let idle_since = self.last_departure.max(tr.last_opportunity());
-            if t <= idle_since {
+            let idled = self.light_idle > 0 && t >= self.last_departure + self.light_idle;
+            if t <= idle_since && !idled {
                 return;
             }
-            if t - idle_since < self.light_idle && !self.trains_after_short_idle {
+            if t > idle_since && t - idle_since < self.light_idle && !self.trains_after_short_idle {
                 self.anchor_heavy(t);
                 self.current = None;
                 return;
             }
         }
-        let r = self.light_time(self.recording_ms(t));
+        let raw = self.recording_ms(t);
+        let r = self.light_time(raw);
+        let index = self.train_at(raw, r);
         let light = &self.trace.light;
-        let index = self.trains[self
-            .trains
-            .partition_point(|&i| light[i].at_ms <= r)
-            .saturating_sub(1)];
         self.train = Some(LightTrain {
             start: t,
             pdo: light[index]
@@ -538,6 +544,44 @@ impl Replay {
         // heavy ones after the train are used at their recorded times.
         self.current = None;
         self.heavy_shift = 0;
+    }
+
+    /// The recorded train whose opportunities a light train at `raw` ms into the recording
+    /// replays (`r`: the moment `light_time` replays then): the last of `trains` sent at or
+    /// before `r`. Before the first (the sizes phase and the saturate phase after it: 11 s of
+    /// `bench/replay.py`'s mobile recording), the first stretch of trains repeated from the
+    /// recording's start, as a gap repeats the stretch before it. The first train alone stood for all of it; on that
+    /// recording a handoff had held its packets after the third for 271 ms, and every light
+    /// train of the first 11 s replayed the stall: a ping that came 200 ms after the one
+    /// before waited for it, every third of the plan's pings 70 ms slow (median 7.5 % over
+    /// live). Repeated with its stretch, such a train stalls once a stretch, as handoffs do.
+    fn train_at(&mut self, raw: f64, r: f64) -> usize {
+        let first = self.trains[0];
+        if self.every_train || raw >= self.trace.light[first].at_ms {
+            let light = &self.trace.light;
+            return self.trains[self
+                .trains
+                .partition_point(|&i| light[i].at_ms <= r)
+                .saturating_sub(1)];
+        }
+        // The first stretch parsed (`AHEAD_TRAINS` after its first train).
+        self.read_light(self.trace.light[first].at_ms);
+        let light = &self.trace.light;
+        let stretch = self
+            .trains
+            .iter()
+            .take_while(|&&i| self.stretch_first[i] == self.stretch_first[first])
+            .count();
+        let last = self.trains[stretch - 1];
+        // The stretch ends one spacing after its last train, as in `light_time`.
+        let span = light[last].at_ms - light[first].at_ms + self.light_gap_ms / LIGHT_GAP_SPACINGS;
+        if span <= 0.0 {
+            return first;
+        }
+        let within = light[first].at_ms + raw.rem_euclid(span);
+        self.trains[self.trains[..stretch]
+            .partition_point(|&i| light[i].at_ms <= within)
+            .saturating_sub(1)]
     }
 
     /// Full mode: whether a packet reaching the link at `t` joins the packet ahead, which
@@ -1059,6 +1103,82 @@ mod tests {
         // the line of 1600 and the saturator's bunch (all at 7620).
         let want: Vec<f64> = (0..10).map(|i| 7620.0 + 0.5 * i as f64).collect();
         assert_ms(&train_delivery(&mut r, 7600 * MS, 10), &want);
+    }
+
+    #[test]
+    fn before_the_first_train_the_first_stretch_of_trains_replays_in_turn() {
+        // One-packet lines every 50 ms for 1 s, then a stretch of two 10-packet trains: at
+        // 5000 ms one whose packets after the third a handoff held for 300 ms, at 5500 ms one
+        // 1 ms apart; base 20 ms throughout. The stretch runs one spacing (500 ms) past its
+        // last train, 1000 ms, repeated from the recording's start: a burst at 300 ms replays
+        // the moment 5300 (the held train), one at 1600 ms the moment 5600 (the other).
+        // Before, the first train stood for both: the burst at 1600 waited 297 ms too.
+        let mut light: Vec<Train> = (0..20)
+            .map(|j| Train {
+                at_ms: 50.0 * j as f64,
+                base_delay_ms: 20.0,
+                pdo_ms: vec![0.0],
+            })
+            .collect();
+        let held = [0.0, 1.0, 2.0].into_iter().chain((3..10).map(|i| 297.0 + i as f64));
+        light.push(Train {
+            at_ms: 5000.0,
+            base_delay_ms: 20.0,
+            pdo_ms: held.collect(),
+        });
+        light.push(Train {
+            at_ms: 5500.0,
+            base_delay_ms: 20.0,
+            pdo_ms: (0..10).map(f64::from).collect(),
+        });
+        let trace = DirectionTrace {
+            light,
+            heavy_ms: (1..=5000).map(|i| i * 2).collect(),
+            ..Default::default()
+        };
+        let fresh = || {
+            Replay::new(
+                trace.clone(),
+                10_000.0,
+                ReplayMode::Full,
+                OutageMode::Buffer,
+                QueueSpec::Unbounded,
+                7,
+            )
+            .unwrap()
+        };
+        assert_ms(
+            &train_delivery(&mut fresh(), 300 * MS, 4),
+            &[320.0, 321.0, 322.0, 620.0],
+        );
+        assert_ms(
+            &train_delivery(&mut fresh(), 1600 * MS, 4),
+            &[1620.0, 1621.0, 1622.0, 1623.0],
+        );
+    }
+
+    #[test]
+    fn a_packet_after_the_link_idled_starts_a_train_while_the_last_ones_opportunities_go_on() {
+        // Uplink trains every 500 ms (a light train after 125 ms of idle), each 5 packets
+        // 100 ms apart, base 20 ms. A packet at 50 ms starts the train of 0 ms (70); one at
+        // 100, 50 ms after it left, goes on with it (its opportunity of 150: 170); one at
+        // 300, 150 ms after the link went idle, starts a train of its own and leaves at once
+        // (320). Before, it took the opportunity of 350 (370), the train's it found going on.
+        let mut trace = crafted();
+        trace.light = [0.0, 500.0, 1000.0]
+            .map(|at_ms| Train {
+                at_ms,
+                base_delay_ms: 20.0,
+                pdo_ms: (0..5).map(|i| 100.0 * i as f64).collect(),
+            })
+            .to_vec();
+        let mut r = replay(trace, ReplayMode::Full);
+        let arrivals = [(50 * MS, 1500), (100 * MS, 1500), (300 * MS, 1500)];
+        let got: Vec<f64> = run(&mut r, &arrivals, 100_000, 2000 * MS)
+            .iter()
+            .map(|&(t, _)| t as f64 / 1e6)
+            .collect();
+        assert_ms(&got, &[70.0, 170.0, 320.0]);
     }
 
     #[test]
