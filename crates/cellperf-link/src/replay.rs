@@ -2,15 +2,17 @@
 //!
 //! Mode `full` (CellReplay's idea, cellperf's rule): a packet that reaches an idle link starts
 //! a *light train*: the recorded train sent last at or before that moment of the recording (in
-//! a long gap of the series, the trains before it in turn) gives its base delay (linear
-//! between trains) and its delivery opportunities (PDOs), placed from the packet's arrival.
+//! a long gap of the series, the trains before it in turn; before the first, the first
+//! stretch's in turn) gives its base delay (linear between trains) and its delivery
+//! opportunities (PDOs), placed from the packet's arrival.
 //! Packets that follow use those opportunities while any are ahead of them; a flow that wants
 //! more than the train had while the link is busy with it goes on with a longer recorded
 //! train's, then with the saturator's (*heavy*) opportunities, from where the light ones
 //! stopped, for as long as it keeps the link busy.
 //! The link is idle again once it has sent everything and the train's last opportunity has
-//! passed; the next packet starts a new train if the link has been idle at all (downlink) or
-//! about as long as before a recorded train (uplink), else a busy period on the heavy
+//! passed, or it has sent everything and idled as long as before a light train (`on_arrival`);
+//! the next packet starts a new train if the link has been idle at all (downlink) or about as
+//! long as before a recorded train (uplink), else a busy period on the heavy
 //! opportunities, the next one moved to the packet's arrival when that falls in a gap of the
 //! saturator's trace (a lone packet on an idle link does not wait for the saturator's next
 //! delivery). A heavy opportunity carries 1500 bytes, a light one a recorded train packet's,
@@ -1120,7 +1122,9 @@ mod tests {
                 pdo_ms: vec![0.0],
             })
             .collect();
-        let held = [0.0, 1.0, 2.0].into_iter().chain((3..10).map(|i| 297.0 + i as f64));
+        let held = [0.0, 1.0, 2.0]
+            .into_iter()
+            .chain((3..10).map(|i| 297.0 + i as f64));
         light.push(Train {
             at_ms: 5000.0,
             base_delay_ms: 20.0,
