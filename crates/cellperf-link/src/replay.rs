@@ -419,6 +419,10 @@ impl Replay {
     /// spacing; heavy ones only after the longest. A 100-packet burst replayed on a recorded
     /// 10-packet train went on with the saturator's opportunities after the tenth packet: on
     /// `bench/replay.py`'s stationary recording 6.3 Mb/s where its 100-packet trains had 8.8.
+    /// Its opportunities come no sooner after the burst's start than after its own train's
+    /// first: a longer train that an ARQ stall held after its fifth packet (65 ms, then the
+    /// other 95 within 0.1 ms, `bench/replay.py`'s mobile downlink) lent a burst only its
+    /// release, and 100-packet bursts replayed in 20-27 ms where the live link took 66-232.
     fn next_opportunity(&mut self, t: Nanos, busy: bool) -> (Nanos, Source) {
         while let Some(train) = &mut self.train {
             while train.next < train.pdo.len() {
@@ -440,8 +444,12 @@ impl Replay {
                 .iter()
                 .map(|&ms| ms_to_nanos(ms))
                 .collect();
-            // The longer train's (n+1)th opportunity follows the last used one as it followed its own nth.
-            train.start = (train.start + train.pdo[n - 1]).saturating_sub(pdo[n - 1]);
+            // The longer train's (n+1)th opportunity follows the last used one as it followed
+            // its own nth, and comes no sooner after the burst's start than it came after its
+            // own train's.
+            train.start = train
+                .start
+                .max((train.start + train.pdo[n - 1]).saturating_sub(pdo[n - 1]));
             train.pdo = pdo;
             train.recorded = j;
         }
@@ -911,6 +919,37 @@ mod tests {
         let got = train_delivery(&mut r, 250 * MS, 120);
         let mut want: Vec<f64> = (0..100).map(|i| 250.0 + i as f64 * 0.5 + 30.0).collect();
         want.extend((0..20).map(|k| 300.0 + 2.0 * k as f64 + 30.0));
+        assert_ms(&got, &want);
+    }
+
+    #[test]
+    fn a_burst_going_on_with_a_longer_train_meets_its_stall_not_only_its_release() {
+        // A 10-packet train 1 ms apart at 0 ms; at 200 ms a 100-packet one that an ARQ stall
+        // held after its fifth packet: 0..2 ms, then the other 95 at 60 ms, 0.01 ms apart;
+        // base 20 ms. A 20-packet burst at 50 ms takes the first train's ten (70..79) and
+        // goes on with the long one's 11th to 20th, no sooner after the burst's start than
+        // after their own train's (50 + 60.05.. + 20). Before, they followed the tenth as the
+        // long train's followed its own tenth (its release, 0.01 ms apart): 80.05..80.14.
+        let stalled = (0..5)
+            .map(|k| 0.5 * k as f64)
+            .chain((5..100).map(|k| 60.0 + 0.01 * (k - 5) as f64));
+        let mut trace = crafted();
+        trace.light = vec![
+            Train {
+                at_ms: 0.0,
+                base_delay_ms: 20.0,
+                pdo_ms: (0..10).map(f64::from).collect(),
+            },
+            Train {
+                at_ms: 200.0,
+                base_delay_ms: 20.0,
+                pdo_ms: stalled.collect(),
+            },
+        ];
+        let mut r = replay(trace, ReplayMode::Full);
+        let got = train_delivery(&mut r, 50 * MS, 20);
+        let mut want: Vec<f64> = (0..10).map(|i| 70.0 + i as f64).collect();
+        want.extend((10..20).map(|k| 130.0 + 0.01 * (k - 5) as f64));
         assert_ms(&got, &want);
     }
 
