@@ -136,7 +136,7 @@ pub struct Replay {
     stretch_first: Vec<usize>,
     /// The recorded trains whose opportunities a light train replays: those of two packets
     /// or more (every one when the series has none: `every_train`); a light train replays
-    /// the last of them sent at or before its moment (the first one before any). The sizes
+    /// the last of them sent at or before its moment (before the first, `train_at`). The sizes
     /// phase's one-packet lines (every 50 ms, 3.5-14 s at the recording's start) are base
     /// delay samples; replayed as a train, one opportunity, a burst went on with the
     /// saturator's (no longer train within reach), and the gap after the first trains phase
@@ -882,6 +882,30 @@ mod tests {
         .unwrap()
     }
 
+    /// Mode `full` on `trace`, looping every `period_ms`.
+    fn full_replay(trace: &DirectionTrace, period_ms: f64) -> Replay {
+        Replay::new(
+            trace.clone(),
+            period_ms,
+            ReplayMode::Full,
+            OutageMode::Buffer,
+            QueueSpec::Unbounded,
+            7,
+        )
+        .unwrap()
+    }
+
+    /// A sizes phase: `n` one-packet lines every 50 ms from 0, base 20 ms.
+    fn sizes_phase(n: usize) -> Vec<Train> {
+        (0..n)
+            .map(|j| Train {
+                at_ms: 50.0 * j as f64,
+                base_delay_ms: 20.0,
+                pdo_ms: vec![0.0],
+            })
+            .collect()
+    }
+
     /// `n` back-to-back 1500-byte packets (one opportunity each) at `at`; their delivery
     /// times, ms.
     fn train_delivery(r: &mut Replay, at: Nanos, n: usize) -> Vec<f64> {
@@ -1010,17 +1034,7 @@ mod tests {
             heavy_ms: (1..=2000).map(|i| i * 2).collect(),
             ..Default::default()
         };
-        let fresh = || {
-            Replay::new(
-                trace.clone(),
-                4000.0,
-                ReplayMode::Full,
-                OutageMode::Buffer,
-                QueueSpec::Unbounded,
-                7,
-            )
-            .unwrap()
-        };
+        let fresh = || full_replay(&trace, 4000.0);
         assert_ms(
             &train_delivery(&mut fresh(), 2350 * MS, 2),
             &[2373.5, 2377.5],
@@ -1104,13 +1118,7 @@ mod tests {
         // takes the first train's ten opportunities (1000..1009 + 20 ms). Before, it took the
         // line of 1000 ms (one opportunity), found no longer train within reach and went on
         // with the saturator's bunch of 1000 ms: all ten at 1020, a 0-ms train.
-        let mut light: Vec<Train> = (0..100)
-            .map(|j| Train {
-                at_ms: 50.0 * j as f64,
-                base_delay_ms: 20.0,
-                pdo_ms: vec![0.0],
-            })
-            .collect();
+        let mut light = sizes_phase(100);
         light.push(Train {
             at_ms: 5000.0,
             base_delay_ms: 20.0,
@@ -1126,15 +1134,7 @@ mod tests {
             heavy_ms: (1..=500).flat_map(|i| [i * 20; 10]).collect(),
             ..Default::default()
         };
-        let mut r = Replay::new(
-            trace,
-            10_000.0,
-            ReplayMode::Full,
-            OutageMode::Buffer,
-            QueueSpec::Unbounded,
-            7,
-        )
-        .unwrap();
+        let mut r = full_replay(&trace, 10_000.0);
         let want: Vec<f64> = (0..10).map(|i| 1020.0 + i as f64).collect();
         assert_ms(&train_delivery(&mut r, 1000 * MS, 10), &want);
         // After 6000 ms no train (a gap of over four spacings): the stretch before it is
@@ -1154,13 +1154,7 @@ mod tests {
         // last train, 1000 ms, repeated from the recording's start: a burst at 300 ms replays
         // the moment 5300 (the held train), one at 1600 ms the moment 5600 (the other).
         // Before, the first train stood for both: the burst at 1600 waited 297 ms too.
-        let mut light: Vec<Train> = (0..20)
-            .map(|j| Train {
-                at_ms: 50.0 * j as f64,
-                base_delay_ms: 20.0,
-                pdo_ms: vec![0.0],
-            })
-            .collect();
+        let mut light = sizes_phase(20);
         let held = [0.0, 1.0, 2.0]
             .into_iter()
             .chain((3..10).map(|i| 297.0 + i as f64));
@@ -1179,17 +1173,7 @@ mod tests {
             heavy_ms: (1..=5000).map(|i| i * 2).collect(),
             ..Default::default()
         };
-        let fresh = || {
-            Replay::new(
-                trace.clone(),
-                10_000.0,
-                ReplayMode::Full,
-                OutageMode::Buffer,
-                QueueSpec::Unbounded,
-                7,
-            )
-            .unwrap()
-        };
+        let fresh = || full_replay(&trace, 10_000.0);
         assert_ms(
             &train_delivery(&mut fresh(), 300 * MS, 4),
             &[320.0, 321.0, 322.0, 620.0],
