@@ -560,11 +560,12 @@ impl Replay {
     /// replays (`r`: the moment `light_time` replays then): the last of `trains` sent at or
     /// before `r`. Before the first (the sizes phase and the saturate phase after it: 11 s of
     /// `bench/replay.py`'s mobile recording), the first stretch of trains repeated from the
-    /// recording's start, as a gap repeats the stretch before it. The first train alone stood for all of it; on that
-    /// recording a handoff had held its packets after the third for 271 ms, and every light
-    /// train of the first 11 s replayed the stall: a ping that came 200 ms after the one
-    /// before waited for it, every third of the plan's pings 70 ms slow (median 7.5 % over
-    /// live). Repeated with its stretch, such a train stalls once a stretch, as handoffs do.
+    /// recording's start, as a gap repeats the stretch before it. The first train alone stood
+    /// for all of it; on that recording a handoff had held its packets after the third for
+    /// 271 ms, and every light train of the first 11 s replayed the stall: a ping that came
+    /// 200 ms after the one before waited for it, every third of the plan's pings 70 ms slow
+    /// (median 7.5 % over live). Repeated with its stretch, such a train stalls once a
+    /// stretch, as handoffs do.
     fn train_at(&mut self, raw: f64, r: f64) -> usize {
         let first = self.trains[0];
         if self.every_train || raw >= self.trace.light[first].at_ms {
