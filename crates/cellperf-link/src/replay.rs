@@ -584,8 +584,7 @@ impl Replay {
             .take_while(|&&i| self.stretch_first[i] == self.stretch_first[first])
             .count();
         let last = self.trains[stretch - 1];
-        // The stretch ends one spacing after its last train, as in `light_time`.
-        let span = light[last].at_ms - light[first].at_ms + self.light_gap_ms / LIGHT_GAP_SPACINGS;
+        let span = stretch_end(light, last, self.light_gap_ms) - light[first].at_ms;
         if span <= 0.0 {
             return first;
         }
@@ -751,13 +750,15 @@ fn light_time(
         return r;
     }
     let first = stretch_first[last];
-    // The stretch ends one spacing after its last train (gap_ms / LIGHT_GAP_SPACINGS).
-    let (start, end) = (
-        light[first].at_ms,
-        light[last].at_ms + gap_ms / LIGHT_GAP_SPACINGS,
-    );
+    let (start, end) = (light[first].at_ms, stretch_end(light, last, gap_ms));
     let within = start + (r - end).rem_euclid(end - start);
     within.min(light[last].at_ms)
+}
+
+/// The end of the stretch of trains whose last is `last`: one train spacing after it (a gap
+/// of the light series is `gap_ms`, LIGHT_GAP_SPACINGS spacings).
+fn stretch_end(light: &[Train], last: usize, gap_ms: f64) -> f64 {
+    light[last].at_ms + gap_ms / LIGHT_GAP_SPACINGS
 }
 
 /// A recorded train whose base delay (`raw`) stands out of both neighbours' (over the larger
